@@ -1,0 +1,112 @@
+"""plan(snapshot, options) -> Plan: the one pipeline behind every entry point.
+
+problem -> greedy baseline -> build_model -> staged solve -> decode -> verify.
+When a time limit leaves the solver with a plan worse than the baseline's, the
+baseline's plan is returned (a hint alone does not guarantee it). A plan that
+fails the verifier is an internal error, never a result.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from solver import verify as verify_mod
+from solver.model import greedy
+from solver.model import snapshot as s
+from solver.model.build import build_model
+from solver.model.decode import evaluate, make_plan, tier_key
+from solver.model.errors import SolverError
+from solver.model.plan import FEASIBLE, Plan
+from solver.model.problem import build_problem
+from solver.model.solve import SolveParams, solve
+
+
+class PlanInvalidError(SolverError):
+    """A decoded plan failed the independent verifier: a bug, reported as such."""
+
+    def __init__(self, violations: list[verify_mod.Violation]) -> None:
+        self.violations = violations
+        super().__init__("plan failed verification: " + "; ".join(map(str, violations[:5])))
+
+
+class UnknownWorkloadError(SolverError):
+    def __init__(self, workload: str) -> None:
+        self.workload = workload
+        super().__init__(f"no pending workload {workload!r} in the snapshot")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanOptions:
+    workload: str | None = None  # "ns/root": plan only this pending workload
+    time_limit: float = 10.0
+    workers: int = 1
+    seed: int = 0
+    relative_gap: float = 0.0
+    baseline_only: bool = False  # answer with the upstream-greedy plan
+    max_variables: int | None = None
+
+
+def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
+    """Drop every pending pod outside ``workload``: they hold nothing, so nothing else changes."""
+    groups = snapshot.group_by_key()
+
+    def root(pod: s.Pod) -> str:
+        key = pod.group
+        if key is None:
+            return pod.key
+        while groups[key].parent is not None:
+            key = groups[key].parent  # type: ignore[assignment]
+        return key
+
+    pending = [p for p in snapshot.pods if p.node is None]
+    if not any(root(p) == workload for p in pending):
+        raise UnknownWorkloadError(workload)
+    pods = tuple(p for p in snapshot.pods if p.node is not None or root(p) == workload)
+    return replace(snapshot, pods=pods)
+
+
+def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> Plan:
+    if options.workload:
+        snapshot = select_workload(snapshot, options.workload)
+    start = time.perf_counter()
+    problem = build_problem(snapshot)
+    baseline = greedy.baseline(problem)
+    baseline_seconds = time.perf_counter() - start
+    stats: dict[str, object] = {
+        "nodes": len(snapshot.nodes),
+        "runningPods": sum(1 for p in snapshot.pods if p.node is not None),
+        "pendingPods": sum(1 for p in snapshot.pods if p.node is None),
+        "podClasses": len(problem.classes),
+        "victimUnits": len(problem.units),
+        "skippedKinds": dict(snapshot.skipped_kinds),
+        "workers": options.workers,
+        "seed": options.seed,
+        "baselineSeconds": round(baseline_seconds, 4),
+    }
+    if options.baseline_only:
+        stats.update({"solver": "baseline", "buildSeconds": 0.0, "solveSeconds": 0.0, "variables": 0, "constraints": 0})
+        result = make_plan(problem, baseline, status=FEASIBLE, stats=stats)
+    else:
+        built = build_model(problem, max_variables=options.max_variables)
+        params = SolveParams(time_limit=options.time_limit, workers=options.workers, seed=options.seed,
+                             relative_gap=options.relative_gap)
+        solved = solve(built, params, hint=baseline)
+        stats.update({
+            "solver": "cp-sat",
+            "buildSeconds": round(built.build_seconds, 4),
+            "solveSeconds": round(solved.solve_seconds, 4),
+            "variables": built.variables,
+            "constraints": built.constraints,
+            "stages": list(solved.stages),
+        })
+        assignment, status, bound = solved.assignment, solved.status, solved.cost_bound_milli
+        if assignment is None or tier_key(problem, evaluate(problem, assignment)) < tier_key(
+            problem, evaluate(problem, baseline)
+        ):
+            assignment, status, bound, stats["fromBaseline"] = baseline, FEASIBLE, 0, True
+        result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
+    violations = verify_mod.verify(snapshot, result)
+    if violations:
+        raise PlanInvalidError(violations)
+    return result

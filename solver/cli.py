@@ -1,0 +1,89 @@
+"""The ``gangplace`` command.
+
+    gangplace solve SNAPSHOT [--workload NS/NAME] [--time-limit S] [--workers N]
+                    [--seed N] [--baseline] [-o PLAN.json]
+
+Exit 0 whenever a plan was produced (an unsatisfied workload is a plan with a
+reason), 2 with one clear message on bad input, 1 on an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from solver import api, loader
+from solver.model.errors import SolverError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gangplace", description="Optimal gang placement for Kubernetes.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    solve = sub.add_parser("solve", help="plan the pending workloads of a recorded snapshot")
+    solve.add_argument("snapshot", help="a JSON List, multi-document YAML, or a directory of them")
+    solve.add_argument("--workload", metavar="NS/NAME", help="plan only this pending workload (its root group)")
+    solve.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds for the solve (10)")
+    solve.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
+    solve.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
+    solve.add_argument("--baseline", action="store_true", help="answer with the upstream-greedy baseline plan")
+    solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
+    return parser
+
+
+def summary(plan: dict[str, Any], out: TextIO) -> None:
+    o, st = plan["objective"], plan["stats"]
+    print(f"status {plan['status']}: {o['satisfiedWorkloads']}/{len(plan['workloads'])} workloads satisfied, "
+          f"{o['placedPods']} pods placed, {o['evictedPods']} evicted (cost {o['preemptionCost']:g}, "
+          f"bound {o['preemptionCostBound']:g}, gap {o['gap']:.2%}), {o['pdbViolations']} PDB violations",
+          file=out)
+    for w in plan["workloads"]:
+        verdict = "satisfied" if w["satisfied"] else f"unsatisfied: {w['reason']}"
+        print(f"  {w['kind']} {w['name']} (priority {w['priority']}): {verdict}", file=out)
+        for g in w["groups"]:
+            domain = "".join(f" {k}={v}" for k, v in g["domain"].items())
+            floor = "" if g["minCount"] is None else f"/{g['minCount']}"
+            print(f"    {g['kind']} {g['name']}: +{g['placedPods']} placed, {g['runningPods']} running{floor}"
+                  f"{domain}", file=out)
+    for e in plan["evictions"]:
+        print(f"  evict {e['pod']} on {e['node']} (cost {e['cost']:g})", file=out)
+    print(f"  {st['variables']} variables, {st['constraints']} constraints, build {st['buildSeconds']:.3f}s, "
+          f"solve {st['solveSeconds']:.3f}s, baseline {st['baselineSeconds']:.3f}s", file=out)
+
+
+def _solve(args: argparse.Namespace) -> int:
+    snapshot = loader.load_snapshot(args.snapshot)
+    options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
+                              seed=args.seed, baseline_only=args.baseline)
+    plan = api.plan(snapshot, options).to_dict()
+    text = json.dumps(plan, indent=2)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    else:
+        print(text)
+    summary(plan, sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "solve":
+            return _solve(args)
+    except api.PlanInvalidError as exc:
+        print(f"gangplace: internal error: {exc}", file=sys.stderr)
+        return 1
+    except SolverError as exc:
+        print(f"gangplace: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"gangplace: {exc}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

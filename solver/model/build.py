@@ -1,0 +1,58 @@
+"""build_model(problem) -> BuiltModel: a pure function, no solving, no I/O.
+
+The one model builder behind every entry point (CLI, gRPC service, adapter,
+benchmarks).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from solver.model import objective
+from solver.model.constraints import DEFAULT_CONSTRAINTS
+from solver.model.errors import ModelTooLargeError
+from solver.model.problem import Problem
+from solver.model.vars import PlacementVars
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltModel:
+    problem: Problem
+    model: cp_model.CpModel
+    vars: PlacementVars
+    stages: tuple[objective.Stage, ...]
+    build_seconds: float
+
+    @property
+    def variables(self) -> int:
+        return len(self.model.proto.variables)
+
+    @property
+    def constraints(self) -> int:
+        return len(self.model.proto.constraints)
+
+
+def build_model(problem: Problem, *, max_variables: int | None = None) -> BuiltModel:
+    start = time.perf_counter()
+    planned = sum(len(c) for c in problem.candidates)
+    if max_variables is not None and planned > max_variables:
+        raise ModelTooLargeError(planned, max_variables)
+    model = cp_model.CpModel()
+    vars = PlacementVars(problem, model)
+    for _, family in DEFAULT_CONSTRAINTS:
+        family(problem, vars)
+    built = BuiltModel(
+        problem=problem,
+        model=model,
+        vars=vars,
+        stages=tuple(objective.stages(problem, vars)),
+        build_seconds=time.perf_counter() - start,
+    )
+    _LOGGER.debug("built model: %d variables, %d constraints", built.variables, built.constraints)
+    return built

@@ -1,0 +1,27 @@
+"""Constraint families of the placement model, one module each.
+
+``DEFAULT_CONSTRAINTS`` lists them in the order the builder applies them;
+nothing else wires them together. Each family exposes ``add(problem, vars)``.
+Eviction variables are created by ``preemption`` before ``capacity`` and
+``pdb`` read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from solver.model.constraints import capacity, gang, pdb, preemption, topology
+from solver.model.problem import Problem
+from solver.model.vars import PlacementVars
+
+Family = Callable[[Problem, PlacementVars], None]
+
+DEFAULT_CONSTRAINTS: tuple[tuple[str, Family], ...] = (
+    ("topology", topology.add),
+    ("preemption", preemption.add),
+    ("capacity", capacity.add),
+    ("gang", gang.add),
+    ("pdb", pdb.add),
+)
+
+__all__ = ["DEFAULT_CONSTRAINTS", "Family"]

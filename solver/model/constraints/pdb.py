@@ -1,0 +1,27 @@
+"""PodDisruptionBudgets: evictions beyond status.disruptionsAllowed are violations.
+
+    pdb_violations[b] ≥ Σ_u members(u, b)·evict[u] − allowed(b),   pdb_violations[b] ≥ 0
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from solver.model.problem import Problem
+from solver.model.vars import PlacementVars
+
+
+def add(problem: Problem, vars: PlacementVars) -> None:
+    for pdb in problem.snapshot.pdbs:
+        terms = []
+        most = 0
+        for u, evict in vars.evictions():
+            n = problem.units[u].pdb_counts.get(pdb.key, 0)
+            if n:
+                terms.append(n * evict)
+                most += n
+        allowed = max(0, pdb.disruptions_allowed)
+        if most <= allowed:
+            continue
+        violations = vars.pdb_violations(pdb.key, most - allowed)
+        vars.model.add(violations >= cp_model.LinearExpr.sum(terms) - allowed)

@@ -1,0 +1,204 @@
+"""Assignments and how they become plans.
+
+An ``Assignment`` is what a solver decides: how many pods of each class go to
+each node, and which victim units are evicted. ``make_plan`` turns one into a
+``Plan`` for the CP-SAT model and for the greedy baseline alike, evaluating
+every tier from the assignment itself (the solver's objective value is never
+trusted for it). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from solver.model import snapshot as s
+from solver.model.plan import Binding, Eviction, GroupVerdict, Objective, Plan, WorkloadVerdict
+from solver.model.problem import MILLI, Problem, Workload
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assignment:
+    counts: Mapping[tuple[int, s.NodeName], int]  # (class, node) -> pods bound, only > 0
+    evicted: frozenset[int]  # victim unit indices
+
+
+# ---- evaluation ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    new: dict[s.GroupKey, int]  # pods bound under each group (subtree)
+    ok: dict[s.GroupKey, bool]
+    satisfied: dict[int, bool]  # per workload index
+    placed: int
+    pdb_violations: int
+    cost_milli: int
+    evicted_pods: int
+
+
+def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
+    per_class: dict[int, int] = defaultdict(int)
+    for (c, _), n in assignment.counts.items():
+        per_class[c] += n
+    new: dict[s.GroupKey, int] = {}
+    ok: dict[s.GroupKey, bool] = {}
+    satisfied: dict[int, bool] = {}
+    for w in problem.workloads:
+        for key in reversed(w.groups):
+            group = problem.groups[key]
+            new[key] = sum(per_class[c] for c in problem.classes_under(key) if c in per_class)
+            ok[key] = group_ok(problem, group, new[key], ok)
+        total = sum(per_class[c] for c in w.classes)
+        satisfied[w.index] = total >= 1 and (w.kind == s.STANDALONE_POD or ok[w.groups[0]])
+    evicted_by_pdb: dict[s.PdbKey, int] = defaultdict(int)
+    for u in assignment.evicted:
+        for pdb, n in problem.units[u].pdb_counts.items():
+            evicted_by_pdb[pdb] += n
+    violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in problem.snapshot.pdbs)
+    return Evaluation(
+        new=new, ok=ok, satisfied=satisfied, placed=sum(per_class.values()),
+        pdb_violations=violations,
+        cost_milli=sum(problem.units[u].cost_milli for u in assignment.evicted),
+        evicted_pods=sum(len(problem.units[u].members) for u in assignment.evicted),
+    )
+
+
+def group_ok(problem: Problem, group: s.Group, new: int, ok: Mapping[s.GroupKey, bool]) -> bool:
+    """The gang rule of one group, children already evaluated in ``ok``."""
+    if group.kind == s.POD_GROUP:
+        running = len(problem.running_in_group.get(group.key, ()))
+        floor = group.min_count if group.min_count is not None else 1
+        return running + new >= floor
+    floor = group.min_count if group.min_count is not None else 1
+    return sum(ok[child] for child in problem.children.get(group.key, ())) >= floor
+
+
+def tier_key(problem: Problem, ev: Evaluation) -> tuple[Any, ...]:
+    by_priority: dict[int, int] = defaultdict(int)
+    for w in problem.workloads:
+        by_priority[w.priority] += int(ev.satisfied[w.index])
+    ordered = tuple((p, n) for p, n in sorted(by_priority.items(), reverse=True))
+    return (ordered, ev.placed, -ev.pdb_violations, -ev.cost_milli, -ev.evicted_pods)
+
+
+# ---- plan construction -----------------------------------------------------------
+
+
+def make_plan(
+    problem: Problem,
+    assignment: Assignment,
+    *,
+    status: str,
+    stats: Mapping[str, Any],
+    cost_bound_milli: int | None = None,
+) -> Plan:
+    ev = evaluate(problem, assignment)
+    bindings = _bindings(problem, assignment)
+    node_of = {b.pod: b.node for b in bindings}
+    workloads = tuple(_verdict(problem, w, ev, node_of) for w in problem.workloads)
+    by_priority: dict[int, int] = defaultdict(int)
+    for w in problem.workloads:
+        by_priority[w.priority] += int(ev.satisfied[w.index])
+    bound = ev.cost_milli if cost_bound_milli is None else min(cost_bound_milli, ev.cost_milli)
+    gap = 0.0 if ev.cost_milli == 0 else (ev.cost_milli - bound) / ev.cost_milli
+    return Plan(
+        status=status,
+        workloads=workloads,
+        bindings=bindings,
+        evictions=_evictions(problem, assignment),
+        objective=Objective(
+            satisfied_workloads=sum(ev.satisfied.values()),
+            satisfied_by_priority=dict(by_priority),
+            placed_pods=ev.placed,
+            pdb_violations=ev.pdb_violations,
+            preemption_cost=ev.cost_milli / MILLI,
+            evicted_pods=ev.evicted_pods,
+            preemption_cost_bound=bound / MILLI,
+            gap=round(gap, 6),
+        ),
+        stats=stats,
+    )
+
+
+def _bindings(problem: Problem, assignment: Assignment) -> tuple[Binding, ...]:
+    by_class: dict[int, list[tuple[s.NodeName, int]]] = defaultdict(list)
+    for (c, node), n in assignment.counts.items():
+        if n > 0:
+            by_class[c].append((node, n))
+    out: list[Binding] = []
+    for c, nodes in sorted(by_class.items()):
+        pods = iter(problem.classes[c].pods)
+        for node, n in sorted(nodes):
+            out.extend(Binding(pod=next(pods).key, node=node) for _ in range(n))
+    return tuple(sorted(out, key=lambda b: b.pod))
+
+
+def _evictions(problem: Problem, assignment: Assignment) -> tuple[Eviction, ...]:
+    out = []
+    for u in sorted(assignment.evicted):
+        unit = problem.units[u]
+        for pod in unit.members:
+            group = unit.key if unit.key != pod.key else (pod.group or "")
+            cost = (pod.preemption_cost_milli if pod.preemption_cost_milli is not None
+                    else MILLI * (1 + max(0, unit.priority)))
+            out.append(Eviction(pod=pod.key, node=pod.node or "", cost=cost / MILLI, group=group))
+    return tuple(sorted(out, key=lambda e: e.pod))
+
+
+def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str, str]) -> WorkloadVerdict:
+    groups = []
+    labels = {n.name: n.labels for n in problem.nodes}
+    for key in w.groups:
+        group = problem.groups[key]
+        domain: dict[str, str] = {}
+        if group.topology_key is not None:
+            nodes = [p.node for p in problem.running_under(key) if p.node]
+            nodes += [node_of[p.key] for c in problem.classes_under(key)
+                      for p in problem.classes[c].pods if p.key in node_of]
+            values = {labels[n].get(group.topology_key, "") for n in nodes}
+            if len(values) == 1:
+                domain = {group.topology_key: values.pop()}
+        groups.append(GroupVerdict(
+            name=key, kind=group.kind, placed_pods=ev.new[key],
+            running_pods=len(problem.running_under(key)), min_count=group.min_count,
+            satisfied=ev.ok[key], domain=domain,
+        ))
+    if w.kind == s.STANDALONE_POD:
+        pod = problem.classes[w.classes[0]].pods[0]
+        placed = pod.key in node_of
+        groups.append(GroupVerdict(name=w.key, kind=s.STANDALONE_POD, placed_pods=int(placed),
+                                   running_pods=0, min_count=None, satisfied=placed))
+    satisfied = ev.satisfied[w.index]
+    return WorkloadVerdict(
+        name=w.key, kind=w.kind, priority=w.priority, satisfied=satisfied,
+        reason="" if satisfied else unsatisfied_reason(problem, w, ev),
+        groups=tuple(groups),
+    )
+
+
+def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
+    """Why a workload was left out, most specific first (upstream gangscheduling wording)."""
+    for key in reversed(w.groups):
+        group = problem.groups[key]
+        if group.kind == s.POD_GROUP and group.min_count is not None:
+            running = len(problem.running_in_group.get(key, ()))
+            pending = sum(len(problem.classes[c].pods) for c in problem.classes_under(key))
+            if running + pending < group.min_count:
+                return (f"{key}: minCount ({group.min_count}) cannot be satisfied: "
+                        f"{running} running, {pending} pending")
+        if group.kind == s.COMPOSITE_POD_GROUP and group.min_count is not None:
+            kids = len(problem.children.get(key, ()))
+            if kids < group.min_count:
+                return f"{key}: minGroupCount ({group.min_count}) cannot be satisfied: {kids} child groups"
+    for c in w.classes:
+        if not problem.candidates[c]:
+            cls = problem.classes[c]
+            return (f"{cls.group or cls.pods[0].key}: no node can host pod {cls.pods[0].key} "
+                    "(node selector, affinity, taints, topology or capacity even after preemption)")
+    if w.kind != s.STANDALONE_POD and ev.new.get(w.groups[0], 0) == 0 and ev.ok.get(w.groups[0], False):
+        return "no new pod could be placed: every group is already satisfied by running pods"
+    return ("not enough free capacity for the gang, even after evicting every victim "
+            "this plan may evict without displacing a higher tier")

@@ -1,0 +1,113 @@
+"""The placement plan: DESIGN.md's JSON as frozen types. Types only, no logic
+beyond serialisation, so that the verifier can read plans without importing
+anything of the model builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from solver.model import snapshot as s
+
+OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID = "OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN", "INVALID"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupVerdict:
+    name: str
+    kind: str
+    placed_pods: int  # pods this plan binds in the group (its subtree for a composite)
+    running_pods: int  # members already running (subtree for a composite)
+    min_count: int | None  # minCount / minGroupCount; None for basic
+    satisfied: bool
+    domain: Mapping[str, str] = field(default_factory=dict)  # {topologyKey: value}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadVerdict:
+    name: str
+    kind: str
+    priority: int
+    satisfied: bool
+    reason: str
+    groups: tuple[GroupVerdict, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Binding:
+    pod: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Eviction:
+    pod: str
+    node: str
+    cost: float
+    group: str  # the victim unit's `all` group, or the pod's own group, or ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Objective:
+    satisfied_workloads: int
+    satisfied_by_priority: Mapping[int, int]
+    placed_pods: int
+    pdb_violations: int
+    preemption_cost: float
+    evicted_pods: int
+    preemption_cost_bound: float
+    gap: float
+
+    def key(self) -> tuple[Any, ...]:
+        """Larger is better, tier by tier (DESIGN.md's lexicographic order)."""
+        by_priority = tuple((p, n) for p, n in sorted(self.satisfied_by_priority.items(), reverse=True))
+        return (by_priority, self.placed_pods, -self.pdb_violations, -round(self.preemption_cost * 1000),
+                -self.evicted_pods)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    status: str
+    workloads: tuple[WorkloadVerdict, ...]
+    bindings: tuple[Binding, ...]
+    evictions: tuple[Eviction, ...]
+    objective: Objective
+    stats: Mapping[str, Any]
+    device_allocations: tuple[Mapping[str, Any], ...] = ()  # DRA: issue 4
+
+    def to_dict(self) -> dict[str, Any]:
+        o = self.objective
+        return {
+            "status": self.status,
+            "workloads": [
+                {
+                    "name": w.name, "kind": w.kind, "priority": w.priority,
+                    "satisfied": w.satisfied, "reason": w.reason,
+                    "groups": [
+                        {"name": g.name, "kind": g.kind, "placedPods": g.placed_pods,
+                         "runningPods": g.running_pods, "minCount": g.min_count,
+                         "satisfied": g.satisfied, "domain": dict(g.domain)}
+                        for g in w.groups
+                    ],
+                }
+                for w in self.workloads
+            ],
+            "bindings": [{"pod": b.pod, "node": b.node} for b in self.bindings],
+            "evictions": [{"pod": e.pod, "node": e.node, "cost": e.cost, "group": e.group} for e in self.evictions],
+            "deviceAllocations": [dict(d) for d in self.device_allocations],
+            "objective": {
+                "satisfiedWorkloads": o.satisfied_workloads,
+                "satisfiedByPriority": {str(p): n for p, n in sorted(o.satisfied_by_priority.items(), reverse=True)},
+                "placedPods": o.placed_pods,
+                "pdbViolations": o.pdb_violations,
+                "preemptionCost": o.preemption_cost,
+                "evictedPods": o.evicted_pods,
+                "preemptionCostBound": o.preemption_cost_bound,
+                "gap": o.gap,
+            },
+            "stats": dict(self.stats),
+        }
+
+

@@ -1,0 +1,378 @@
+"""The placement problem derived from a snapshot: workloads, pod classes, victim units.
+
+This is the structural view that both the CP-SAT builder and the greedy
+baseline read, so that they agree on what a class, a workload and a victim are.
+Pure: no I/O, no solver.
+
+Decisions where DESIGN.md is silent (each mirrors kube-scheduler 1.37 where it
+has an opinion):
+
+- A workload's priority and preemptionPolicy are its root group's; a group that
+  sets no priority inherits its parent's (see ``solver.kube``). A preemptor
+  with ``preemptionPolicy: Never`` has no preemption power at all.
+- Running pods that belong to a workload that is itself being planned are never
+  victims of this plan: evicting part of a gang one is placing is never useful
+  for that gang and would make its running count depend on the plan.
+- A pending pod outside any group is a one-pod workload of kind ``Pod``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from solver.model import selectors
+from solver.model import snapshot as s
+
+MILLI = 1000  # preemption costs are held in thousandths
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodClass:
+    """Identical pending pods of one leaf group: same requests, selectors, tolerations."""
+
+    index: int  # dense index into Problem.classes
+    workload: int  # index into Problem.workloads
+    group: s.GroupKey | None  # leaf PodGroup, None for a standalone pod
+    pods: tuple[s.Pod, ...]  # sorted by name; decode binds them in this order
+    requests: Mapping[str, int]  # per pod, base units, only entries > 0
+    power: int | None  # may evict victims of strictly lower priority; None: Never
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """One root of a workload tree with at least one pending pod."""
+
+    index: int
+    key: str  # "ns/root" (a group key, or a standalone pod's key)
+    kind: str  # kind of the root
+    priority: int
+    power: int | None
+    groups: tuple[s.GroupKey, ...]  # every group of the tree, parents before children
+    classes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VictimUnit:
+    """Running pods evicted all together (a ``disruptionMode: all`` subtree) or one pod."""
+
+    index: int
+    key: str  # group key of the `all` ancestor, or the pod key
+    members: tuple[s.Pod, ...]
+    priority: int  # root group's priority, or the pod's own outside any group
+    protected: bool  # member of a workload being planned: never evicted
+    cost_milli: int  # sum of members' costs, thousandths
+    usage: Mapping[s.NodeName, Mapping[str, int]]  # per node, summed member requests
+    pdb_counts: Mapping[s.PdbKey, int]  # members matching each PDB
+    start_time: str  # earliest member start
+
+
+@dataclass(slots=True)
+class Problem:
+    snapshot: s.ClusterSnapshot
+    nodes: tuple[s.Node, ...]
+    groups: dict[s.GroupKey, s.Group]
+    children: dict[s.GroupKey, list[s.GroupKey]]
+    running_in_group: dict[s.GroupKey, list[s.Pod]]  # direct running members of each group
+    workloads: tuple[Workload, ...]
+    classes: tuple[PodClass, ...]
+    units: tuple[VictimUnit, ...]
+    units_on_node: dict[s.NodeName, list[int]]
+    # per class: node -> most pods of the class the node could ever take
+    candidates: list[dict[s.NodeName, int]] = field(default_factory=list)
+
+    # ---- tree queries -------------------------------------------------------------
+    def subtree(self, key: s.GroupKey) -> list[s.GroupKey]:
+        out = [key]
+        for child in self.children.get(key, ()):
+            out.extend(self.subtree(child))
+        return out
+
+    def ancestors_or_self(self, key: s.GroupKey) -> list[s.GroupKey]:
+        out: list[s.GroupKey] = []
+        cur: s.GroupKey | None = key
+        while cur is not None:
+            out.append(cur)
+            cur = self.groups[cur].parent
+        return out
+
+    def root_of(self, key: s.GroupKey) -> s.GroupKey:
+        return self.ancestors_or_self(key)[-1]
+
+    def classes_under(self, key: s.GroupKey) -> list[int]:
+        keys = set(self.subtree(key))
+        return [c.index for c in self.classes if c.group in keys]
+
+    def running_under(self, key: s.GroupKey) -> list[s.Pod]:
+        return [p for g in self.subtree(key) for p in self.running_in_group.get(g, ())]
+
+    def eligible(self, cls: PodClass, unit: VictimUnit) -> bool:
+        """May pods of ``cls`` preempt ``unit``? Strictly lower priority, policy not Never."""
+        return not unit.protected and cls.power is not None and unit.priority < cls.power
+
+
+def is_running(pod: s.Pod) -> bool:
+    return pod.node is not None
+
+
+def default_cost_milli(priority: int) -> int:
+    """DESIGN.md: a victim's cost is 1 + max(0, priority) without the annotation."""
+    return MILLI * (1 + max(0, priority))
+
+
+def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
+    groups = snapshot.group_by_key()
+    children: dict[s.GroupKey, list[s.GroupKey]] = defaultdict(list)
+    for group in snapshot.groups:
+        if group.parent is not None:
+            children[group.parent].append(group.key)
+    for kids in children.values():
+        kids.sort()
+
+    def root(key: s.GroupKey) -> s.GroupKey:
+        while (parent := groups[key].parent) is not None:
+            key = parent
+        return key
+
+    running_in_group: dict[s.GroupKey, list[s.Pod]] = defaultdict(list)
+    pending_by_root: dict[str, list[s.Pod]] = defaultdict(list)
+    for pod in snapshot.pods:
+        if is_running(pod):
+            if pod.group is not None:
+                running_in_group[pod.group].append(pod)
+        else:
+            pending_by_root[root(pod.group) if pod.group else pod.key].append(pod)
+
+    workloads, classes = _workloads_and_classes(pending_by_root, groups, children)
+    planned_roots = {w.key for w in workloads}
+    units, units_on_node = _victim_units(snapshot, groups, children, running_in_group, planned_roots, root)
+    problem = Problem(
+        snapshot=snapshot,
+        nodes=snapshot.nodes,
+        groups=groups,
+        children=dict(children),
+        running_in_group=dict(running_in_group),
+        workloads=workloads,
+        classes=classes,
+        units=units,
+        units_on_node=units_on_node,
+    )
+    problem.candidates = [_candidate_nodes(problem, cls) for cls in classes]
+    _prune_topology(problem)
+    return problem
+
+
+def _class_signature(pod: s.Pod) -> tuple[object, ...]:
+    return (
+        pod.group,
+        tuple(sorted((k, v) for k, v in pod.requests.items() if v > 0)),
+        tuple(sorted(pod.node_selector.items())),
+        pod.affinity_terms,
+        pod.tolerations,
+    )
+
+
+def _workloads_and_classes(
+    pending_by_root: Mapping[str, list[s.Pod]],
+    groups: Mapping[s.GroupKey, s.Group],
+    children: Mapping[s.GroupKey, list[s.GroupKey]],
+) -> tuple[tuple[Workload, ...], tuple[PodClass, ...]]:
+    workloads: list[Workload] = []
+    classes: list[PodClass] = []
+    for index, key in enumerate(sorted(pending_by_root)):
+        pods = sorted(pending_by_root[key], key=lambda p: p.name)
+        root_group = groups.get(s.GroupKey(key))
+        if root_group is not None:
+            priority = root_group.priority
+            policy = root_group.preemption_policy or s.PREEMPT_LOWER
+            kind = root_group.kind
+            tree = _preorder(root_group.key, children)
+        else:  # a standalone pod
+            priority, policy, kind, tree = pods[0].priority, pods[0].preemption_policy, s.STANDALONE_POD, []
+        power = None if policy == s.PREEMPT_NEVER else priority
+        by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
+        for pod in pods:
+            by_signature.setdefault(_class_signature(pod), []).append(pod)
+        class_ids = []
+        for members in by_signature.values():
+            rep = members[0]
+            class_ids.append(len(classes))
+            classes.append(
+                PodClass(
+                    index=len(classes),
+                    workload=index,
+                    group=rep.group,
+                    pods=tuple(members),
+                    requests={k: v for k, v in rep.requests.items() if v > 0},
+                    power=power,
+                )
+            )
+        workloads.append(
+            Workload(
+                index=index, key=key, kind=kind, priority=priority, power=power,
+                groups=tuple(tree), classes=tuple(class_ids),
+            )
+        )
+    return tuple(workloads), tuple(classes)
+
+
+def _preorder(key: s.GroupKey, children: Mapping[s.GroupKey, list[s.GroupKey]]) -> list[s.GroupKey]:
+    out = [key]
+    for child in children.get(key, ()):
+        out.extend(_preorder(child, children))
+    return out
+
+
+def _victim_units(
+    snapshot: s.ClusterSnapshot,
+    groups: Mapping[s.GroupKey, s.Group],
+    children: Mapping[s.GroupKey, list[s.GroupKey]],
+    running_in_group: Mapping[s.GroupKey, list[s.Pod]],
+    planned_roots: set[str],
+    root: object,
+) -> tuple[tuple[VictimUnit, ...], dict[s.NodeName, list[int]]]:
+    """Walk up from each running pod to its highest `disruptionMode: all` ancestor."""
+    by_unit: dict[str, list[s.Pod]] = defaultdict(list)
+    unit_priority: dict[str, int] = {}
+    unit_root: dict[str, str] = {}
+    for pod in snapshot.pods:
+        if not is_running(pod):
+            continue
+        if pod.group is None:
+            key, priority, top = pod.key, pod.priority, pod.key
+        else:
+            chain = []
+            cur: s.GroupKey | None = pod.group
+            while cur is not None:
+                chain.append(cur)
+                cur = groups[cur].parent
+            all_ancestors = [g for g in chain if groups[g].disruption_all]
+            key = all_ancestors[-1] if all_ancestors else pod.key
+            top = chain[-1]
+            priority = groups[top].priority
+        by_unit[key].append(pod)
+        unit_priority[key] = priority
+        unit_root[key] = top
+    pdbs = snapshot.pdbs
+    units: list[VictimUnit] = []
+    units_on_node: dict[s.NodeName, list[int]] = defaultdict(list)
+    for key in sorted(by_unit):
+        members = tuple(sorted(by_unit[key], key=lambda p: p.key))
+        priority = unit_priority[key]
+        usage: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for pod in members:
+            assert pod.node is not None
+            for res, amount in pod.requests.items():
+                usage[pod.node][res] += amount
+        pdb_counts = {
+            pdb.key: n
+            for pdb in pdbs
+            if (n := sum(1 for p in members if p.namespace == pdb.namespace
+                         and selectors.label_selector_matches(pdb.selector, p.labels)))
+        }
+        cost = sum(
+            p.preemption_cost_milli if p.preemption_cost_milli is not None else default_cost_milli(priority)
+            for p in members
+        )
+        index = len(units)
+        units.append(
+            VictimUnit(
+                index=index, key=key, members=members, priority=priority,
+                protected=unit_root[key] in planned_roots, cost_milli=cost,
+                usage={n: dict(u) for n, u in usage.items()}, pdb_counts=pdb_counts,
+                start_time=min(p.start_time for p in members),
+            )
+        )
+        for node in usage:
+            units_on_node[node].append(index)
+    return tuple(units), dict(units_on_node)
+
+
+def fixed_usage(problem: Problem, node: s.NodeName, power: int | None) -> dict[str, int]:
+    """Usage on ``node`` of running pods a preemptor with ``power`` cannot evict."""
+    out: dict[str, int] = defaultdict(int)
+    for u in problem.units_on_node.get(node, ()):
+        unit = problem.units[u]
+        if unit.protected or power is None or unit.priority >= power:
+            for res, amount in unit.usage[node].items():
+                out[res] += amount
+    return out
+
+
+def _candidate_nodes(problem: Problem, cls: PodClass) -> dict[s.NodeName, int]:
+    """Nodes where ``cls`` could land, each with the most pods of it the node could take.
+
+    A node is dropped when its labels, taints or schedulability exclude the class,
+    or when even after evicting every victim the class may evict, one pod does not fit.
+    Worked example: allocatable cpu 8000m, an unevictable pod using 3000m, a class
+    requesting 2000m cpu -> floor((8000 - 3000) / 2000) = 2 pods at most.
+    """
+    rep = cls.pods[0]
+    out: dict[s.NodeName, int] = {}
+    for node in problem.nodes:
+        if not selectors.statically_feasible(rep, node):
+            continue
+        fixed = fixed_usage(problem, node.name, cls.power)
+        most = len(cls.pods)
+        for res, amount in cls.requests.items():
+            free = node.allocatable.get(res, 0) - fixed.get(res, 0)
+            most = min(most, max(0, free) // amount)
+        if most > 0:
+            out[node.name] = most
+    return out
+
+
+def topology_groups(problem: Problem) -> list[s.Group]:
+    return [
+        problem.groups[g]
+        for w in problem.workloads
+        for g in w.groups
+        if problem.groups[g].topology_key is not None
+    ]
+
+
+def fixed_domain(problem: Problem, group: s.Group) -> tuple[bool, str | None]:
+    """(possible, value): the domain running members fix, if any.
+
+    Not possible when running members sit on nodes without the label or in two domains.
+    """
+    key = group.topology_key
+    assert key is not None
+    nodes = problem.snapshot.node_by_name()
+    values = set()
+    for pod in problem.running_under(group.key):
+        node = nodes.get(pod.node) if pod.node else None
+        value = node.labels.get(key) if node else None
+        if value is None:
+            return False, None
+        values.add(value)
+    if len(values) > 1:
+        return False, None
+    return True, (values.pop() if values else None)
+
+
+def _prune_topology(problem: Problem) -> None:
+    labels = {n.name: n.labels for n in problem.nodes}
+    for group in topology_groups(problem):
+        key = group.topology_key
+        assert key is not None
+        possible, fixed = fixed_domain(problem, group)
+        classes = problem.classes_under(group.key)
+        for c in classes:
+            cand = problem.candidates[c]
+            for node in list(cand):
+                value = labels[node].get(key)
+                if not possible or value is None or (fixed is not None and value != fixed):
+                    del cand[node]
+        if group.kind == s.POD_GROUP and group.min_count is not None:
+            need = group.min_count - len(problem.running_in_group.get(group.key, ()))
+            room: dict[str, int] = defaultdict(int)
+            for c in classes:
+                for node, most in problem.candidates[c].items():
+                    room[labels[node][key]] += most
+            too_small = {v for v, total in room.items() if total < need}
+            for c in classes:
+                cand = problem.candidates[c]
+                for node in [n for n in cand if labels[n][key] in too_small]:
+                    del cand[node]

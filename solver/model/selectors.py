@@ -1,0 +1,95 @@
+"""Static node feasibility for a pod, as kube-scheduler's filter plugins decide it.
+
+Covers NodeUnschedulable, NodeAffinity (nodeSelector and required node
+affinity) and TaintToleration. Capacity is not checked here: it depends on
+evictions and is the model's job. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from solver.model import snapshot as s
+
+# kube-scheduler's NodeUnschedulable plugin treats spec.unschedulable as this taint.
+UNSCHEDULABLE_TAINT = s.Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
+def requirement_matches(req: s.SelectorRequirement, labels: Mapping[str, str]) -> bool:
+    """One label requirement against a label map (upstream labels.Requirement.Matches)."""
+    present = req.key in labels
+    value = labels.get(req.key, "")
+    if req.operator == "In":
+        return present and value in req.values
+    if req.operator == "NotIn":
+        return not present or value not in req.values
+    if req.operator == "Exists":
+        return present
+    if req.operator == "DoesNotExist":
+        return not present
+    if req.operator in ("Gt", "Lt"):
+        # Gt/Lt compare the label as an integer; a non-integer label never matches.
+        if not present or len(req.values) != 1:
+            return False
+        try:
+            have, want = int(value), int(req.values[0])
+        except ValueError:
+            return False
+        return have > want if req.operator == "Gt" else have < want
+    return False
+
+
+def term_matches(term: s.NodeSelectorTerm, node: s.Node) -> bool:
+    """All expressions and fields of one term hold; an empty term matches nothing (upstream)."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    fields = {"metadata.name": node.name}
+    return all(requirement_matches(r, node.labels) for r in term.match_expressions) and all(
+        requirement_matches(r, fields) for r in term.match_fields
+    )
+
+
+def affinity_matches(pod: s.Pod, node: s.Node) -> bool:
+    """nodeSelector (every pair) and required node affinity (any term)."""
+    if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+        return False
+    if pod.affinity_terms and not any(term_matches(t, node) for t in pod.affinity_terms):
+        return False
+    return True
+
+
+def tolerates(toleration: s.Toleration, taint: s.Taint) -> bool:
+    """upstream v1.Toleration.ToleratesTaint."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return toleration.value == taint.value
+
+
+def node_taints(node: s.Node) -> Iterable[s.Taint]:
+    yield from node.taints
+    if node.unschedulable:
+        yield UNSCHEDULABLE_TAINT
+
+
+def taints_tolerated(pod: s.Pod, node: s.Node) -> bool:
+    """Every NoSchedule/NoExecute taint (PreferNoSchedule is only a score) is tolerated."""
+    return all(
+        any(tolerates(t, taint) for t in pod.tolerations)
+        for taint in node_taints(node)
+        if taint.effect in ("NoSchedule", "NoExecute")
+    )
+
+
+def statically_feasible(pod: s.Pod, node: s.Node) -> bool:
+    return affinity_matches(pod, node) and taints_tolerated(pod, node)
+
+
+def label_selector_matches(selector: s.LabelSelector, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector semantics: matchLabels AND matchExpressions; empty matches all."""
+    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
+        return False
+    return all(requirement_matches(r, labels) for r in selector.match_expressions)

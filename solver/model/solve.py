@@ -1,0 +1,156 @@
+"""solve(built, params, hint) -> SolveResult: the staged CP-SAT solve, and decode.
+
+Each stage optimises one slice of the lexicographic objective (see
+``solver.model.objective``), then fixes what it found before the next stage
+starts, with the previous solution as a complete hint.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from solver.model.build import BuiltModel
+from solver.model.decode import Assignment, evaluate
+from solver.model.plan import FEASIBLE, OPTIMAL, UNKNOWN
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SolveParams:
+    time_limit: float = 10.0  # seconds for all stages together
+    workers: int = 1
+    seed: int = 0
+    relative_gap: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SolveResult:
+    assignment: Assignment | None  # None: no solution at all (cannot happen with a hint)
+    status: str  # OPTIMAL when every stage proved optimal, else FEASIBLE / UNKNOWN
+    cost_bound_milli: int | None  # lower bound on tier 4, tiers 1-3 fixed as found
+    solve_seconds: float
+    stages: tuple[dict[str, object], ...] = field(default_factory=tuple)
+
+
+def solve(
+    built: BuiltModel,
+    params: SolveParams,
+    hint: Assignment | None = None,
+    stop: threading.Event | None = None,
+) -> SolveResult:
+    model = built.model
+    start = time.perf_counter()
+    if hint is not None:
+        _hint_assignment(built, hint)
+    values: list[int] | None = None
+    all_optimal = True
+    has_cost_stage = any("preemptionCost" in st.name for st in built.stages)
+    cost_bound: int | None = 0 if has_cost_stage else None  # 0 until the cost stage proves better
+    reports: list[dict[str, object]] = []
+    for i, stage in enumerate(built.stages):
+        remaining = params.time_limit - (time.perf_counter() - start)
+        if remaining <= 0.01 or (stop is not None and stop.is_set()):
+            all_optimal = False
+            break
+        share = remaining if i == len(built.stages) - 1 else remaining * 0.6
+        if stage.maximize:
+            model.maximize(stage.expr)
+        else:
+            model.minimize(stage.expr)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = share
+        solver.parameters.num_workers = params.workers
+        solver.parameters.random_seed = params.seed
+        solver.parameters.relative_gap_limit = params.relative_gap
+        watcher = _watch(stop, solver)
+        code = solver.solve(model)
+        if watcher is not None:
+            watcher.set()
+        name = solver.status_name(code)
+        reports.append({"stage": stage.name, "status": name, "seconds": round(solver.wall_time, 4),
+                        "objective": solver.objective_value if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None,
+                        "bound": solver.best_objective_bound})
+        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            all_optimal = False
+            break
+        values = list(solver.response_proto.solution)
+        found = round(solver.objective_value)
+        if code != cp_model.OPTIMAL:
+            all_optimal = False
+        if "preemptionCost" in stage.name:
+            bound = solver.best_objective_bound
+            if len(stage.weights) == 2:  # cost·(E+1) + evicted, evicted ≤ E
+                w, most_evicted = stage.weights[0], stage.bounds[1]
+                bound = (bound - most_evicted) / w
+            cost_bound = None if code == cp_model.OPTIMAL else max(0, math.ceil(bound - 1e-6))
+        # fix this stage's value, hint the whole solution for the next
+        model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
+        model.clear_hints()
+        for var_index, value in enumerate(values):
+            model.proto.solution_hint.vars.append(var_index)
+            model.proto.solution_hint.values.append(value)
+    model.clear_objective()
+    assignment = _decode(built, values) if values is not None else None
+    status = UNKNOWN if assignment is None else (OPTIMAL if all_optimal else FEASIBLE)
+    return SolveResult(
+        assignment=assignment,
+        status=status,
+        cost_bound_milli=cost_bound,
+        solve_seconds=time.perf_counter() - start,
+        stages=tuple(reports),
+    )
+
+
+def _watch(stop: threading.Event | None, solver: cp_model.CpSolver) -> threading.Event | None:
+    """Stop the running search when ``stop`` is set (client cancelled, shutdown)."""
+    if stop is None:
+        return None
+    done = threading.Event()
+
+    def run() -> None:
+        while not done.wait(0.05):
+            if stop.is_set():
+                solver.stop_search()
+                return
+
+    threading.Thread(target=run, daemon=True).start()
+    return done
+
+
+def _decode(built: BuiltModel, values: list[int]) -> Assignment:
+    counts = {}
+    for key, var in built.vars.counts():
+        n = values[var.index]
+        if n > 0:
+            counts[key] = n
+    evicted = frozenset(u for u, var in built.vars.evictions() if values[var.index] > 0)
+    return Assignment(counts=counts, evicted=evicted)
+
+
+def _hint_assignment(built: BuiltModel, hint: Assignment) -> None:
+    """A complete hint from a baseline assignment: counts, evictions, gang and domain literals."""
+    model, vars, problem = built.model, built.vars, built.problem
+    model.clear_hints()
+    for key, var in vars.counts():
+        model.add_hint(var, hint.counts.get(key, 0))
+    for u, var in vars.evictions():
+        model.add_hint(var, int(u in hint.evicted))
+    ev = evaluate(problem, hint)
+    for group, var in vars.all_ok():
+        model.add_hint(var, int(ev.ok.get(group, False)))
+    for w, var in vars.all_satisfied():
+        model.add_hint(var, int(ev.satisfied[w]))
+    labels = {n.name: n.labels for n in problem.nodes}
+    used: set[tuple[str, str]] = set()
+    for (c, node), n in hint.counts.items():
+        if n > 0:
+            for group in problem.ancestors_or_self(problem.classes[c].group) if problem.classes[c].group else ():
+                key = problem.groups[group].topology_key
+                if key is not None:
+                    used.add((group, labels[node].get(key, "")))
+    for (group, value), var in vars.domains():
+        model.add_hint(var, int((group, value) in used))

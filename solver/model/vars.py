@@ -1,0 +1,108 @@
+"""The decision variables of the placement model, in one container.
+
+Constraint modules ask this container for variables through intention-revealing
+queries and never index its dicts directly; a variable that does not exist yet
+is created on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ortools.sat.python import cp_model
+
+from solver.model import snapshot as s
+from solver.model.problem import Problem
+
+LinearExpr = cp_model.LinearExprT
+
+
+class PlacementVars:
+    def __init__(self, problem: Problem, model: cp_model.CpModel) -> None:
+        self.problem = problem
+        self.model = model
+        # count[c][n] == number of pending pods of class c bound to node n.
+        self._count: list[dict[s.NodeName, cp_model.IntVar]] = [{} for _ in problem.classes]
+        # evict[u] == 1 iff every member of victim unit u is evicted.
+        self._evict: dict[int, cp_model.IntVar] = {}
+        # ok[g] == 1 iff group g's gang rule holds (running members counted).
+        self._ok: dict[s.GroupKey, cp_model.IntVar] = {}
+        # satisfied[w] == 1 iff workload w's root holds and the plan adds a pod to it.
+        self._satisfied: dict[int, cp_model.IntVar] = {}
+        # in_domain[g, v] == 1 iff every pod under group g lands where label key(g) == v.
+        self._in_domain: dict[tuple[s.GroupKey, str], cp_model.IntVar] = {}
+        # pdb_violations[b] == evictions beyond budget b's disruptionsAllowed.
+        self._pdb_violations: dict[s.PdbKey, cp_model.IntVar] = {}
+        self._create_counts()
+
+    # ---- creation ----------------------------------------------------------------
+    def _create_counts(self) -> None:
+        for cls in self.problem.classes:
+            for node, most in sorted(self.problem.candidates[cls.index].items()):
+                self._count[cls.index][node] = self.model.new_int_var(0, most, f"count[{cls.index},{node}]")
+
+    # ---- queries -----------------------------------------------------------------
+    def count(self, cls: int, node: s.NodeName) -> cp_model.IntVar | None:
+        return self._count[cls].get(node)
+
+    def nodes_of(self, cls: int) -> dict[s.NodeName, cp_model.IntVar]:
+        return self._count[cls]
+
+    def counts(self) -> Iterable[tuple[tuple[int, s.NodeName], cp_model.IntVar]]:
+        for cls, by_node in enumerate(self._count):
+            for node, var in by_node.items():
+                yield (cls, node), var
+
+    def placed(self, classes: Iterable[int]) -> LinearExpr:
+        """Σ_n count[c, n] over the given classes."""
+        return cp_model.LinearExpr.sum([v for c in classes for v in self._count[c].values()])
+
+    def evicts(self, unit: int) -> cp_model.IntVar:
+        var = self._evict.get(unit)
+        if var is None:
+            var = self._evict[unit] = self.model.new_bool_var(f"evict[{self.problem.units[unit].key}]")
+        return var
+
+    def has_evict(self, unit: int) -> bool:
+        return unit in self._evict
+
+    def evictions(self) -> Iterable[tuple[int, cp_model.IntVar]]:
+        return self._evict.items()
+
+    def group_ok(self, group: s.GroupKey) -> cp_model.IntVar:
+        var = self._ok.get(group)
+        if var is None:
+            var = self._ok[group] = self.model.new_bool_var(f"ok[{group}]")
+        return var
+
+    def satisfied(self, workload: int) -> cp_model.IntVar:
+        var = self._satisfied.get(workload)
+        if var is None:
+            var = self._satisfied[workload] = self.model.new_bool_var(
+                f"satisfied[{self.problem.workloads[workload].key}]"
+            )
+        return var
+
+    def in_domain(self, group: s.GroupKey, value: str) -> cp_model.IntVar:
+        var = self._in_domain.get((group, value))
+        if var is None:
+            var = self._in_domain[group, value] = self.model.new_bool_var(f"in_domain[{group},{value}]")
+        return var
+
+    def domains(self) -> Iterable[tuple[tuple[s.GroupKey, str], cp_model.IntVar]]:
+        return self._in_domain.items()
+
+    def pdb_violations(self, pdb: s.PdbKey, most: int) -> cp_model.IntVar:
+        var = self._pdb_violations.get(pdb)
+        if var is None:
+            var = self._pdb_violations[pdb] = self.model.new_int_var(0, most, f"pdb_violations[{pdb}]")
+        return var
+
+    def all_pdb_violations(self) -> list[cp_model.IntVar]:
+        return list(self._pdb_violations.values())
+
+    def all_satisfied(self) -> Iterable[tuple[int, cp_model.IntVar]]:
+        return self._satisfied.items()
+
+    def all_ok(self) -> Iterable[tuple[s.GroupKey, cp_model.IntVar]]:
+        return self._ok.items()
