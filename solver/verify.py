@@ -20,7 +20,7 @@ from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.plan import Plan
 
-NEVER = float("-inf")
+NEVER = float("-inf")  # preemption power of a `Never` preemptor
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,7 +106,8 @@ class _View:
 def verify(snapshot: s.ClusterSnapshot, plan: Plan) -> list[Violation]:
     view = _View(snapshot, plan)
     out: list[Violation] = []
-    for check in (check_bindings, check_evictions, check_capacity, check_gangs, check_topology, check_objective):
+    for check in (check_bindings, check_evictions, check_capacity, check_victims_necessary, check_gangs,
+                  check_topology, check_objective):
         out.extend(check(view))
     return out
 
@@ -151,21 +152,10 @@ def check_evictions(view: _View) -> list[Violation]:
         missing = [p.key for p in members if p.key not in view.evicted]
         if missing:
             out.append(Violation(rule="victim-unit", subject=unit, detail=f"disruptionMode all: {missing} not evicted"))
-        prio = view.victim_priority(members[0])
-        nodes = {p.node for p in members}
-        helped = [b for b in view.plan.bindings if b.node in nodes and b.pod in view.pods
-                  and view.power(view.pods[s.PodKey(b.pod)]) > prio]
-        if not helped:
-            out.append(Violation(rule="victim-priority", subject=unit,
-                                 detail="no pod of higher priority that may preempt lands on its nodes"))
     return out
 
 
-def check_capacity(view: _View) -> list[Violation]:
-    """Per node, per level λ of the new pods there, per requested resource:
-    new pods of level ≤ λ + running pods not freed at λ ≤ allocatable, where a running
-    pod is freed at λ iff it is evicted and its victim priority is < λ."""
-    out = []
+def _new_and_running(view: _View) -> tuple[dict[str, list[s.Pod]], dict[str, list[s.Pod]]]:
     new_on: dict[str, list[s.Pod]] = defaultdict(list)
     for pod_key, node in view.bound.items():
         if pod_key in view.pods:
@@ -174,22 +164,60 @@ def check_capacity(view: _View) -> list[Violation]:
     for pod in view.snapshot.pods:
         if pod.node:
             running_on[pod.node].append(pod)
+    return new_on, running_on
+
+
+def check_capacity(view: _View) -> list[Violation]:
+    """Per node and resource requested by a pod bound there:
+    Σ new pods + Σ running pods not evicted ≤ allocatable."""
+    out = []
+    new_on, running_on = _new_and_running(view)
     for node_name, new in sorted(new_on.items()):
         node = view.nodes.get(s.NodeName(node_name))
         if node is None:
             continue
-        for lam in sorted({view.power(p) for p in new}):
-            below = [p for p in new if view.power(p) <= lam]
-            for res in sorted({r for p in below for r, v in p.requests.items() if v > 0}):
-                used = sum(p.requests.get(res, 0) for p in below)
-                for pod in running_on[node_name]:
-                    freed = pod.key in view.evicted and view.victim_priority(pod) < lam
-                    if not freed:
-                        used += pod.requests.get(res, 0)
-                cap = node.allocatable.get(res, 0)
-                if used > cap:
-                    out.append(Violation(rule="capacity", subject=f"{node_name}/{res}",
-                                         detail=f"level {lam}: {used} > {cap}", used=used, capacity=cap))
+        for res in sorted({r for p in new for r, v in p.requests.items() if v > 0}):
+            used = sum(p.requests.get(res, 0) for p in new)
+            used += sum(p.requests.get(res, 0) for p in running_on[node_name] if p.key not in view.evicted)
+            cap = node.allocatable.get(res, 0)
+            if used > cap:
+                out.append(Violation(rule="capacity", subject=f"{node_name}/{res}",
+                                     detail=f"{used} > {cap}", used=used, capacity=cap))
+    return out
+
+
+def check_victims_necessary(view: _View) -> list[Violation]:
+    """Every evicted victim unit is necessary: on one of its nodes, putting it back
+    overflows a resource for the new pods of higher priority there, and one of
+    those may preempt it (kube-scheduler evicts only victims it cannot reprieve)."""
+    out = []
+    new_on, running_on = _new_and_running(view)
+    units: dict[str, list[s.Pod]] = defaultdict(list)
+    for pod in view.snapshot.pods:
+        if view.is_running(pod):
+            units[view.victim_unit(pod)].append(pod)
+    evicted_units = sorted({view.victim_unit(view.pods[s.PodKey(k)]) for k in view.evicted
+                            if s.PodKey(k) in view.pods and view.is_running(view.pods[s.PodKey(k)])})
+    for unit in evicted_units:
+        members = units[unit]
+        prio = view.victim_priority(members[0])
+        necessary = False
+        for node_name in sorted({p.node for p in members if p.node}):
+            node = view.nodes[s.NodeName(node_name)]
+            higher = [p for p in new_on.get(node_name, []) if view.priority_of_root(view.root(p)) > prio]
+            if not any(view.power(p) > prio for p in higher):
+                continue
+            for res in {r for p in members if p.node == node_name for r in p.requests}:
+                demand = sum(p.requests.get(res, 0) for p in higher)
+                if demand == 0:
+                    continue
+                back = sum(p.requests.get(res, 0) for p in running_on[node_name]
+                           if p.key not in view.evicted or view.victim_unit(p) == unit)
+                if demand + back > node.allocatable.get(res, 0):
+                    necessary = True
+        if not necessary:
+            out.append(Violation(rule="victim-necessary", subject=unit,
+                                 detail="could be put back: no higher-priority pod that may preempt it needs its room"))
     return out
 
 

@@ -11,9 +11,10 @@ Workloads are taken one at a time, highest priority first (then by name). For ea
    priority, larger group, earlier start — keeping each one whose return still
    leaves every node's placement feasible.
 
-It honours exactly the rules the CP-SAT model encodes (capacity with the
-priority levels, gangs, topology, victim units), so its Assignment is a valid
-plan and serves as the solver's complete hint. Pure: no I/O.
+It honours the rules the CP-SAT model encodes (capacity, gangs, topology,
+victim units; a victim that cannot be reprieved is exactly a necessary one),
+so its Assignment is a valid plan and serves as the solver's complete hint.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from solver.model import snapshot as s
-from solver.model.constraints.capacity import level
 from solver.model.decode import Assignment
 from solver.model.problem import PodClass, Problem, Workload, fixed_domain
 
@@ -61,47 +61,32 @@ class _State:
             self.log.append(("evict", unit, s.NodeName(""), 0))
 
     # ---- capacity -----------------------------------------------------------------
-    def _row_total(self, node: s.NodeName, lam: float, res: str) -> int:
-        total = 0
-        for c, n in self.placed[node].items():
-            cls = self.problem.classes[c]
-            if level(cls) <= lam:
-                total += cls.requests.get(res, 0) * n
+    def used(self, node: s.NodeName, res: str) -> int:
+        total = sum(self.problem.classes[c].requests.get(res, 0) * n for c, n in self.placed[node].items())
         for u in self.problem.units_on_node.get(node, ()):
-            unit = self.problem.units[u]
-            freed = u in self.evicted and not unit.protected and unit.priority < lam
-            if not freed:
-                total += unit.usage[node].get(res, 0)
+            if u not in self.evicted:
+                total += self.problem.units[u].usage[node].get(res, 0)
         return total
 
     def room_for(self, cls: PodClass, node: s.NodeName) -> int:
-        """How many more pods of ``cls`` fit on ``node``, every level row checked."""
+        """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only)."""
         alloc = self.nodes[node].allocatable
-        lam0 = level(cls)
-        levels = {lam0} | {level(self.problem.classes[c]) for c in self.placed[node]}
         most = len(cls.pods)
-        for lam in levels:
-            if lam < lam0:
-                continue
-            for res, amount in cls.requests.items():
-                most = min(most, max(0, alloc.get(res, 0) - self._row_total(node, lam, res)) // amount)
+        for res, amount in cls.requests.items():
+            most = min(most, max(0, alloc.get(res, 0) - self.used(node, res)) // amount)
         return most
 
     def node_feasible(self, node: s.NodeName) -> bool:
         alloc = self.nodes[node].allocatable
-        classes = [self.problem.classes[c] for c in self.placed[node]]
-        for lam in {level(c) for c in classes}:
-            for res in {r for c in classes if level(c) <= lam for r in c.requests}:
-                if self._row_total(node, lam, res) > alloc.get(res, 0):
-                    return False
-        return True
+        requested = {r for c in self.placed[node] for r in self.problem.classes[c].requests}
+        return all(self.used(node, res) <= alloc.get(res, 0) for res in requested)
 
     def fullness(self, node: s.NodeName) -> float:
         alloc = self.nodes[node].allocatable
         score = 0.0
         for res in ("cpu", "memory"):
             if alloc.get(res, 0) > 0:
-                score += self._row_total(node, float("inf"), res) / alloc[res]
+                score += self.used(node, res) / alloc[res]
         return score
 
 

@@ -37,6 +37,7 @@ class PodClass:
     group: s.GroupKey | None  # leaf PodGroup, None for a standalone pod
     pods: tuple[s.Pod, ...]  # sorted by name; decode binds them in this order
     requests: Mapping[str, int]  # per pod, base units, only entries > 0
+    priority: int  # the workload's priority
     power: int | None  # may evict victims of strictly lower priority; None: Never
 
 
@@ -205,6 +206,7 @@ def _workloads_and_classes(
                     group=rep.group,
                     pods=tuple(members),
                     requests={k: v for k, v in rep.requests.items() if v > 0},
+                    priority=priority,
                     power=power,
                 )
             )

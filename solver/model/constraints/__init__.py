@@ -3,7 +3,7 @@
 ``DEFAULT_CONSTRAINTS`` lists them in the order the builder applies them;
 nothing else wires them together. Each family exposes ``add(problem, vars)``.
 Eviction variables are created by ``preemption`` before ``capacity`` and
-``pdb`` read them.
+``pdb`` read them; ``topology`` pruning happens earlier, in ``problem``.
 """
 
 from __future__ import annotations

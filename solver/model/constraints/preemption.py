@@ -1,11 +1,19 @@
-"""Victim units: which running pods may be evicted, and only when it helps.
+"""Victim units: which running pods may be evicted, and only when it is necessary.
 
-Rule: evict[u] exists only if some class c with power(c) > priority(u) may land
-on a node hosting a member of u, and
+evict[u] exists only where a class c that may preempt u (power(c) > priority(u))
+can land on a node hosting a member of u. An eviction must be necessary in
+kube-scheduler's sense (a victim that could be reprieved is not evicted):
 
-    evict[u] ⇒ Σ_{n ∈ nodes(u), c eligible for u} count[c, n] ≥ 1
+    evict[u] ⇒ ∨_{n ∈ nodes(u), r} need[u, n, r]
+    need[u, n, r] ⇒ Σ_{c: prio(c) > prio(u)} req[c, r]·count[c, n]
+                      + Σ_{u' ≠ u on n} use[u', n, r]·(1 − evict[u']) + use[u, n, r] > alloc[n, r]
+    need[u, n, r] ⇒ Σ_{c may preempt u} count[c, n] ≥ 1
 
-(an eviction must make room for a preemptor that is allowed to cause it).
+i.e. on some node, putting u back would overflow a resource for the pods of
+higher priority placed there, one of which is allowed to preempt u. Pods of
+priority ≤ prio(u) do not count: upstream schedules them later, so they can
+never be the reason u goes. (n, r) pairs where even the largest demand cannot
+overflow get no literal.
 """
 
 from __future__ import annotations
@@ -14,19 +22,62 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
-from solver.model.problem import Problem
+from solver.model import snapshot as s
+from solver.model.problem import PodClass, Problem
 from solver.model.vars import PlacementVars
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
-    helpers: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+    on_node: dict[s.NodeName, list[PodClass]] = defaultdict(list)
     for cls in problem.classes:
-        if cls.power is None:
-            continue
-        for node, count in vars.nodes_of(cls.index).items():
-            for u in problem.units_on_node.get(node, ()):
-                if problem.eligible(cls, problem.units[u]):
-                    helpers[u].append(count)
-    for u, counts in sorted(helpers.items()):
+        for node in vars.nodes_of(cls.index):
+            on_node[node].append(cls)
+    candidates: set[int] = set()
+    for node, classes in on_node.items():
+        for u in problem.units_on_node.get(node, ()):
+            if any(problem.eligible(c, problem.units[u]) for c in classes):
+                candidates.add(u)
+    for u in sorted(candidates):
+        vars.evicts(u)  # every eviction literal exists before any row reads one
+    nodes = {n.name: n for n in problem.nodes}
+    for u in sorted(candidates):
+        needs = [lit for node in sorted(problem.units[u].usage)
+                 for lit in _need_literals(problem, vars, u, nodes[node], on_node.get(node, []))]
         evict = vars.evicts(u)
-        vars.model.add(cp_model.LinearExpr.sum(counts) >= 1).only_enforce_if(evict)
+        if needs:
+            vars.model.add_bool_or(needs).only_enforce_if(evict)
+        else:
+            vars.model.add(evict == 0)
+
+
+def _need_literals(
+    problem: Problem, vars: PlacementVars, u: int, node: s.Node, classes: list[PodClass]
+) -> list[cp_model.IntVar]:
+    unit = problem.units[u]
+    eligible = [c for c in classes if problem.eligible(c, unit)]
+    if not eligible:
+        return []
+    higher = [c for c in classes if c.priority > unit.priority]
+    others = [problem.units[o] for o in problem.units_on_node[node.name] if o != u]
+    out = []
+    for res, use in sorted(unit.usage[node.name].items()):
+        requesting = [c for c in higher if c.requests.get(res, 0) > 0]
+        if not use or not requesting:
+            continue
+        alloc = node.allocatable.get(res, 0)
+        running = sum(o.usage[node.name].get(res, 0) for o in others) + use
+        most = sum(c.requests[res] * problem.candidates[c.index][node.name] for c in requesting)
+        if most + running <= alloc:
+            continue  # u can always be put back as far as r goes
+        terms: list[cp_model.LinearExprT] = [c.requests[res] * vars.count(c.index, node.name) for c in requesting]
+        for other in others:
+            o_use = other.usage[node.name].get(res, 0)
+            if o_use and vars.has_evict(other.index):
+                terms.append(-o_use * vars.evicts(other.index))
+        need = vars.model.new_bool_var(f"need[{unit.key},{node.name},{res}]")
+        vars.model.add(cp_model.LinearExpr.sum(terms) >= alloc + 1 - running).only_enforce_if(need)
+        vars.model.add(
+            cp_model.LinearExpr.sum([vars.count(c.index, node.name) for c in eligible]) >= 1
+        ).only_enforce_if(need)
+        out.append(need)
+    return out

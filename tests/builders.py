@@ -1,0 +1,210 @@
+"""Chainable builders of Kubernetes objects (dicts as the API prints them).
+
+Tests build real object dicts and run them through ``solver.kube`` so the
+parser is exercised everywhere:
+
+    node("n1").rack("r1").cpu_m(8000)
+    pod("p1").on("n1").cpu_m(2000).priority(10)
+    pod_group("pg", min_count=4).topology("topology.kubernetes.io/rack")
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from solver import kube
+from solver.model.snapshot import ClusterSnapshot
+
+RACK = "topology.kubernetes.io/rack"
+ZONE = "topology.kubernetes.io/zone"
+NS = "default"
+
+
+class _Builder:
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+
+    def build(self) -> dict[str, Any]:
+        return copy.deepcopy(self.obj)
+
+    def but(self, **changes: Any) -> "_Builder":
+        twin = copy.deepcopy(self)
+        for name, value in changes.items():
+            getattr(twin, name)(*value) if isinstance(value, tuple) else getattr(twin, name)(value)
+        return twin
+
+    def label(self, key: str, value: str) -> "_Builder":
+        self.obj["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+
+class NodeBuilder(_Builder):
+    def rack(self, rack: str) -> "NodeBuilder":
+        self.label(RACK, rack)
+        return self
+
+    def zone(self, zone: str) -> "NodeBuilder":
+        self.label(ZONE, zone)
+        return self
+
+    def cpu_m(self, milli: int) -> "NodeBuilder":
+        self.obj["status"]["allocatable"]["cpu"] = f"{milli}m"
+        return self
+
+    def memory_mi(self, mib: int) -> "NodeBuilder":
+        self.obj["status"]["allocatable"]["memory"] = f"{mib}Mi"
+        return self
+
+    def pods(self, n: int) -> "NodeBuilder":
+        self.obj["status"]["allocatable"]["pods"] = str(n)
+        return self
+
+    def gpus(self, n: int, name: str = "example.com/gpu") -> "NodeBuilder":
+        self.obj["status"]["allocatable"][name] = str(n)
+        return self
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> "NodeBuilder":
+        self.obj["spec"].setdefault("taints", []).append({"key": key, "value": value, "effect": effect})
+        return self
+
+    def unschedulable(self) -> "NodeBuilder":
+        self.obj["spec"]["unschedulable"] = True
+        return self
+
+
+def node(name: str) -> NodeBuilder:
+    return NodeBuilder({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+    })
+
+
+class PodBuilder(_Builder):
+    def _requests(self) -> dict[str, Any]:
+        return self.obj["spec"]["containers"][0]["resources"]["requests"]
+
+    def on(self, node_name: str) -> "PodBuilder":
+        self.obj["spec"]["nodeName"] = node_name
+        self.obj["status"] = {"phase": "Running", "startTime": "2026-12-01T00:00:00Z"}
+        return self
+
+    def started(self, ts: str) -> "PodBuilder":
+        self.obj["status"]["startTime"] = ts
+        return self
+
+    def cpu_m(self, milli: int) -> "PodBuilder":
+        self._requests()["cpu"] = f"{milli}m"
+        return self
+
+    def memory_mi(self, mib: int) -> "PodBuilder":
+        self._requests()["memory"] = f"{mib}Mi"
+        return self
+
+    def request(self, resource: str, amount: str) -> "PodBuilder":
+        self._requests()[resource] = amount
+        return self
+
+    def priority(self, value: int) -> "PodBuilder":
+        self.obj["spec"]["priority"] = value
+        return self
+
+    def never_preempt(self) -> "PodBuilder":
+        self.obj["spec"]["preemptionPolicy"] = "Never"
+        return self
+
+    def group(self, name: str) -> "PodBuilder":
+        self.obj["spec"]["schedulingGroup"] = {"podGroupName": name}
+        return self
+
+    def selector(self, key: str, value: str) -> "PodBuilder":
+        self.obj["spec"].setdefault("nodeSelector", {})[key] = value
+        return self
+
+    def affinity(self, key: str, operator: str, *values: str) -> "PodBuilder":
+        terms = (self.obj["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
+                 .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+                 .setdefault("nodeSelectorTerms", [{"matchExpressions": []}]))
+        terms[0]["matchExpressions"].append({"key": key, "operator": operator, "values": list(values)})
+        return self
+
+    def tolerate(self, key: str, value: str = "", effect: str = "", operator: str = "Equal") -> "PodBuilder":
+        self.obj["spec"].setdefault("tolerations", []).append(
+            {"key": key, "operator": operator, "value": value, "effect": effect})
+        return self
+
+    def cost(self, value: str) -> "PodBuilder":
+        self.obj["metadata"].setdefault("annotations", {})["gangplace.io/preemption-cost"] = value
+        return self
+
+
+def pod(name: str) -> PodBuilder:
+    return PodBuilder({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Pending"},
+    })
+
+
+class GroupBuilder(_Builder):
+    def topology(self, key: str) -> "GroupBuilder":
+        self.obj["spec"].setdefault("schedulingConstraints", {}).setdefault("topology", []).append({"key": key})
+        return self
+
+    def parent(self, name: str) -> "GroupBuilder":
+        self.obj["spec"]["parentCompositePodGroupName"] = name
+        return self
+
+    def disruption_all(self) -> "GroupBuilder":
+        self.obj["spec"]["disruptionMode"] = {"all": {}}
+        return self
+
+    def priority(self, value: int) -> "GroupBuilder":
+        self.obj["spec"]["priority"] = value
+        return self
+
+    def never_preempt(self) -> "GroupBuilder":
+        self.obj["spec"]["preemptionPolicy"] = "Never"
+        return self
+
+
+def pod_group(name: str, min_count: int | None = None) -> GroupBuilder:
+    policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    return GroupBuilder({
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"schedulingPolicy": policy},
+    })
+
+
+def composite(name: str, min_group_count: int | None = None) -> GroupBuilder:
+    policy = {"gang": {"minGroupCount": min_group_count}} if min_group_count is not None else {"basic": {}}
+    return GroupBuilder({
+        "apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"schedulingPolicy": policy},
+    })
+
+
+def pdb(name: str, allowed: int, **match_labels: str) -> _Builder:
+    return _Builder({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"selector": {"matchLabels": match_labels}},
+        "status": {"disruptionsAllowed": allowed},
+    })
+
+
+def priority_class(name: str, value: int, global_default: bool = False) -> _Builder:
+    return _Builder({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": name}, "value": value, "globalDefault": global_default,
+    })
+
+
+def snapshot(*objects: Any) -> ClusterSnapshot:
+    """Objects or builders -> ClusterSnapshot through the real parser."""
+    return kube.snapshot_from_objects([o.build() if isinstance(o, _Builder) else o for o in objects])
