@@ -28,6 +28,15 @@ class _Builder:
     def build(self) -> dict[str, Any]:
         return copy.deepcopy(self.obj)
 
+    def __repr__(self) -> str:
+        meta, spec = self.obj["metadata"], self.obj.get("spec", {})
+        extra = {k: v for k, v in spec.items() if k != "containers"}
+        if "containers" in spec:
+            extra["requests"] = spec["containers"][0]["resources"]["requests"]
+        if self.obj["kind"] == "Node":
+            extra["allocatable"] = self.obj["status"]["allocatable"]
+        return f"{self.obj['kind']}({meta['name']}, labels={meta.get('labels', {})}, {extra})"
+
     def but(self, **changes: Any) -> "_Builder":
         twin = copy.deepcopy(self)
         for name, value in changes.items():

@@ -108,6 +108,9 @@ def baseline(problem: Problem) -> Assignment:
             state.rollback(point)
             continue
         _reprieve(state, victims)
+    # A later workload's evictions can make room that an earlier victim no longer
+    # needs to leave: put back every victim that fits again (the plan is joint).
+    _reprieve(state, sorted(state.evicted))
     counts = {(c, node): n for node, by_class in state.placed.items() for c, n in by_class.items() if n}
     return Assignment(counts=counts, evicted=frozenset(state.evicted))
 
@@ -142,6 +145,7 @@ def _reprieve(state: _State, victims: list[int]) -> None:
     for u in order:
         state.evicted.discard(u)
         if all(state.node_feasible(node) for node in problem.units[u].usage):
+            evicted_by_pdb.update({p: evicted_by_pdb[p] - n for p, n in problem.units[u].pdb_counts.items()})
             continue  # reprieved
         state.evicted.add(u)
 
