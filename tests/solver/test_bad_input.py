@@ -1,0 +1,125 @@
+"""Bad input: exit 2 and one message naming the object and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solver import cli
+from tests.builders import RACK, ZONE, composite, node, pod, pod_group
+
+
+def _write(tmp_path: Path, objects: list[Any]) -> Path:
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List",
+                                "items": [o.build() if hasattr(o, "build") else o for o in objects]}))
+    return path
+
+
+def _with(builder: Any, path: str, value: Any) -> Any:
+    obj = builder.build()
+    cur = obj
+    parts = path.split(".")
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[parts[-1]] = value
+    return obj
+
+
+def _deep_chain(depth: int) -> list[Any]:
+    out: list[Any] = [composite("c0", 1)]
+    for i in range(1, depth):
+        out.append(composite(f"c{i}", 1).parent(f"c{i - 1}"))
+    out.append(pod_group("leaf", 1).parent(f"c{depth - 1}"))
+    return out
+
+
+BAD = [
+    ("pod-names-missing-podgroup", [node("n1"), pod("p").group("ghost")],
+     "Pod/default/p: spec.schedulingGroup.podGroupName: PodGroup default/ghost not found"),
+    ("cycle-of-parents", [composite("a", 1).parent("b"), composite("b", 1).parent("a")],
+     "CompositePodGroup/default/a: spec.parentCompositePodGroupName: cycle of parents"),
+    ("tree-deeper-than-4", [node("n1"), *_deep_chain(4)],
+     "spec.parentCompositePodGroupName: workload tree deeper than 4"),
+    ("unparsable-quantity", [node("n1"), pod("p").request("cpu", "lots")],
+     "Pod/default/p: spec.containers[0].resources.requests.cpu: unparsable quantity 'lots'"),
+    ("unparsable-node-allocatable", [_with(node("n1"), "status.allocatable", {"memory": "12XB"})],
+     "Node/n1: status.allocatable.memory: unparsable quantity '12XB'"),
+    ("two-topology-keys", [pod_group("g", 1).topology(RACK).topology(ZONE)],
+     "PodGroup/default/g: spec.schedulingConstraints.topology: at most one topology constraint per group"),
+    ("min-count-not-positive", [_with(pod_group("g", 1), "spec.schedulingPolicy", {"gang": {"minCount": 0}})],
+     "PodGroup/default/g: spec.schedulingPolicy.gang.minCount: must be a positive integer"),
+    ("both-basic-and-gang", [_with(pod_group("g", 1), "spec.schedulingPolicy", {"gang": {"minCount": 1}, "basic": {}})],
+     "PodGroup/default/g: spec.schedulingPolicy: exactly one of basic and gang must be set"),
+    ("unknown-priority-class", [node("n1"), _with(pod("p"), "spec.priorityClassName", "gold")],
+     "Pod/default/p: spec.priorityClassName: PriorityClass 'gold' not found"),
+    ("bad-cost-annotation", [node("n1"), pod("v").on("n1").cost("-3")],
+     "Pod/default/v: metadata.annotations[gangplace.io/preemption-cost]: must be a non-negative number"),
+    ("pod-on-missing-node", [node("n1"), pod("v").on("n9")],
+     "Pod/default/v: spec.nodeName: Node n9 not found"),
+    ("parent-is-not-composite", [pod_group("a", 1), pod_group("b", 1).parent("a")],
+     "PodGroup/default/b: spec.parentCompositePodGroupName: CompositePodGroup default/a not found"),
+    ("duplicate-object", [node("n1"), node("n1")], "Node/n1: metadata.name: duplicate object"),
+    ("unknown-taint-effect", [node("n1").taint("k", effect="Sometimes")],
+     "Node/n1: spec.taints[0].effect: unknown effect 'Sometimes'"),
+    ("unknown-selector-operator", [node("n1"), pod("p").affinity("k", "Near", "x")],
+     "Pod/default/p: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+     ".nodeSelectorTerms[0].matchExpressions[0].operator: unknown operator 'Near'"),
+    ("pending-pod-with-dra-claim", [node("n1"), _with(pod("p"), "spec.resourceClaims", [{"name": "gpu"}])],
+     "Pod/default/p: spec.resourceClaims: DRA claims of pending pods are not modelled yet"),
+    ("object-without-kind", [{"metadata": {"name": "x"}}], "?/x: kind: missing"),
+]
+
+
+@pytest.mark.parametrize(("objects", "want_message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_input_exits_2_naming_object_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], objects: list[Any], want_message: str
+) -> None:
+    path = _write(tmp_path, objects)
+    assert cli.main(["solve", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert want_message in err[0]
+
+
+def test_invalid_yaml_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text("kind: Node\nmetadata: [unclosed\n")
+    assert cli.main(["solve", str(path)]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["solve", str(tmp_path / "nope.json")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_unknown_workload_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, [node("n1"), pod("p")])
+    assert cli.main(["solve", str(path), "--workload", "default/other"]) == 2
+    assert "no pending workload 'default/other'" in capsys.readouterr().err
+
+
+def test_irrelevant_kinds_and_finished_pods_are_counted_not_dropped(tmp_path: Path) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"}}
+    done = _with(pod("old").on("n1"), "status", {"phase": "Succeeded"})
+    path = _write(tmp_path, [node("n1"), pod("p"), service, service | {"metadata": {"name": "t"}}, done])
+    out = tmp_path / "plan.json"
+    assert cli.main(["solve", str(path), "-o", str(out)]) == 0
+    plan = json.loads(out.read_text())
+    assert plan["stats"]["skippedKinds"] == {"Pod(finished)": 1, "Service": 2}
+    assert plan["bindings"] == [{"pod": "default/p", "node": "n1"}]
+
+
+def test_unsatisfiable_workload_is_a_plan_with_exit_0(tmp_path: Path) -> None:
+    path = _write(tmp_path, [node("n1").cpu_m(1000), pod_group("g", 2),
+                             pod("g-0").group("g").cpu_m(800), pod("g-1").group("g").cpu_m(800)])
+    out = tmp_path / "plan.json"
+    assert cli.main(["solve", str(path), "-o", str(out)]) == 0
+    plan = json.loads(out.read_text())
+    assert plan["workloads"][0]["satisfied"] is False
+    assert plan["workloads"][0]["reason"]
+    assert plan["bindings"] == []
