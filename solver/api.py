@@ -17,7 +17,7 @@ from solver.model import snapshot as s
 from solver.model.build import build_model
 from solver.model.decode import evaluate, make_plan, tier_key
 from solver.model.errors import SolverError
-from solver.model.plan import FEASIBLE, Plan
+from solver.model.plan import FEASIBLE, OPTIMAL, Plan
 from solver.model.problem import build_problem
 from solver.model.solve import SolveParams, solve
 
@@ -102,6 +102,8 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
             "stages": list(solved.stages),
         })
         assignment, status, bound = solved.assignment, solved.status, solved.cost_bound_milli
+        if assignment is not None and status != OPTIMAL:
+            assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
         if assignment is None or tier_key(problem, evaluate(problem, assignment)) < tier_key(
             problem, evaluate(problem, baseline)
         ):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from solver import api, loader
+from solver.bench import generate
 from solver.model.errors import SolverError
 
 
@@ -30,7 +31,31 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
     solve.add_argument("--baseline", action="store_true", help="answer with the upstream-greedy baseline plan")
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
+    gen = sub.add_parser("generate", help="write a deterministic synthetic snapshot (a JSON List)")
+    gen.add_argument("--nodes", type=int, default=1000)
+    gen.add_argument("--pods-per-node", type=int, default=10)
+    gen.add_argument("--utilisation", type=float, default=0.7)
+    gen.add_argument("--gang-pods", type=int, default=64)
+    gen.add_argument("--gang-cpu-m", type=int, default=8000)
+    gen.add_argument("--gang-gpus", type=int, default=1)
+    gen.add_argument("--gang-topology", default=generate.RACK, help="node label key of the gang's domain")
+    gen.add_argument("--composite-groups", type=int, default=0)
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("-o", "--output", metavar="SNAPSHOT.json", required=True)
     return parser
+
+
+def _generate(args: argparse.Namespace) -> int:
+    spec = generate.GenerateSpec(
+        nodes=args.nodes, pods_per_node=args.pods_per_node, utilisation=args.utilisation,
+        gang_pods=args.gang_pods, gang_cpu_m=args.gang_cpu_m, gang_gpus=args.gang_gpus,
+        gang_topology=args.gang_topology, composite_groups=args.composite_groups, seed=args.seed,
+    )
+    objs = generate.generate(spec)
+    with open(args.output, "w", encoding="utf-8") as fh:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, fh, separators=(",", ":"))
+    print(f"wrote {len(objs)} objects to {args.output}", file=sys.stderr)
+    return 0
 
 
 def summary(plan: dict[str, Any], out: TextIO) -> None:
@@ -73,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "solve":
             return _solve(args)
+        if args.command == "generate":
+            return _generate(args)
     except api.PlanInvalidError as exc:
         print(f"gangplace: internal error: {exc}", file=sys.stderr)
         return 1

@@ -55,6 +55,10 @@ class _State:
         self.placed[node][cls] = self.placed[node].get(cls, 0) + n
         self.log.append(("place", cls, node, n))
 
+    def assignment(self) -> Assignment:
+        counts = {(c, node): n for node, by_class in self.placed.items() for c, n in by_class.items() if n}
+        return Assignment(counts=counts, evicted=frozenset(self.evicted))
+
     def evict(self, unit: int) -> None:
         if unit not in self.evicted:
             self.evicted.add(unit)
@@ -111,8 +115,20 @@ def baseline(problem: Problem) -> Assignment:
     # A later workload's evictions can make room that an earlier victim no longer
     # needs to leave: put back every victim that fits again (the plan is joint).
     _reprieve(state, sorted(state.evicted))
-    counts = {(c, node): n for node, by_class in state.placed.items() for c, n in by_class.items() if n}
-    return Assignment(counts=counts, evicted=frozenset(state.evicted))
+    return state.assignment()
+
+
+def put_back(problem: Problem, assignment: Assignment) -> Assignment:
+    """Put back, in reprieve order, every evicted victim that fits again.
+
+    Never worse on any tier; used on a solver plan a time limit cut short.
+    """
+    state = _State(problem)
+    for (c, node), n in assignment.counts.items():
+        state.place(c, node, n)
+    state.evicted = set(assignment.evicted)
+    _reprieve(state, sorted(state.evicted))
+    return state.assignment()
 
 
 def _candidate_victims(problem: Problem, workload: Workload, state: _State) -> list[int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from solver import api, verify
@@ -99,7 +99,6 @@ def clusters(draw: Any) -> list[Any]:
     return objs
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_aggregated_model_matches_naive_model(objs: list[Any]) -> None:
     snap = b.snapshot(*objs)

@@ -2,8 +2,9 @@
 
 ``DEFAULT_CONSTRAINTS`` lists them in the order the builder applies them;
 nothing else wires them together. Each family exposes ``add(problem, vars)``.
-Eviction variables are created by ``preemption`` before ``capacity`` and
-``pdb`` read them; ``topology`` pruning happens earlier, in ``problem``.
+Eviction variables are created by ``preemption`` before ``topology``,
+``capacity`` and ``pdb`` read them; topology pruning happens earlier, in
+``problem``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from solver.model.vars import PlacementVars
 Family = Callable[[Problem, PlacementVars], None]
 
 DEFAULT_CONSTRAINTS: tuple[tuple[str, Family], ...] = (
-    ("topology", topology.add),
     ("preemption", preemption.add),
+    ("topology", topology.add),
     ("capacity", capacity.add),
     ("gang", gang.add),
     ("pdb", pdb.add),

@@ -14,6 +14,13 @@ higher priority placed there, one of which is allowed to preempt u. Pods of
 priority ≤ prio(u) do not count: upstream schedules them later, so they can
 never be the reason u goes. (n, r) pairs where even the largest demand cannot
 overflow get no literal.
+
+The rows are only needed for a unit on whose nodes a pod that may not preempt
+it can land (priority ≤ prio(u), or preemptionPolicy Never). Everywhere else
+every pod placed beside u may preempt it, so "u would fit back" means putting
+it back is feasible and strictly cheaper: an optimal
+plan never does it, and ``greedy.put_back`` puts such victims back in a
+plan a time limit cut short. This keeps the single-workload model free of them.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         vars.evicts(u)  # every eviction literal exists before any row reads one
     nodes = {n.name: n for n in problem.nodes}
     for u in sorted(candidates):
+        if not _may_host_ineligible(problem, u, on_node):
+            continue
         needs = [lit for node in sorted(problem.units[u].usage)
                  for lit in _need_literals(problem, vars, u, nodes[node], on_node.get(node, []))]
         evict = vars.evicts(u)
@@ -48,6 +57,11 @@ def add(problem: Problem, vars: PlacementVars) -> None:
             vars.model.add_bool_or(needs).only_enforce_if(evict)
         else:
             vars.model.add(evict == 0)
+
+
+def _may_host_ineligible(problem: Problem, u: int, on_node: dict[s.NodeName, list[PodClass]]) -> bool:
+    unit = problem.units[u]
+    return any(not problem.eligible(c, unit) for node in unit.usage for c in on_node.get(node, ()))
 
 
 def _need_literals(

@@ -1,0 +1,174 @@
+"""Deterministic synthetic cluster snapshots, as Kubernetes object dicts.
+
+zones -> blocks -> racks -> nodes, labelled with topology.kubernetes.io/{zone,block,rack}
+and kubernetes.io/hostname; CPU nodes and GPU nodes (GPUs as the extended resource
+``nvidia.com/gpu``); a background of running pods at a chosen utilisation with a mix of
+priorities, some of them in ``disruptionMode: all`` PodGroups, some under PDBs; and pending
+workloads: a PodGroup gang under a rack constraint, optionally a CompositePodGroup with a
+zone constraint over rack-constrained PodGroups.
+
+The same seed gives the same snapshot, byte for byte. Pure: returns dicts, writes nothing.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+ZONE = "topology.kubernetes.io/zone"
+BLOCK = "topology.kubernetes.io/block"
+RACK = "topology.kubernetes.io/rack"
+HOST = "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
+NS = "bench"
+
+PRIORITIES = (("batch-low", 10), ("batch-mid", 100), ("serving-high", 10000), ("training", 1000))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GenerateSpec:
+    nodes: int = 1000
+    pods_per_node: int = 10  # running background pods per node, on average
+    utilisation: float = 0.7  # fraction of each node's cpu the background requests
+    racks_per_block: int = 4
+    blocks_per_zone: int = 4
+    nodes_per_rack: int = 16
+    gpu_fraction: float = 0.5  # share of racks made of GPU nodes
+    all_group_fraction: float = 0.2  # share of background pods in `disruptionMode: all` groups
+    gang_pods: int = 64
+    gang_cpu_m: int = 8000
+    gang_gpus: int = 1
+    gang_topology: str = RACK
+    composite_groups: int = 0  # >0 adds a CompositePodGroup (zone) of that many PodGroups (rack)
+    composite_pods: int = 8  # pods per PodGroup of the composite
+    seed: int = 0
+
+
+def _node(name: str, zone: str, block: str, rack: str, gpu: bool) -> dict[str, Any]:
+    alloc = {"cpu": "64", "memory": "256Gi", "pods": "110"}
+    if gpu:
+        alloc[GPU] = "8"
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {ZONE: zone, BLOCK: block, RACK: rack, HOST: name,
+                                              "node.kubernetes.io/instance-type": "gpu-8x" if gpu else "cpu-64"}},
+        "spec": {},
+        "status": {"allocatable": alloc},
+    }
+
+
+def _pod(name: str, *, cpu_m: int, mem_mi: int, gpus: int = 0, node: str | None = None,
+         priority_class: str, group: str | None = None, labels: dict[str, str] | None = None,
+         start: str = "2026-12-01T00:00:00Z") -> dict[str, Any]:
+    requests = {"cpu": f"{cpu_m}m", "memory": f"{mem_mi}Mi"}
+    if gpus:
+        requests[GPU] = str(gpus)
+    pod: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
+        "spec": {"priorityClassName": priority_class,
+                 "containers": [{"name": "main", "image": "app", "resources": {"requests": requests}}]},
+        "status": {"phase": "Pending"},
+    }
+    if node is not None:
+        pod["spec"]["nodeName"] = node
+        pod["status"] = {"phase": "Running", "startTime": start}
+    if group is not None:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return pod
+
+
+def _pod_group(name: str, *, min_count: int | None, priority_class: str, topology: str | None = None,
+               parent: str | None = None, disruption_all: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulingPolicy": {"gang": {"minCount": min_count}} if min_count else {"basic": {}},
+        "priorityClassName": priority_class,
+    }
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+    if disruption_all:
+        spec["disruptionMode"] = {"all": {}}
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
+    rng = random.Random(spec.seed)
+    objs: list[dict[str, Any]] = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in PRIORITIES
+    ]
+    nodes: list[tuple[str, str, bool]] = []  # (name, rack, gpu)
+    per_zone = spec.blocks_per_zone * spec.racks_per_block * spec.nodes_per_rack
+    for i in range(spec.nodes):
+        z, rest = divmod(i, per_zone)
+        b, rest = divmod(rest, spec.racks_per_block * spec.nodes_per_rack)
+        r = rest // spec.nodes_per_rack
+        rack = f"z{z}-b{b}-r{r}"
+        first_in_rack = rest % spec.nodes_per_rack == 0
+        gpu = rng.random() < spec.gpu_fraction if first_in_rack else nodes[-1][2]  # whole racks are GPU racks
+        name = f"node-{i:05d}"
+        nodes.append((name, rack, gpu))
+        objs.append(_node(name, f"z{z}", f"z{z}-b{b}", rack, gpu))
+    # background: per node, pods_per_node pods summing to ~utilisation of 64 cores
+    by_rack: dict[str, list[tuple[str, bool]]] = {}
+    for name, rack, gpu in nodes:
+        by_rack.setdefault(rack, []).append((name, gpu))
+    pod_id = 0
+    group_id = 0
+    apps = ("web", "cache", "etl", "notebook")
+    for rack, members in sorted(by_rack.items()):
+        for name, gpu in members:
+            budget = int(64000 * spec.utilisation)
+            count = max(1, spec.pods_per_node + rng.randint(-2, 2))
+            gpus_left = 8 if gpu else 0
+            for k in range(count):
+                cpu = budget // (count - k) if k < count - 1 else budget
+                cpu = max(100, min(cpu, budget))
+                budget -= cpu
+                cls_name, _ = rng.choices(PRIORITIES[:3], weights=(5, 3, 1))[0]
+                gpus = 1 if gpus_left and rng.random() < 0.5 else 0
+                gpus_left -= gpus
+                app = rng.choice(apps)
+                objs.append(_pod(f"bg-{pod_id:06d}", cpu_m=cpu, mem_mi=cpu * 2, gpus=gpus, node=name,
+                                 priority_class=cls_name, labels={"app": app},
+                                 start=f"2026-12-01T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z"))
+                pod_id += 1
+        # a few `all` groups spread over the rack's nodes
+        groups = int(len(members) * spec.pods_per_node * spec.all_group_fraction / 4)
+        for _ in range(groups):
+            gname = f"svc-{group_id:05d}"
+            group_id += 1
+            objs.append(_pod_group(gname, min_count=4, priority_class="batch-low", disruption_all=True))
+            for k in range(4):
+                host, _ = members[rng.randrange(len(members))]
+                objs.append(_pod(f"{gname}-{k}", cpu_m=500, mem_mi=1024, node=host, priority_class="batch-low",
+                                 group=gname, labels={"app": "svc"}))
+    for app in apps:
+        objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                     "metadata": {"name": app, "namespace": NS},
+                     "spec": {"selector": {"matchLabels": {"app": app}}, "maxUnavailable": 5},
+                     "status": {"disruptionsAllowed": 5}})
+    # the pending gang
+    if spec.gang_pods:
+        objs.append(_pod_group("train", min_count=spec.gang_pods, priority_class="training",
+                               topology=spec.gang_topology))
+        for k in range(spec.gang_pods):
+            objs.append(_pod(f"train-{k:04d}", cpu_m=spec.gang_cpu_m, mem_mi=spec.gang_cpu_m * 2,
+                             gpus=spec.gang_gpus, priority_class="training", group="train"))
+    if spec.composite_groups:
+        objs.append({"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+                     "metadata": {"name": "pipeline", "namespace": NS},
+                     "spec": {"schedulingPolicy": {"gang": {"minGroupCount": spec.composite_groups}},
+                              "priorityClassName": "training",
+                              "schedulingConstraints": {"topology": [{"key": ZONE}]}}})
+        for g in range(spec.composite_groups):
+            gname = f"pipeline-{g}"
+            objs.append(_pod_group(gname, min_count=spec.composite_pods, priority_class="training",
+                                   topology=RACK, parent="pipeline"))
+            for k in range(spec.composite_pods):
+                objs.append(_pod(f"{gname}-{k}", cpu_m=8000, mem_mi=16000, priority_class="training", group=gname))
+    return objs
