@@ -107,6 +107,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
         if assignment is None or tier_key(problem, evaluate(problem, assignment)) < tier_key(
             problem, evaluate(problem, baseline)
         ):
+            # a hint alone does not guarantee the solver keeps the baseline's quality
             assignment, status, bound, stats["fromBaseline"] = baseline, FEASIBLE, 0, True
         result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
     violations = verify_mod.verify(snapshot, result)

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from solver.model import snapshot as s
 from solver.model.decode import Assignment
-from solver.model.problem import PodClass, Problem, Workload, fixed_domain
+from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
 
 
 class _State:
@@ -65,8 +65,11 @@ class _State:
             self.log.append(("evict", unit, s.NodeName(""), 0))
 
     # ---- capacity -----------------------------------------------------------------
-    def used(self, node: s.NodeName, res: str) -> int:
-        total = sum(self.problem.classes[c].requests.get(res, 0) * n for c, n in self.placed[node].items())
+    def used(self, node: s.NodeName, res: str, *, placed: bool = True) -> int:
+        """Requests on ``node`` of placed pods (unless ``placed`` is False) and running pods left."""
+        total = 0
+        if placed:
+            total = sum(self.problem.classes[c].requests.get(res, 0) * n for c, n in self.placed[node].items())
         for u in self.problem.units_on_node.get(node, ()):
             if u not in self.evicted:
                 total += self.problem.units[u].usage[node].get(res, 0)
@@ -85,6 +88,35 @@ class _State:
         requested = {r for c in self.placed[node] for r in self.problem.classes[c].requests}
         return all(self.used(node, res) <= alloc.get(res, 0) for res in requested)
 
+    def blame_unnecessary(self) -> int | None:
+        """A workload to drop when some eviction is no longer necessary, else None.
+
+        Necessary (as in constraints/preemption.py): on one of the victim's nodes,
+        putting it back overflows a resource for the placed pods of higher priority,
+        one of which may preempt it.
+        """
+        problem = self.problem
+        for u in sorted(self.evicted):
+            unit = problem.units[u]
+            if any(self._needed_on(unit, node) for node in unit.usage):
+                continue
+            lower = [problem.classes[c] for node in unit.usage for c in self.placed[node]
+                     if problem.classes[c].priority <= unit.priority or problem.classes[c].power is None]
+            if lower:
+                return min(lower, key=lambda c: (c.priority, -c.workload)).workload
+        return None
+
+    def _needed_on(self, unit: VictimUnit, node: s.NodeName) -> bool:
+        placed = [(self.problem.classes[c], n) for c, n in self.placed[node].items()]
+        if not any(self.problem.eligible(c, unit) for c, _ in placed):
+            return False
+        alloc = self.nodes[node].allocatable
+        for res, use in unit.usage[node].items():
+            demand = sum(c.requests.get(res, 0) * n for c, n in placed if c.priority > unit.priority)
+            if use and demand and demand + self.used(node, res, placed=False) + use > alloc.get(res, 0):
+                return True
+        return False
+
     def fullness(self, node: s.NodeName) -> float:
         alloc = self.nodes[node].allocatable
         score = 0.0
@@ -95,8 +127,23 @@ class _State:
 
 
 def baseline(problem: Problem) -> Assignment:
+    """The greedy plan. A lower-priority workload may lean on room a victim left for a
+    higher one; when a later eviction then makes that victim unnecessary, the
+    lowest-priority workload on its node is dropped and the greedy run again."""
+    skip: set[int] = set()
+    while True:
+        state = _greedy(problem, skip)
+        blamed = state.blame_unnecessary()
+        if blamed is None:
+            return state.assignment()
+        skip.add(blamed)
+
+
+def _greedy(problem: Problem, skip: set[int]) -> _State:
     state = _State(problem)
     for workload in sorted(problem.workloads, key=lambda w: (-w.priority, w.key)):
+        if workload.index in skip:
+            continue
         point = state.savepoint()
         if _place_workload(state, workload):
             continue
@@ -115,7 +162,7 @@ def baseline(problem: Problem) -> Assignment:
     # A later workload's evictions can make room that an earlier victim no longer
     # needs to leave: put back every victim that fits again (the plan is joint).
     _reprieve(state, sorted(state.evicted))
-    return state.assignment()
+    return state
 
 
 def put_back(problem: Problem, assignment: Assignment) -> Assignment:
