@@ -117,6 +117,10 @@ def test_aggregated_model_matches_naive_model(objs: list[Any]) -> None:
     assert o.pdb_violations == want.pdb_violations
     assert round(o.preemption_cost * 1000) == want.cost_milli
     assert o.evicted_pods == want.evicted
+    # one monolithic model gives the same tiers as the per-domain decomposition
+    whole = api.plan(snap, api.PlanOptions(time_limit=60, decompose=False))
+    assert whole.status == "OPTIMAL"
+    assert whole.objective.key() == o.key()
     # the greedy baseline is a valid plan, never better than the optimum
     problem = build_problem(snap)
     base = make_plan(problem, greedy.baseline(problem), status="FEASIBLE", stats={})
