@@ -30,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     solve.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
     solve.add_argument("--baseline", action="store_true", help="answer with the upstream-greedy baseline plan")
+    solve.add_argument("--no-decompose", action="store_true",
+                       help="one monolithic model even where per-domain sub-models are exact")
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
     gen = sub.add_parser("generate", help="write a deterministic synthetic snapshot (a JSON List)")
     gen.add_argument("--nodes", type=int, default=1000)
@@ -81,7 +83,8 @@ def summary(plan: dict[str, Any], out: TextIO) -> None:
 def _solve(args: argparse.Namespace) -> int:
     snapshot = loader.load_snapshot(args.snapshot)
     options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
-                              seed=args.seed, baseline_only=args.baseline)
+                              seed=args.seed, baseline_only=args.baseline,
+                              decompose=not args.no_decompose)
     plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
     if args.output:
