@@ -342,7 +342,7 @@ def parse_group(obj: Obj, priorities: _Priorities) -> tuple[s.Group, int | None]
 
 def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]) -> tuple[s.Group, ...]:
     """Validate parents, cycles and depth; a group without a priority inherits its parent's."""
-    for key, (group, _, obj) in groups.items():
+    for group, _, obj in groups.values():
         if group.parent is None:
             continue
         parent = groups.get(group.parent)

@@ -120,7 +120,7 @@ def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
     pod_id = 0
     group_id = 0
     apps = ("web", "cache", "etl", "notebook")
-    for rack, members in sorted(by_rack.items()):
+    for _, members in sorted(by_rack.items()):
         for name, gpu in members:
             budget = int(64000 * spec.utilisation)
             count = max(1, spec.pods_per_node + rng.randint(-2, 2))

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.model import snapshot as s
 
 OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID = "OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN", "INVALID"
 

@@ -39,7 +39,7 @@ def _add_node(problem: Problem, vars: PlacementVars, node: s.Node, classes: list
         alloc = node.allocatable.get(res, 0)
         requesting = [c for c in classes if c.requests.get(res, 0) > 0]
         counts = [vars.count(c.index, node.name) for c in requesting]
-        terms: list[cp_model.LinearExprT] = [c.requests[res] * v for c, v in zip(requesting, counts)]
+        terms: list[cp_model.LinearExprT] = [c.requests[res] * v for c, v in zip(requesting, counts, strict=True)]
         most = sum(c.requests[res] * problem.candidates[c.index][node.name] for c in requesting)
         constant = 0
         for unit in units:
