@@ -7,9 +7,9 @@ it). The problem therefore separates exactly: the optimum is the best of the
 per-domain optima, each a model over one domain's nodes. Each sub-model is
 built by the same ``build_model`` and solved by the same staged ``solve``.
 
-Proven OPTIMAL only when every domain's solve is. The bound on tier 4 is the
-least bound among the domains that reach the best tiers 1-3 (or might, when
-their solve was cut short).
+Proven OPTIMAL only when every domain is proven: optimal, or worse on tiers
+1-3, or pruned by the cost cutoff. The bound on tier 4 is the least bound among
+the domains that reach the best tiers 1-3 (0 when one might, but was cut short).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from solver.model import greedy
 from solver.model import snapshot as s
-from solver.model.build import build_model
+from solver.model.build import BuiltModel, build_model
 from solver.model.decode import Assignment, evaluate, tier_key
 from solver.model.plan import FEASIBLE, OPTIMAL
 from solver.model.problem import Problem
@@ -54,62 +54,101 @@ def restrict(problem: Problem, key: str, value: str) -> Problem:
 
 
 def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> DecomposedResult:
+    """Branch and bound over the domains.
+
+    Pass 1 solves tiers 1-3 in every domain (cheap). Pass 2 solves the cost tiers
+    only in the domains that reach the best tiers 1-3, cheapest greedy first, each
+    asked to match or beat the incumbent's cost, so most are pruned by the solver's
+    own proof instead of being optimised.
+    """
     start = time.perf_counter()
     values = domains(problem, key)
-    best: tuple[object, Assignment, SolveResult] | None = None
-    results: list[tuple[str, object, SolveResult]] = []
-    variables = constraints = 0
-    build_seconds = 0.0
-    all_optimal = True
-    for i, value in enumerate(values):
-        remaining = params.time_limit - (time.perf_counter() - start)
-        if remaining <= 0.01:
-            all_optimal = False
+    subs = {v: restrict(problem, key, v) for v in values}
+    hints = {v: greedy.baseline(sub) for v, sub in subs.items()}
+    sizes = _Sizes()
+    certain = True
+    first: dict[str, tuple[object, bool]] = {}  # domain -> (tiers 1-3, proven)
+    for i, v in enumerate(values):
+        share = _share(params, start, len(values) - i, 0.5)
+        if share is None:
+            certain = False
             break
-        sub = restrict(problem, key, value)
-        built = build_model(sub)
-        build_seconds += built.build_seconds
-        variables, constraints = max(variables, built.variables), max(constraints, built.constraints)
-        share = replace(params, time_limit=remaining / (len(values) - i))
-        result = solve(built, share, hint=greedy.baseline(sub))
-        if result.assignment is None:
-            all_optimal = False
-            continue
-        all_optimal = all_optimal and result.status == OPTIMAL
-        key_ = tier_key(problem, evaluate(problem, result.assignment))
-        results.append((value, key_, result))
-        if best is None or key_ > best[0]:
-            best = (key_, result.assignment, result)
-    if best is None:
+        result = solve(sizes.build(subs[v]), share, hint=hints[v], upto_cost=True)
+        if result.assignment is not None:
+            first[v] = (tier_key(problem, evaluate(problem, result.assignment))[:3], result.status == OPTIMAL)
+    if not first:
         empty = SolveResult(assignment=Assignment(counts={}, evicted=frozenset()), status=FEASIBLE,
                             cost_bound_milli=0, solve_seconds=time.perf_counter() - start)
-        return DecomposedResult(result=empty, domains=len(values), variables=variables,
-                                constraints=constraints, build_seconds=build_seconds)
-    best_key, assignment, _ = best
-    bound = _cost_bound(best_key, results)
+        return sizes.result(empty, len(values))
+    best13 = max(k for k, _ in first.values())
+    certain = certain and all(proven for k, proven in first.values() if k < best13)
+    finalists = [v for v, (k, _) in first.items() if k == best13]
+    finalists.sort(key=lambda v: _greedy_cost(problem, hints[v], best13))
+    best: tuple[tuple[object, ...], SolveResult] | None = None
+    bounds: list[int] = [] if certain else [0]
+    reports = []
+    for i, v in enumerate(finalists):
+        share = _share(params, start, len(finalists) - i, 1.0)
+        if share is None:
+            bounds.append(0)
+            certain = False
+            break
+        cutoff = None if best is None else -best[0][3]
+        result = solve(sizes.build(subs[v]), share, hint=hints[v], cost_cutoff=cutoff)
+        reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
+                        "seconds": round(result.solve_seconds, 4)})
+        if result.pruned:
+            continue  # proven costlier than the incumbent
+        certain = certain and result.status == OPTIMAL
+        if result.assignment is None:
+            bounds.append(0)
+            continue
+        full = tier_key(problem, evaluate(problem, result.assignment))
+        bounds.append(-full[3] if result.cost_bound_milli is None else result.cost_bound_milli)
+        if full[:3] == best13 and (best is None or full > best[0]):
+            best = (full, result)
+    if best is None:  # every finalist cut short: fall back on the best pass-1 domain's greedy
+        assignment = hints[finalists[0]]
+        full = tier_key(problem, evaluate(problem, assignment))
+    else:
+        full, assignment = best[0], best[1].assignment  # type: ignore[assignment]
+    least = min(bounds) if bounds else -full[3]
     combined = SolveResult(
         assignment=assignment,
-        status=OPTIMAL if all_optimal else FEASIBLE,
-        cost_bound_milli=bound,
-        solve_seconds=time.perf_counter() - start - build_seconds,
-        stages=tuple({"domain": v, "status": r.status, "seconds": round(r.solve_seconds, 4)} for v, _, r in results),
+        status=OPTIMAL if certain and best is not None else FEASIBLE,
+        cost_bound_milli=None if least >= -full[3] else least,
+        solve_seconds=time.perf_counter() - start - sizes.build_seconds,
+        stages=tuple(reports),
     )
-    return DecomposedResult(result=combined, domains=len(values), variables=variables,
-                            constraints=constraints, build_seconds=build_seconds)
+    return sizes.result(combined, len(values))
 
 
-def _cost_bound(best_key: object, results: list[tuple[str, object, SolveResult]]) -> int | None:
-    """Least tier-4 bound over the domains that reach (or may reach) the best tiers 1-3."""
-    assert isinstance(best_key, tuple)
-    bounds = []
-    for _, key, result in results:
-        assert isinstance(key, tuple) and result.assignment is not None
-        if key[:3] < best_key[:3]:
-            if result.status == OPTIMAL:
-                continue  # proven worse above the cost tier
-            bounds.append(0)  # cut short: it might still reach the best tiers, at any cost
-            continue
-        own = -key[3]
-        bounds.append(own if result.cost_bound_milli is None else min(own, result.cost_bound_milli))
-    least = min(bounds) if bounds else 0
-    return None if least >= -best_key[3] else least
+class _Sizes:
+    """Builds sub-models and remembers the largest and the total build time."""
+
+    def __init__(self) -> None:
+        self.variables = self.constraints = 0
+        self.build_seconds = 0.0
+
+    def build(self, sub: Problem) -> BuiltModel:
+        built = build_model(sub)
+        self.build_seconds += built.build_seconds
+        self.variables = max(self.variables, built.variables)
+        self.constraints = max(self.constraints, built.constraints)
+        return built
+
+    def result(self, result: SolveResult, domains: int) -> DecomposedResult:
+        return DecomposedResult(result=result, domains=domains, variables=self.variables,
+                                constraints=self.constraints, build_seconds=self.build_seconds)
+
+
+def _share(params: SolveParams, start: float, left: int, fraction: float) -> SolveParams | None:
+    remaining = (params.time_limit - (time.perf_counter() - start)) * fraction
+    if remaining <= 0.01:
+        return None
+    return replace(params, time_limit=remaining / left)
+
+
+def _greedy_cost(problem: Problem, hint: Assignment, best13: object) -> tuple[int, int]:
+    key = tier_key(problem, evaluate(problem, hint))
+    return (0 if key[:3] == best13 else 1, -key[3])

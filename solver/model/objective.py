@@ -36,6 +36,7 @@ class Stage:
     maximize: bool
     weights: tuple[int, ...]  # weight of each tier inside expr, highest first
     bounds: tuple[int, ...]  # largest possible value of each tier
+    cost: cp_model.LinearExprT | None = None  # the preemption cost (tier 4), in the stage that decides it
 
 
 def _tier1_levels(problem: Problem, vars: PlacementVars) -> list[tuple[int, list[cp_model.IntVar]]]:
@@ -70,9 +71,9 @@ def stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
     if most_cost * (most_evicted + 1) + most_evicted < INT64_SAFE:
         out.append(
             Stage("preemptionCost+evictedPods", (most_evicted + 1) * cost + evicted, False,
-                  (most_evicted + 1, 1), (most_cost, most_evicted))
+                  (most_evicted + 1, 1), (most_cost, most_evicted), cost)
         )
     else:
-        out.append(Stage("preemptionCost", cost, False, (1,), (most_cost,)))
+        out.append(Stage("preemptionCost", cost, False, (1,), (most_cost,), cost))
         out.append(Stage("evictedPods", evicted, False, (1,), (most_evicted,)))
     return out

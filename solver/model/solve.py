@@ -34,6 +34,7 @@ class SolveResult:
     cost_bound_milli: int | None  # lower bound on tier 4, tiers 1-3 fixed as found
     solve_seconds: float
     stages: tuple[dict[str, object], ...] = field(default_factory=tuple)
+    pruned: bool = False  # the cost cutoff proved this model cannot match it
 
 
 def solve(
@@ -41,7 +42,14 @@ def solve(
     params: SolveParams,
     hint: Assignment | None = None,
     stop: threading.Event | None = None,
+    *,
+    cost_cutoff: int | None = None,
+    upto_cost: bool = False,
 ) -> SolveResult:
+    """Run the stages in order. ``upto_cost`` stops before the stage deciding the
+    preemption cost; ``cost_cutoff`` asks that stage for a cost ≤ the cutoff
+    (branch and bound across sub-models) and marks the result ``pruned`` when
+    that is proven impossible."""
     model = built.model
     start = time.perf_counter()
     if hint is not None:
@@ -51,7 +59,12 @@ def solve(
     has_cost_stage = any("preemptionCost" in st.name for st in built.stages)
     cost_bound: int | None = 0 if has_cost_stage else None  # 0 until the cost stage proves better
     reports: list[dict[str, object]] = []
+    pruned = False
     for i, stage in enumerate(built.stages):
+        if upto_cost and stage.cost is not None:
+            break
+        if cost_cutoff is not None and stage.cost is not None:
+            model.add(stage.cost <= cost_cutoff)
         remaining = params.time_limit - (time.perf_counter() - start)
         if remaining <= 0.01 or (stop is not None and stop.is_set()):
             all_optimal = False
@@ -75,6 +88,7 @@ def solve(
                         "objective": solver.objective_value if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None,
                         "bound": solver.best_objective_bound})
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            pruned = code == cp_model.INFEASIBLE and cost_cutoff is not None and stage.cost is not None
             all_optimal = False
             break
         values = list(solver.response_proto.solution)
@@ -102,6 +116,7 @@ def solve(
         cost_bound_milli=cost_bound,
         solve_seconds=time.perf_counter() - start,
         stages=tuple(reports),
+        pruned=pruned,
     )
 
 
