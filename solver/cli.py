@@ -1,7 +1,10 @@
 """The ``gangplace`` command.
 
     gangplace solve SNAPSHOT [--workload NS/NAME] [--time-limit S] [--workers N]
-                    [--seed N] [--baseline] [-o PLAN.json]
+                    [--seed N] [--baseline] [--no-decompose] [-o PLAN.json]
+    gangplace bench [SNAPSHOT|DIR ...] [--suite NAME] [--repeat N] [--time-limit S]
+                    [--workers N] [--out results.jsonl] [--plot PATH.png]
+    gangplace generate --nodes N [...] -o SNAPSHOT.json
 
 Exit 0 whenever a plan was produced (an unsatisfied workload is a plan with a
 reason), 2 with one clear message on bad input, 1 on an internal error.
@@ -13,10 +16,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
-from solver import api, loader
-from solver.bench import generate
+from solver import api, kube, loader
+from solver.bench import generate, plot, runner
 from solver.model.errors import SolverError
 
 
@@ -33,6 +37,16 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--no-decompose", action="store_true",
                        help="one monolithic model even where per-domain sub-models are exact")
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
+    bench = sub.add_parser("bench", help="gangplace against the upstream-greedy baseline")
+    bench.add_argument("snapshots", nargs="*", help="snapshot files or directories (each file is one case)")
+    bench.add_argument("--suite", action="append", default=[], choices=sorted(runner.SUITES),
+                       help="add a generated suite (repeatable)")
+    bench.add_argument("--repeat", type=int, default=3, metavar="N", help="gangplace solves per case (3)")
+    bench.add_argument("--time-limit", type=float, default=60.0, metavar="S")
+    bench.add_argument("--workers", type=int, default=1, metavar="N")
+    bench.add_argument("--seed", type=int, default=0, metavar="N")
+    bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
+    bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
     gen = sub.add_parser("generate", help="write a deterministic synthetic snapshot (a JSON List)")
     gen.add_argument("--nodes", type=int, default=1000)
     gen.add_argument("--pods-per-node", type=int, default=10)
@@ -45,6 +59,47 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("-o", "--output", metavar="SNAPSHOT.json", required=True)
     return parser
+
+
+def _bench_cases(args: argparse.Namespace) -> list[runner.Case]:
+    cases = []
+    for arg in args.snapshots:
+        for path in loader.snapshot_files(Path(arg)):
+            cases.append(runner.Case(name=path.stem, load=lambda p=path: loader.load_snapshot(p)))
+    for suite in args.suite:
+        for name, spec in runner.SUITES[suite]:
+            cases.append(runner.Case(name=name,
+                                     load=lambda sp=spec: kube.snapshot_from_objects(generate.generate(sp))))
+    return cases
+
+
+def _progress(done: int, total: int, name: str) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name:<24}", end="", file=sys.stderr)
+    if done == total:
+        print(file=sys.stderr)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    cases = _bench_cases(args)
+    if not cases:
+        print("gangplace: bench needs snapshots or --suite", file=sys.stderr)
+        return 2
+    if args.plot:
+        plot.require()
+    options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers, seed=args.seed)
+    rows = []
+    for row in runner.run(cases, repeat=args.repeat, options=options, progress=_progress):
+        rows.append(row)
+        if args.out:
+            with open(args.out, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row) + "\n")
+    print(runner.table(rows))
+    if args.plot:
+        plot.render(rows, args.plot)
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0 if all(r["verified"] for r in rows) else 1
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -103,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _solve(args)
         if args.command == "generate":
             return _generate(args)
+        if args.command == "bench":
+            return _bench(args)
     except api.PlanInvalidError as exc:
         print(f"gangplace: internal error: {exc}", file=sys.stderr)
         return 1

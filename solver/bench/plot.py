@@ -1,0 +1,47 @@
+"""The bench plot: total latency against cluster size, and the cost ratio per case.
+
+matplotlib is optional (``pip install -e '.[bench]'``); asking for a plot
+without it is a clear error, raised before any case runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver.model.errors import SolverError
+
+
+class PlotUnavailableError(SolverError):
+    def __init__(self) -> None:
+        super().__init__("--plot needs matplotlib: pip install -e '.[bench]'")
+
+
+def require() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise PlotUnavailableError() from exc
+
+
+def render(rows: list[dict[str, Any]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    left.plot([r["nodes"] for r in rows], [r["totalSeconds"] for r in rows], "o", label="gangplace")
+    left.plot([r["nodes"] for r in rows], [r["baselineSeconds"] for r in rows], "x", label="upstream greedy")
+    left.set_xlabel("nodes")
+    left.set_ylabel("seconds (median end-to-end)")
+    left.set_title("latency against cluster size")
+    left.legend()
+    named = [(r["case"], r["costRatio"]) for r in rows if r["costRatio"] is not None]
+    right.bar([n for n, _ in named], [v for _, v in named])
+    right.axhline(1.0, color="grey", linewidth=0.8)
+    right.set_ylabel("preemption cost, gangplace / baseline")
+    right.set_title("cost ratio per case (lower is better)")
+    right.tick_params(axis="x", labelrotation=45)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,132 @@
+"""``gangplace bench``: gangplace against the upstream-greedy baseline, snapshot by snapshot.
+
+Each case is solved ``repeat`` times by gangplace (the full pipeline of
+``solver.api``) and once by the baseline; both plans are verified. A row holds
+the medians and every tier of both plans, and goes out as one JSON line with
+the versions, seed and parameters that produced it.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from solver import api, verify
+from solver.bench import generate
+from solver.model.snapshot import ClusterSnapshot
+
+# name -> generator spec of the synthetic suites (built in memory, deterministic)
+SUITES: dict[str, tuple[tuple[str, generate.GenerateSpec], ...]] = {
+    # 512 pods needing preemption under two levels: a CompositePodGroup in one zone
+    # whose 8 PodGroups of 64 pods each need one rack
+    "scale": tuple(
+        (f"scale-{n}", generate.GenerateSpec(nodes=n, pods_per_node=10, gang_pods=0,
+                                             composite_groups=8, composite_pods=64))
+        for n in (1000, 5000, 15000)
+    ),
+    "rack-gang": tuple(
+        (f"rack-gang-{n}", generate.GenerateSpec(nodes=n, pods_per_node=9, gang_pods=64))
+        for n in (250, 1000)
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    name: str
+    load: Callable[[], ClusterSnapshot]
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("gangplace", "ortools", "kubernetes"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+def _tiers(plan: Any) -> dict[str, Any]:
+    o = plan.objective
+    return {"satisfiedWorkloads": o.satisfied_workloads, "placedPods": o.placed_pods,
+            "pdbViolations": o.pdb_violations, "preemptionCost": o.preemption_cost, "evictedPods": o.evicted_pods}
+
+
+def run_case(case: Case, *, repeat: int, options: api.PlanOptions) -> dict[str, Any]:
+    load_start = time.perf_counter()
+    snap = case.load()
+    load_seconds = time.perf_counter() - load_start
+    totals, plans = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        plan = api.plan(snap, options)
+        totals.append(time.perf_counter() - start)
+        plans.append(plan)
+    plan = plans[len(plans) // 2]
+    start = time.perf_counter()
+    base = api.plan(snap, api.PlanOptions(workload=options.workload, baseline_only=True))
+    base_seconds = time.perf_counter() - start
+    ok = not verify.verify(snap, plan) and not verify.verify(snap, base)
+    mine, theirs = _tiers(plan), _tiers(base)
+    ratio = (mine["preemptionCost"] / theirs["preemptionCost"]) if theirs["preemptionCost"] else None
+    better = plan.objective.key() > base.objective.key()
+    worse = plan.objective.key() < base.objective.key()
+    st = plan.stats
+    return {
+        "case": case.name,
+        "nodes": st["nodes"], "runningPods": st["runningPods"], "pendingPods": st["pendingPods"],
+        "variables": st["variables"], "constraints": st["constraints"],
+        "buildSeconds": statistics.median(float(p.stats["buildSeconds"]) for p in plans),
+        "solveSeconds": statistics.median(float(p.stats["solveSeconds"]) for p in plans),
+        "totalSeconds": statistics.median(totals),
+        "loadSeconds": round(load_seconds, 4),
+        "status": plan.status, "gap": plan.objective.gap,
+        "gangplace": mine, "baseline": theirs, "baselineSeconds": round(base_seconds, 4),
+        "costRatio": ratio, "betterThanBaseline": better, "worseThanBaseline": worse,
+        "verified": ok, "repeat": repeat,
+        "params": {"timeLimit": options.time_limit, "workers": options.workers, "seed": options.seed,
+                   "decompose": options.decompose},
+        "decomposedBy": st.get("decomposedBy"),
+        "versions": versions(),
+    }
+
+
+def run(cases: Iterable[Case], *, repeat: int, options: api.PlanOptions,
+        progress: Callable[[int, int, str], None] | None = None) -> Iterator[dict[str, Any]]:
+    listed = list(cases)
+    for i, case in enumerate(listed):
+        if progress:
+            progress(i, len(listed), case.name)
+        yield run_case(case, repeat=repeat, options=options)
+    if progress:
+        progress(len(listed), len(listed), "done")
+
+
+COLUMNS = (
+    ("case", "{case}"), ("nodes", "{nodes}"), ("running", "{runningPods}"), ("pending", "{pendingPods}"),
+    ("vars", "{variables}"), ("build s", "{buildSeconds:.3f}"), ("solve s", "{solveSeconds:.3f}"),
+    ("total s", "{totalSeconds:.3f}"), ("status", "{status}"), ("gap", "{gap:.2%}"),
+    ("sat gp/bl", "{gangplace[satisfiedWorkloads]}/{baseline[satisfiedWorkloads]}"),
+    ("placed gp/bl", "{gangplace[placedPods]}/{baseline[placedPods]}"),
+    ("pdb gp/bl", "{gangplace[pdbViolations]}/{baseline[pdbViolations]}"),
+    ("cost gp/bl", "{gangplace[preemptionCost]:g}/{baseline[preemptionCost]:g}"),
+    ("evicted gp/bl", "{gangplace[evictedPods]}/{baseline[evictedPods]}"),
+    ("cost ratio", "{ratio}"), ("verified", "{verified}"),
+)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    cells = [[h for h, _ in COLUMNS]]
+    for row in rows:
+        ratio = "-" if row["costRatio"] is None else f"{row['costRatio']:.3f}"
+        cells.append([fmt.format(**row, ratio=ratio) for _, fmt in COLUMNS])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
