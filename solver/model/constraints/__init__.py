@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solver.model.constraints import capacity, gang, pdb, preemption, topology
+from solver.model.constraints import capacity, gang, pdb, preemption, symmetry, topology
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
 
@@ -23,6 +23,7 @@ DEFAULT_CONSTRAINTS: tuple[tuple[str, Family], ...] = (
     ("capacity", capacity.add),
     ("gang", gang.add),
     ("pdb", pdb.add),
+    ("symmetry", symmetry.add),
 )
 
 __all__ = ["DEFAULT_CONSTRAINTS", "Family"]
