@@ -68,14 +68,40 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     sizes = _Sizes()
     certain = True
     first: dict[str, tuple[object, bool]] = {}  # domain -> (tiers 1-3, proven)
+    incumbent: list[tuple[int, int]] = []  # (stage-1 value, PDB violations) of the best domain so far
+
+    def pdb_cutoff(i: int, found: list[tuple[int, bool]]) -> int | None:
+        """Branch and bound on tier 3: a domain must match the incumbent's violations."""
+        if i != 1 or not incumbent:
+            return None
+        (value, proven), (best_value, best_pdb) = found[0], incumbent[0]
+        if value == best_value:
+            return best_pdb
+        return -1 if value < best_value and proven else None  # -1: proven worse, prune
+
+    values.sort(key=lambda v: _greedy_rank(problem, hints[v]))
+    pruned13 = set()
     for i, v in enumerate(values):
         share = _share(params, start, len(values) - i, 0.5)
         if share is None:
             certain = False
             break
-        result = solve(sizes.build(subs[v]), share, hint=hints[v], upto_cost=True)
-        if result.assignment is not None:
-            first[v] = (tier_key(problem, evaluate(problem, result.assignment))[:3], result.status == OPTIMAL)
+        result = solve(sizes.build(subs[v]), share, hint=hints[v], upto_cost=True, stage_cutoff=pdb_cutoff)
+        if result.pruned:
+            pruned13.add(v)
+            continue
+        if result.assignment is None:
+            certain = False
+            continue
+        key13 = tier_key(problem, evaluate(problem, result.assignment))[:3]
+        first[v] = (key13, result.status == OPTIMAL)
+        if tier_key(problem, evaluate(problem, result.assignment)) > tier_key(problem, evaluate(problem, hints[v])):
+            hints[v] = result.assignment  # pass 2 starts from what pass 1 found
+        stage1 = result.stages[0].get("objective") if result.stages else None
+        if isinstance(stage1, float) and len(result.stages) > 1:
+            pdb = round(float(result.stages[1]["objective"] or 0))
+            if not incumbent or stage1 > incumbent[0][0] or (stage1 == incumbent[0][0] and pdb < incumbent[0][1]):
+                incumbent[:] = [(round(stage1), pdb)]
     if not first:
         empty = SolveResult(assignment=Assignment(counts={}, evicted=frozenset()), status=FEASIBLE,
                             cost_bound_milli=0, solve_seconds=time.perf_counter() - start)
@@ -147,6 +173,12 @@ def _share(params: SolveParams, start: float, left: int, fraction: float) -> Sol
     if remaining <= 0.01:
         return None
     return replace(params, time_limit=remaining / left)
+
+
+def _greedy_rank(problem: Problem, hint: Assignment) -> tuple[object, ...]:
+    """Best greedy tiers 1-3 first, so the incumbent is good early."""
+    key = tier_key(problem, evaluate(problem, hint))
+    return tuple(-x if isinstance(x, int) else tuple((p, -n) for p, n in x) for x in key[:3])
 
 
 def _greedy_cost(problem: Problem, hint: Assignment, best13: object) -> tuple[int, int]:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 import time
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from solver.model.build import BuiltModel
-from solver.model.decode import Assignment, evaluate
+from solver.model.decode import Assignment, evaluate, tier_key
 from solver.model.plan import FEASIBLE, OPTIMAL, UNKNOWN
 
 
@@ -25,6 +26,9 @@ class SolveParams:
     workers: int = 1
     seed: int = 0
     relative_gap: float = 0.0
+    # LP at every level: measured 346 vs 379 PDB violations at the 60 s limit on the
+    # 1,000-node scale case, and 2.35 s vs 2.60 s on the 1,000-node rack gang
+    linearization_level: int = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,11 +49,14 @@ def solve(
     *,
     cost_cutoff: int | None = None,
     upto_cost: bool = False,
+    stage_cutoff: Callable[[int, list[tuple[int, bool]]], int | None] | None = None,
 ) -> SolveResult:
     """Run the stages in order. ``upto_cost`` stops before the stage deciding the
     preemption cost; ``cost_cutoff`` asks that stage for a cost ≤ the cutoff
     (branch and bound across sub-models) and marks the result ``pruned`` when
-    that is proven impossible."""
+    that is proven impossible. ``stage_cutoff(i, found)`` may give an upper bound
+    for minimising stage i from the values the earlier stages found; a stage made
+    infeasible by it also marks the result ``pruned``."""
     model = built.model
     start = time.perf_counter()
     if hint is not None:
@@ -60,11 +67,18 @@ def solve(
     cost_bound: int | None = 0 if has_cost_stage else None  # 0 until the cost stage proves better
     reports: list[dict[str, object]] = []
     pruned = False
+    found_values: list[tuple[int, bool]] = []  # per stage: value found, proven optimal
     for i, stage in enumerate(built.stages):
         if upto_cost and stage.cost is not None:
             break
+        cut = False
         if cost_cutoff is not None and stage.cost is not None:
             model.add(stage.cost <= cost_cutoff)
+            cut = True
+        limit = stage_cutoff(i, found_values) if stage_cutoff is not None and not stage.maximize else None
+        if limit is not None:
+            model.add(stage.expr <= limit)
+            cut = True
         remaining = params.time_limit - (time.perf_counter() - start)
         if remaining <= 0.01 or (stop is not None and stop.is_set()):
             all_optimal = False
@@ -79,6 +93,7 @@ def solve(
         solver.parameters.num_workers = params.workers
         solver.parameters.random_seed = params.seed
         solver.parameters.relative_gap_limit = params.relative_gap
+        solver.parameters.linearization_level = params.linearization_level
         watcher = _watch(stop, solver)
         code = solver.solve(model)
         if watcher is not None:
@@ -88,11 +103,12 @@ def solve(
                         "objective": solver.objective_value if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None,
                         "bound": solver.best_objective_bound})
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            pruned = code == cp_model.INFEASIBLE and cost_cutoff is not None and stage.cost is not None
+            pruned = code == cp_model.INFEASIBLE and cut
             all_optimal = False
             break
         values = list(solver.response_proto.solution)
         found = round(solver.objective_value)
+        found_values.append((found, code == cp_model.OPTIMAL))
         if code != cp_model.OPTIMAL:
             all_optimal = False
         if "preemptionCost" in stage.name:
@@ -104,9 +120,12 @@ def solve(
         # fix this stage's value, hint the whole solution for the next
         model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
         model.clear_hints()
-        for var_index, value in enumerate(values):
-            model.proto.solution_hint.vars.append(var_index)
-            model.proto.solution_hint.values.append(value)
+        if hint is not None and _at_least_as_good(built, hint, _decode(built, values)):
+            _hint_assignment(built, hint)  # the baseline still leads on the tiers below
+        else:
+            for var_index, value in enumerate(values):
+                model.proto.solution_hint.vars.append(var_index)
+                model.proto.solution_hint.values.append(value)
     model.clear_objective()
     assignment = _decode(built, values) if values is not None else None
     status = UNKNOWN if assignment is None else (OPTIMAL if all_optimal else FEASIBLE)
@@ -134,6 +153,11 @@ def _watch(stop: threading.Event | None, solver: cp_model.CpSolver) -> threading
 
     threading.Thread(target=run, daemon=True).start()
     return done
+
+
+def _at_least_as_good(built: BuiltModel, a: Assignment, b: Assignment) -> bool:
+    problem = built.problem
+    return tier_key(problem, evaluate(problem, a)) >= tier_key(problem, evaluate(problem, b))
 
 
 def _decode(built: BuiltModel, values: list[int]) -> Assignment:

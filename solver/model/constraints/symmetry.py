@@ -43,7 +43,7 @@ def add(problem: Problem, vars: PlacementVars) -> None:
                 if sig is not None:
                     twins[sig].append(child)
             for sig, keys in twins.items():
-                for a, b in zip(keys, keys[1:]):
+                for a, b in zip(keys, keys[1:], strict=False):
                     _order(vars, a, b, sig[1])
 
 
