@@ -9,6 +9,7 @@ the versions, seed and parameters that produced it.
 from __future__ import annotations
 
 import platform
+import resource
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -90,6 +91,7 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions) -> dict[str, 
         "gangplace": mine, "baseline": theirs, "baselineSeconds": round(base_seconds, 4),
         "costRatio": ratio, "betterThanBaseline": better, "worseThanBaseline": worse,
         "verified": ok, "repeat": repeat,
+        "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),  # process peak so far
         "params": {"timeLimit": options.time_limit, "workers": options.workers, "seed": options.seed,
                    "decompose": options.decompose},
         "decomposedBy": st.get("decomposedBy"),
@@ -117,7 +119,7 @@ COLUMNS = (
     ("pdb gp/bl", "{gangplace[pdbViolations]}/{baseline[pdbViolations]}"),
     ("cost gp/bl", "{gangplace[preemptionCost]:g}/{baseline[preemptionCost]:g}"),
     ("evicted gp/bl", "{gangplace[evictedPods]}/{baseline[evictedPods]}"),
-    ("cost ratio", "{ratio}"), ("verified", "{verified}"),
+    ("cost ratio", "{ratio}"), ("peak MiB", "{peakRssMiB}"), ("verified", "{verified}"),
 )
 
 
