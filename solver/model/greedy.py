@@ -32,8 +32,24 @@ class _State:
         self.problem = problem
         self.nodes = {n.name: n for n in problem.nodes}
         self.placed: dict[s.NodeName, dict[int, int]] = defaultdict(dict)
-        self.evicted: set[int] = set()
+        self.evicted: set[int] = set()  # change it only through evict / unevict
         self.log: list[tuple[str, int, s.NodeName, int]] = []
+        # running[n][r]: requests of the running pods not evicted; new[n][r]: of the pods placed
+        self._running: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self._new: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for unit in problem.units:
+            self._bump_unit(unit.index, 1)
+
+    def _bump_unit(self, u: int, sign: int) -> None:
+        for node, usage in self.problem.units[u].usage.items():
+            running = self._running[node]
+            for res, amount in usage.items():
+                running[res] += sign * amount
+
+    def _bump_class(self, cls: int, node: s.NodeName, n: int) -> None:
+        new = self._new[node]
+        for res, amount in self.problem.classes[cls].requests.items():
+            new[res] += amount * n
 
     # ---- transactions -------------------------------------------------------------
     def savepoint(self) -> int:
@@ -48,32 +64,36 @@ class _State:
                     self.placed[node][a] = left
                 else:
                     del self.placed[node][a]
+                self._bump_class(a, node, -n)
             else:
-                self.evicted.discard(a)
+                self.unevict(a)
 
     def place(self, cls: int, node: s.NodeName, n: int) -> None:
         self.placed[node][cls] = self.placed[node].get(cls, 0) + n
+        self._bump_class(cls, node, n)
         self.log.append(("place", cls, node, n))
 
     def assignment(self) -> Assignment:
         counts = {(c, node): n for node, by_class in self.placed.items() for c, n in by_class.items() if n}
         return Assignment(counts=counts, evicted=frozenset(self.evicted))
 
-    def evict(self, unit: int) -> None:
+    def evict(self, unit: int, *, logged: bool = True) -> None:
         if unit not in self.evicted:
             self.evicted.add(unit)
-            self.log.append(("evict", unit, s.NodeName(""), 0))
+            self._bump_unit(unit, -1)
+            if logged:
+                self.log.append(("evict", unit, s.NodeName(""), 0))
+
+    def unevict(self, unit: int) -> None:
+        if unit in self.evicted:
+            self.evicted.discard(unit)
+            self._bump_unit(unit, 1)
 
     # ---- capacity -----------------------------------------------------------------
     def used(self, node: s.NodeName, res: str, *, placed: bool = True) -> int:
         """Requests on ``node`` of placed pods (unless ``placed`` is False) and running pods left."""
-        total = 0
-        if placed:
-            total = sum(self.problem.classes[c].requests.get(res, 0) * n for c, n in self.placed[node].items())
-        for u in self.problem.units_on_node.get(node, ()):
-            if u not in self.evicted:
-                total += self.problem.units[u].usage[node].get(res, 0)
-        return total
+        running = self._running[node].get(res, 0)
+        return running + self._new[node].get(res, 0) if placed else running
 
     def room_for(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only)."""
@@ -173,7 +193,8 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
     state = _State(problem)
     for (c, node), n in assignment.counts.items():
         state.place(c, node, n)
-    state.evicted = set(assignment.evicted)
+    for u in assignment.evicted:
+        state.evict(u, logged=False)
     _reprieve(state, sorted(state.evicted))
     return state.assignment()
 
@@ -206,11 +227,11 @@ def _reprieve(state: _State, victims: list[int]) -> None:
                        problem.units[u].start_time, problem.units[u].key),
     )
     for u in order:
-        state.evicted.discard(u)
+        state.unevict(u)
         if all(state.node_feasible(node) for node in problem.units[u].usage):
             evicted_by_pdb.update({p: evicted_by_pdb[p] - n for p, n in problem.units[u].pdb_counts.items()})
             continue  # reprieved
-        state.evicted.add(u)
+        state.evict(u, logged=False)
 
 
 # ---- placing a tree ---------------------------------------------------------------
