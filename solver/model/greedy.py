@@ -319,7 +319,8 @@ def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None
     for c in classes:
         cls = problem.classes[c]
         left = len(cls.pods)
-        nodes = [n for n in problem.candidates[c] if allowed is None or n in allowed]
+        cand = problem.candidates[c]
+        nodes = list(cand) if allowed is None else [n for n in allowed if n in cand]  # walk the smaller set
         nodes.sort(key=lambda n: (-state.fullness(n), n))
         for node in nodes:
             if left == 0:
