@@ -80,7 +80,7 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         return -1 if value < best_value and proven else None  # -1: proven worse, prune
 
     values.sort(key=lambda v: _greedy_rank(problem, hints[v]))
-    pruned13 = set()
+    pruned13: list[str] = []  # domains proven worse on tier 3 by the cutoff
     for i, v in enumerate(values):
         share = _share(params, start, len(values) - i, 0.5)
         if share is None:
@@ -88,7 +88,7 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
             break
         result = solve(sizes.build(subs[v]), share, hint=hints[v], upto_cost=True, stage_cutoff=pdb_cutoff)
         if result.pruned:
-            pruned13.add(v)
+            pruned13.append(v)
             continue
         if result.assignment is None:
             certain = False
@@ -97,9 +97,10 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         first[v] = (key13, result.status == OPTIMAL)
         if tier_key(problem, evaluate(problem, result.assignment)) > tier_key(problem, evaluate(problem, hints[v])):
             hints[v] = result.assignment  # pass 2 starts from what pass 1 found
+        # the incumbent is the returned solution itself: its stage-1 value and its own violations
         stage1 = result.stages[0].get("objective") if result.stages else None
-        if isinstance(stage1, float) and len(result.stages) > 1:
-            pdb = round(float(result.stages[1]["objective"] or 0))
+        if isinstance(stage1, float):
+            pdb = -int(key13[2])  # type: ignore[call-overload]
             if not incumbent or stage1 > incumbent[0][0] or (stage1 == incumbent[0][0] and pdb < incumbent[0][1]):
                 incumbent[:] = [(round(stage1), pdb)]
     if not first:
@@ -110,39 +111,48 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     certain = certain and all(proven for k, proven in first.values() if k < best13)
     finalists = [v for v, (k, _) in first.items() if k == best13]
     finalists.sort(key=lambda v: _greedy_cost(problem, hints[v], best13))
+    reports: list[dict[str, object]] = [{"domain": v, "status": "PRUNED", "tier": 3} for v in pruned13]
+    done: list[tuple[tuple[object, ...], SolveResult]] = []
     best: tuple[tuple[object, ...], SolveResult] | None = None
-    bounds: list[int] = [] if certain else [0]
-    reports = []
     for i, v in enumerate(finalists):
         share = _share(params, start, len(finalists) - i, 1.0)
         if share is None:
-            bounds.append(0)
             certain = False
             break
-        cutoff = None if best is None else -best[0][3]
+        # the cost cutoff only applies where tiers 1-3 are proven equal to the incumbent's
+        cutoff = None if best is None else (best[0][:3], -int(best[0][3]))  # type: ignore[call-overload]
         result = solve(sizes.build(subs[v]), share, hint=hints[v], cost_cutoff=cutoff)
         reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
                         "seconds": round(result.solve_seconds, 4)})
         if result.pruned:
-            continue  # proven costlier than the incumbent
-        certain = certain and result.status == OPTIMAL
+            continue  # proven: same tiers 1-3, costlier than the incumbent
         if result.assignment is None:
-            bounds.append(0)
+            certain = False
             continue
         full = tier_key(problem, evaluate(problem, result.assignment))
-        bounds.append(-full[3] if result.cost_bound_milli is None else result.cost_bound_milli)
-        if full[:3] == best13 and (best is None or full > best[0]):
+        done.append((full, result))
+        if best is None or full > best[0]:
             best = (full, result)
     if best is None:  # every finalist cut short: fall back on the best pass-1 domain's greedy
         assignment = hints[finalists[0]]
         full = tier_key(problem, evaluate(problem, assignment))
+        least = 0
     else:
         full, assignment = best[0], best[1].assignment  # type: ignore[assignment]
-    least = min(bounds) if bounds else -full[3]
+        bounds = [] if certain else [0]
+        for key, result in done:
+            proven = result.status == OPTIMAL
+            certain = certain and proven
+            if key[:3] < full[:3]:
+                if not proven:
+                    bounds.append(0)  # cut short: it might still reach the best tiers, at any cost
+                continue
+            bounds.append(-int(key[3]) if result.cost_bound_milli is None else result.cost_bound_milli)  # type: ignore[call-overload]
+        least = min(bounds) if bounds else -int(full[3])  # type: ignore[call-overload]
     combined = SolveResult(
         assignment=assignment,
         status=OPTIMAL if certain and best is not None else FEASIBLE,
-        cost_bound_milli=None if least >= -full[3] else least,
+        cost_bound_milli=None if least >= -int(full[3]) else least,  # type: ignore[call-overload]
         solve_seconds=time.perf_counter() - start - sizes.build_seconds,
         stages=tuple(reports),
     )

@@ -38,7 +38,9 @@ class SolveResult:
     cost_bound_milli: int | None  # lower bound on tier 4, tiers 1-3 fixed as found
     solve_seconds: float
     stages: tuple[dict[str, object], ...] = field(default_factory=tuple)
-    pruned: bool = False  # the cost cutoff proved this model cannot match it
+    pruned: bool = False  # a cutoff proved this model cannot match the incumbent
+    stage_values: tuple[int, ...] = ()  # value found by each stage solved, proven ones included
+    stages_proven: bool = False  # every stage solved was proven optimal
 
 
 def solve(
@@ -47,14 +49,16 @@ def solve(
     hint: Assignment | None = None,
     stop: threading.Event | None = None,
     *,
-    cost_cutoff: int | None = None,
+    cost_cutoff: tuple[tuple[object, ...], int] | None = None,
     upto_cost: bool = False,
     stage_cutoff: Callable[[int, list[tuple[int, bool]]], int | None] | None = None,
 ) -> SolveResult:
     """Run the stages in order. ``upto_cost`` stops before the stage deciding the
-    preemption cost; ``cost_cutoff`` asks that stage for a cost ≤ the cutoff
-    (branch and bound across sub-models) and marks the result ``pruned`` when
-    that is proven impossible. ``stage_cutoff(i, found)`` may give an upper bound
+    preemption cost; ``cost_cutoff = (tiers, cost)`` asks that stage for a cost
+    ≤ ``cost`` when every earlier stage was proven optimal and the solution's
+    tiers 1-3 are exactly ``tiers``
+    (branch and bound across sub-models: same tiers 1-3 as the incumbent), and
+    marks the result ``pruned`` when that is proven impossible. ``stage_cutoff(i, found)`` may give an upper bound
     for minimising stage i from the values the earlier stages found; a stage made
     infeasible by it also marks the result ``pruned``."""
     model = built.model
@@ -72,8 +76,10 @@ def solve(
         if upto_cost and stage.cost is not None:
             break
         cut = False
-        if cost_cutoff is not None and stage.cost is not None:
-            model.add(stage.cost <= cost_cutoff)
+        if cost_cutoff is not None and stage.cost is not None and values is not None \
+                and all(p for _, p in found_values) \
+                and tier_key(built.problem, evaluate(built.problem, _decode(built, values)))[:3] == cost_cutoff[0]:
+            model.add(stage.cost <= cost_cutoff[1])
             cut = True
         limit = stage_cutoff(i, found_values) if stage_cutoff is not None and not stage.maximize else None
         if limit is not None:
@@ -136,6 +142,8 @@ def solve(
         solve_seconds=time.perf_counter() - start,
         stages=tuple(reports),
         pruned=pruned,
+        stage_values=tuple(v for v, _ in found_values),
+        stages_proven=all(p for _, p in found_values),
     )
 
 

@@ -39,3 +39,19 @@ def test_monolithic_model_agrees() -> None:
     whole, out = run_plan(*_racks(), decompose=False)
     assert "decomposedBy" not in out["stats"]
     assert whole.status == "OPTIMAL" and {b.node for b in whole.bindings} == {"rb-n"}
+
+
+def test_optimal_is_never_claimed_for_a_worse_plan_under_any_time_limit() -> None:
+    from solver import api, kube, verify
+    from solver.bench.generate import GenerateSpec, generate
+
+    snap = kube.snapshot_from_objects(generate(GenerateSpec(nodes=250, pods_per_node=9, gang_pods=64)))
+    reference = api.plan(snap, api.PlanOptions(time_limit=120))
+    assert reference.status == "OPTIMAL"
+    for limit in (0.3, 0.8, 2.0):
+        plan = api.plan(snap, api.PlanOptions(time_limit=limit))
+        assert verify.verify(snap, plan) == []
+        assert plan.objective.key() <= reference.objective.key()
+        if plan.status == "OPTIMAL":
+            assert plan.objective.key() == reference.objective.key()
+        assert plan.objective.preemption_cost_bound <= plan.objective.preemption_cost
