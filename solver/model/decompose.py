@@ -93,9 +93,10 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         if result.assignment is None:
             certain = False
             continue
-        key13 = tier_key(problem, evaluate(problem, result.assignment))[:3]
+        found = tier_key(problem, evaluate(problem, result.assignment))
+        key13 = found[:3]
         first[v] = (key13, result.status == OPTIMAL)
-        if tier_key(problem, evaluate(problem, result.assignment)) > tier_key(problem, evaluate(problem, hints[v])):
+        if found > tier_key(problem, evaluate(problem, hints[v])):
             hints[v] = result.assignment  # pass 2 starts from what pass 1 found
         # the incumbent is the returned solution itself: its stage-1 value and its own violations
         stage1 = result.stages[0].get("objective") if result.stages else None
