@@ -161,7 +161,9 @@ def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
     )
     powers = [c.power for c in classes if c.power is not None]
     strongest = max(powers) if powers else None
-    problem.candidates = [_candidate_nodes(problem, cls, strongest) for cls in classes]
+    # the same for every class: computed once per node, not once per (class, node)
+    fixed = {node.name: fixed_usage(problem, node.name, strongest) for node in problem.nodes} if classes else {}
+    problem.candidates = [_candidate_nodes(problem, cls, fixed) for cls in classes]
     _prune_topology(problem)
     return problem
 
@@ -304,12 +306,15 @@ def fixed_usage(problem: Problem, node: s.NodeName, power: int | None) -> dict[s
     return out
 
 
-def _candidate_nodes(problem: Problem, cls: PodClass, power: int | None) -> dict[s.NodeName, int]:
+def _candidate_nodes(
+    problem: Problem, cls: PodClass, fixed: Mapping[s.NodeName, Mapping[str, int]]
+) -> dict[s.NodeName, int]:
     """Nodes where ``cls`` could land, each with the most pods of it the node could take.
 
     A node is dropped when its labels, taints or schedulability exclude the class,
-    or when even after evicting every victim that any preemptor (``power``: the
-    strongest) may evict, one pod does not fit. Not only the class's own victims:
+    or when even after evicting every victim that any preemptor may evict (``fixed``:
+    per node, the usage of running pods even the strongest preemptor may not evict),
+    one pod does not fit. Not only the class's own victims:
     room freed for a stronger preemptor may be used by any pod once it is free.
     Worked example: allocatable cpu 8000m, a pod nobody may evict using 3000m, a class
     requesting 2000m cpu -> floor((8000 - 3000) / 2000) = 2 pods at most.
@@ -319,10 +324,9 @@ def _candidate_nodes(problem: Problem, cls: PodClass, power: int | None) -> dict
     for node in problem.nodes:
         if not selectors.statically_feasible(rep, node):
             continue
-        fixed = fixed_usage(problem, node.name, power)
         most = len(cls.pods)
         for res, amount in cls.requests.items():
-            free = node.allocatable.get(res, 0) - fixed.get(res, 0)
+            free = node.allocatable.get(res, 0) - fixed[node.name].get(res, 0)
             most = min(most, max(0, free) // amount)
         if most > 0:
             out[node.name] = most
