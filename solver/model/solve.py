@@ -39,8 +39,6 @@ class SolveResult:
     solve_seconds: float
     stages: tuple[dict[str, object], ...] = field(default_factory=tuple)
     pruned: bool = False  # a cutoff proved this model cannot match the incumbent
-    stage_values: tuple[int, ...] = ()  # value found by each stage solved, proven ones included
-    stages_proven: bool = False  # every stage solved was proven optimal
 
 
 def solve(
@@ -53,21 +51,23 @@ def solve(
     upto_cost: bool = False,
     stage_cutoff: Callable[[int, list[tuple[int, bool]]], int | None] | None = None,
 ) -> SolveResult:
-    """Run the stages in order. ``upto_cost`` stops before the stage deciding the
-    preemption cost; ``cost_cutoff = (tiers, cost)`` asks that stage for a cost
-    ≤ ``cost`` when every earlier stage was proven optimal and the solution's
-    tiers 1-3 are exactly ``tiers``
-    (branch and bound across sub-models: same tiers 1-3 as the incumbent), and
-    marks the result ``pruned`` when that is proven impossible. ``stage_cutoff(i, found)`` may give an upper bound
-    for minimising stage i from the values the earlier stages found; a stage made
-    infeasible by it also marks the result ``pruned``."""
+    """Run the stages in order.
+
+    ``upto_cost`` stops before the stage deciding the preemption cost.
+    ``cost_cutoff = (tiers, cost)`` asks that stage for a cost ≤ ``cost`` when every
+    earlier stage was proven optimal and the solution's tiers 1-3 are exactly
+    ``tiers`` (branch and bound across sub-models). ``stage_cutoff(i, found)`` may
+    give an upper bound for minimising stage i from the (value, proven) pairs the
+    earlier stages found. A stage made infeasible by either marks the result
+    ``pruned``.
+    """
     model = built.model
     start = time.perf_counter()
     if hint is not None:
         _hint_assignment(built, hint)
     values: list[int] | None = None
     all_optimal = True
-    has_cost_stage = any("preemptionCost" in st.name for st in built.stages)
+    has_cost_stage = any(st.cost is not None for st in built.stages)
     cost_bound: int | None = 0 if has_cost_stage else None  # 0 until the cost stage proves better
     reports: list[dict[str, object]] = []
     pruned = False
@@ -117,7 +117,7 @@ def solve(
         found_values.append((found, code == cp_model.OPTIMAL))
         if code != cp_model.OPTIMAL:
             all_optimal = False
-        if "preemptionCost" in stage.name:
+        if stage.cost is not None:
             bound = solver.best_objective_bound
             if len(stage.weights) == 2:  # cost·(E+1) + evicted, evicted ≤ E
                 w, most_evicted = stage.weights[0], stage.bounds[1]
@@ -142,8 +142,6 @@ def solve(
         solve_seconds=time.perf_counter() - start,
         stages=tuple(reports),
         pruned=pruned,
-        stage_values=tuple(v for v, _ in found_values),
-        stages_proven=all(p for _, p in found_values),
     )
 
 
