@@ -7,12 +7,13 @@ is created on first use.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 
 from ortools.sat.python import cp_model
 
 from solver.model import snapshot as s
-from solver.model.problem import Problem
+from solver.model.problem import PodClass, Problem
 
 LinearExpr = cp_model.LinearExprT
 
@@ -47,6 +48,14 @@ class PlacementVars:
 
     def nodes_of(self, cls: int) -> dict[s.NodeName, cp_model.IntVar]:
         return self._count[cls]
+
+    def classes_by_node(self) -> dict[s.NodeName, list[PodClass]]:
+        """node -> the classes that have a count variable there, in class order."""
+        out: dict[s.NodeName, list[PodClass]] = defaultdict(list)
+        for cls in self.problem.classes:
+            for node in self._count[cls.index]:
+                out[node].append(cls)
+        return out
 
     def counts(self) -> Iterable[tuple[tuple[int, s.NodeName], cp_model.IntVar]]:
         for cls, by_node in enumerate(self._count):

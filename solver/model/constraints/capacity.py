@@ -11,8 +11,6 @@ only if a pod that requests r is placed there.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from ortools.sat.python import cp_model
 
 from solver.model import snapshot as s
@@ -21,13 +19,10 @@ from solver.model.vars import PlacementVars
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
-    on_node: dict[s.NodeName, list[PodClass]] = defaultdict(list)
     for cls in problem.classes:
-        counts = vars.nodes_of(cls.index)
         if sum(problem.candidates[cls.index].values()) > len(cls.pods):
-            vars.model.add(cp_model.LinearExpr.sum(list(counts.values())) <= len(cls.pods))
-        for node in counts:
-            on_node[node].append(cls)
+            vars.model.add(cp_model.LinearExpr.sum(list(vars.nodes_of(cls.index).values())) <= len(cls.pods))
+    on_node = vars.classes_by_node()
     nodes = {n.name: n for n in problem.nodes}
     for name in sorted(on_node):
         _add_node(problem, vars, nodes[name], on_node[name])

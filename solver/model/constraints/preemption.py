@@ -25,8 +25,6 @@ plan a time limit cut short. This keeps the single-workload model free of them.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from ortools.sat.python import cp_model
 
 from solver.model import snapshot as s
@@ -35,10 +33,7 @@ from solver.model.vars import PlacementVars
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
-    on_node: dict[s.NodeName, list[PodClass]] = defaultdict(list)
-    for cls in problem.classes:
-        for node in vars.nodes_of(cls.index):
-            on_node[node].append(cls)
+    on_node = vars.classes_by_node()
     candidates: set[int] = set()
     for node, classes in on_node.items():
         for u in problem.units_on_node.get(node, ()):
