@@ -55,6 +55,16 @@ class _View:
         for p in snapshot.pods:
             if p.group:
                 self.members[p.group].append(p)
+        self.new_on: dict[str, list[s.Pod]] = defaultdict(list)  # node -> pods the plan binds there
+        for pod_key, node in self.bound.items():
+            if pod_key in self.pods:
+                self.new_on[node].append(self.pods[s.PodKey(pod_key)])
+        self.running_on: dict[str, list[s.Pod]] = defaultdict(list)  # node -> pods running there
+        self.units: dict[str, list[s.Pod]] = defaultdict(list)  # victim unit -> its running pods
+        for p in snapshot.pods:
+            if p.node:
+                self.running_on[p.node].append(p)
+                self.units[self.victim_unit(p)].append(p)
 
     def chain(self, group: str) -> list[str]:
         out = []
@@ -134,10 +144,6 @@ def check_bindings(view: _View) -> list[Violation]:
 def check_evictions(view: _View) -> list[Violation]:
     out = []
     planned = view.planned_roots()
-    units: dict[str, list[s.Pod]] = defaultdict(list)
-    for pod in view.snapshot.pods:
-        if view.is_running(pod):
-            units[view.victim_unit(pod)].append(pod)
     evicted_units = set()
     for key in view.evicted:
         pod = view.pods.get(s.PodKey(key))
@@ -148,37 +154,24 @@ def check_evictions(view: _View) -> list[Violation]:
         if view.root(pod) in planned:
             out.append(Violation(rule="eviction", subject=key, detail="belongs to a workload being planned"))
     for unit in sorted(evicted_units):
-        members = units[unit]
+        members = view.units[unit]
         missing = [p.key for p in members if p.key not in view.evicted]
         if missing:
             out.append(Violation(rule="victim-unit", subject=unit, detail=f"disruptionMode all: {missing} not evicted"))
     return out
 
 
-def _new_and_running(view: _View) -> tuple[dict[str, list[s.Pod]], dict[str, list[s.Pod]]]:
-    new_on: dict[str, list[s.Pod]] = defaultdict(list)
-    for pod_key, node in view.bound.items():
-        if pod_key in view.pods:
-            new_on[node].append(view.pods[s.PodKey(pod_key)])
-    running_on: dict[str, list[s.Pod]] = defaultdict(list)
-    for pod in view.snapshot.pods:
-        if pod.node:
-            running_on[pod.node].append(pod)
-    return new_on, running_on
-
-
 def check_capacity(view: _View) -> list[Violation]:
     """Per node and resource requested by a pod bound there:
     Σ new pods + Σ running pods not evicted ≤ allocatable."""
     out = []
-    new_on, running_on = _new_and_running(view)
-    for node_name, new in sorted(new_on.items()):
+    for node_name, new in sorted(view.new_on.items()):
         node = view.nodes.get(s.NodeName(node_name))
         if node is None:
             continue
         for res in sorted({r for p in new for r, v in p.requests.items() if v > 0}):
             used = sum(p.requests.get(res, 0) for p in new)
-            used += sum(p.requests.get(res, 0) for p in running_on[node_name] if p.key not in view.evicted)
+            used += sum(p.requests.get(res, 0) for p in view.running_on[node_name] if p.key not in view.evicted)
             cap = node.allocatable.get(res, 0)
             if used > cap:
                 out.append(Violation(rule="capacity", subject=f"{node_name}/{res}",
@@ -191,27 +184,22 @@ def check_victims_necessary(view: _View) -> list[Violation]:
     overflows a resource for the new pods of higher priority there, and one of
     those may preempt it (kube-scheduler evicts only victims it cannot reprieve)."""
     out = []
-    new_on, running_on = _new_and_running(view)
-    units: dict[str, list[s.Pod]] = defaultdict(list)
-    for pod in view.snapshot.pods:
-        if view.is_running(pod):
-            units[view.victim_unit(pod)].append(pod)
     evicted_units = sorted({view.victim_unit(view.pods[s.PodKey(k)]) for k in view.evicted
                             if s.PodKey(k) in view.pods and view.is_running(view.pods[s.PodKey(k)])})
     for unit in evicted_units:
-        members = units[unit]
+        members = view.units[unit]
         prio = view.victim_priority(members[0])
         necessary = False
         for node_name in sorted({p.node for p in members if p.node}):
             node = view.nodes[s.NodeName(node_name)]
-            higher = [p for p in new_on.get(node_name, []) if view.priority_of_root(view.root(p)) > prio]
+            higher = [p for p in view.new_on.get(node_name, []) if view.priority_of_root(view.root(p)) > prio]
             if not any(view.power(p) > prio for p in higher):
                 continue
             for res in {r for p in members if p.node == node_name for r in p.requests}:
                 demand = sum(p.requests.get(res, 0) for p in higher)
                 if demand == 0:
                     continue
-                back = sum(p.requests.get(res, 0) for p in running_on[node_name]
+                back = sum(p.requests.get(res, 0) for p in view.running_on[node_name]
                            if p.key not in view.evicted or view.victim_unit(p) == unit)
                 if demand + back > node.allocatable.get(res, 0):
                     necessary = True
