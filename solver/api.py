@@ -1,6 +1,7 @@
 """plan(snapshot, options) -> Plan: the one pipeline behind every entry point.
 
-problem -> greedy baseline -> build_model -> staged solve -> decode -> verify.
+problem -> greedy baseline -> (done, when the baseline meets every tier's trivial
+bound) -> build_model -> staged solve -> decode -> verify.
 When a time limit leaves the solver with a plan worse than the baseline's, the
 baseline's plan is returned (a hint alone does not guarantee it). A plan that
 fails the verifier is an internal error, never a result.
@@ -15,10 +16,10 @@ from solver import verify as verify_mod
 from solver.model import decompose, greedy
 from solver.model import snapshot as s
 from solver.model.build import build_model
-from solver.model.decode import evaluate, make_plan, tier_key
+from solver.model.decode import Assignment, evaluate, make_plan, tier_key
 from solver.model.errors import SolverError
 from solver.model.plan import FEASIBLE, OPTIMAL, Plan
-from solver.model.problem import build_problem
+from solver.model.problem import Problem, build_problem
 from solver.model.solve import SolveParams, solve
 
 
@@ -67,6 +68,13 @@ def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnap
     return replace(snapshot, pods=pods)
 
 
+def reaches_ideal(problem: Problem, assignment: Assignment) -> bool:
+    """True when ``assignment`` meets every tier's trivial bound, so it is optimal."""
+    ev = evaluate(problem, assignment)
+    return (all(ev.satisfied.values()) and ev.placed == sum(len(c.pods) for c in problem.classes)
+            and ev.pdb_violations == 0 and ev.cost_milli == 0 and ev.evicted_pods == 0)
+
+
 def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> Plan:
     if options.workload:
         snapshot = select_workload(snapshot, options.workload)
@@ -85,7 +93,13 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
         "seed": options.seed,
         "baselineSeconds": round(baseline_seconds, 4),
     }
-    if options.baseline_only:
+    if not options.baseline_only and reaches_ideal(problem, baseline):
+        # every workload satisfied, every pod placed, nothing evicted: no plan can be better,
+        # so this is proven optimal without a model (a bound of 0 on cost, gap 0)
+        stats.update({"solver": "baseline-at-ideal", "buildSeconds": 0.0, "solveSeconds": 0.0,
+                      "variables": 0, "constraints": 0})
+        result = make_plan(problem, baseline, status=OPTIMAL, stats=stats, cost_bound_milli=0)
+    elif options.baseline_only:
         stats.update({"solver": "baseline", "buildSeconds": 0.0, "solveSeconds": 0.0, "variables": 0, "constraints": 0})
         # the greedy proves nothing: its bound is the trivial 0
         result = make_plan(problem, baseline, status=FEASIBLE, stats=stats, cost_bound_milli=0)

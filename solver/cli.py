@@ -5,6 +5,7 @@
     gangplace bench [SNAPSHOT|DIR ...] [--suite NAME] [--repeat N] [--time-limit S]
                     [--workers N] [--out results.jsonl] [--plot PATH.png]
     gangplace generate --nodes N [...] -o SNAPSHOT.json
+    gangplace generate --suite NAME -o DIR
 
 Exit 0 whenever a plan was produced (an unsatisfied workload is a plan with a
 reason), 2 with one clear message on bad input, 1 on an internal error.
@@ -57,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--gang-topology", default=generate.RACK, help="node label key of the gang's domain")
     gen.add_argument("--composite-groups", type=int, default=0)
     gen.add_argument("--seed", type=int, default=0)
-    gen.add_argument("-o", "--output", metavar="SNAPSHOT.json", required=True)
+    gen.add_argument("--suite", choices=sorted(runner.SUITES),
+                     help="write every case of a bench suite instead, one NAME.json each, into -o DIR")
+    gen.add_argument("-o", "--output", metavar="SNAPSHOT.json|DIR", required=True)
     return parser
 
 
@@ -67,9 +70,8 @@ def _bench_cases(args: argparse.Namespace) -> list[runner.Case]:
         for path in loader.snapshot_files(Path(arg)):
             cases.append(runner.Case(name=path.stem, load=lambda p=path: loader.load_snapshot(p)))
     for suite in args.suite:
-        for name, spec in runner.SUITES[suite]:
-            cases.append(runner.Case(name=name,
-                                     load=lambda sp=spec: kube.snapshot_from_objects(generate.generate(sp))))
+        for name, build in runner.SUITES[suite]:
+            cases.append(runner.Case(name=name, load=lambda b=build: kube.snapshot_from_objects(b())))
     return cases
 
 
@@ -102,15 +104,27 @@ def _bench(args: argparse.Namespace) -> int:
     return 0 if all(r["verified"] for r in rows) else 1
 
 
+def _write_list(objs: list[dict[str, Any]], path: str | Path) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, fh, separators=(",", ":"))
+        fh.write("\n")
+
+
 def _generate(args: argparse.Namespace) -> int:
+    if args.suite:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, build in runner.SUITES[args.suite]:
+            _write_list(build(), out / f"{name}.json")
+        print(f"wrote {len(runner.SUITES[args.suite])} snapshots to {out}", file=sys.stderr)
+        return 0
     spec = generate.GenerateSpec(
         nodes=args.nodes, pods_per_node=args.pods_per_node, utilisation=args.utilisation,
         gang_pods=args.gang_pods, gang_cpu_m=args.gang_cpu_m, gang_gpus=args.gang_gpus,
         gang_topology=args.gang_topology, composite_groups=args.composite_groups, seed=args.seed,
     )
     objs = generate.generate(spec)
-    with open(args.output, "w", encoding="utf-8") as fh:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, fh, separators=(",", ":"))
+    _write_list(objs, args.output)
     print(f"wrote {len(objs)} objects to {args.output}", file=sys.stderr)
     return 0
 

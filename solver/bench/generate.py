@@ -172,3 +172,61 @@ def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
             for k in range(spec.composite_pods):
                 objs.append(_pod(f"{gname}-{k}", cpu_m=8000, mem_mi=16000, priority_class="training", group=gname))
     return objs
+
+
+# --- shapes of upstream scheduler_perf's workload-aware cases ----------------------------------
+# scheduler_perf's default node template: 4 cpu, 32Gi, 110 pods, one zone label; its pods
+# request a little cpu and memory. The cases below keep those shapes; sizes are parameters.
+
+def _perf_nodes(count: int, *, racks_of: int = 16, zones_of: int = 256) -> list[dict[str, Any]]:
+    objs = []
+    for i in range(count):
+        name = f"node-{i:05d}"
+        z, r = i // zones_of, i // racks_of
+        objs.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {ZONE: f"z{z}", RACK: f"z{z}-r{r}", HOST: name}},
+            "spec": {},
+            "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+        })
+    return objs
+
+
+def _priority_classes() -> list[dict[str, Any]]:
+    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+            for n, v in PRIORITIES]
+
+
+def gang_scheduling(*, nodes: int = 5000, gangs: int = 1000, size: int = 3) -> list[dict[str, Any]]:
+    """scheduler_perf GangScheduling: empty nodes, ``gangs`` PodGroups of ``size`` pods (minCount = size)."""
+    objs = _priority_classes() + _perf_nodes(nodes)
+    for g in range(gangs):
+        name = f"gang-{g:04d}"
+        objs.append(_pod_group(name, min_count=size, priority_class="training"))
+        objs.extend(_pod(f"{name}-{k}", cpu_m=1000, mem_mi=1024, priority_class="training", group=name)
+                    for k in range(size))
+    return objs
+
+
+def podgroup_preemption(*, nodes: int = 1000, groups: int = 1000, group_size: int = 10, mode: str = "all",
+                        preemptors: int = 100, seed: int = 0) -> list[dict[str, Any]]:
+    """scheduler_perf PodGroup preemption: ``groups`` low-priority victim PodGroups of ``group_size``
+    pods fill every node (group g runs one pod on each of nodes g .. g+group_size-1, mod nodes),
+    disruptionMode ``all`` or ``single``; then a high-priority gang of ``preemptors`` pods of 2 cpu.
+    Victims carry one of two low priorities, so which groups go matters to the cost tier."""
+    if mode not in ("all", "single"):
+        raise ValueError(f"mode must be 'all' or 'single', not {mode!r}")
+    rng = random.Random(seed)
+    objs = _priority_classes() + _perf_nodes(nodes)
+    cpu_m = 4000 * nodes // (groups * group_size)  # the victims fill the cluster's cpu
+    for g in range(groups):
+        name = f"victims-{g:04d}"
+        cls = rng.choice(("batch-low", "batch-mid"))
+        objs.append(_pod_group(name, min_count=group_size, priority_class=cls, disruption_all=mode == "all"))
+        for k in range(group_size):
+            objs.append(_pod(f"{name}-{k}", cpu_m=cpu_m, mem_mi=256, node=f"node-{(g + k) % nodes:05d}",
+                             priority_class=cls, group=name))
+    objs.append(_pod_group("preemptor", min_count=preemptors, priority_class="serving-high"))
+    objs.extend(_pod(f"preemptor-{k:03d}", cpu_m=2000, mem_mi=1024, priority_class="serving-high",
+                     group="preemptor") for k in range(preemptors))
+    return objs

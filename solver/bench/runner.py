@@ -21,20 +21,46 @@ from solver import api, verify
 from solver.bench import generate
 from solver.model.snapshot import ClusterSnapshot
 
-# name -> generator spec of the synthetic suites (built in memory, deterministic)
-SUITES: dict[str, tuple[tuple[str, generate.GenerateSpec], ...]] = {
+Objects = list[dict[str, Any]]
+
+
+def _spec(spec: generate.GenerateSpec) -> Callable[[], Objects]:
+    return lambda: generate.generate(spec)
+
+
+# name -> (case name, object builder) of the synthetic suites: built in memory from fixed seeds
+SUITES: dict[str, tuple[tuple[str, Callable[[], Objects]], ...]] = {
     # 512 pods needing preemption under two levels: a CompositePodGroup in one zone
     # whose 8 PodGroups of 64 pods each need one rack
     "scale": tuple(
-        (f"scale-{n}", generate.GenerateSpec(nodes=n, pods_per_node=10, gang_pods=0,
-                                             composite_groups=8, composite_pods=64))
+        (f"scale-{n}", _spec(generate.GenerateSpec(nodes=n, pods_per_node=10, gang_pods=0,
+                                                   composite_groups=8, composite_pods=64)))
         for n in (1000, 5000, 15000)
     ),
     "rack-gang": tuple(
-        (f"rack-gang-{n}", generate.GenerateSpec(nodes=n, pods_per_node=9, gang_pods=64))
+        (f"rack-gang-{n}", _spec(generate.GenerateSpec(nodes=n, pods_per_node=9, gang_pods=64)))
         for n in (250, 1000)
     ),
+    # shaped like upstream scheduler_perf's workload-aware cases
+    "scheduler-perf": (
+        ("gang-scheduling-5000", lambda: generate.gang_scheduling(nodes=5000, gangs=1000, size=3)),
+        ("podgroup-preemption-1000-all", lambda: generate.podgroup_preemption(nodes=1000, mode="all")),
+        ("podgroup-preemption-1000-single", lambda: generate.podgroup_preemption(nodes=1000, mode="single")),
+        # zone on the composite, rack on its 4 groups of 16; 90 % busy nodes, so it must preempt
+        ("composite-topology-5000", _spec(generate.GenerateSpec(
+            nodes=5000, pods_per_node=6, utilisation=0.9, gang_pods=0, composite_groups=4, composite_pods=16))),
+    ),
 }
+# the same shapes, small: recorded under tests/data/bench/ (the tests check the files are current)
+SUITES["mini"] = (
+    ("mini-gang-scheduling-50", lambda: generate.gang_scheduling(nodes=50, gangs=20, size=3)),
+    ("mini-podgroup-preemption-20-all", lambda: generate.podgroup_preemption(
+        nodes=20, groups=20, group_size=4, mode="all", preemptors=4)),
+    ("mini-podgroup-preemption-20-single", lambda: generate.podgroup_preemption(
+        nodes=20, groups=20, group_size=4, mode="single", preemptors=4)),
+    ("mini-rack-gang-64", _spec(generate.GenerateSpec(nodes=64, pods_per_node=9, utilisation=0.9, gang_pods=16))),
+)
+SUITES["all"] = SUITES["rack-gang"] + SUITES["scheduler-perf"] + SUITES["scale"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +121,7 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions) -> dict[str, 
         "params": {"timeLimit": options.time_limit, "workers": options.workers, "seed": options.seed,
                    "decompose": options.decompose},
         "decomposedBy": st.get("decomposedBy"),
+        "solver": st.get("solver"),
         "versions": versions(),
     }
 

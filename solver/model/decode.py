@@ -98,7 +98,8 @@ def make_plan(
     ev = evaluate(problem, assignment)
     bindings = _bindings(problem, assignment)
     node_of = {b.pod: b.node for b in bindings}
-    workloads = tuple(_verdict(problem, w, ev, node_of) for w in problem.workloads)
+    labels = {n.name: n.labels for n in problem.nodes}
+    workloads = tuple(_verdict(problem, w, ev, node_of, labels) for w in problem.workloads)
     by_priority: dict[int, int] = defaultdict(int)
     for w in problem.workloads:
         by_priority[w.priority] += int(ev.satisfied[w.index])
@@ -148,9 +149,9 @@ def _evictions(problem: Problem, assignment: Assignment) -> tuple[Eviction, ...]
     return tuple(sorted(out, key=lambda e: e.pod))
 
 
-def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str, str]) -> WorkloadVerdict:
+def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str, str],
+             labels: Mapping[str, Mapping[str, str]]) -> WorkloadVerdict:
     groups = []
-    labels = {n.name: n.labels for n in problem.nodes}
     for key in w.groups:
         group = problem.groups[key]
         domain: dict[str, str] = {}

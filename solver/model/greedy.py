@@ -20,7 +20,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from solver.model import snapshot as s
 from solver.model.decode import Assignment
@@ -39,6 +39,9 @@ class _State:
         self._new: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for unit in problem.units:
             self._bump_unit(unit.index, 1)
+        # nodes that hold or held something: every other node is empty (fullness 0)
+        self.touched: set[s.NodeName] = set(self._running)
+        self.by_name = sorted(self.nodes)
 
     def _bump_unit(self, u: int, sign: int) -> None:
         for node, usage in self.problem.units[u].usage.items():
@@ -69,6 +72,7 @@ class _State:
                 self.unevict(a)
 
     def place(self, cls: int, node: s.NodeName, n: int) -> None:
+        self.touched.add(node)
         self.placed[node][cls] = self.placed[node].get(cls, 0) + n
         self._bump_class(cls, node, n)
         self.log.append(("place", cls, node, n))
@@ -98,9 +102,13 @@ class _State:
     def room_for(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only)."""
         alloc = self.nodes[node].allocatable
+        running, new = self._running.get(node), self._new.get(node)
         most = len(cls.pods)
         for res, amount in cls.requests.items():
-            most = min(most, max(0, alloc.get(res, 0) - self.used(node, res)) // amount)
+            free = alloc.get(res, 0) - (running.get(res, 0) if running else 0) - (new.get(res, 0) if new else 0)
+            if free < amount:
+                return 0
+            most = min(most, free // amount)
         return most
 
     def node_feasible(self, node: s.NodeName) -> bool:
@@ -139,10 +147,12 @@ class _State:
 
     def fullness(self, node: s.NodeName) -> float:
         alloc = self.nodes[node].allocatable
+        running, new = self._running.get(node), self._new.get(node)
         score = 0.0
         for res in ("cpu", "memory"):
-            if alloc.get(res, 0) > 0:
-                score += self.used(node, res) / alloc[res]
+            total = alloc.get(res, 0)
+            if total > 0:
+                score += ((running.get(res, 0) if running else 0) + (new.get(res, 0) if new else 0)) / total
         return score
 
 
@@ -312,6 +322,20 @@ def _place_inner(state: _State, group: s.Group, allowed: set[s.NodeName] | None)
     return False
 
 
+def _fullest_first(state: _State, cand: dict[s.NodeName, int],
+                   allowed: set[s.NodeName] | None) -> Iterator[s.NodeName]:
+    """Candidate nodes by (-fullness, name). Only touched nodes can be nonempty; the empty
+    rest is walked lazily in name order, so a class that fits on the first few empty nodes
+    never looks at the others."""
+    if allowed is not None:
+        nodes = sorted((n for n in allowed if n in cand), key=lambda n: (-state.fullness(n), n))
+        yield from nodes
+        return
+    scores = {n: state.fullness(n) for n in state.touched if n in cand}
+    yield from sorted((n for n, f in scores.items() if f > 0), key=lambda n: (-scores[n], n))
+    yield from (n for n in state.by_name if n in cand and scores.get(n, 0.0) == 0.0)
+
+
 def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None) -> int:
     """Place as many pods of the classes as fit, fullest nodes first; returns pods placed."""
     problem = state.problem
@@ -319,10 +343,7 @@ def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None
     for c in classes:
         cls = problem.classes[c]
         left = len(cls.pods)
-        cand = problem.candidates[c]
-        nodes = list(cand) if allowed is None else [n for n in allowed if n in cand]  # walk the smaller set
-        nodes.sort(key=lambda n: (-state.fullness(n), n))
-        for node in nodes:
+        for node in _fullest_first(state, problem.candidates[c], allowed):
             if left == 0:
                 break
             k = min(left, state.room_for(cls, node))

@@ -163,7 +163,15 @@ def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
     strongest = max(powers) if powers else None
     # the same for every class: computed once per node, not once per (class, node)
     fixed = {node.name: fixed_usage(problem, node.name, strongest) for node in problem.nodes} if classes else {}
-    problem.candidates = [_candidate_nodes(problem, cls, fixed) for cls in classes]
+    # classes that differ only in their group filter the nodes the same way: filter once per shape
+    shapes: dict[tuple[object, ...], dict[s.NodeName, int]] = {}
+    for cls in classes:
+        rep = cls.pods[0]
+        shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
+                 rep.affinity_terms, rep.tolerations, len(cls.pods))
+        if shape not in shapes:
+            shapes[shape] = _candidate_nodes(problem, cls, fixed)
+        problem.candidates.append(dict(shapes[shape]))  # a copy: topology pruning edits it per class
     _prune_topology(problem)
     return problem
 

@@ -33,3 +33,30 @@ def test_bench_prints_the_table_and_writes_json_lines(tmp_path: Path, capsys: py
 def test_bench_without_cases_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["bench"]) == 2
     assert "needs snapshots or --suite" in capsys.readouterr().err
+
+
+# every tier of both plans on the recorded mini suite (tests/data/bench/), 1 worker, seed 0
+MINI = {
+    # case: (solver, gangplace (placed, pdb, cost, evicted), baseline (placed, pdb, cost, evicted))
+    "mini-gang-scheduling-50": ("baseline-at-ideal", (60, 0, 0, 0), (60, 0, 0, 0)),
+    "mini-podgroup-preemption-20-all": ("cp-sat", (4, 0, 132, 12), (4, 0, 1300, 20)),
+    "mini-podgroup-preemption-20-single": ("cp-sat", (4, 0, 88, 8), (4, 0, 538, 8)),
+    "mini-rack-gang-64": ("cp-sat", (16, 0, 176, 16), (16, 1, 591, 21)),
+}
+
+
+def test_bench_on_the_recorded_mini_suite_gives_exact_tiers(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "mini.jsonl"
+    assert cli.main(["bench", str(ROOT / "tests" / "data" / "bench"), "--repeat", "1", "--out", str(out)]) == 0
+    capsys.readouterr()
+    rows = {r["case"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert sorted(rows) == sorted(MINI)
+    for case, (solver_name, mine, theirs) in MINI.items():
+        row = rows[case]
+        tiers = ("placedPods", "pdbViolations", "preemptionCost", "evictedPods")
+        assert (row["status"], row["verified"], row["solver"]) == ("OPTIMAL", True, solver_name), case
+        assert tuple(row["gangplace"][t] for t in tiers) == mine, case
+        assert tuple(row["baseline"][t] for t in tiers) == theirs, case
+        assert row["gangplace"]["satisfiedWorkloads"] == row["baseline"]["satisfiedWorkloads"]
+    assert rows["mini-gang-scheduling-50"]["variables"] == 0  # proven by the trivial bound, no model

@@ -6,8 +6,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from solver import api, cli, kube, verify
-from solver.bench.generate import GenerateSpec, generate
+from solver.bench import runner
+from solver.bench.generate import GenerateSpec, gang_scheduling, generate, podgroup_preemption
 
 SMALL = GenerateSpec(nodes=64, pods_per_node=4, nodes_per_rack=8, racks_per_block=2, blocks_per_zone=2,
                      gang_pods=8, seed=3)
@@ -34,3 +37,35 @@ def test_generate_command_writes_a_json_list(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert data["kind"] == "List"
     assert sum(1 for o in data["items"] if o["kind"] == "Node") == 32
+
+
+def test_the_recorded_mini_suite_is_what_its_builders_write_today() -> None:
+    data = Path(__file__).resolve().parent.parent / "data" / "bench"
+    cases = runner.SUITES["mini"]
+    assert sorted(p.stem for p in data.glob("*.json")) == sorted(name for name, _ in cases)
+    for name, build in cases:
+        recorded = json.loads((data / f"{name}.json").read_text())
+        assert recorded == {"apiVersion": "v1", "kind": "List", "items": build()}, (
+            f"{name}: regenerate with `gangplace generate --suite mini -o tests/data/bench`")
+
+
+def test_gang_scheduling_shape_is_gangs_of_three_on_empty_nodes() -> None:
+    snap = kube.snapshot_from_objects(gang_scheduling(nodes=10, gangs=4, size=3))
+    assert len(snap.nodes) == 10 and all(n.allocatable["cpu"] == 4000 for n in snap.nodes)
+    assert all(p.node is None for p in snap.pods) and len(snap.pods) == 12
+    assert sorted((g.key, g.min_count) for g in snap.groups) == [(f"bench/gang-{i:04d}", 3) for i in range(4)]
+
+
+def test_podgroup_preemption_shape_fills_every_node_with_victim_groups() -> None:
+    snap = kube.snapshot_from_objects(podgroup_preemption(nodes=5, groups=5, group_size=2, mode="all", preemptors=2))
+    running = [p for p in snap.pods if p.node is not None]
+    # group g runs on nodes g and g+1 (mod 5): each node holds 2 pods of 2 cpu, full
+    assert sorted((p.group.split("/")[1], p.node) for p in running if p.group)[:4] == [
+        ("victims-0000", "node-00000"), ("victims-0000", "node-00001"),
+        ("victims-0001", "node-00001"), ("victims-0001", "node-00002")]
+    assert all(p.requests["cpu"] == 2000 for p in running)
+    assert all(g.disruption_all for g in snap.groups if g.key.startswith("bench/victims"))
+    single = kube.snapshot_from_objects(podgroup_preemption(nodes=5, groups=5, group_size=2, mode="single"))
+    assert not any(g.disruption_all for g in single.groups)
+    with pytest.raises(ValueError, match="mode must be"):
+        podgroup_preemption(mode="some")

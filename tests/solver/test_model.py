@@ -36,3 +36,19 @@ def test_topology_emits_one_at_most_one_over_the_domains() -> None:
 def test_single_workload_has_no_necessity_rows() -> None:
     built = build_model(build_problem(snapshot(*_cluster(4))))
     assert not [v for v in built.model.proto.variables if v.name.startswith("need[")]
+
+
+def test_a_baseline_at_every_trivial_bound_is_optimal_without_a_model() -> None:
+    from solver import api
+
+    roomy = [node(f"n{i}").rack("r0").cpu_m(8000) for i in range(2)]
+    roomy += [pod_group("g", 2).topology(RACK).priority(100), pod("g-0").group("g").cpu_m(1000),
+              pod("g-1").group("g").cpu_m(1000)]
+    plan = api.plan(snapshot(*roomy))
+    assert (plan.status, plan.stats["solver"], plan.stats["variables"]) == ("OPTIMAL", "baseline-at-ideal", 0)
+    assert plan.objective.gap == 0 and plan.objective.placed_pods == 2
+    # the same gang needing an eviction: the baseline proves nothing, the model decides
+    tight = roomy + [pod("bg").on("n0").cpu_m(7500).priority(1), pod("bg2").on("n1").cpu_m(7500).priority(1)]
+    plan = api.plan(snapshot(*tight))
+    assert (plan.status, plan.stats["solver"]) == ("OPTIMAL", "cp-sat")
+    assert plan.objective.evicted_pods == 1 and len({b.node for b in plan.bindings}) == 1  # one node freed holds both
