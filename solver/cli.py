@@ -2,7 +2,7 @@
 
     gangplace solve SNAPSHOT [--workload NS/NAME] [--time-limit S] [--workers N]
                     [--seed N] [--baseline] [--no-decompose] [-o PLAN.json]
-    gangplace bench [SNAPSHOT|DIR ...] [--suite NAME] [--repeat N] [--time-limit S]
+    gangplace bench [SNAPSHOT|DIR ...] [--suite NAME] [--alibaba TRACE_DIR] [--repeat N] [--time-limit S]
                     [--workers N] [--out results.jsonl] [--plot PATH.png]
     gangplace generate --nodes N [...] -o SNAPSHOT.json
     gangplace generate --suite NAME -o DIR
@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("snapshots", nargs="*", help="snapshot files or directories (each file is one case)")
     bench.add_argument("--suite", action="append", default=[], choices=sorted(runner.SUITES),
                        help="add a generated suite (repeatable)")
+    bench.add_argument("--alibaba", metavar="TRACE_DIR",
+                       help="add cases converted from the Alibaba GPU trace (cluster-trace-gpu-v2023) there")
     bench.add_argument("--repeat", type=int, default=3, metavar="N", help="gangplace solves per case (3)")
     bench.add_argument("--time-limit", type=float, default=60.0, metavar="S")
     bench.add_argument("--workers", type=int, default=1, metavar="N")
@@ -69,8 +71,11 @@ def _bench_cases(args: argparse.Namespace) -> list[runner.Case]:
     for arg in args.snapshots:
         for path in loader.snapshot_files(Path(arg)):
             cases.append(runner.Case(name=path.stem, load=lambda p=path: loader.load_snapshot(p)))
-    for suite in args.suite:
-        for name, build in runner.SUITES[suite]:
+    suites = [runner.SUITES[s] for s in args.suite]
+    if args.alibaba:
+        suites.append(runner.alibaba_suite(Path(args.alibaba)))
+    for suite in suites:
+        for name, build in suite:
             cases.append(runner.Case(name=name, load=lambda b=build: kube.snapshot_from_objects(b())))
     return cases
 

@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from solver import api, verify
-from solver.bench import generate
+from solver.bench import alibaba, generate
 from solver.model.snapshot import ClusterSnapshot
 
 Objects = list[dict[str, Any]]
@@ -61,6 +62,18 @@ SUITES["mini"] = (
     ("mini-rack-gang-64", _spec(generate.GenerateSpec(nodes=64, pods_per_node=9, utilisation=0.9, gang_pods=16))),
 )
 SUITES["all"] = SUITES["rack-gang"] + SUITES["scheduler-perf"] + SUITES["scale"]
+
+
+def alibaba_suite(trace_dir: Path) -> tuple[tuple[str, Callable[[], Objects]], ...]:
+    """Cases from the Alibaba GPU trace (``solver.bench.alibaba``): the recorded state (Running
+    tasks as background, Pending whole-GPU tasks as the gang), gang under a zone or a rack."""
+    tables = alibaba.load_trace(trace_dir)
+    return (
+        ("alibaba-openb-zone-256", lambda: alibaba.convert(*tables, alibaba.AlibabaSpec(
+            by_phase=True, gang_pods=256, gang_topology=alibaba.ZONE)).objects),
+        ("alibaba-openb-rack-64", lambda: alibaba.convert(*tables, alibaba.AlibabaSpec(
+            by_phase=True, gang_pods=64, gang_topology=alibaba.RACK)).objects),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
