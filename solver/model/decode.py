@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from solver.model import snapshot as s
+from solver.model.decode_devices import device_allocations
 from solver.model.plan import Binding, Eviction, GroupVerdict, Objective, Plan, WorkloadVerdict
 from solver.model.problem import MILLI, Problem, Workload
 
@@ -23,6 +24,11 @@ from solver.model.problem import MILLI, Problem, Workload
 class Assignment:
     counts: Mapping[tuple[int, s.NodeName], int]  # (class, node) -> pods bound, only > 0
     evicted: frozenset[int]  # victim unit indices
+    # DRA: (class, node) -> (slot, alternative, match value, device type) -> devices, only > 0
+    devices: Mapping[tuple[int, s.NodeName], Mapping[tuple[int, int, object, int], int]] = field(
+        default_factory=dict)
+    # shared claim index -> (slot, alternative, match value, device type) -> devices
+    shared: Mapping[int, Mapping[tuple[int, int, object, int], int]] = field(default_factory=dict)
 
 
 # ---- evaluation ------------------------------------------------------------------
@@ -96,7 +102,7 @@ def make_plan(
     cost_bound_milli: int | None = None,
 ) -> Plan:
     ev = evaluate(problem, assignment)
-    bindings = _bindings(problem, assignment)
+    bindings, node_pods = _bindings(problem, assignment)
     node_of = {b.pod: b.node for b in bindings}
     labels = {n.name: n.labels for n in problem.nodes}
     workloads = tuple(_verdict(problem, w, ev, node_of, labels) for w in problem.workloads)
@@ -110,6 +116,7 @@ def make_plan(
         workloads=workloads,
         bindings=bindings,
         evictions=_evictions(problem, assignment),
+        device_allocations=device_allocations(problem, assignment.devices, assignment.shared, bindings, node_pods),
         objective=Objective(
             satisfied_workloads=sum(ev.satisfied.values()),
             satisfied_by_priority=dict(by_priority),
@@ -124,17 +131,21 @@ def make_plan(
     )
 
 
-def _bindings(problem: Problem, assignment: Assignment) -> tuple[Binding, ...]:
+def _bindings(problem: Problem, assignment: Assignment
+              ) -> tuple[tuple[Binding, ...], dict[tuple[int, s.NodeName], list[str]]]:
     by_class: dict[int, list[tuple[s.NodeName, int]]] = defaultdict(list)
     for (c, node), n in assignment.counts.items():
         if n > 0:
             by_class[c].append((node, n))
     out: list[Binding] = []
+    node_pods: dict[tuple[int, s.NodeName], list[str]] = {}
     for c, nodes in sorted(by_class.items()):
         pods = iter(problem.classes[c].pods)
         for node, n in sorted(nodes):
-            out.extend(Binding(pod=next(pods).key, node=node) for _ in range(n))
-    return tuple(sorted(out, key=lambda b: b.pod))
+            here = [next(pods).key for _ in range(n)]
+            node_pods[c, node] = here
+            out.extend(Binding(pod=key, node=node) for key in here)
+    return tuple(sorted(out, key=lambda b: b.pod)), node_pods
 
 
 def _evictions(problem: Problem, assignment: Assignment) -> tuple[Eviction, ...]:

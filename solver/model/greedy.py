@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 
 from solver.model import snapshot as s
 from solver.model.decode import Assignment
+from solver.model.greedy_devices import Devices, Take
 from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
 
 
@@ -39,6 +40,8 @@ class _State:
         self._new: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for unit in problem.units:
             self._bump_unit(unit.index, 1)
+        self.dev = Devices(problem.dra, self.evicted)
+        self._takes: list[Take] = []  # device takes of the "dev" log entries
         # nodes that hold or held something: every other node is empty (fullness 0)
         self.touched: set[s.NodeName] = set(self._running)
         self.by_name = sorted(self.nodes)
@@ -61,7 +64,11 @@ class _State:
     def rollback(self, point: int) -> None:
         while len(self.log) > point:
             op, a, node, n = self.log.pop()
-            if op == "place":
+            if op == "dev":
+                self.dev.commit(a, node, self._takes.pop(), -1)
+            elif op == "shared":
+                self.dev.commit_shared(a, None, None, n)
+            elif op == "place":
                 left = self.placed[node][a] - n
                 if left:
                     self.placed[node][a] = left
@@ -71,7 +78,23 @@ class _State:
             else:
                 self.unevict(a)
 
-    def place(self, cls: int, node: s.NodeName, n: int) -> None:
+    def place(self, cls: int, node: s.NodeName, n: int, take: Take | None = None) -> None:
+        dra = self.problem.dra
+        group = self.problem.classes[cls].group
+        for i in dra.shared_of_group.get(group, ()) if group else ():
+            if i not in self.dev.shared:
+                got, shared_take = self.dev.fit(dra.shared[i].slots, None, 1, reach_node=node)
+                assert got == 1, "room_for promised the shared claim"
+                reach = frozenset.intersection(*(dra.types[t].reach for (_, _, _, t) in shared_take))
+                self.dev.commit_shared(i, shared_take, reach, cls)
+                self.log.append(("shared", i, node, cls))
+        if dra.class_slots[cls]:
+            if take is None:
+                got, take = self.dev.fit(dra.class_slots[cls], node, n)
+                assert got == n, "room_for promised the devices"
+            self.dev.commit(cls, node, take)
+            self._takes.append(take)
+            self.log.append(("dev", cls, node, n))
         self.touched.add(node)
         self.placed[node][cls] = self.placed[node].get(cls, 0) + n
         self._bump_class(cls, node, n)
@@ -79,7 +102,8 @@ class _State:
 
     def assignment(self) -> Assignment:
         counts = {(c, node): n for node, by_class in self.placed.items() for c, n in by_class.items() if n}
-        return Assignment(counts=counts, evicted=frozenset(self.evicted))
+        return Assignment(counts=counts, evicted=frozenset(self.evicted), devices=self.dev.devices(),
+                          shared=dict(self.dev.shared))
 
     def evict(self, unit: int, *, logged: bool = True) -> None:
         if unit not in self.evicted:
@@ -109,6 +133,21 @@ class _State:
             if free < amount:
                 return 0
             most = min(most, free // amount)
+        dra = self.problem.dra
+        if most and dra.active:
+            most = self._device_room(cls, node, most)
+        return most
+
+    def _device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
+        dra = self.problem.dra
+        for i in dra.shared_of_group.get(cls.group, ()) if cls.group else ():
+            if i in self.dev.shared:
+                if node not in self.dev.shared_reach[i]:
+                    return 0
+            elif self.dev.fit(dra.shared[i].slots, None, 1, reach_node=node)[0] == 0:
+                return 0
+        if dra.class_slots[cls.index]:
+            most = self.dev.fit(dra.class_slots[cls.index], node, most)[0]
         return most
 
     def node_feasible(self, node: s.NodeName) -> bool:
@@ -126,13 +165,20 @@ class _State:
         problem = self.problem
         for u in sorted(self.evicted):
             unit = problem.units[u]
-            if any(self._needed_on(unit, node) for node in unit.usage):
+            if any(self._needed_on(unit, node) for node in unit.usage) or self._needed_for_devices(unit):
                 continue
             lower = [problem.classes[c] for node in unit.usage for c in self.placed[node]
                      if problem.classes[c].priority <= unit.priority or problem.classes[c].power is None]
             if lower:
                 return min(lower, key=lambda c: (c.priority, -c.workload)).workload
         return None
+
+    def _needed_for_devices(self, unit: VictimUnit) -> bool:
+        """A pod that may preempt ``unit`` took a device it held."""
+        classes = self.problem.classes
+        return any(n > 0 and self.problem.eligible(classes[c], unit)
+                   for t in self.problem.dra.unit_types.get(unit.index, {})
+                   for c, n in self.dev.by_class[t].items())
 
     def _needed_on(self, unit: VictimUnit, node: s.NodeName) -> bool:
         placed = [(self.problem.classes[c], n) for c, n in self.placed[node].items()]
@@ -201,8 +247,13 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
     Never worse on any tier; used on a solver plan a time limit cut short.
     """
     state = _State(problem)
+    dra = problem.dra
+    for i, take in assignment.shared.items():
+        reach = frozenset.intersection(*(dra.types[t].reach for (_, _, _, t) in take))
+        owner = next(c.index for c in problem.classes if c.group == dra.shared[i].group)
+        state.dev.commit_shared(i, dict(take), reach, owner)
     for (c, node), n in assignment.counts.items():
-        state.place(c, node, n)
+        state.place(c, node, n, take=dict(assignment.devices.get((c, node), {})) or None)
     for u in assignment.evicted:
         state.evict(u, logged=False)
     _reprieve(state, sorted(state.evicted))
@@ -238,7 +289,8 @@ def _reprieve(state: _State, victims: list[int]) -> None:
     )
     for u in order:
         state.unevict(u)
-        if all(state.node_feasible(node) for node in problem.units[u].usage):
+        if all(state.node_feasible(node) for node in problem.units[u].usage) and state.dev.feasible(
+                list(problem.dra.unit_types.get(u, {}))):
             evicted_by_pdb.update({p: evicted_by_pdb[p] - n for p, n in problem.units[u].pdb_counts.items()})
             continue  # reprieved
         state.evict(u, logged=False)

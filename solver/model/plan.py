@@ -49,6 +49,32 @@ class Eviction:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AllocatedDevice:
+    driver: str
+    pool: str
+    device: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceAllocation:
+    """The devices one request of one claim gets. ``pod`` for a per-pod claim (the pod's own
+    claim entry name in ``claim``); ``pod_group`` (and ``pod`` empty) for a PodGroup's shared
+    claim. ``request`` is the request's name, or "request/sub" for a firstAvailable entry."""
+
+    pod: str = ""
+    pod_group: str = ""
+    claim: str
+    request: str
+    devices: tuple[AllocatedDevice, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"podGroup": self.pod_group} if self.pod_group else {"pod": self.pod}
+        out.update({"claim": self.claim, "request": self.request,
+                    "devices": [{"driver": d.driver, "pool": d.pool, "device": d.device} for d in self.devices]})
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Objective:
     satisfied_workloads: int
     satisfied_by_priority: Mapping[int, int]
@@ -74,7 +100,7 @@ class Plan:
     evictions: tuple[Eviction, ...]
     objective: Objective
     stats: Mapping[str, Any]
-    device_allocations: tuple[Mapping[str, Any], ...] = ()  # DRA: issue 4
+    device_allocations: tuple[DeviceAllocation, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         o = self.objective
@@ -95,7 +121,7 @@ class Plan:
             ],
             "bindings": [{"pod": b.pod, "node": b.node} for b in self.bindings],
             "evictions": [{"pod": e.pod, "node": e.node, "cost": e.cost, "group": e.group} for e in self.evictions],
-            "deviceAllocations": [dict(d) for d in self.device_allocations],
+            "deviceAllocations": [d.to_dict() for d in self.device_allocations],
             "objective": {
                 "satisfiedWorkloads": o.satisfied_workloads,
                 "satisfiedByPriority": {str(p): n for p, n in sorted(o.satisfied_by_priority.items(), reverse=True)},

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from solver.model import dra as dra_mod
 from solver.model import selectors
 from solver.model import snapshot as s
 
@@ -82,6 +83,7 @@ class Problem:
     units_on_node: dict[s.NodeName, list[int]]
     # per class: node -> most pods of the class the node could ever take
     candidates: list[dict[s.NodeName, int]] = field(default_factory=list)
+    dra: dra_mod.DraProblem = field(default_factory=dra_mod.DraProblem)
 
     # ---- tree queries -------------------------------------------------------------
     def subtree(self, key: s.GroupKey) -> list[s.GroupKey]:
@@ -145,7 +147,7 @@ def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
         else:
             pending_by_root[root(pod.group) if pod.group else pod.key].append(pod)
 
-    workloads, classes = _workloads_and_classes(pending_by_root, groups, children)
+    workloads, classes = _workloads_and_classes(pending_by_root, groups, children, snapshot.dra)
     planned_roots = {w.key for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, children, running_in_group, planned_roots, root)
     problem = Problem(
@@ -159,6 +161,7 @@ def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
         units=units,
         units_on_node=units_on_node,
     )
+    problem.dra = dra_mod.analyse(snapshot, classes, units, groups)
     powers = [c.power for c in classes if c.power is not None]
     strongest = max(powers) if powers else None
     # the same for every class: computed once per node, not once per (class, node)
@@ -167,8 +170,11 @@ def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
     shapes: dict[tuple[object, ...], dict[s.NodeName, int]] = {}
     for cls in classes:
         rep = cls.pods[0]
+        shared = tuple(problem.dra.shared[i].slots for i in problem.dra.shared_of_group.get(cls.group, ())) \
+            if cls.group else ()
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
-                 rep.affinity_terms, rep.tolerations, len(cls.pods))
+                 rep.affinity_terms, rep.tolerations, len(cls.pods), problem.dra.class_slots[cls.index],
+                 tuple(problem.dra.pinned.get(cls.index, ())), shared)
         if shape not in shapes:
             shapes[shape] = _candidate_nodes(problem, cls, fixed)
         problem.candidates.append(dict(shapes[shape]))  # a copy: topology pruning edits it per class
@@ -176,8 +182,19 @@ def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
     return problem
 
 
-def _class_signature(pod: s.Pod) -> tuple[object, ...]:
+def _claims_signature(pod: s.Pod, dra_state: s.DraState) -> tuple[object, ...]:
+    out = []
+    for pc in dra_state.pod_claims.get(pod.key, ()):
+        claim = dra_state.claims[pc.claim]
+        # a per-pod claim still to allocate is its spec; a shared or allocated one is itself
+        ident = claim.key if pc.shared_by or claim.allocation is not None else claim.spec
+        out.append((pc.name, pc.shared_by, ident))
+    return tuple(out)
+
+
+def _class_signature(pod: s.Pod, dra_state: s.DraState) -> tuple[object, ...]:
     return (
+        _claims_signature(pod, dra_state),
         pod.group,
         tuple(sorted((k, v) for k, v in pod.requests.items() if v > 0)),
         tuple(sorted(pod.node_selector.items())),
@@ -190,6 +207,7 @@ def _workloads_and_classes(
     pending_by_root: Mapping[str, list[s.Pod]],
     groups: Mapping[s.GroupKey, s.Group],
     children: Mapping[s.GroupKey, list[s.GroupKey]],
+    dra_state: s.DraState,
 ) -> tuple[tuple[Workload, ...], tuple[PodClass, ...]]:
     workloads: list[Workload] = []
     classes: list[PodClass] = []
@@ -206,7 +224,7 @@ def _workloads_and_classes(
         power = None if policy == s.PREEMPT_NEVER else priority
         by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
         for pod in pods:
-            by_signature.setdefault(_class_signature(pod), []).append(pod)
+            by_signature.setdefault(_class_signature(pod, dra_state), []).append(pod)
         class_ids = []
         for members in by_signature.values():
             rep = members[0]
@@ -328,6 +346,7 @@ def _candidate_nodes(
     requesting 2000m cpu -> floor((8000 - 3000) / 2000) = 2 pods at most.
     """
     rep = cls.pods[0]
+    dra = problem.dra
     out: dict[s.NodeName, int] = {}
     for node in problem.nodes:
         if not selectors.statically_feasible(rep, node):
@@ -336,9 +355,26 @@ def _candidate_nodes(
         for res, amount in cls.requests.items():
             free = node.allocatable.get(res, 0) - fixed[node.name].get(res, 0)
             most = min(most, max(0, free) // amount)
+        if most > 0 and dra.active:
+            most = _device_most(problem, cls, node.name, most)
         if most > 0:
             out[node.name] = most
     return out
+
+
+def _device_most(problem: Problem, cls: PodClass, node: s.NodeName, most: int) -> int:
+    """``most`` cut by devices: the class's own claims, its pinned allocations, and its group's
+    shared claims (which must be reachable from the node at all)."""
+    dra = problem.dra
+    if any(node not in allowed for allowed in dra.pinned.get(cls.index, ())):
+        return 0
+    by_devices = dra.most_on(dra.class_slots[cls.index], node)
+    if by_devices is not None:
+        most = min(most, by_devices)
+    for i in dra.shared_of_group.get(cls.group, ()) if cls.group else ():
+        if dra.most_on(dra.shared[i].slots, node) == 0:
+            return 0
+    return most
 
 
 def topology_groups(problem: Problem) -> list[s.Group]:

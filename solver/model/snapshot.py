@@ -93,7 +93,7 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     preemption_cost_milli: int | None = None  # gangplace.io/preemption-cost x 1000
     start_time: str = ""  # status.startTime (RFC 3339) or creationTimestamp; for ordering
-    has_resource_claims: bool = False  # spec.resourceClaims present (DRA: issue 4)
+    has_resource_claims: bool = False  # spec.resourceClaims present (its claims: ClusterSnapshot.dra.pod_claims)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,6 +119,131 @@ class PodDisruptionBudget:
     disruptions_allowed: int  # status.disruptionsAllowed
 
 
+# ---- DRA (resource.k8s.io/v1) -------------------------------------------------------
+# Attribute and capacity names are fully qualified: an unqualified name in a ResourceSlice
+# belongs to its driver's domain, so ``attributes["gpu.example.com"]["model"]`` is what CEL
+# reads as ``device.attributes["gpu.example.com"].model``. Capacities are base-unit integers.
+
+ClaimKey = NewType("ClaimKey", str)  # "namespace/name"; a per-pod claim from a template: "ns/pod#claim"
+DeviceKey = NewType("DeviceKey", str)  # "driver/pool/device"
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A semantic version attribute (``version`` in the API), compared as CEL's semver()."""
+
+    text: str
+
+
+AttributeValue = bool | int | str | Version
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Device:
+    driver: str
+    pool: str
+    name: str
+    attributes: Mapping[str, Mapping[str, AttributeValue]] = field(default_factory=dict)  # domain -> name -> v
+    capacity: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # domain -> name -> amount
+    allow_multiple: bool = False  # allowMultipleAllocations
+    taints: tuple[Taint, ...] = ()  # NoSchedule / NoExecute taints keep new claims off
+    # where it is reachable: exactly one of node (node-local), node_selector, all_nodes
+    node: NodeName | None = None
+    node_selector: tuple[NodeSelectorTerm, ...] = ()
+    all_nodes: bool = False
+
+    @property
+    def key(self) -> DeviceKey:
+        return DeviceKey(f"{self.driver}/{self.pool}/{self.name}")
+
+    def signature(self) -> tuple[object, ...]:
+        """What a selector can see: two devices with one signature are interchangeable."""
+        return (self.driver, _frozen(self.attributes), _frozen(self.capacity), self.allow_multiple, self.taints)
+
+
+def _frozen(m: Mapping[str, Mapping[str, object]]) -> tuple[object, ...]:
+    return tuple(sorted((d, tuple(sorted(inner.items(), key=lambda kv: kv[0]))) for d, inner in m.items()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str, ...] = ()  # CEL expressions, all must be true
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubRequest:
+    """``exactly`` or one entry of ``firstAvailable``."""
+
+    name: str  # the request's name, or "request/sub" for a firstAvailable entry
+    device_class: str
+    selectors: tuple[str, ...] = ()
+    all_mode: bool = False  # allocationMode All: every matching device (count ignored)
+    count: int = 1
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    name: str
+    alternatives: tuple[SubRequest, ...]  # (exactly,) or firstAvailable in preference order
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Constraint:
+    requests: tuple[str, ...] = ()  # empty: every request of the claim
+    match_attribute: str | None = None  # fully qualified "domain/name"
+    distinct_attribute: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimSpec:
+    requests: tuple[Request, ...]
+    constraints: tuple[Constraint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AllocatedDevice:
+    request: str
+    device: DeviceKey
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """A ResourceClaim, or the claim a pending pod's template will create."""
+
+    key: ClaimKey
+    namespace: str
+    name: str
+    spec: ClaimSpec
+    allocation: tuple[AllocatedDevice, ...] | None = None  # status.allocation.devices.results
+    allocation_nodes: tuple[NodeSelectorTerm, ...] = ()  # status.allocation.nodeSelector; () = any node
+    reserved_pods: tuple[str, ...] = ()  # status.reservedFor pods, "ns/name"
+    reserved_groups: tuple[str, ...] = ()  # status.reservedFor podgroups, "ns/name"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodClaim:
+    """One entry of a pod's spec.resourceClaims, resolved to the claim it uses."""
+
+    name: str  # the entry's name in the pod
+    claim: ClaimKey
+    shared_by: str | None = None  # "ns/pg" when it is its PodGroup's shared claim
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraState:
+    """Every device, class and claim of the snapshot; empty without DRA objects."""
+
+    devices: tuple[Device, ...] = ()
+    classes: Mapping[str, DeviceClass] = field(default_factory=dict)
+    claims: Mapping[ClaimKey, Claim] = field(default_factory=dict)
+    pod_claims: Mapping[str, tuple[PodClaim, ...]] = field(default_factory=dict)  # pod key -> its claims
+
+    def device_by_key(self) -> dict[DeviceKey, Device]:
+        return {d.key: d for d in self.devices}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterSnapshot:
     """Nodes, pods, workload trees and budgets, sorted by name."""
@@ -127,6 +252,7 @@ class ClusterSnapshot:
     pods: tuple[Pod, ...]
     groups: tuple[Group, ...] = ()
     pdbs: tuple[PodDisruptionBudget, ...] = ()
+    dra: DraState = field(default_factory=DraState)
     # kind -> number of objects read but playing no part (Service, ConfigMap, ...)
     skipped_kinds: Mapping[str, int] = field(default_factory=dict)
 

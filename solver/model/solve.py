@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from solver.model import snapshot as s
 from solver.model.build import BuiltModel
 from solver.model.decode import Assignment, evaluate, tier_key
 from solver.model.plan import FEASIBLE, OPTIMAL, UNKNOWN
@@ -173,7 +174,15 @@ def _decode(built: BuiltModel, values: list[int]) -> Assignment:
         if n > 0:
             counts[key] = n
     evicted = frozenset(u for u, var in built.vars.evictions() if values[var.index] > 0)
-    return Assignment(counts=counts, evicted=evicted)
+    devices: dict[tuple[int, s.NodeName], dict[tuple[int, int, object, int], int]] = {}
+    for (c, node, j, a, v, t), var in built.vars.alloc.items():  # type: ignore[misc]
+        if (n := values[var.index]) > 0:
+            devices.setdefault((c, node), {})[j, a, v, t] = n  # type: ignore[index]
+    shared: dict[int, dict[tuple[int, int, object, int], int]] = {}
+    for (i, j, a, v, t), var in built.vars.shared_alloc.items():  # type: ignore[misc]
+        if (n := values[var.index]) > 0:
+            shared.setdefault(i, {})[j, a, v, t] = n  # type: ignore[index]
+    return Assignment(counts=counts, evicted=evicted, devices=devices, shared=shared)
 
 
 def _hint_assignment(built: BuiltModel, hint: Assignment) -> None:
@@ -184,6 +193,10 @@ def _hint_assignment(built: BuiltModel, hint: Assignment) -> None:
         model.add_hint(var, hint.counts.get(key, 0))
     for u, var in vars.evictions():
         model.add_hint(var, int(u in hint.evicted))
+    for (c, node, j, a, v, t), var in vars.alloc.items():  # type: ignore[misc]
+        model.add_hint(var, hint.devices.get((c, node), {}).get((j, a, v, t), 0))  # type: ignore[index]
+    for (i, j, a, v, t), var in vars.shared_alloc.items():  # type: ignore[misc]
+        model.add_hint(var, hint.shared.get(i, {}).get((j, a, v, t), 0))  # type: ignore[index]
     ev = evaluate(problem, hint)
     for group, var in vars.all_ok():
         model.add_hint(var, int(ev.ok.get(group, False)))

@@ -34,6 +34,11 @@ class PlacementVars:
         self._in_domain: dict[tuple[s.GroupKey, str], cp_model.IntVar] = {}
         # pdb_violations[b] == evictions beyond budget b's disruptionsAllowed.
         self._pdb_violations: dict[s.PdbKey, cp_model.IntVar] = {}
+        # DRA (constraints/devices.py): alloc[c, n, slot, alt, value, type] == devices of the type
+        # the pods of class c on node n take for that slot via that alternative and match value;
+        # shared_alloc[i, slot, alt, value, type] the same for shared claim i.
+        self.alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
+        self.shared_alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
         self._create_counts()
 
     # ---- creation ----------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 ``DEFAULT_CONSTRAINTS`` lists them in the order the builder applies them;
 nothing else wires them together. Each family exposes ``add(problem, vars)``.
+``devices`` comes first: it creates the allocation variables and the eviction
+variables of device holders, which ``preemption`` then gives necessity rows.
 Eviction variables are created by ``preemption`` before ``topology``,
 ``capacity`` and ``pdb`` read them; topology pruning happens earlier, in
 ``problem``.
@@ -11,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solver.model.constraints import capacity, gang, pdb, preemption, symmetry, topology
+from solver.model.constraints import capacity, devices, gang, pdb, preemption, symmetry, topology
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
 
 Family = Callable[[Problem, PlacementVars], None]
 
 DEFAULT_CONSTRAINTS: tuple[tuple[str, Family], ...] = (
+    ("devices", devices.add),
     ("preemption", preemption.add),
     ("topology", topology.add),
     ("capacity", capacity.add),

@@ -34,7 +34,8 @@ from solver.model.vars import PlacementVars
 
 def add(problem: Problem, vars: PlacementVars) -> None:
     on_node = vars.classes_by_node()
-    candidates: set[int] = set()
+    by_type = _device_takers(problem, vars)
+    candidates: set[int] = {u for u, _ in vars.evictions()}  # device holders (constraints/devices.py)
     for node, classes in on_node.items():
         for u in problem.units_on_node.get(node, ()):
             if any(problem.eligible(c, problem.units[u]) for c in classes):
@@ -43,15 +44,53 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         vars.evicts(u)  # every eviction literal exists before any row reads one
     nodes = {n.name: n for n in problem.nodes}
     for u in sorted(candidates):
-        if not _may_host_ineligible(problem, u, on_node):
+        if not _may_host_ineligible(problem, u, on_node) and not _devices_to_ineligible(problem, u, by_type):
             continue
         needs = [lit for node in sorted(problem.units[u].usage)
                  for lit in _need_literals(problem, vars, u, nodes[node], on_node.get(node, []))]
+        needs += _device_need_literals(problem, vars, u, by_type)
         evict = vars.evicts(u)
         if needs:
             vars.model.add_bool_or(needs).only_enforce_if(evict)
         else:
             vars.model.add(evict == 0)
+
+
+def _device_takers(problem: Problem, vars: PlacementVars) -> dict[int, list[tuple[PodClass, cp_model.IntVar]]]:
+    """type -> (class, alloc var) of every allocation that may take a device of the type."""
+    out: dict[int, list[tuple[PodClass, cp_model.IntVar]]] = {}
+    for (c, *_, t), var in vars.alloc.items():
+        out.setdefault(t, []).append((problem.classes[c], var))  # type: ignore[index]
+    for (i, *_, t), var in vars.shared_alloc.items():
+        group = problem.dra.shared[i].group  # type: ignore[index]
+        cls = next(c for c in problem.classes if c.group == group)
+        out.setdefault(t, []).append((cls, var))  # type: ignore[arg-type]
+    return out
+
+
+def _devices_to_ineligible(problem: Problem, u: int, by_type: dict[int, list[tuple[PodClass, cp_model.IntVar]]]
+                           ) -> bool:
+    unit = problem.units[u]
+    return any(not problem.eligible(c, unit) for t in problem.dra.unit_types.get(u, {}) for c, _ in by_type.get(t, ()))
+
+
+def _device_need_literals(problem: Problem, vars: PlacementVars, u: int,
+                          by_type: dict[int, list[tuple[PodClass, cp_model.IntVar]]]) -> list[cp_model.IntVar]:
+    """need_dev[u, t]: u's devices of type t are taken by a pod that may preempt it (put back,
+    u would hold them again); with several holders, all of them are evicted."""
+    unit = problem.units[u]
+    out = []
+    for t in sorted(problem.dra.unit_types.get(u, {})):
+        takers = [var for c, var in by_type.get(t, ()) if problem.eligible(c, unit)]
+        if not takers:
+            continue
+        need = vars.model.new_bool_var(f"need_dev[{unit.key},{t}]")
+        vars.model.add(cp_model.LinearExpr.sum(takers) >= 1).only_enforce_if(need)
+        for other in problem.dra.types[t].holder or ():
+            if other != u:
+                vars.model.add(vars.evicts(other) == 1).only_enforce_if(need)
+        out.append(need)
+    return out
 
 
 def _may_host_ineligible(problem: Problem, u: int, on_node: dict[s.NodeName, list[PodClass]]) -> bool:

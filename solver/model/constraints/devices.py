@@ -1,0 +1,224 @@
+"""DRA devices: what each placed pod's claims take, and how many devices each type has.
+
+For pods of class c on node n and each slot j (one request of one per-pod claim), with
+its options o = (alternative a, matchAttribute value v) and the device types T(o, n) the
+option may take from n:
+
+    Σ_o pick[c, n, j, o] = count[c, n]                          (one option per pod)
+    Σ_{t ∈ T(o, n)} alloc[c, n, j, o, t] = need(o, n)·pick[c, n, j, o]
+    alloc[c, n, j, o, t] = |t|·pick[c, n, j, o]                 (All mode: every device)
+    Σ_a pick[c, n, j, (a, v)] = val[c, n, claim(j), v]          (matchAttribute: one value
+    Σ_v val[c, n, k, v] = count[c, n]                            per pod for the claim)
+    Σ_{t: attr(t) = d} alloc[c, n, j, o, t] ≤ pick[c, n, j, o]  (distinctAttribute)
+
+and per type t that is not shareable (supply; a held type goes free with its holders):
+
+    Σ alloc[·, t] + Σ shared_alloc[·, t] ≤ free(t) + |t|·freed(holder(t))
+
+A PodGroup's shared claim is allocated once, when any pod of the group is placed
+(used[i]), from types anywhere; a used type pins every pod of the group to the nodes it
+reaches (node-local types: one node, the claim's site).
+
+Pure model building: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ortools.sat.python import cp_model
+
+from solver.model import dra as dra_mod
+from solver.model import snapshot as s
+from solver.model.problem import Problem
+from solver.model.vars import PlacementVars
+
+
+def add(problem: Problem, vars: PlacementVars) -> None:
+    dra = problem.dra
+    if not dra.active and not any(dra.class_slots) and not dra.shared:
+        return
+    m = vars.model
+    on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]] = defaultdict(list)  # t -> (class, var, max)
+    for cls in problem.classes:
+        slots = dra.class_slots[cls.index]
+        if not slots:
+            continue
+        for node, most in sorted(problem.candidates[cls.index].items()):
+            count = vars.count(cls.index, node)
+            assert count is not None
+            _pod_slots(problem, vars, cls.index, node, most, count, slots, on_type)
+    for shared in dra.shared:
+        _shared_claim(problem, vars, shared, on_type)
+    for t, takers in sorted(on_type.items()):
+        dtype = dra.types[t]
+        if dtype.shareable:
+            continue
+        most = sum(hi for _, _, hi in takers)
+        free = dtype.size if dtype.holder is None else 0
+        terms = [v for _, v, _ in takers]
+        if dtype.holder:
+            freed = _freed(problem, vars, dtype, [c for c, _, _ in takers])
+            if freed is not None:
+                terms.append(-dtype.size * freed)
+            elif most <= free:
+                continue
+        elif most <= free:
+            continue
+        m.add(cp_model.LinearExpr.sum(terms) <= free)
+
+
+def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, most: int,
+               count: cp_model.IntVar, slots: tuple[dra_mod.Slot, ...],
+               on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]]) -> None:
+    dra, m = problem.dra, vars.model
+    vals: dict[tuple[int, object], cp_model.IntVar] = {}
+    for j, slot in enumerate(slots):
+        opts = dra.options(slot, node)
+        if not opts:
+            m.add(count == 0)
+            return
+        picks = []
+        by_value: dict[object, list[cp_model.IntVar]] = defaultdict(list)
+        for a, v, types, need in opts:
+            sub = slot.request.alternatives[a]
+            if len(opts) == 1 and slot.match is None:
+                pick: cp_model.IntVar | cp_model.LinearExprT = count
+            else:
+                pick = m.new_int_var(0, most, f"pick[{c},{node},{j},{a},{v!r}]")
+                picks.append(pick)
+                by_value[v].append(pick)
+            allocs = []
+            for t in types:
+                size = dra.types[t].size
+                hi = most * (need if dra.types[t].shareable else min(need, size))
+                var = m.new_int_var(0, hi, f"alloc[{c},{node},{j},{a},{v!r},{t}]")
+                vars.alloc[c, node, j, a, v, t] = var
+                on_type[t].append((c, var, hi))
+                allocs.append(var)
+                if sub.all_mode:
+                    m.add(var == size * pick)
+            if not sub.all_mode:
+                m.add(cp_model.LinearExpr.sum(allocs) == need * pick)
+            if slot.distinct is not None:
+                groups: dict[object, list[cp_model.IntVar]] = defaultdict(list)
+                for t, var in zip(types, allocs, strict=True):
+                    groups[dra.types[t].values[slot.distinct]].append(var)
+                for members in groups.values():
+                    if len(members) > 1 or need > 1:
+                        m.add(cp_model.LinearExpr.sum(members) <= pick)
+        if picks:
+            if slot.match is None:
+                m.add(cp_model.LinearExpr.sum(picks) == count)
+            else:
+                for v, members in by_value.items():
+                    key = (slot.claim, v)
+                    if key not in vals:
+                        vals[key] = m.new_int_var(0, most, f"val[{c},{node},{slot.claim},{v!r}]")
+                    m.add(cp_model.LinearExpr.sum(members) == vals[key])
+    for k in {k for k, _ in vals}:
+        matched = [slot for slot in slots if slot.claim == k and slot.match is not None]
+        # a value no slot of the claim can take is no value: every slot must offer it
+        usable = set.intersection(*({v for a, v, _, _ in dra.options(sl, node)} for sl in matched))
+        for (kk, v), var in vals.items():
+            if kk == k and v not in usable:
+                m.add(var == 0)
+        m.add(cp_model.LinearExpr.sum([var for (kk, _), var in vals.items() if kk == k]) == count)
+
+
+def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedClaim,
+                  on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]]) -> None:
+    dra, m = problem.dra, vars.model
+    classes = [c.index for c in problem.classes if c.group == shared.group]
+    counts = [(c, n, v, problem.candidates[c][n]) for c in classes for n, v in vars.nodes_of(c).items()]
+    if not counts:
+        return
+    used = m.new_bool_var(f"shared_used[{shared.group},{shared.entry}]")
+    total = cp_model.LinearExpr.sum([v for _, _, v, _ in counts])
+    m.add(total >= 1).only_enforce_if(used)
+    m.add(total == 0).only_enforce_if(~used)
+    uses: dict[int, cp_model.IntVar] = {}
+    vals: dict[object, cp_model.IntVar] = {}
+    for j, slot in enumerate(shared.slots):
+        opts = dra.options(slot, None)
+        if not opts:
+            m.add(used == 0)
+            return
+        picks = []
+        for a, v, types, need in opts:
+            sub = slot.request.alternatives[a]
+            pick = m.new_bool_var(f"shared_pick[{shared.index},{j},{a},{v!r}]")
+            picks.append(pick)
+            if slot.match is not None:
+                if v not in vals:
+                    vals[v] = m.new_bool_var(f"shared_val[{shared.index},{v!r}]")
+                m.add(pick <= vals[v])
+            allocs = []
+            for t in types:
+                size = dra.types[t].size
+                hi = need if dra.types[t].shareable else min(need, size)
+                var = m.new_int_var(0, hi, f"shared_alloc[{shared.index},{j},{a},{v!r},{t}]")
+                vars.shared_alloc[shared.index, j, a, v, t] = var
+                on_type[t].append((None, var, hi))
+                allocs.append(var)
+                if sub.all_mode:
+                    m.add(var == size * pick)
+                if t not in uses:
+                    uses[t] = m.new_bool_var(f"shared_uses[{shared.index},{t}]")
+                m.add(var <= hi * uses[t])
+            if not sub.all_mode:
+                m.add(cp_model.LinearExpr.sum(allocs) == need * pick)
+            if slot.distinct is not None:
+                groups: dict[object, list[cp_model.IntVar]] = defaultdict(list)
+                for t, var in zip(types, allocs, strict=True):
+                    groups[dra.types[t].values[slot.distinct]].append(var)
+                for members in groups.values():
+                    m.add(cp_model.LinearExpr.sum(members) <= pick)
+        m.add(cp_model.LinearExpr.sum(picks) == used)
+    if vals:
+        m.add(cp_model.LinearExpr.sum(list(vals.values())) <= 1)
+    # reach: node-local types fix one site; network types a node set
+    site: dict[s.NodeName, cp_model.IntVar] = {}
+    for t, u in uses.items():
+        node = dra.types[t].node
+        if node is not None:
+            if node not in site:
+                site[node] = m.new_bool_var(f"shared_site[{shared.index},{node}]")
+            m.add(u <= site[node])
+    if site:
+        any_local = cp_model.LinearExpr.sum(list(site.values()))
+        m.add(any_local <= 1)
+        for _, n, var, most in counts:
+            here = site.get(n)
+            m.add(var <= most * (1 - any_local + here) if here is not None else var <= most * (1 - any_local))
+    for t, u in uses.items():
+        if dra.types[t].node is None:
+            for _, n, var, most in counts:
+                if n not in dra.types[t].reach:
+                    m.add(var <= most * (1 - u))
+
+
+def _freed(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType,
+           takers: list[int | None]) -> cp_model.IntVar | None:
+    """1 iff every holder of the type is evicted; None when no taker may evict them all."""
+    assert dtype.holder
+    units = [problem.units[u] for u in dtype.holder]
+    classes = [problem.classes[c] for c in takers if c is not None]
+    if not any(all(problem.eligible(c, u) for u in units) for c in classes) and not _shared_may_evict(
+            problem, takers, units):
+        return None
+    evicts = [vars.evicts(u.index) for u in units]
+    if len(evicts) == 1:
+        return evicts[0]
+    freed = vars.model.new_bool_var(f"freed[{dtype.index}]")
+    for e in evicts:
+        vars.model.add(freed <= e)
+    return freed
+
+
+def _shared_may_evict(problem: Problem, takers: list[int | None], units: list[object]) -> bool:
+    if None not in takers:
+        return False
+    groups = {sh.group for sh in problem.dra.shared}
+    return any(all(problem.eligible(c, u) for u in units) for c in problem.classes  # type: ignore[arg-type]
+               if c.group in groups)

@@ -1,0 +1,105 @@
+"""Aggregated device counts -> one DeviceAllocation per pod, claim and request.
+
+The model (and the greedy) decide, per (class, node), how many devices of each type each
+(slot, alternative, match value) takes. Here the pods bound there are dealt out: pods to
+match values (one value per pod and claim), then to alternatives, then devices of each
+type in key order, round-robin over the pods of an option so that a distinctAttribute
+(at most one device per value and pod) holds whenever the counts allow it. Devices of a
+type are interchangeable, so any dealing that respects the counts is a valid plan; the
+verifier checks the result independently.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+
+from solver.model import dra as dra_mod
+from solver.model import snapshot as s
+from solver.model.plan import AllocatedDevice, Binding, DeviceAllocation
+from solver.model.problem import Problem
+
+Counts = Mapping[tuple[int, int, object, int], int]  # (slot, alternative, value, type) -> devices
+
+
+class _Cursor:
+    """Hands out devices of each type in key order; a shareable type hands them out again."""
+
+    def __init__(self, dra: dra_mod.DraProblem) -> None:
+        self.dra = dra
+        self.next: dict[int, int] = defaultdict(int)
+
+    def take(self, t: int) -> s.Device:
+        dtype = self.dra.types[t]
+        i = self.next[t]
+        self.next[t] = i + 1
+        return dtype.devices[i % dtype.size] if dtype.shareable else dtype.devices[i]
+
+
+def device_allocations(problem: Problem, counts_by_class_node: Mapping[tuple[int, s.NodeName], Counts],
+                       shared: Mapping[int, Counts], bindings: Sequence[Binding],
+                       node_pods: Mapping[tuple[int, s.NodeName], list[str]]) -> tuple[DeviceAllocation, ...]:
+    dra = problem.dra
+    if not dra.types:
+        return ()
+    cursor = _Cursor(dra)
+    out: list[DeviceAllocation] = []
+    for (c, node), pods in sorted(node_pods.items()):
+        slots = dra.class_slots[c]
+        if not slots:
+            continue
+        counts = counts_by_class_node.get((c, node), {})
+        out.extend(_deal(dra, slots, counts, node, pods, cursor))
+    for i, counts in sorted(shared.items()):
+        claim = dra.shared[i]
+        for alloc in _deal(dra, claim.slots, counts, None, [claim.group], cursor):
+            out.append(DeviceAllocation(pod_group=alloc.pod, claim=alloc.claim, request=alloc.request,
+                                        devices=alloc.devices))
+    return tuple(sorted(out, key=lambda d: (d.pod_group, d.pod, d.claim, d.request)))
+
+
+def _need(dra: dra_mod.DraProblem, slot: dra_mod.Slot, a: int, node: s.NodeName | None) -> int:
+    return dra.need(slot.request.alternatives[a], node, slot.eligible[a])
+
+
+def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts, node: s.NodeName | None,
+          owners: list[str], cursor: _Cursor) -> Iterator[DeviceAllocation]:
+    # pods per (slot, alternative, value), from the device counts
+    per_option: dict[tuple[int, int, object], dict[int, int]] = defaultdict(dict)
+    for (j, a, v, t), n in sorted(counts.items(), key=lambda kv: repr(kv[0])):
+        per_option[j, a, v][t] = n
+    value_of: dict[tuple[int, str], object] = {}  # (claim, owner) -> match value
+    for j, slot in enumerate(slots):
+        options = sorted(((a, v) for (jj, a, v) in per_option if jj == j), key=repr)
+        # owners to options: a claim's match value first, then the alternatives
+        remaining = list(owners)
+        queue: list[tuple[str, int, object]] = []
+        for a, v in options:
+            pods = sum(per_option[j, a, v].values()) // max(1, _need(dra, slot, a, node))
+            if slot.match is not None:
+                chosen = [o for o in remaining if value_of.get((slot.claim, o), v) == v][:pods]
+            else:
+                chosen = remaining[:pods]
+            for o in chosen:
+                remaining.remove(o)
+                if slot.match is not None:
+                    value_of[slot.claim, o] = v
+                queue.append((o, a, v))
+        for a, v in options:
+            members = [o for o, aa, vv in queue if (aa, vv) == (a, v)]
+            need = _need(dra, slot, a, node)
+            got: dict[str, list[s.Device]] = {o: [] for o in members}
+            k = 0
+            for t, n in sorted(per_option[j, a, v].items()):
+                for _ in range(n):
+                    # round-robin over the option's pods, skipping pods already full
+                    for _step in range(len(members)):
+                        o = members[k % len(members)]
+                        k += 1
+                        if len(got[o]) < need:
+                            got[o].append(cursor.take(t))
+                            break
+            sub = slot.request.alternatives[a]
+            for o in members:
+                yield DeviceAllocation(pod=o, claim=slot.claim_entry, request=sub.name, devices=tuple(
+                    AllocatedDevice(driver=d.driver, pool=d.pool, device=d.name) for d in got[o]))

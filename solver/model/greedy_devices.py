@@ -1,0 +1,157 @@
+"""Device bookkeeping for the greedy baseline: which devices are taken, and first-fit claims.
+
+Upstream's allocator takes a pod's claims one by one, requests in order, the first
+``firstAvailable`` alternative that fits, devices in order. ``Devices`` does the same on
+device types: per pod, per claim, the first match value (if a matchAttribute binds it)
+for which every request finds an alternative with enough free devices (at most one per
+value of a distinctAttribute); free devices before ones freed by an eviction. A shared
+claim is allocated with the first of its group's pods and pins the rest of the group to
+the nodes its devices reach. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from solver.model import dra as dra_mod
+from solver.model import snapshot as s
+
+Take = dict[tuple[int, int, object, int], int]  # (slot, alternative, value, type) -> devices
+INF = 1 << 40
+
+
+class Devices:
+    def __init__(self, dra: dra_mod.DraProblem, evicted: set[int]) -> None:
+        self.dra = dra
+        self.evicted = evicted  # the greedy state's set, shared (read only here)
+        self.used: Counter[int] = Counter()
+        self.by_class: dict[int, Counter[int]] = defaultdict(Counter)  # type -> class -> devices
+        self.placed: dict[tuple[int, s.NodeName], Counter[tuple[int, int, object, int]]] = defaultdict(Counter)
+        self.shared: dict[int, Take] = {}
+        self.shared_reach: dict[int, frozenset[s.NodeName]] = {}
+
+    def supply(self, t: int) -> int:
+        dtype = self.dra.types[t]
+        if dtype.shareable:
+            return INF
+        if dtype.holder is None:
+            return dtype.size
+        if dtype.holder and all(u in self.evicted for u in dtype.holder):
+            return dtype.size
+        return 0
+
+    def free(self, t: int, extra: Counter[int] | None = None) -> int:
+        return self.supply(t) - self.used[t] - (extra[t] if extra else 0)
+
+    # ---- fitting --------------------------------------------------------------------
+    def fit(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, pods: int,
+            reach_node: s.NodeName | None = None) -> tuple[int, Take]:
+        """How many of ``pods`` owners fit (up to ``pods``), and what they take together."""
+        total: Counter[int] = Counter()
+        take: Take = Counter()  # type: ignore[assignment]
+        done = 0
+        for _ in range(pods):
+            one = self._fit_one(slots, node, total, reach_node)
+            if one is None:
+                break
+            for (j, a, v, t), n in one.items():
+                take[j, a, v, t] += n  # type: ignore[index]
+                total[t] += n
+            done += 1
+        return done, dict(take)
+
+    def _fit_one(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, taken: Counter[int],
+                 reach_node: s.NodeName | None) -> Take | None:
+        out: Take = {}
+        local: Counter[int] = Counter(taken)
+        for claim in sorted({sl.claim for sl in slots}):
+            members = [(j, sl) for j, sl in enumerate(slots) if sl.claim == claim]
+            match = next((sl.match for _, sl in members if sl.match is not None), None)
+            values: list[object] = [None]
+            if match is not None:
+                values = sorted({v for _, sl in members for a, v, _, _ in self.dra.options(sl, node)}, key=repr)
+            for v in values:
+                trial: Take = {}
+                extra: Counter[int] = Counter(local)
+                ok = True
+                for j, sl in members:
+                    got = None
+                    for a, vv, types, need in self.dra.options(sl, node):
+                        if sl.match is not None and vv != v:
+                            continue
+                        if reach_node is not None and any(reach_node not in self.dra.types[t].reach for t in types):
+                            types = [t for t in types if reach_node in self.dra.types[t].reach]
+                            if sl.request.alternatives[a].all_mode:
+                                continue
+                        got = self._take(sl, a, types, need, extra)
+                        if got is not None:
+                            for t, n in got.items():
+                                trial[j, a, vv, t] = n
+                                extra[t] += n
+                            break
+                    if got is None:
+                        ok = False
+                        break
+                if ok:
+                    out.update(trial)
+                    local = extra
+                    break
+            else:
+                return None
+        return out
+
+    def _take(self, slot: dra_mod.Slot, a: int, types: list[int], need: int, extra: Counter[int]) -> dict[int, int] | None:
+        sub = slot.request.alternatives[a]
+        if sub.all_mode:
+            if all(self.free(t, extra) >= self.dra.types[t].size for t in types):
+                return {t: self.dra.types[t].size for t in types}
+            return None
+        got: dict[int, int] = {}
+        left = need
+        seen_values: set[object] = set()
+        # free devices first, then devices an eviction freed; then by type index
+        for t in sorted(types, key=lambda t: (self.dra.types[t].holder is not None, t)):
+            if left == 0:
+                break
+            room = self.free(t, extra)
+            if room <= 0:
+                continue
+            if slot.distinct is not None:
+                value = self.dra.types[t].values[slot.distinct]
+                if value in seen_values:
+                    continue
+                seen_values.add(value)
+                room = min(room, 1)
+            n = min(room, left)
+            got[t] = n
+            left -= n
+        return got if left == 0 else None
+
+    # ---- committing -----------------------------------------------------------------
+    def commit(self, c: int, node: s.NodeName, take: Take, sign: int = 1) -> None:
+        for (j, a, v, t), n in take.items():
+            self.used[t] += sign * n
+            self.by_class[t][c] += sign * n
+            self.placed[c, node][j, a, v, t] += sign * n
+
+    def commit_shared(self, i: int, take: Take | None, reach: frozenset[s.NodeName] | None, c: int) -> None:
+        if take is None:  # undo
+            old = self.shared.pop(i)
+            self.shared_reach.pop(i, None)
+            for (_, _, _, t), n in old.items():
+                self.used[t] -= n
+                self.by_class[t][c] -= n
+            return
+        self.shared[i] = take
+        assert reach is not None
+        self.shared_reach[i] = reach
+        for (_, _, _, t), n in take.items():
+            self.used[t] += n
+            self.by_class[t][c] += n
+
+    def feasible(self, types: Sequence[int]) -> bool:
+        return all(self.used[t] <= self.supply(t) for t in types)
+
+    def devices(self) -> dict[tuple[int, s.NodeName], dict[tuple[int, int, object, int], int]]:
+        return {k: {kk: n for kk, n in v.items() if n > 0} for k, v in self.placed.items() if any(n > 0 for n in v.values())}
