@@ -42,12 +42,68 @@ class GenerateSpec:
     gang_topology: str = RACK
     composite_groups: int = 0  # >0 adds a CompositePodGroup (zone) of that many PodGroups (rack)
     composite_pods: int = 8  # pods per PodGroup of the composite
+    dra: bool = False  # GPUs as DRA devices (ResourceSlices, claims) instead of nvidia.com/gpu
     seed: int = 0
 
 
-def _node(name: str, zone: str, block: str, rack: str, gpu: bool) -> dict[str, Any]:
+DRIVER = "gpu.example.com"
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+
+
+def _dra_objects() -> list[dict[str, Any]]:
+    """The DeviceClass and the claim template the generated pods use."""
+    return [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
+         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}},
+    ]
+
+
+def _claim_template(name: str, gpus: int) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": DRIVER, "count": gpus}}]}}}}
+
+
+def _slice(node: str) -> dict[str, Any]:
+    """8 GPUs on ``node``, two PCIe roots of four."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-gpus"},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                   "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}",
+                                  "attributes": {"model": {"string": "H100"},
+                                                 PCIE_ROOT: {"string": f"pci{i // 4}"}},
+                                  "capacity": {"memory": {"value": "80Gi"}}} for i in range(8)]}}
+
+
+def _with_claim(pod: dict[str, Any], entry: str, *, template: str | None = None,
+                claim: str | None = None) -> dict[str, Any]:
+    ref: dict[str, str] = {"name": entry}
+    if template:
+        ref["resourceClaimTemplateName"] = template
+    if claim:
+        ref["resourceClaimName"] = claim
+    pod["spec"]["resourceClaims"] = [ref]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": entry}]
+    return pod
+
+
+def _allocated_claim(name: str, pod: str, node: str, devices: list[int]) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER,
+                                                                          "count": len(devices)}}]}},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": DRIVER, "pool": node, "device": f"gpu-{i}"} for i in devices]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+                "reservedFor": [{"resource": "pods", "name": pod, "uid": f"uid-{pod}"}]}}
+
+
+def _node(name: str, zone: str, block: str, rack: str, gpu: bool, dra: bool = False) -> dict[str, Any]:
     alloc = {"cpu": "64", "memory": "256Gi", "pods": "110"}
-    if gpu:
+    if gpu and not dra:
         alloc[GPU] = "8"
     return {
         "apiVersion": "v1", "kind": "Node",
@@ -101,6 +157,8 @@ def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
         for n, v in PRIORITIES
     ]
+    if spec.dra:
+        objs += _dra_objects()
     nodes: list[tuple[str, str, bool]] = []  # (name, rack, gpu)
     per_zone = spec.blocks_per_zone * spec.racks_per_block * spec.nodes_per_rack
     for i in range(spec.nodes):
@@ -112,7 +170,9 @@ def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
         gpu = rng.random() < spec.gpu_fraction if first_in_rack else nodes[-1][2]  # whole racks are GPU racks
         name = f"node-{i:05d}"
         nodes.append((name, rack, gpu))
-        objs.append(_node(name, f"z{z}", f"z{z}-b{b}", rack, gpu))
+        objs.append(_node(name, f"z{z}", f"z{z}-b{b}", rack, gpu, spec.dra))
+        if gpu and spec.dra:
+            objs.append(_slice(name))
     # background: per node, pods_per_node pods summing to ~utilisation of 64 cores
     by_rack: dict[str, list[tuple[str, bool]]] = {}
     for name, rack, gpu in nodes:
@@ -133,9 +193,14 @@ def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
                 gpus = 1 if gpus_left and rng.random() < 0.5 else 0
                 gpus_left -= gpus
                 app = rng.choice(apps)
-                objs.append(_pod(f"bg-{pod_id:06d}", cpu_m=cpu, mem_mi=cpu * 2, gpus=gpus, node=name,
-                                 priority_class=cls_name, labels={"app": app},
-                                 start=f"2026-12-01T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z"))
+                pname = f"bg-{pod_id:06d}"
+                bg = _pod(pname, cpu_m=cpu, mem_mi=cpu * 2, gpus=0 if spec.dra else gpus, node=name,
+                          priority_class=cls_name, labels={"app": app},
+                          start=f"2026-12-01T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z")
+                if gpus and spec.dra:
+                    _with_claim(bg, "gpu", claim=f"{pname}-gpu")
+                    objs.append(_allocated_claim(f"{pname}-gpu", pname, name, [7 - gpus_left]))
+                objs.append(bg)
                 pod_id += 1
         # a few `all` groups spread over the rack's nodes
         groups = int(len(members) * spec.pods_per_node * spec.all_group_fraction / 4)
@@ -156,9 +221,14 @@ def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
     if spec.gang_pods:
         objs.append(_pod_group("train", min_count=spec.gang_pods, priority_class="training",
                                topology=spec.gang_topology))
+        if spec.dra:
+            objs.append(_claim_template("train-gpus", spec.gang_gpus))
         for k in range(spec.gang_pods):
-            objs.append(_pod(f"train-{k:04d}", cpu_m=spec.gang_cpu_m, mem_mi=spec.gang_cpu_m * 2,
-                             gpus=spec.gang_gpus, priority_class="training", group="train"))
+            gang_pod = _pod(f"train-{k:04d}", cpu_m=spec.gang_cpu_m, mem_mi=spec.gang_cpu_m * 2,
+                            gpus=0 if spec.dra else spec.gang_gpus, priority_class="training", group="train")
+            if spec.dra and spec.gang_gpus:
+                _with_claim(gang_pod, "gpu", template="train-gpus")
+            objs.append(gang_pod)
     if spec.composite_groups:
         objs.append({"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
                      "metadata": {"name": "pipeline", "namespace": NS},
