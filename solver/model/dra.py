@@ -20,10 +20,14 @@ Decisions where DESIGN.md is silent:
 
 - A held device goes free only when every consumer in its claim's ``reservedFor`` is
   evicted (all running pods of a reserved PodGroup); an allocated claim nobody reserves,
-  or one reserved by a pod that is not a victim, stays held.
+  one reserved by a pod that is not a victim or by another kind of consumer, stays held.
+- A ResourceClaim named by several pending pods outside their PodGroup's
+  ``spec.resourceClaims`` is an input error (one allocation shared that way is not modelled).
 - ``allocationMode: All`` takes every device the alternative selects that the pod's node
   reaches, and fails when there is none; a shareable device (``allowMultipleAllocations``)
   is never used up (consumable capacity is not modelled).
+- A selector that fails at run time on any device (a missing attribute name) makes that
+  request unsatisfiable: upstream's allocator aborts the pod's allocation on such an error.
 - ``distinctAttribute`` is modelled for constraints over one request; a claim may have
   at most one ``matchAttribute`` constraint (both are checked by ``solver.verify``).
 
@@ -36,7 +40,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from solver.model import selectors
+from solver.model import cel, selectors
 from solver.model import snapshot as s
 from solver.model.errors import SnapshotInvalidError
 
@@ -159,6 +163,7 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
     if not dra_state.pod_claims and not dra_state.devices:
         return out
     nodes = snapshot.nodes
+    pending_pods = {p.key for p in snapshot.pods if p.node is None}
     unit_of_pod = {p.key: u.index for u in units for p in u.members}  # type: ignore[attr-defined]
     protected = {u.index for u in units if u.protected}  # type: ignore[attr-defined]
     running_of_group: dict[str, list[str]] = defaultdict(list)
@@ -172,7 +177,7 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
         if claim.allocation is None:
             continue
         consumers = list(claim.reserved_pods) + [p for g in claim.reserved_groups for p in running_of_group.get(g, ())]
-        if consumers and all(p in unit_of_pod and unit_of_pod[p] not in protected for p in consumers):
+        if consumers and not claim.reserved_other and all(p in unit_of_pod and unit_of_pod[p] not in protected for p in consumers):
             holder: Holder = tuple(sorted({unit_of_pod[p] for p in consumers}))
         else:
             holder = ()
@@ -185,6 +190,17 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
     questions: list[s.SubRequest] = []
     constraint_attrs: set[str] = set()
     raw_class_slots: list[list[tuple[str, int, s.Claim]]] = []
+    users: dict[s.ClaimKey, list[str]] = defaultdict(list)  # unallocated per-pod claim -> pending pods
+    for pod_key, pcs in dra_state.pod_claims.items():
+        for pc in pcs:
+            if pc.shared_by is None and dra_state.claims[pc.claim].allocation is None:
+                users[pc.claim].append(pod_key)
+    for key, pods in users.items():
+        pending = [p for p in pods if p in pending_pods]
+        if len(pending) > 1:
+            raise SnapshotInvalidError(f"ResourceClaim/{key}", "metadata.name",
+                                       f"used by several pending pods ({', '.join(sorted(pending))}) outside a "
+                                       "PodGroup's spec.resourceClaims: one allocation shared that way is not modelled")
     shared_raw: dict[tuple[s.GroupKey, str], s.Claim] = {}
     for cls in classes:
         rep = cls.pods[0]  # type: ignore[attr-defined]
@@ -209,7 +225,7 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
     # ---- device types ---------------------------------------------------------------
     reach_cache: dict[tuple[object, ...], frozenset[s.NodeName]] = {}
     by_key: dict[tuple[object, ...], list[s.Device]] = defaultdict(list)
-    answers_cache: dict[tuple[object, ...], tuple[bool, ...]] = {}
+    answers_cache: dict[tuple[object, ...], tuple[bool | None, ...]] = {}
     for dev in dra_state.devices:
         if dev.node is not None:
             reach = frozenset((dev.node,))
@@ -227,7 +243,7 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
         holder = None if dev.allow_multiple else holder_of.get(dev.key)
         key = (dev.node, reach, holder, dev.allow_multiple, answers_cache[sig], values)
         by_key[key].append(dev)
-    answers_of_type: list[tuple[bool, ...]] = []
+    answers_of_type: list[tuple[bool | None, ...]] = []
     for key in sorted(by_key, key=lambda k: (k[0] or "", sorted(k[1])[:1], repr(k[2:]))):
         devs = tuple(sorted(by_key[key], key=lambda d: d.key))
         node, reach, holder, shareable, answers, values = key
@@ -253,6 +269,9 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
             eligible = []
             for sub in req.alternatives:
                 qi = q_index[sub]
+                if any(answers[qi] is None for answers in answers_of_type):
+                    eligible.append(frozenset())  # upstream aborts the allocation: nothing fits
+                    continue
                 types = {t.index for t in out.types if answers_of_type[t.index][qi]
                          and (m is None or t.values.get(m) is not None)
                          and (d is None or t.values.get(d) is not None)}
@@ -298,18 +317,18 @@ def _constraints(claim: s.Claim) -> tuple[tuple[tuple[str, ...], str] | None, li
     return (matches[0] if matches else None), distinct  # type: ignore[return-value]
 
 
-def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState) -> bool:
+def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState) -> bool | None:
+    """Does ``sub`` select ``dev``? None: a selector failed at run time on it."""
     dclass = dra_state.classes.get(sub.device_class)
     if dclass is None:
         return False
     if any(t.effect in ("NoSchedule", "NoExecute") and not any(selectors.tolerates(tol, t) for tol in sub.tolerations)
            for t in dev.taints):
         return False
-    exprs = list(dclass.selectors) + list(sub.selectors)
-    if not exprs:
-        return True
-    from solver.model import cel  # TODO(dra): top-level once cel.py lands
-    return all(cel.selects(e, dev) for e in exprs)
+    try:
+        return all(cel.selects(e, dev) for e in (*dclass.selectors, *sub.selectors))
+    except cel.CelRuntimeError:
+        return None
 
 
 def _allocation_reach(claim: s.Claim, dra_state: s.DraState, nodes: Sequence[s.Node]) -> frozenset[s.NodeName]:

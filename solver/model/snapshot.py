@@ -220,6 +220,8 @@ class Claim:
     allocation_nodes: tuple[NodeSelectorTerm, ...] = ()  # status.allocation.nodeSelector; () = any node
     reserved_pods: tuple[str, ...] = ()  # status.reservedFor pods, "ns/name"
     reserved_groups: tuple[str, ...] = ()  # status.reservedFor podgroups, "ns/name"
+    # status.reservedFor consumers that are neither: "resource[.apiGroup]/ns/name"; they never go away
+    reserved_other: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

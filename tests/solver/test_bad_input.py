@@ -68,8 +68,13 @@ BAD = [
     ("unknown-selector-operator", [node("n1"), pod("p").affinity("k", "Near", "x")],
      "Pod/default/p: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
      ".nodeSelectorTerms[0].matchExpressions[0].operator: unknown operator 'Near'"),
-    ("pending-pod-with-dra-claim", [node("n1"), _with(pod("p"), "spec.resourceClaims", [{"name": "gpu"}])],
-     "Pod/default/p: spec.resourceClaims: DRA claims of pending pods are not modelled yet"),
+    ("pod-names-missing-claim-template",
+     [node("n1"), _with(pod("p"), "spec.resourceClaims", [{"name": "gpu", "resourceClaimTemplateName": "ghost"}])],
+     "Pod/default/p: spec.resourceClaims[0]: ResourceClaimTemplate default/ghost not found"),
+    ("device-class-selector-does-not-compile",
+     [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+       "spec": {"selectors": [{"cel": {"expression": "device.driver =="}}]}}],
+     "DeviceClass/gpu: spec.selectors[0].cel.expression: CEL: syntax error"),
     ("object-without-kind", [{"metadata": {"name": "x"}}], "?/x: kind: missing"),
 ]
 
