@@ -47,6 +47,7 @@ class PlanOptions:
     baseline_only: bool = False  # answer with the upstream-greedy plan
     max_variables: int | None = None
     decompose: bool = True  # one sub-model per root domain when that is exact (solver.model.decompose)
+    ideal_shortcut: bool = True  # a baseline at every trivial bound is returned without a model
 
 
 def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
@@ -93,7 +94,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
         "seed": options.seed,
         "baselineSeconds": round(baseline_seconds, 4),
     }
-    if not options.baseline_only and reaches_ideal(problem, baseline):
+    if not options.baseline_only and options.ideal_shortcut and reaches_ideal(problem, baseline):
         # every workload satisfied, every pod placed, nothing evicted: no plan can be better,
         # so this is proven optimal without a model (a bound of 0 on cost, gap 0)
         stats.update({"solver": "baseline-at-ideal", "buildSeconds": 0.0, "solveSeconds": 0.0,

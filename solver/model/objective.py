@@ -47,6 +47,15 @@ def _tier1_levels(problem: Problem, vars: PlacementVars) -> list[tuple[int, list
 
 
 def stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
+    out = _tier_stages(problem, vars)
+    if vars.alt_picks:  # below every tier: earlier firstAvailable entries (constraints/devices.py)
+        most = sum(rank * list(var.proto.domain)[-1] for rank, var in vars.alt_picks)
+        out.append(Stage("firstAvailable", cp_model.LinearExpr.sum([r * v for r, v in vars.alt_picks]), False,
+                         (1,), (most,)))
+    return out
+
+
+def _tier_stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
     out: list[Stage] = []
     total_pods = sum(len(c.pods) for c in problem.classes)
     placed = cp_model.LinearExpr.sum([v for _, v in vars.counts()])

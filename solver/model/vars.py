@@ -39,6 +39,8 @@ class PlacementVars:
         # shared_alloc[i, slot, alt, value, type] the same for shared claim i.
         self.alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
         self.shared_alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
+        # (rank, pick): pods (or a shared claim) taking their rank-th usable firstAvailable entry
+        self.alt_picks: list[tuple[int, cp_model.IntVar]] = []
         self._create_counts()
 
     # ---- creation ----------------------------------------------------------------

@@ -19,7 +19,7 @@ def test_bench_prints_the_table_and_writes_json_lines(tmp_path: Path, capsys: py
     table = capsys.readouterr().out
     assert table.splitlines()[0].startswith("case ")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["case"] for r in rows] == ["composite-zone-rack", "gang-preemption"]
+    assert [r["case"] for r in rows] == ["composite-zone-rack", "dra-gpus", "gang-preemption"]
     for row in rows:
         assert row["verified"] is True and row["status"] == "OPTIMAL" and row["repeat"] == 2
         assert row["worseThanBaseline"] is False

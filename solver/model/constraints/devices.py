@@ -15,6 +15,9 @@ and per type t that is not shareable (supply; a held type goes free with its hol
 
     Σ alloc[·, t] + Σ shared_alloc[·, t] ≤ free(t) + |t|·freed(holder(t))
 
+Below the five tiers, a last stage prefers earlier ``firstAvailable`` entries (upstream takes
+the first that fits): it minimises Σ rank·pick, rank counting only entries usable there.
+
 A PodGroup's shared claim is allocated once, when any pod of the group is placed
 (used[i]), from types anywhere; a used type pins every pod of the group to the nodes it
 reaches (node-local types: one node, the claim's site).
@@ -80,6 +83,7 @@ def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, 
             return
         picks = []
         by_value: dict[object, list[cp_model.IntVar]] = defaultdict(list)
+        ranks = {a: r for r, a in enumerate(sorted({a for a, _, _, _ in opts}))}
         for a, v, types, need in opts:
             sub = slot.request.alternatives[a]
             if len(opts) == 1 and slot.match is None:
@@ -88,6 +92,8 @@ def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, 
                 pick = m.new_int_var(0, most, f"pick[{c},{node},{j},{a},{v!r}]")
                 picks.append(pick)
                 by_value[v].append(pick)
+                if ranks[a]:
+                    vars.alt_picks.append((ranks[a], pick))
             allocs = []
             for t in types:
                 size = dra.types[t].size
@@ -145,10 +151,13 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
             m.add(used == 0)
             return
         picks = []
+        ranks = {a: r for r, a in enumerate(sorted({a for a, _, _, _ in opts}))}
         for a, v, types, need in opts:
             sub = slot.request.alternatives[a]
             pick = m.new_bool_var(f"shared_pick[{shared.index},{j},{a},{v!r}]")
             picks.append(pick)
+            if ranks[a]:
+                vars.alt_picks.append((ranks[a], pick))
             if slot.match is not None:
                 if v not in vals:
                     vals[v] = m.new_bool_var(f"shared_val[{shared.index},{v!r}]")

@@ -1,0 +1,194 @@
+"""One hand-written case per DRA rule, each asserting the exact bindings, evictions and devices.
+
+Every snapshot goes through solver.kube (real resource.k8s.io/v1 object dicts) and every
+plan through solver.verify.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver import api, verify
+from tests.builders import RACK, node, pod, pod_group, snapshot
+from tests.dra_builders import (
+    DRIVER,
+    PCIE,
+    claim,
+    claim_template,
+    device,
+    device_class,
+    first_available,
+    gpu_slice,
+    group_claims,
+    request,
+    resource_slice,
+    with_claims,
+)
+
+GPU_CLASS = device_class("gpu", f'device.driver == "{DRIVER}"')
+
+
+def _plan(*objs: Any) -> tuple[dict[str, str], list[str], list[dict[str, Any]], Any]:
+    snap = snapshot(*objs)
+    # the CP-SAT model decides (no shortcut through a baseline at the trivial bound)
+    plan = api.plan(snap, api.PlanOptions(time_limit=30, ideal_shortcut=False))
+    assert plan.stats["solver"] == "cp-sat"
+    assert verify.verify(snap, plan) == []
+    base = api.plan(snap, api.PlanOptions(baseline_only=True))  # the greedy handles devices too
+    assert verify.verify(snap, base) == []
+    assert plan.objective.key() >= base.objective.key()
+    allocs = [{k: v for k, v in d.to_dict().items()} for d in plan.device_allocations]
+    return {b.pod: b.node for b in plan.bindings}, [e.pod for e in plan.evictions], allocs, plan
+
+
+def _devices(alloc: dict[str, Any]) -> list[str]:
+    return [f"{d['pool']}/{d['device']}" for d in alloc["devices"]]
+
+
+def _gpu_pod(name: str, template: str) -> Any:
+    return with_claims(pod(name).cpu_m(1000).priority(100), gpu=template)
+
+
+def test_device_class_selector_picks_its_driver_only() -> None:
+    fpga = resource_slice("n0-fpga", [device("fpga-0"), device("fpga-1")], node="n0", driver="fpga.example.com")
+    bindings, _, allocs, _ = _plan(node("n0").cpu_m(8000), gpu_slice("n0", 2), fpga, GPU_CLASS,
+                                   claim_template("two", request("gpu", count=2)), _gpu_pod("p", "two"))
+    assert bindings == {"default/p": "n0"}
+    assert allocs == [{"pod": "default/p", "claim": "gpu", "request": "gpu", "devices": [
+        {"driver": DRIVER, "pool": "n0", "device": "gpu-0"}, {"driver": DRIVER, "pool": "n0", "device": "gpu-1"}]}]
+
+
+def test_request_selector_narrows_the_class() -> None:
+    mixed = resource_slice("n0-gpu", [device("gpu-0", model="A100"), device("gpu-1", model="T4")], node="n0")
+    t4 = request("gpu", count=1, selectors=(f'device.attributes["{DRIVER}"].model == "T4"',))
+    _, _, allocs, _ = _plan(node("n0").cpu_m(8000), mixed, GPU_CLASS, claim_template("t4", t4), _gpu_pod("p", "t4"))
+    assert [_devices(a) for a in allocs] == [["n0/gpu-1"]]
+
+
+def test_count_takes_exactly_that_many() -> None:
+    _, _, allocs, _ = _plan(node("n0").cpu_m(8000), gpu_slice("n0", 4), GPU_CLASS,
+                            claim_template("three", request("gpu", count=3)), _gpu_pod("p", "three"))
+    assert [_devices(a) for a in allocs] == [["n0/gpu-0", "n0/gpu-1", "n0/gpu-2"]]
+
+
+def test_all_mode_takes_every_matching_device_and_needs_them_all_free() -> None:
+    # n0's only GPU is held by a pod that may not be preempted: All cannot be met there
+    held = claim("held", request("gpu"), allocated=[("n0", "gpu-0")], node="n0", reserved_for=["vip"])
+    objs = [node("n0").cpu_m(8000), node("n1").cpu_m(8000), gpu_slice("n0", 1), gpu_slice("n1", 3), GPU_CLASS, held,
+            with_claims(pod("vip").on("n0").cpu_m(500).priority(1000), gpu="claim:held"),
+            claim_template("all", request("gpu", all_mode=True)), _gpu_pod("p", "all")]
+    bindings, evictions, allocs, _ = _plan(*objs)
+    assert bindings == {"default/p": "n1"} and evictions == []
+    assert [_devices(a) for a in allocs] == [["n1/gpu-0", "n1/gpu-1", "n1/gpu-2"]]
+
+
+def test_first_available_falls_back_to_the_next_entry_that_fits() -> None:
+    big, small = request("big", count=4), request("small", count=1)
+    _, _, allocs, _ = _plan(node("n0").cpu_m(8000), gpu_slice("n0", 2), GPU_CLASS,
+                            claim_template("fa", first_available("gpu", big, small)), _gpu_pod("p", "fa"))
+    assert [(a["request"], _devices(a)) for a in allocs] == [("gpu/small", ["n0/gpu-0"])]
+
+
+def test_first_available_prefers_the_first_entry_when_both_fit() -> None:
+    big, small = request("big", count=2), request("small", count=1)
+    _, _, allocs, plan = _plan(node("n0").cpu_m(8000), gpu_slice("n0", 2), GPU_CLASS,
+                               claim_template("fa", first_available("gpu", big, small)), _gpu_pod("p", "fa"))
+    assert [(a["request"], _devices(a)) for a in allocs] == [("gpu/big", ["n0/gpu-0", "n0/gpu-1"])]
+    assert plan.status == "OPTIMAL"
+
+
+def test_match_attribute_keeps_a_claim_on_one_pcie_root() -> None:
+    # gpu-0 (pci0) is held for good, so 4 GPUs on one root can only come from pci1
+    held = claim("held", request("gpu"), allocated=[("n0", "gpu-0")], node="n0", reserved_for=["vip"])
+    objs = [node("n0").cpu_m(8000), gpu_slice("n0", 8, pcie=4), GPU_CLASS, held,
+            with_claims(pod("vip").on("n0").cpu_m(500).priority(1000), gpu="claim:held"),
+            claim_template("four", request("gpu", count=4), match=PCIE), _gpu_pod("p", "four")]
+    _, _, allocs, _ = _plan(*objs)
+    assert [_devices(a) for a in allocs] == [["n0/gpu-4", "n0/gpu-5", "n0/gpu-6", "n0/gpu-7"]]
+
+
+def test_distinct_attribute_spreads_a_claim_over_pcie_roots() -> None:
+    _, _, allocs, _ = _plan(node("n0").cpu_m(8000), gpu_slice("n0", 4, pcie=2), GPU_CLASS,
+                            claim_template("spread", request("gpu", count=2), distinct=PCIE), _gpu_pod("p", "spread"))
+    assert [_devices(a) for a in allocs] == [["n0/gpu-0", "n0/gpu-2"]]
+
+
+def test_distinct_attribute_that_cannot_hold_leaves_the_pod_pending() -> None:
+    bindings, _, allocs, plan = _plan(
+        node("n0").cpu_m(8000), gpu_slice("n0", 4, pcie=4), GPU_CLASS,
+        claim_template("spread", request("gpu", count=2), distinct=PCIE), _gpu_pod("p", "spread"))
+    assert bindings == {} and allocs == [] and plan.objective.placed_pods == 0
+
+
+def test_shared_group_claim_on_a_node_local_pool_puts_the_group_on_that_node() -> None:
+    objs = [node("n0").cpu_m(8000), node("n1").cpu_m(8000), gpu_slice("n1", 1), GPU_CLASS,
+            claim_template("one", request("gpu", count=1)),
+            group_claims(pod_group("g", 2).priority(100), gpu="one"),
+            with_claims(pod("g-0").group("g").cpu_m(1000), gpu="one"),
+            with_claims(pod("g-1").group("g").cpu_m(1000), gpu="one")]
+    bindings, _, allocs, _ = _plan(*objs)
+    assert bindings == {"default/g-0": "n1", "default/g-1": "n1"}
+    assert allocs == [{"podGroup": "default/g", "claim": "gpu", "request": "gpu",
+                       "devices": [{"driver": DRIVER, "pool": "n1", "device": "gpu-0"}]}]
+
+
+def test_shared_group_claim_on_a_network_pool_keeps_the_group_where_the_pool_reaches() -> None:
+    fabric = resource_slice("fabric", [device("link-0")], pool="fabric",
+                            node_selector={"nodeSelectorTerms": [{"matchExpressions": [
+                                {"key": RACK, "operator": "In", "values": ["r1"]}]}]})
+    objs = [node("n0").rack("r0").cpu_m(8000), node("n1").rack("r1").cpu_m(8000),
+            node("n2").rack("r1").cpu_m(8000), fabric, GPU_CLASS,
+            claim_template("link", request("gpu", count=1)),
+            group_claims(pod_group("g", 2).priority(100), link="link"),
+            with_claims(pod("g-0").group("g").cpu_m(6000), link="link"),
+            with_claims(pod("g-1").group("g").cpu_m(6000), link="link")]
+    bindings, _, allocs, _ = _plan(*objs)
+    assert sorted(bindings.values()) == ["n1", "n2"]  # 6 cpu each: one per node, both in r1
+    assert [(a["podGroup"], _devices(a)) for a in allocs] == [("default/g", ["fabric/link-0"])]
+
+
+def test_devices_held_by_a_victim_go_free_when_it_is_evicted() -> None:
+    held = claim("bg-gpu", request("gpu"), allocated=[("n0", "gpu-0")], node="n0", reserved_for=["bg"])
+    objs = [node("n0").cpu_m(8000), gpu_slice("n0", 1), GPU_CLASS, held,
+            with_claims(pod("bg").on("n0").cpu_m(500).priority(1), gpu="claim:bg-gpu"),
+            claim_template("one", request("gpu", count=1)), _gpu_pod("p", "one")]
+    bindings, evictions, allocs, _ = _plan(*objs)
+    assert bindings == {"default/p": "n0"} and evictions == ["default/bg"]
+    assert [_devices(a) for a in allocs] == [["n0/gpu-0"]]
+
+
+def test_a_free_device_elsewhere_is_taken_instead_of_evicting() -> None:
+    held = claim("bg-gpu", request("gpu"), allocated=[("n0", "gpu-0")], node="n0", reserved_for=["bg"])
+    objs = [node("n0").cpu_m(8000), node("n1").cpu_m(8000), gpu_slice("n0", 1), gpu_slice("n1", 1), GPU_CLASS, held,
+            with_claims(pod("bg").on("n0").cpu_m(500).priority(1), gpu="claim:bg-gpu"),
+            claim_template("one", request("gpu", count=1)), _gpu_pod("p", "one")]
+    bindings, evictions, allocs, _ = _plan(*objs)
+    assert bindings == {"default/p": "n1"} and evictions == []
+    assert [_devices(a) for a in allocs] == [["n1/gpu-0"]]
+
+
+def test_a_device_taint_keeps_claims_off_unless_tolerated() -> None:
+    tainted = gpu_slice("n0", 1, taint={"key": "broken", "value": "ecc", "effect": "NoSchedule"})
+    base = [node("n0").cpu_m(8000), tainted, GPU_CLASS]
+    bindings, _, _, plan = _plan(*base, claim_template("one", request("gpu", count=1)), _gpu_pod("p", "one"))
+    assert bindings == {} and plan.objective.placed_pods == 0
+    tolerant = request("gpu", count=1, tolerations=[{"key": "broken", "operator": "Exists", "effect": "NoSchedule"}])
+    bindings, _, allocs, _ = _plan(*base, claim_template("one", tolerant), _gpu_pod("p", "one"))
+    assert bindings == {"default/p": "n0"} and [_devices(a) for a in allocs] == [["n0/gpu-0"]]
+
+
+def test_the_shipped_dra_example_keeps_every_claim_on_one_root_and_evicts_one_pod() -> None:
+    from pathlib import Path
+
+    from solver import loader
+
+    snap = loader.load_snapshot(Path(__file__).resolve().parent.parent.parent / "examples" / "dra-gpus.yaml")
+    plan = api.plan(snap)
+    assert plan.status == "OPTIMAL" and verify.verify(snap, plan) == []
+    assert plan.objective.placed_pods == 4 and plan.objective.evicted_pods == 1
+    assert plan.objective.preemption_cost == 11.0
+    # gpu-node-2 (all free) takes two trainers, gpu-node-1 its free pci0, gpu-node-0 the root freed
+    assert sorted(plan.bindings[i].node for i in range(4)) == ["gpu-node-0", "gpu-node-1", "gpu-node-2", "gpu-node-2"]
+    by_pod = {d.pod: [x.device for x in d.devices] for d in plan.device_allocations}
+    roots = {tuple(devs) for devs in by_pod.values()}
+    assert roots <= {("gpu-0", "gpu-1", "gpu-2", "gpu-3"), ("gpu-4", "gpu-5", "gpu-6", "gpu-7")}
