@@ -52,6 +52,12 @@ SUITES: dict[str, tuple[tuple[str, Callable[[], Objects]], ...]] = {
             nodes=5000, pods_per_node=6, utilisation=0.9, gang_pods=0, composite_groups=4, composite_pods=16))),
     ),
 }
+# GPUs as DRA devices (8 per GPU node, two PCIe roots; background GPU pods hold allocated
+# claims) next to the same cluster with GPUs as the extended resource nvidia.com/gpu
+SUITES["dra"] = tuple(
+    (f"{name}-1000", _spec(generate.GenerateSpec(nodes=1000, pods_per_node=9, gang_pods=64, dra=dra)))
+    for name, dra in (("rack-gang-ext", False), ("rack-gang-dra", True))
+)
 # the same shapes, small: recorded under tests/data/bench/ (the tests check the files are current)
 SUITES["mini"] = (
     ("mini-gang-scheduling-50", lambda: generate.gang_scheduling(nodes=50, gangs=20, size=3)),
@@ -61,7 +67,7 @@ SUITES["mini"] = (
         nodes=20, groups=20, group_size=4, mode="single", preemptors=4)),
     ("mini-rack-gang-64", _spec(generate.GenerateSpec(nodes=64, pods_per_node=9, utilisation=0.9, gang_pods=16))),
 )
-SUITES["all"] = SUITES["rack-gang"] + SUITES["scheduler-perf"] + SUITES["scale"]
+SUITES["all"] = SUITES["rack-gang"] + SUITES["dra"] + SUITES["scheduler-perf"] + SUITES["scale"]
 
 
 def alibaba_suite(trace_dir: Path) -> tuple[tuple[str, Callable[[], Objects]], ...]:
