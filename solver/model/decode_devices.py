@@ -66,7 +66,7 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
           owners: list[str], cursor: _Cursor) -> Iterator[DeviceAllocation]:
     # pods per (slot, alternative, value), from the device counts
     per_option: dict[tuple[int, int, object], dict[int, int]] = defaultdict(dict)
-    for (j, a, v, t), n in sorted(counts.items(), key=lambda kv: repr(kv[0])):
+    for (j, a, v, t), n in counts.items():
         per_option[j, a, v][t] = n
     value_of: dict[tuple[int, str], object] = {}  # (claim, owner) -> match value
     for j, slot in enumerate(slots):
@@ -90,7 +90,9 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
             need = _need(dra, slot, a, node)
             got: dict[str, list[s.Device]] = {o: [] for o in members}
             k = 0
-            for t, n in sorted(per_option[j, a, v].items()):
+            # types of one distinct value next to each other, so round-robin keeps them apart
+            for t, n in sorted(per_option[j, a, v].items(), key=lambda tn: (
+                    repr(dra.types[tn[0]].values.get(slot.distinct)) if slot.distinct else "", tn[0])):
                 for _ in range(n):
                     # round-robin over the option's pods, skipping pods already full
                     for _step in range(len(members)):
