@@ -9,7 +9,9 @@ fails the verifier is an internal error, never a result.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from solver import verify as verify_mod
@@ -48,6 +50,8 @@ class PlanOptions:
     max_variables: int | None = None
     decompose: bool = True  # one sub-model per root domain when that is exact (solver.model.decompose)
     ideal_shortcut: bool = True  # a baseline at every trivial bound is returned without a model
+    stop: threading.Event | None = None  # set to end the search early with the best plan so far
+    on_solution: Callable[[str, float, float], None] | None = None  # (stage, objective, bound) per improvement
 
 
 def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
@@ -106,7 +110,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
         result = make_plan(problem, baseline, status=FEASIBLE, stats=stats, cost_bound_milli=0)
     else:
         params = SolveParams(time_limit=options.time_limit, workers=options.workers, seed=options.seed,
-                             relative_gap=options.relative_gap)
+                             relative_gap=options.relative_gap, stop=options.stop, on_solution=options.on_solution)
         key = decompose.root_key(problem) if options.decompose else None
         if key is not None and not decompose.domains(problem, key):
             key = None  # nothing can land anywhere: the whole model is trivial

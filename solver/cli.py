@@ -4,6 +4,8 @@
                     [--seed N] [--baseline] [--no-decompose] [-o PLAN.json]
     gangplace bench [SNAPSHOT|DIR ...] [--suite NAME] [--alibaba TRACE_DIR] [--repeat N] [--time-limit S]
                     [--workers N] [--out results.jsonl] [--plot PATH.png]
+    gangplace solve SNAPSHOT --server HOST:PORT [...]
+    gangplace serve [--port 50051] [--metrics-port 9090] [--max-inflight N] [--max-message-mb MB]
     gangplace generate --nodes N [...] -o SNAPSHOT.json
     gangplace generate --suite NAME -o DIR
 
@@ -38,6 +40,18 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--no-decompose", action="store_true",
                        help="one monolithic model even where per-domain sub-models are exact")
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
+    solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
+    serve = sub.add_parser("serve", help="run the gRPC placement service")
+    serve.add_argument("--port", type=int, default=50051, help="gRPC port (50051)")
+    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0)")
+    serve.add_argument("--metrics-port", type=int, default=9090, help="Prometheus metrics port (9090; 0: none)")
+    serve.add_argument("--max-inflight", type=int, default=2, metavar="N",
+                       help="solves at once; more get RESOURCE_EXHAUSTED (2)")
+    serve.add_argument("--max-message-mb", type=int, default=512, metavar="MB", help="largest request/reply (512)")
+    serve.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                       help="solve time when the request sets none (10)")
+    serve.add_argument("--grace", type=float, default=30.0, metavar="S",
+                       help="seconds in-flight solves get to finish on SIGTERM (30)")
     bench = sub.add_parser("bench", help="gangplace against the upstream-greedy baseline")
     bench.add_argument("snapshots", nargs="*", help="snapshot files or directories (each file is one case)")
     bench.add_argument("--suite", action="append", default=[], choices=sorted(runner.SUITES),
@@ -155,11 +169,14 @@ def summary(plan: dict[str, Any], out: TextIO) -> None:
 
 
 def _solve(args: argparse.Namespace) -> int:
-    snapshot = loader.load_snapshot(args.snapshot)
-    options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
-                              seed=args.seed, baseline_only=args.baseline,
-                              decompose=not args.no_decompose)
-    plan = api.plan(snapshot, options).to_dict()
+    if args.server:
+        plan = _solve_remote(args).to_dict()
+    else:
+        snapshot = loader.load_snapshot(args.snapshot)
+        options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
+                                  seed=args.seed, baseline_only=args.baseline,
+                                  decompose=not args.no_decompose)
+        plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
@@ -167,6 +184,45 @@ def _solve(args: argparse.Namespace) -> int:
     else:
         print(text)
     summary(plan, sys.stderr)
+    return 0
+
+
+def _solve_remote(args: argparse.Namespace) -> Any:
+    from solver import client
+
+    files = loader.snapshot_files(Path(args.snapshot))
+    docs = [doc for f in files for doc in loader.read_documents(f)]
+    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
+    options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
+                                  seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose)
+    with client.PlacementClient(args.server) as c:
+        return c.solve(body, options)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+    import signal
+    import threading
+
+    from solver import server
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(server.JsonLines())
+    logging.getLogger("gangplace").addHandler(handler)
+    logging.getLogger("gangplace").setLevel(logging.INFO)
+    config = server.ServerConfig(
+        address=f"{args.host}:{args.port}", max_inflight=args.max_inflight, default_time_limit=args.time_limit,
+        max_message_bytes=args.max_message_mb * 1024 * 1024,
+        metrics_address=f"{args.host}:{args.metrics_port}" if args.metrics_port else None)
+    running = server.start(config)
+    stopped = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        threading.Thread(target=lambda: (running.stop(args.grace), stopped.set()), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    stopped.wait()
     return 0
 
 
@@ -179,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _generate(args)
         if args.command == "bench":
             return _bench(args)
+        if args.command == "serve":
+            return _serve(args)
     except api.PlanInvalidError as exc:
         print(f"gangplace: internal error: {exc}", file=sys.stderr)
         return 1

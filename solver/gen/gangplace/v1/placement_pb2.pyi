@@ -1,0 +1,528 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SolveRequest(_message.Message):
+    __slots__ = ("state", "kubernetes_objects", "workload", "options", "request_id")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    state: ClusterState
+    kubernetes_objects: bytes
+    workload: str
+    options: SolveOptions
+    request_id: str
+    def __init__(self, state: _Optional[_Union[ClusterState, _Mapping]] = ..., kubernetes_objects: _Optional[bytes] = ..., workload: _Optional[str] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class SolveOptions(_message.Message):
+    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose")
+    TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    RELATIVE_GAP_FIELD_NUMBER: _ClassVar[int]
+    BASELINE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    NO_DECOMPOSE_FIELD_NUMBER: _ClassVar[int]
+    time_limit_seconds: float
+    workers: int
+    seed: int
+    relative_gap: float
+    baseline_only: bool
+    no_decompose: bool
+    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ...) -> None: ...
+
+class ClusterState(_message.Message):
+    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    PDBS_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_CLASSES_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[Node]
+    pods: _containers.RepeatedCompositeFieldContainer[Pod]
+    groups: _containers.RepeatedCompositeFieldContainer[Group]
+    pdbs: _containers.RepeatedCompositeFieldContainer[PodDisruptionBudget]
+    devices: _containers.RepeatedCompositeFieldContainer[Device]
+    device_classes: _containers.RepeatedCompositeFieldContainer[DeviceClass]
+    claims: _containers.RepeatedCompositeFieldContainer[ResourceClaim]
+    claim_templates: _containers.RepeatedCompositeFieldContainer[ResourceClaim]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ...) -> None: ...
+
+class Taint(_message.Message):
+    __slots__ = ("key", "value", "effect")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    effect: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ...) -> None: ...
+
+class Toleration(_message.Message):
+    __slots__ = ("key", "operator", "value", "effect")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    operator: str
+    value: str
+    effect: str
+    def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ...) -> None: ...
+
+class SelectorRequirement(_message.Message):
+    __slots__ = ("key", "operator", "values")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    operator: str
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class NodeSelectorTerm(_message.Message):
+    __slots__ = ("match_expressions", "match_fields")
+    MATCH_EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    match_expressions: _containers.RepeatedCompositeFieldContainer[SelectorRequirement]
+    match_fields: _containers.RepeatedCompositeFieldContainer[SelectorRequirement]
+    def __init__(self, match_expressions: _Optional[_Iterable[_Union[SelectorRequirement, _Mapping]]] = ..., match_fields: _Optional[_Iterable[_Union[SelectorRequirement, _Mapping]]] = ...) -> None: ...
+
+class Node(_message.Message):
+    __slots__ = ("name", "labels", "allocatable", "taints", "unschedulable")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AllocatableEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATABLE_FIELD_NUMBER: _ClassVar[int]
+    TAINTS_FIELD_NUMBER: _ClassVar[int]
+    UNSCHEDULABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    labels: _containers.ScalarMap[str, str]
+    allocatable: _containers.ScalarMap[str, int]
+    taints: _containers.RepeatedCompositeFieldContainer[Taint]
+    unschedulable: bool
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, int]] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., unschedulable: _Optional[bool] = ...) -> None: ...
+
+class PodClaimRef(_message.Message):
+    __slots__ = ("name", "claim", "template", "generated")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    GENERATED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    claim: str
+    template: str
+    generated: str
+    def __init__(self, name: _Optional[str] = ..., claim: _Optional[str] = ..., template: _Optional[str] = ..., generated: _Optional[str] = ...) -> None: ...
+
+class Pod(_message.Message):
+    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class RequestsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class NodeSelectorEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    AFFINITY_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_COST_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    labels: _containers.ScalarMap[str, str]
+    node: str
+    requests: _containers.ScalarMap[str, int]
+    group: str
+    priority: int
+    preemption_policy: str
+    node_selector: _containers.ScalarMap[str, str]
+    affinity: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
+    tolerations: _containers.RepeatedCompositeFieldContainer[Toleration]
+    preemption_cost: float
+    start_time: str
+    claims: _containers.RepeatedCompositeFieldContainer[PodClaimRef]
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ...) -> None: ...
+
+class Group(_message.Message):
+    __slots__ = ("namespace", "name", "kind", "parent", "min_count", "topology_key", "disruption_all", "priority", "preemption_policy", "claims")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[Group.Kind]
+        POD_GROUP: _ClassVar[Group.Kind]
+        COMPOSITE_POD_GROUP: _ClassVar[Group.Kind]
+    KIND_UNSPECIFIED: Group.Kind
+    POD_GROUP: Group.Kind
+    COMPOSITE_POD_GROUP: Group.Kind
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_KEY_FIELD_NUMBER: _ClassVar[int]
+    DISRUPTION_ALL_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    kind: Group.Kind
+    parent: str
+    min_count: int
+    topology_key: str
+    disruption_all: bool
+    priority: int
+    preemption_policy: str
+    claims: _containers.RepeatedCompositeFieldContainer[PodClaimRef]
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[_Union[Group.Kind, str]] = ..., parent: _Optional[str] = ..., min_count: _Optional[int] = ..., topology_key: _Optional[str] = ..., disruption_all: _Optional[bool] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ...) -> None: ...
+
+class PodDisruptionBudget(_message.Message):
+    __slots__ = ("namespace", "name", "match_labels", "match_expressions", "disruptions_allowed")
+    class MatchLabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MATCH_LABELS_FIELD_NUMBER: _ClassVar[int]
+    MATCH_EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
+    DISRUPTIONS_ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    match_labels: _containers.ScalarMap[str, str]
+    match_expressions: _containers.RepeatedCompositeFieldContainer[SelectorRequirement]
+    disruptions_allowed: int
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., match_labels: _Optional[_Mapping[str, str]] = ..., match_expressions: _Optional[_Iterable[_Union[SelectorRequirement, _Mapping]]] = ..., disruptions_allowed: _Optional[int] = ...) -> None: ...
+
+class AttributeValue(_message.Message):
+    __slots__ = ("bool", "int", "string", "version")
+    BOOL_FIELD_NUMBER: _ClassVar[int]
+    INT_FIELD_NUMBER: _ClassVar[int]
+    STRING_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    bool: bool
+    int: int
+    string: str
+    version: str
+    def __init__(self, bool: _Optional[bool] = ..., int: _Optional[int] = ..., string: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+
+class Device(_message.Message):
+    __slots__ = ("driver", "pool", "name", "attributes", "capacity", "allow_multiple_allocations", "taints", "node", "node_selector", "all_nodes")
+    class AttributesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: AttributeValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[AttributeValue, _Mapping]] = ...) -> None: ...
+    class CapacityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_MULTIPLE_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    TAINTS_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    ALL_NODES_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: str
+    name: str
+    attributes: _containers.MessageMap[str, AttributeValue]
+    capacity: _containers.ScalarMap[str, str]
+    allow_multiple_allocations: bool
+    taints: _containers.RepeatedCompositeFieldContainer[Taint]
+    node: str
+    node_selector: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
+    all_nodes: bool
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, AttributeValue]] = ..., capacity: _Optional[_Mapping[str, str]] = ..., allow_multiple_allocations: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., node: _Optional[str] = ..., node_selector: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., all_nodes: _Optional[bool] = ...) -> None: ...
+
+class DeviceClass(_message.Message):
+    __slots__ = ("name", "selectors")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    selectors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DeviceSubRequest(_message.Message):
+    __slots__ = ("name", "device_class", "selectors", "all", "count", "tolerations")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_CLASS_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    device_class: str
+    selectors: _containers.RepeatedScalarFieldContainer[str]
+    all: bool
+    count: int
+    tolerations: _containers.RepeatedCompositeFieldContainer[Toleration]
+    def __init__(self, name: _Optional[str] = ..., device_class: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ..., all: _Optional[bool] = ..., count: _Optional[int] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ...) -> None: ...
+
+class DeviceRequest(_message.Message):
+    __slots__ = ("name", "exactly", "first_available")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXACTLY_FIELD_NUMBER: _ClassVar[int]
+    FIRST_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    exactly: DeviceSubRequest
+    first_available: _containers.RepeatedCompositeFieldContainer[DeviceSubRequest]
+    def __init__(self, name: _Optional[str] = ..., exactly: _Optional[_Union[DeviceSubRequest, _Mapping]] = ..., first_available: _Optional[_Iterable[_Union[DeviceSubRequest, _Mapping]]] = ...) -> None: ...
+
+class DeviceConstraint(_message.Message):
+    __slots__ = ("requests", "match_attribute", "distinct_attribute")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    MATCH_ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
+    DISTINCT_ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedScalarFieldContainer[str]
+    match_attribute: str
+    distinct_attribute: str
+    def __init__(self, requests: _Optional[_Iterable[str]] = ..., match_attribute: _Optional[str] = ..., distinct_attribute: _Optional[str] = ...) -> None: ...
+
+class AllocatedDevice(_message.Message):
+    __slots__ = ("request", "driver", "pool", "device")
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    request: str
+    driver: str
+    pool: str
+    device: str
+    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ...) -> None: ...
+
+class ResourceClaim(_message.Message):
+    __slots__ = ("namespace", "name", "requests", "constraints", "allocation", "allocation_nodes", "reserved_pods", "reserved_groups")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_NODES_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_PODS_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    requests: _containers.RepeatedCompositeFieldContainer[DeviceRequest]
+    constraints: _containers.RepeatedCompositeFieldContainer[DeviceConstraint]
+    allocation: _containers.RepeatedCompositeFieldContainer[AllocatedDevice]
+    allocation_nodes: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
+    reserved_pods: _containers.RepeatedScalarFieldContainer[str]
+    reserved_groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., requests: _Optional[_Iterable[_Union[DeviceRequest, _Mapping]]] = ..., constraints: _Optional[_Iterable[_Union[DeviceConstraint, _Mapping]]] = ..., allocation: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., allocation_nodes: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., reserved_pods: _Optional[_Iterable[str]] = ..., reserved_groups: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GroupVerdict(_message.Message):
+    __slots__ = ("name", "kind", "placed_pods", "running_pods", "min_count", "domain", "satisfied")
+    class DomainEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PLACED_PODS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_PODS_FIELD_NUMBER: _ClassVar[int]
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    SATISFIED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    placed_pods: int
+    running_pods: int
+    min_count: int
+    domain: _containers.ScalarMap[str, str]
+    satisfied: bool
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., placed_pods: _Optional[int] = ..., running_pods: _Optional[int] = ..., min_count: _Optional[int] = ..., domain: _Optional[_Mapping[str, str]] = ..., satisfied: _Optional[bool] = ...) -> None: ...
+
+class WorkloadVerdict(_message.Message):
+    __slots__ = ("name", "kind", "priority", "satisfied", "reason", "groups")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    SATISFIED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    priority: int
+    satisfied: bool
+    reason: str
+    groups: _containers.RepeatedCompositeFieldContainer[GroupVerdict]
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., priority: _Optional[int] = ..., satisfied: _Optional[bool] = ..., reason: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupVerdict, _Mapping]]] = ...) -> None: ...
+
+class Binding(_message.Message):
+    __slots__ = ("pod", "node")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    pod: str
+    node: str
+    def __init__(self, pod: _Optional[str] = ..., node: _Optional[str] = ...) -> None: ...
+
+class Eviction(_message.Message):
+    __slots__ = ("pod", "node", "cost", "group")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    pod: str
+    node: str
+    cost: float
+    group: str
+    def __init__(self, pod: _Optional[str] = ..., node: _Optional[str] = ..., cost: _Optional[float] = ..., group: _Optional[str] = ...) -> None: ...
+
+class PlanDevice(_message.Message):
+    __slots__ = ("driver", "pool", "device")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: str
+    device: str
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ...) -> None: ...
+
+class DeviceAllocation(_message.Message):
+    __slots__ = ("pod", "pod_group", "claim", "request", "devices")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    pod: str
+    pod_group: str
+    claim: str
+    request: str
+    devices: _containers.RepeatedCompositeFieldContainer[PlanDevice]
+    def __init__(self, pod: _Optional[str] = ..., pod_group: _Optional[str] = ..., claim: _Optional[str] = ..., request: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[PlanDevice, _Mapping]]] = ...) -> None: ...
+
+class Objective(_message.Message):
+    __slots__ = ("satisfied_workloads", "satisfied_by_priority", "placed_pods", "pdb_violations", "preemption_cost", "evicted_pods", "preemption_cost_bound", "gap")
+    class SatisfiedByPriorityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    SATISFIED_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    SATISFIED_BY_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PLACED_PODS_FIELD_NUMBER: _ClassVar[int]
+    PDB_VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_COST_FIELD_NUMBER: _ClassVar[int]
+    EVICTED_PODS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_COST_BOUND_FIELD_NUMBER: _ClassVar[int]
+    GAP_FIELD_NUMBER: _ClassVar[int]
+    satisfied_workloads: int
+    satisfied_by_priority: _containers.ScalarMap[int, int]
+    placed_pods: int
+    pdb_violations: int
+    preemption_cost: float
+    evicted_pods: int
+    preemption_cost_bound: float
+    gap: float
+    def __init__(self, satisfied_workloads: _Optional[int] = ..., satisfied_by_priority: _Optional[_Mapping[int, int]] = ..., placed_pods: _Optional[int] = ..., pdb_violations: _Optional[int] = ..., preemption_cost: _Optional[float] = ..., evicted_pods: _Optional[int] = ..., preemption_cost_bound: _Optional[float] = ..., gap: _Optional[float] = ...) -> None: ...
+
+class Plan(_message.Message):
+    __slots__ = ("status", "workloads", "bindings", "evictions", "device_allocations", "objective", "stats_json")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    EVICTIONS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    STATS_JSON_FIELD_NUMBER: _ClassVar[int]
+    status: str
+    workloads: _containers.RepeatedCompositeFieldContainer[WorkloadVerdict]
+    bindings: _containers.RepeatedCompositeFieldContainer[Binding]
+    evictions: _containers.RepeatedCompositeFieldContainer[Eviction]
+    device_allocations: _containers.RepeatedCompositeFieldContainer[DeviceAllocation]
+    objective: Objective
+    stats_json: str
+    def __init__(self, status: _Optional[str] = ..., workloads: _Optional[_Iterable[_Union[WorkloadVerdict, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., device_allocations: _Optional[_Iterable[_Union[DeviceAllocation, _Mapping]]] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., stats_json: _Optional[str] = ...) -> None: ...
+
+class SolveResponse(_message.Message):
+    __slots__ = ("plan", "request_id")
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    plan: Plan
+    request_id: str
+    def __init__(self, plan: _Optional[_Union[Plan, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ("stage", "objective", "bound", "seconds")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    BOUND_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    stage: str
+    objective: float
+    bound: float
+    seconds: float
+    def __init__(self, stage: _Optional[str] = ..., objective: _Optional[float] = ..., bound: _Optional[float] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class SolveEvent(_message.Message):
+    __slots__ = ("progress", "result")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    progress: Progress
+    result: SolveResponse
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., result: _Optional[_Union[SolveResponse, _Mapping]] = ...) -> None: ...

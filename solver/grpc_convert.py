@@ -1,0 +1,332 @@
+"""gangplace.v1 messages <-> the core's types. The edge of the gRPC service.
+
+A typed ``ClusterState`` becomes the Kubernetes objects it stands for and goes through
+``solver.kube`` like a recorded snapshot: one translation into the Snapshot, one set of
+validation rules, one model builder. An input error names the request field
+(``state.pods[3]``) and the Kubernetes object and field kube found wrong in it.
+
+A ``Plan`` goes out field by field (DESIGN.md's JSON plan; ``stats`` as a JSON object
+text, since its fields vary by solver) and comes back to the same dataclass in the client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from solver import kube, loader
+from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.model import plan as p
+from solver.model import snapshot as s
+from solver.model.errors import SnapshotInvalidError, SolverError
+
+CPU = "cpu"
+
+
+class RequestInvalidError(SolverError):
+    """A request field is malformed; ``path`` is its field path in the request."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+# ---- request -> snapshot ------------------------------------------------------------------
+
+
+def snapshot_from_request(request: pb.SolveRequest) -> s.ClusterSnapshot:
+    which = request.WhichOneof("cluster")
+    if which == "kubernetes_objects":
+        try:
+            return loader.snapshot_from_bytes(request.kubernetes_objects)
+        except SnapshotInvalidError as exc:
+            raise RequestInvalidError(f"kubernetes_objects: {exc.obj}: {exc.field}", exc.reason) from exc
+    if which != "state":
+        raise RequestInvalidError("cluster", "set state or kubernetes_objects")
+    objects, origin = objects_from_state(request.state)
+    try:
+        return kube.snapshot_from_objects(objects)
+    except SnapshotInvalidError as exc:
+        where = origin.get(exc.obj)
+        path = f"{where} ({exc.obj})" if where else exc.obj
+        raise RequestInvalidError(f"state: {path}: {exc.field}", exc.reason) from exc
+
+
+def _quantity(res: str, amount: int) -> str:
+    return f"{amount}m" if res == CPU else str(amount)
+
+
+def _resources(raw: Any) -> dict[str, str]:
+    return {k: _quantity(k, v) for k, v in sorted(raw.items())}
+
+
+def _taints(raw: Iterable[pb.Taint]) -> list[dict[str, str]]:
+    return [{"key": t.key, "value": t.value, "effect": t.effect} for t in raw]
+
+
+def _tolerations(raw: Iterable[pb.Toleration]) -> list[dict[str, str]]:
+    out = []
+    for t in raw:
+        tol = {"key": t.key, "operator": t.operator or "Equal", "value": t.value}
+        if t.effect:
+            tol["effect"] = t.effect
+        out.append(tol)
+    return out
+
+
+def _requirements(raw: Iterable[pb.SelectorRequirement]) -> list[dict[str, Any]]:
+    return [{"key": r.key, "operator": r.operator, "values": list(r.values)} for r in raw]
+
+
+def _terms(raw: Iterable[pb.NodeSelectorTerm]) -> list[dict[str, Any]]:
+    out = []
+    for t in raw:
+        term: dict[str, Any] = {}
+        if t.match_expressions:
+            term["matchExpressions"] = _requirements(t.match_expressions)
+        if t.match_fields:
+            term["matchFields"] = _requirements(t.match_fields)
+        out.append(term)
+    return out
+
+
+def _claim_refs(path: str, refs: Iterable[pb.PodClaimRef]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    spec, statuses = [], []
+    for i, ref in enumerate(refs):
+        if bool(ref.claim) == bool(ref.template):
+            raise RequestInvalidError(f"{path}.claims[{i}]", "set exactly one of claim and template")
+        entry = {"name": ref.name}
+        entry["resourceClaimName" if ref.claim else "resourceClaimTemplateName"] = ref.claim or ref.template
+        spec.append(entry)
+        if ref.generated:
+            statuses.append({"name": ref.name, "resourceClaimName": ref.generated})
+    return spec, statuses
+
+
+def _sub_request(sub: pb.DeviceSubRequest) -> dict[str, Any]:
+    out: dict[str, Any] = {"deviceClassName": sub.device_class}
+    if sub.all:
+        out["allocationMode"] = "All"
+    elif sub.count:
+        out["count"] = sub.count
+    if sub.selectors:
+        out["selectors"] = [{"cel": {"expression": e}} for e in sub.selectors]
+    if sub.tolerations:
+        out["tolerations"] = _tolerations(sub.tolerations)
+    return out
+
+
+def _claim_devices(claim: pb.ResourceClaim) -> dict[str, Any]:
+    requests = []
+    for r in claim.requests:
+        if r.first_available:
+            requests.append({"name": r.name, "firstAvailable": [
+                {"name": sub.name, **_sub_request(sub)} for sub in r.first_available]})
+        else:
+            requests.append({"name": r.name, "exactly": _sub_request(r.exactly)})
+    out: dict[str, Any] = {"requests": requests}
+    constraints = []
+    for c in claim.constraints:
+        con: dict[str, Any] = {}
+        if c.requests:
+            con["requests"] = list(c.requests)
+        if c.match_attribute:
+            con["matchAttribute"] = c.match_attribute
+        if c.distinct_attribute:
+            con["distinctAttribute"] = c.distinct_attribute
+        constraints.append(con)
+    if constraints:
+        out["constraints"] = constraints
+    return out
+
+
+def _attribute(value: pb.AttributeValue) -> dict[str, Any]:
+    which = value.WhichOneof("value")
+    return {} if which is None else {which: getattr(value, which)}
+
+
+def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The Kubernetes objects, and for each "Kind/ns/name" the request field it came from."""
+    objs: list[dict[str, Any]] = []
+    origin: dict[str, str] = {}
+
+    def add(obj: dict[str, Any], path: str) -> None:
+        meta = obj["metadata"]
+        key = f"{obj['kind']}/{meta['namespace']}/{meta['name']}" if meta.get("namespace") else \
+            f"{obj['kind']}/{meta['name']}"
+        origin[key] = path
+        objs.append(obj)
+
+    for i, n in enumerate(state.nodes):
+        add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name, "labels": dict(n.labels)},
+             "spec": {"taints": _taints(n.taints), "unschedulable": n.unschedulable},
+             "status": {"allocatable": _resources(n.allocatable)}}, f"nodes[{i}]")
+    for i, pod in enumerate(state.pods):
+        path = f"pods[{i}]"
+        spec: dict[str, Any] = {
+            "containers": [{"name": "main", "resources": {"requests": _resources(
+                {k: v for k, v in pod.requests.items() if k != "pods"})}}],
+            "priority": pod.priority,
+            "nodeSelector": dict(pod.node_selector),
+            "tolerations": _tolerations(pod.tolerations),
+        }
+        if pod.preemption_policy:
+            spec["preemptionPolicy"] = pod.preemption_policy
+        if pod.node:
+            spec["nodeName"] = pod.node
+        if pod.group:
+            spec["schedulingGroup"] = {"podGroupName": pod.group}
+        if pod.affinity:
+            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": _terms(pod.affinity)}}}
+        status: dict[str, Any] = {"phase": "Running" if pod.node else "Pending"}
+        if pod.start_time:
+            status["startTime"] = pod.start_time
+        if pod.claims:
+            spec["resourceClaims"], statuses = _claim_refs(path, pod.claims)
+            spec["containers"][0]["resources"]["claims"] = [{"name": c.name} for c in pod.claims]
+            if statuses:
+                status["resourceClaimStatuses"] = statuses
+        meta: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "labels": dict(pod.labels)}
+        if pod.HasField("preemption_cost"):
+            meta["annotations"] = {kube.COST_ANNOTATION: repr(pod.preemption_cost)}
+        add({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}, path)
+    for i, g in enumerate(state.groups):
+        path = f"groups[{i}]"
+        if g.kind == pb.Group.POD_GROUP:
+            api, kind, floor = "scheduling.k8s.io/v1beta1", "PodGroup", "minCount"
+        elif g.kind == pb.Group.COMPOSITE_POD_GROUP:
+            api, kind, floor = "scheduling.k8s.io/v1alpha3", "CompositePodGroup", "minGroupCount"
+        else:
+            raise RequestInvalidError(f"{path}.kind", "must be POD_GROUP or COMPOSITE_POD_GROUP")
+        gspec: dict[str, Any] = {"schedulingPolicy": {"gang": {floor: g.min_count}} if g.HasField("min_count")
+                                 else {"basic": {}}}
+        if g.HasField("priority"):
+            gspec["priority"] = g.priority
+        if g.preemption_policy:
+            gspec["preemptionPolicy"] = g.preemption_policy
+        if g.parent:
+            gspec["parentCompositePodGroupName"] = g.parent
+        if g.topology_key:
+            gspec["schedulingConstraints"] = {"topology": [{"key": g.topology_key}]}
+        if g.disruption_all:
+            gspec["disruptionMode"] = {"all": {}}
+        if g.claims:
+            gspec["resourceClaims"], _ = _claim_refs(path, g.claims)
+        add({"apiVersion": api, "kind": kind, "metadata": {"name": g.name, "namespace": g.namespace},
+             "spec": gspec}, path)
+    for i, b in enumerate(state.pdbs):
+        add({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+             "metadata": {"name": b.name, "namespace": b.namespace},
+             "spec": {"selector": {"matchLabels": dict(b.match_labels),
+                                   "matchExpressions": _requirements(b.match_expressions)}},
+             "status": {"disruptionsAllowed": b.disruptions_allowed}}, f"pdbs[{i}]")
+    for i, c in enumerate(state.device_classes):
+        add({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": c.name},
+             "spec": {"selectors": [{"cel": {"expression": e}} for e in c.selectors]}}, f"device_classes[{i}]")
+    _add_slices(state, add)
+    for i, t in enumerate(state.claim_templates):
+        add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+             "metadata": {"name": t.name, "namespace": t.namespace},
+             "spec": {"spec": {"devices": _claim_devices(t)}}}, f"claim_templates[{i}]")
+    for i, c in enumerate(state.claims):
+        obj: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                               "metadata": {"name": c.name, "namespace": c.namespace},
+                               "spec": {"devices": _claim_devices(c)}}
+        if c.allocation:
+            alloc: dict[str, Any] = {"devices": {"results": [
+                {"request": a.request, "driver": a.driver, "pool": a.pool, "device": a.device} for a in c.allocation]}}
+            if c.allocation_nodes:
+                alloc["nodeSelector"] = {"nodeSelectorTerms": _terms(c.allocation_nodes)}
+            reserved = [{"resource": "pods", "name": n} for n in c.reserved_pods]
+            reserved += [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": n}
+                         for n in c.reserved_groups]
+            obj["status"] = {"allocation": alloc, "reservedFor": reserved}
+        add(obj, f"claims[{i}]")
+    return objs, origin
+
+
+def _add_slices(state: pb.ClusterState, add: Any) -> None:
+    """One ResourceSlice per (driver, pool); devices carry their own reach when they differ."""
+    pools: dict[tuple[str, str], list[tuple[int, pb.Device]]] = defaultdict(list)
+    for i, d in enumerate(state.devices):
+        pools[d.driver, d.pool].append((i, d))
+    for (driver, pool), members in sorted(pools.items()):
+        devices = []
+        for i, d in members:
+            chosen = [x for x in (d.node, d.node_selector, d.all_nodes) if x]
+            if len(chosen) != 1:
+                raise RequestInvalidError(f"state.devices[{i}]", "set exactly one of node, node_selector, all_nodes")
+            dev: dict[str, Any] = {"name": d.name,
+                                   "attributes": {k: _attribute(v) for k, v in sorted(d.attributes.items())},
+                                   "capacity": {k: {"value": v} for k, v in sorted(d.capacity.items())}}
+            if d.allow_multiple_allocations:
+                dev["allowMultipleAllocations"] = True
+            if d.taints:
+                dev["taints"] = _taints(d.taints)
+            if d.node:
+                dev["nodeName"] = d.node
+            elif d.node_selector:
+                dev["nodeSelector"] = {"nodeSelectorTerms": _terms(d.node_selector)}
+            else:
+                dev["allNodes"] = True
+            devices.append(dev)
+        add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+             "metadata": {"name": f"{driver}-{pool}"},
+             "spec": {"driver": driver, "pool": {"name": pool, "generation": 0, "resourceSliceCount": 1},
+                      "perDeviceNodeSelection": True, "devices": devices}},
+            f"devices[{members[0][0]}]")
+
+
+# ---- plan <-> message ------------------------------------------------------------------------
+
+
+def plan_to_proto(plan: p.Plan) -> pb.Plan:
+    o = plan.objective
+    return pb.Plan(
+        status=plan.status,
+        workloads=[pb.WorkloadVerdict(
+            name=w.name, kind=w.kind, priority=w.priority, satisfied=w.satisfied, reason=w.reason,
+            groups=[pb.GroupVerdict(name=g.name, kind=g.kind, placed_pods=g.placed_pods, running_pods=g.running_pods,
+                                    min_count=g.min_count, satisfied=g.satisfied, domain=dict(g.domain))
+                    for g in w.groups]) for w in plan.workloads],
+        bindings=[pb.Binding(pod=b.pod, node=b.node) for b in plan.bindings],
+        evictions=[pb.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group) for e in plan.evictions],
+        device_allocations=[pb.DeviceAllocation(
+            pod=d.pod, pod_group=d.pod_group, claim=d.claim, request=d.request,
+            devices=[pb.PlanDevice(driver=x.driver, pool=x.pool, device=x.device) for x in d.devices])
+            for d in plan.device_allocations],
+        objective=pb.Objective(
+            satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),
+            placed_pods=o.placed_pods, pdb_violations=o.pdb_violations, preemption_cost=o.preemption_cost,
+            evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap),
+        stats_json=json.dumps(dict(plan.stats), sort_keys=True),
+    )
+
+
+def plan_from_proto(msg: pb.Plan) -> p.Plan:
+    o = msg.objective
+    return p.Plan(
+        status=msg.status,
+        workloads=tuple(p.WorkloadVerdict(
+            name=w.name, kind=w.kind, priority=w.priority, satisfied=w.satisfied, reason=w.reason,
+            groups=tuple(p.GroupVerdict(name=g.name, kind=g.kind, placed_pods=g.placed_pods,
+                                        running_pods=g.running_pods,
+                                        min_count=g.min_count if g.HasField("min_count") else None,
+                                        satisfied=g.satisfied, domain=dict(g.domain)) for g in w.groups))
+            for w in msg.workloads),
+        bindings=tuple(p.Binding(pod=b.pod, node=b.node) for b in msg.bindings),
+        evictions=tuple(p.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group) for e in msg.evictions),
+        device_allocations=tuple(p.DeviceAllocation(
+            pod=d.pod, pod_group=d.pod_group, claim=d.claim, request=d.request,
+            devices=tuple(p.AllocatedDevice(driver=x.driver, pool=x.pool, device=x.device) for x in d.devices))
+            for d in msg.device_allocations),
+        objective=p.Objective(
+            satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),
+            placed_pods=o.placed_pods, pdb_violations=o.pdb_violations, preemption_cost=o.preemption_cost,
+            evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap),
+        stats=json.loads(msg.stats_json) if msg.stats_json else {},
+    )

@@ -1,0 +1,230 @@
+"""``gangplace serve``: the gangplace.v1 PlacementService over gRPC.
+
+- Solve / SolveStream run ``solver.api.plan`` (the one pipeline) on the request's cluster.
+- At most ``max_inflight`` solves run at once; another call is answered RESOURCE_EXHAUSTED
+  at once instead of waiting in a queue (the thread pool has room for health checks).
+- The call's deadline caps the solve: the time limit becomes min(options, deadline − a
+  margin for decoding and the reply), so an expiring deadline returns the best plan found,
+  status FEASIBLE, not an error. A cancelled call stops its search.
+- Bad input is INVALID_ARGUMENT with the field path (``state: pods[3] (Pod/ns/p):
+  spec.priority: ...``).
+- Standard health checking (grpc.health.v1) and server reflection; graceful shutdown
+  flips health to NOT_SERVING, refuses new calls and lets in-flight solves finish.
+- Prometheus metrics on an HTTP port: solve latency histogram, solves by status, in-flight
+  gauge. Logs are JSON lines with the request id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from solver import api
+from solver import grpc_convert as convert
+from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+from solver.model.errors import SolverError
+
+SERVICE = pb.DESCRIPTOR.services_by_name["PlacementService"].full_name
+DEFAULT_MAX_MESSAGE = 512 * 1024 * 1024  # a 15,000-node cluster is ~10 MiB as typed state, more as JSON
+MARGIN = 0.25  # seconds of the deadline kept for decoding, verifying and replying
+LOG = logging.getLogger("gangplace.server")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    address: str = "127.0.0.1:50051"
+    max_inflight: int = 2
+    default_time_limit: float = 10.0
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE
+    metrics_address: str | None = None  # "host:port" for Prometheus; None: no metrics endpoint
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.latency = Histogram("gangplace_solve_seconds", "End-to-end solve latency", ["method"],
+                                 registry=self.registry,
+                                 buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
+        self.solves = Counter("gangplace_solves", "Finished solves by plan status or gRPC error code",
+                              ["method", "status"], registry=self.registry)
+        self.in_flight = Gauge("gangplace_solves_in_flight", "Solves running now", registry=self.registry)
+
+
+class PlacementService(pb_grpc.PlacementServiceServicer):
+    def __init__(self, config: ServerConfig, metrics: Metrics) -> None:
+        self.config = config
+        self.metrics = metrics
+        self._slots = threading.BoundedSemaphore(config.max_inflight)
+
+    # ---- the two RPCs ----------------------------------------------------------------
+    def Solve(self, request: pb.SolveRequest, context: grpc.ServicerContext) -> pb.SolveResponse:
+        rid = request.request_id or uuid.uuid4().hex[:12]
+        with self._admitted("Solve", rid, context):
+            plan = self._plan(request, rid, context, on_solution=None)
+            return pb.SolveResponse(plan=convert.plan_to_proto(plan), request_id=rid)
+
+    def SolveStream(self, request: pb.SolveRequest, context: grpc.ServicerContext) -> Iterator[pb.SolveEvent]:
+        rid = request.request_id or uuid.uuid4().hex[:12]
+        events: queue.Queue[pb.SolveEvent | BaseException | None] = queue.Queue()
+        start = time.perf_counter()
+
+        def progress(stage: str, objective: float, bound: float) -> None:
+            events.put(pb.SolveEvent(progress=pb.Progress(stage=stage, objective=objective, bound=bound,
+                                                          seconds=time.perf_counter() - start)))
+
+        with self._admitted("SolveStream", rid, context):
+            def run() -> None:
+                try:
+                    plan = self._plan(request, rid, context, on_solution=progress)
+                    events.put(pb.SolveEvent(result=pb.SolveResponse(plan=convert.plan_to_proto(plan),
+                                                                      request_id=rid)))
+                except BaseException as exc:  # handed to the RPC thread, which reports it
+                    events.put(exc)
+                events.put(None)
+
+            worker = threading.Thread(target=run, name=f"solve-{rid}", daemon=True)
+            worker.start()
+            while (event := events.get()) is not None:
+                if isinstance(event, BaseException):
+                    raise event
+                yield event
+            worker.join()
+
+    # ---- plumbing --------------------------------------------------------------------
+    def _admitted(self, method: str, rid: str, context: grpc.ServicerContext) -> "_Admission":
+        return _Admission(self, method, rid, context)
+
+    def _plan(self, request: pb.SolveRequest, rid: str, context: grpc.ServicerContext,
+              on_solution: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            snapshot = convert.snapshot_from_request(request)
+        except SolverError as exc:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        o = request.options
+        limit = o.time_limit_seconds or self.config.default_time_limit
+        remaining = context.time_remaining()
+        if remaining is not None and remaining < 1e9:  # no deadline reads as ~9e18 s
+            limit = max(0.05, min(limit, remaining - MARGIN - (time.perf_counter() - start)))
+        stop = threading.Event()
+        context.add_callback(stop.set)  # cancelled, deadline passed, or server stopping
+        options = api.PlanOptions(workload=request.workload or None, time_limit=limit, workers=o.workers or 1,
+                                  seed=o.seed, relative_gap=o.relative_gap, baseline_only=o.baseline_only,
+                                  decompose=not o.no_decompose, stop=stop, on_solution=on_solution)
+        try:
+            plan = api.plan(snapshot, options)
+        except api.UnknownWorkloadError as exc:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"workload: {exc}")
+        except api.PlanInvalidError as exc:
+            LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": str(exc)}))
+            _abort(context, grpc.StatusCode.INTERNAL, str(exc))
+        except SolverError as exc:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        LOG.info(json.dumps({"event": "solved", "requestId": rid, "nodes": len(snapshot.nodes),
+                             "pods": len(snapshot.pods), "status": plan.status,
+                             "timeLimit": round(limit, 3), "seconds": round(time.perf_counter() - start, 4)}))
+        return plan
+
+
+class _Admission:
+    """Admit a solve or answer RESOURCE_EXHAUSTED; count it and time it either way."""
+
+    def __init__(self, service: PlacementService, method: str, rid: str, context: grpc.ServicerContext) -> None:
+        self.s, self.method, self.rid, self.context = service, method, rid, context
+        self.start = 0.0
+
+    def __enter__(self) -> "_Admission":
+        m = self.s.metrics
+        if not self.s._slots.acquire(blocking=False):
+            m.solves.labels(self.method, "RESOURCE_EXHAUSTED").inc()
+            LOG.warning(json.dumps({"event": "rejected", "requestId": self.rid, "reason": "busy"}))
+            _abort(self.context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                   f"{self.s.config.max_inflight} solves in flight; retry later")
+        m.in_flight.inc()
+        self.start = time.perf_counter()
+        LOG.info(json.dumps({"event": "admitted", "requestId": self.rid, "method": self.method}))
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        m = self.s.metrics
+        m.in_flight.dec()
+        self.s._slots.release()
+        m.latency.labels(self.method).observe(time.perf_counter() - self.start)
+        code = self.context.code()
+        status = code.name if code is not None and code != grpc.StatusCode.OK else ("ERROR" if exc else "OK")
+        m.solves.labels(self.method, status).inc()
+
+
+def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> Any:
+    context.abort(code, message)  # raises
+    raise AssertionError("unreachable")
+
+
+@dataclass(slots=True)
+class Running:
+    server: grpc.Server
+    port: int
+    health: health.HealthServicer
+    metrics: Metrics
+    metrics_port: int | None
+    _httpd: Any = None
+
+    def stop(self, grace: float = 30.0) -> None:
+        """Refuse new calls, let in-flight solves finish (up to ``grace`` seconds)."""
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace).wait()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+
+def start(config: ServerConfig) -> Running:
+    size = config.max_message_bytes
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=config.max_inflight + 8, thread_name_prefix="grpc"),
+        options=[("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)],
+    )
+    metrics = Metrics()
+    pb_grpc.add_PlacementServiceServicer_to_server(PlacementService(config, metrics), server)
+    hs = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(hs, server)
+    reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    port = server.add_insecure_port(config.address)
+    if port == 0:
+        raise OSError(f"cannot listen on {config.address}")
+    server.start()
+    for name in ("", SERVICE):
+        hs.set(name, health_pb2.HealthCheckResponse.SERVING)
+    httpd = metrics_port = None
+    if config.metrics_address:
+        host, _, mport = config.metrics_address.rpartition(":")
+        httpd, _ = start_http_server(int(mport), addr=host or "0.0.0.0", registry=metrics.registry)
+        metrics_port = httpd.server_port
+    LOG.info(json.dumps({"event": "serving", "port": port, "metricsPort": metrics_port,
+                         "maxInflight": config.max_inflight}))
+    return Running(server=server, port=port, health=hs, metrics=metrics, metrics_port=metrics_port, _httpd=httpd)
+
+
+class JsonLines(logging.Formatter):
+    """Log records are JSON already (``LOG.info(json.dumps(...))``); add time and level."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        try:
+            body = json.loads(record.getMessage())
+        except json.JSONDecodeError:
+            body = {"message": record.getMessage()}
+        return json.dumps({"time": round(record.created, 3), "level": record.levelname, **body})

@@ -1,0 +1,207 @@
+"""The gRPC service on a real server on a loopback port, through the real client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+from solver import api, cli, client, kube, loader, server, verify
+from solver.bench import generate
+from solver.gen.gangplace.v1 import placement_pb2 as pb
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+
+
+@pytest.fixture()
+def running() -> Iterator[server.Running]:
+    run = server.start(server.ServerConfig(address="127.0.0.1:0", metrics_address="127.0.0.1:0", max_inflight=1))
+    yield run
+    run.stop(5)
+
+
+def _target(run: server.Running) -> str:
+    return f"127.0.0.1:{run.port}"
+
+
+def _without_stats(plan: Any) -> dict[str, Any]:
+    d = plan.to_dict()
+    d.pop("stats")
+    return d
+
+
+def _hard() -> bytes:
+    """200 full nodes, 200 `all` victim groups, a 20-pod gang: not proven optimal in seconds."""
+    objs = generate.podgroup_preemption(nodes=200, groups=200, group_size=10, mode="all", preemptors=20)
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}).encode()
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_solve_and_stream_give_the_in_process_plan(running: server.Running, example: Path) -> None:
+    snap = loader.load_snapshot(example)
+    local = api.plan(snap)
+    with client.PlacementClient(_target(running)) as c:
+        remote = c.solve(example.read_bytes())
+        events = list(c.solve_stream(example.read_bytes()))
+    assert _without_stats(remote) == _without_stats(local)
+    assert verify.verify(snap, remote) == []
+    *progress, final = events
+    assert isinstance(final, type(local)) and _without_stats(final) == _without_stats(local)
+    assert all(isinstance(p, client.Progress) and p.seconds >= 0 for p in progress)
+    assert remote.stats["variables"] == local.stats["variables"]
+
+
+def test_stream_reports_improving_solutions_before_the_plan(running: server.Running) -> None:
+    with client.PlacementClient(_target(running)) as c:
+        events = list(c.solve_stream((ROOT / "examples" / "gang-preemption.yaml").read_bytes(),
+                                     client.SolveOptions(no_decompose=True)))
+    stages = [e.stage for e in events[:-1]]  # type: ignore[union-attr]
+    assert stages and stages[0] == "workloads+pods" and "preemptionCost+evictedPods" in stages
+    cost = [e for e in events[:-1] if e.stage == "preemptionCost+evictedPods"]  # type: ignore[union-attr]
+    assert all(a.objective >= b.objective for a, b in zip(cost, cost[1:], strict=False))  # improving
+    assert events[-1].status == "OPTIMAL"  # type: ignore[union-attr]
+
+
+def test_typed_state_solves_like_the_same_objects(running: server.Running) -> None:
+    state = pb.ClusterState(
+        nodes=[pb.Node(name=f"n{i}", labels={"topology.kubernetes.io/rack": f"r{i // 2}"},
+                       allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110}) for i in range(4)],
+        pods=[pb.Pod(namespace="d", name="bg", node="n0", requests={"cpu": 3000}, priority=1),
+              *[pb.Pod(namespace="d", name=f"g-{k}", requests={"cpu": 2000}, group="g") for k in range(4)]],
+        groups=[pb.Group(namespace="d", name="g", kind=pb.Group.POD_GROUP, min_count=4, priority=100,
+                         topology_key="topology.kubernetes.io/rack")])
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(state)
+    assert plan.status == "OPTIMAL" and plan.objective.placed_pods == 4 and plan.objective.evicted_pods == 0
+    assert sorted(b.node for b in plan.bindings) == ["n2", "n2", "n3", "n3"]
+
+
+def test_health_and_reflection_answer(running: server.Running) -> None:
+    with grpc.insecure_channel(_target(running)) as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        for name in ("", server.SERVICE):
+            assert stub.Check(health_pb2.HealthCheckRequest(service=name)).status == \
+                health_pb2.HealthCheckResponse.SERVING
+        services = ProtoReflectionDescriptorDatabase(ch).get_services()
+    assert server.SERVICE == "gangplace.v1.PlacementService"
+    assert set(services) == {"gangplace.v1.PlacementService", "grpc.health.v1.Health",
+                             "grpc.reflection.v1alpha.ServerReflection"}
+
+
+def test_an_expiring_deadline_returns_the_best_plan_so_far(running: server.Running) -> None:
+    body = _hard()
+    start = time.perf_counter()
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(body, client.SolveOptions(time_limit=60, deadline=3.0))
+    assert time.perf_counter() - start < 3.0
+    assert plan.status == "FEASIBLE" and plan.objective.placed_pods == 20
+    assert verify.verify(loader.snapshot_from_bytes(body), plan) == []
+
+
+def test_overload_is_refused_while_the_admitted_solve_finishes(running: server.Running) -> None:
+    body = _hard()
+    results: list[Any] = []
+    with client.PlacementClient(_target(running)) as c:
+        first = threading.Thread(target=lambda: results.append(c.solve(body, client.SolveOptions(time_limit=3))))
+        first.start()
+        deadline = time.monotonic() + 10
+        while running.metrics.in_flight._value.get() < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with pytest.raises(client.PlacementError) as refused:
+            c.solve((ROOT / "examples" / "gang-preemption.yaml").read_bytes())
+        first.join()
+    assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "1 solves in flight" in refused.value.details
+    assert [p.status for p in results] == ["FEASIBLE"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{running.metrics_port}/metrics") as reply:
+        text = reply.read().decode()
+    assert 'gangplace_solves_total{method="Solve",status="RESOURCE_EXHAUSTED"} 1.0' in text
+    assert 'gangplace_solves_total{method="Solve",status="OK"} 1.0' in text
+    assert "gangplace_solves_in_flight 0.0" in text
+    assert 'gangplace_solve_seconds_count{method="Solve"} 1.0' in text
+
+
+def test_graceful_shutdown_finishes_the_solve_in_flight() -> None:
+    run = server.start(server.ServerConfig(address="127.0.0.1:0"))
+    results: list[Any] = []
+    with client.PlacementClient(_target(run)) as c:
+        solving = threading.Thread(target=lambda: results.append(c.solve(_hard(), client.SolveOptions(time_limit=2))))
+        solving.start()
+        while run.metrics.in_flight._value.get() < 1:
+            time.sleep(0.02)
+        run.stop(grace=20)
+        solving.join()
+    assert [p.status for p in results] == ["FEASIBLE"]
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda: pb.SolveRequest(), "cluster: set state or kubernetes_objects"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(
+        nodes=[pb.Node(name="n0", allocatable={"cpu": 1000})],
+        pods=[pb.Pod(namespace="d", name="p", requests={"cpu": -5})])),
+     "state: pods[0] (Pod/d/p): spec.containers[0].resources.requests.cpu: negative quantity '-5m'"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(pods=[pb.Pod(namespace="d", name="p", group="nope")])),
+     "state: pods[0] (Pod/d/p): spec.schedulingGroup.podGroupName: PodGroup d/nope not found"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(groups=[pb.Group(namespace="d", name="g")])),
+     "groups[0].kind: must be POD_GROUP or COMPOSITE_POD_GROUP"),
+    (lambda: pb.SolveRequest(kubernetes_objects=b"{not json"), "kubernetes_objects: request: : not valid JSON"),
+    (lambda: pb.SolveRequest(workload="d/none", state=pb.ClusterState()), "workload: no pending workload 'd/none'"),
+])
+def test_bad_input_is_invalid_argument_naming_the_field(running: server.Running, make: Any, expected: str) -> None:
+    with grpc.insecure_channel(_target(running)) as ch:
+        from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+
+        with pytest.raises(grpc.RpcError) as err:
+            pb_grpc.PlacementServiceStub(ch).Solve(make(), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert expected in err.value.details()
+
+
+def test_a_15000_node_cluster_is_accepted(running: server.Running) -> None:
+    objs = generate.gang_scheduling(nodes=15000, gangs=1, size=3)
+    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}).encode()
+    assert len(body) > 4 * 1024 * 1024  # more than gRPC's default limit
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(body, client.SolveOptions(time_limit=60))
+    assert plan.status == "OPTIMAL" and plan.stats["nodes"] == 15000 and plan.objective.placed_pods == 3
+    assert verify.verify(kube.snapshot_from_objects(objs), plan) == []
+
+
+def test_cli_solve_with_server_writes_the_in_process_plan(running: server.Running, tmp_path: Path) -> None:
+    example = ROOT / "examples" / "dra-gpus.yaml"
+    remote, local = tmp_path / "remote.json", tmp_path / "local.json"
+    assert cli.main(["solve", str(example), "--server", _target(running), "-o", str(remote)]) == 0
+    assert cli.main(["solve", str(example), "-o", str(local)]) == 0
+    a, b = json.loads(remote.read_text()), json.loads(local.read_text())
+    a.pop("stats"), b.pop("stats")
+    assert a == b
+
+
+def test_generated_code_is_current() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_proto.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_logs_are_json_lines_with_the_request_id(running: server.Running, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="gangplace.server")
+    with client.PlacementClient(_target(running)) as c:
+        c.solve((ROOT / "examples" / "gang-preemption.yaml").read_bytes(), request_id="req-42")
+    events = [json.loads(r.getMessage()) for r in caplog.records if r.name == "gangplace.server"]
+    solved = [e for e in events if e.get("requestId") == "req-42"]
+    assert [e["event"] for e in solved] == ["admitted", "solved"]
+    assert solved[1]["status"] == "OPTIMAL" and solved[1]["nodes"] == 4
+    line = server.JsonLines().format(caplog.records[-1])
+    assert json.loads(line)["level"] == "INFO"
