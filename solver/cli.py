@@ -16,6 +16,7 @@ reason), 2 with one clear message on bad input, 1 on an internal error.
 from __future__ import annotations
 
 import argparse
+from importlib import metadata
 import json
 import sys
 from collections.abc import Sequence
@@ -64,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, default=0, metavar="N")
     bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
     bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
+    for entry in metadata.entry_points(group="gangplace.commands"):  # e.g. `adapter`, from the adapter package
+        entry.load()(sub)
     gen = sub.add_parser("generate", help="write a deterministic synthetic snapshot (a JSON List)")
     gen.add_argument("--nodes", type=int, default=1000)
     gen.add_argument("--pods-per-node", type=int, default=10)
@@ -237,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench(args)
         if args.command == "serve":
             return _serve(args)
+        if hasattr(args, "func"):
+            return int(args.func(args))
     except api.PlanInvalidError as exc:
         print(f"gangplace: internal error: {exc}", file=sys.stderr)
         return 1

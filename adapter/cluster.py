@@ -1,0 +1,236 @@
+"""All Kubernetes API I/O of the adapter: the only module that imports ``kubernetes``.
+
+Objects travel as plain dicts, as the API prints them (camelCase; list items get their
+``kind`` and ``apiVersion`` back), so the watch cache hands ``solver.kube`` exactly what a
+recorded snapshot holds. Every call the adapter makes is a method here; ``CALLS`` lists
+them with the RBAC verb and resource each needs (deploy/ grants exactly those).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    name: str  # Kind
+    api_version: str
+    plural: str
+    list_call: Callable[[client.ApiClient], Callable[..., Any]]
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("Node", "v1", "nodes", lambda c: client.CoreV1Api(c).list_node),
+    Kind("Pod", "v1", "pods", lambda c: client.CoreV1Api(c).list_pod_for_all_namespaces),
+    Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses",
+         lambda c: client.SchedulingV1Api(c).list_priority_class),
+    Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets",
+         lambda c: client.PolicyV1Api(c).list_pod_disruption_budget_for_all_namespaces),
+    Kind("PodGroup", "scheduling.k8s.io/v1beta1", "podgroups",
+         lambda c: client.SchedulingV1beta1Api(c).list_pod_group_for_all_namespaces),
+    Kind("Workload", "scheduling.k8s.io/v1beta1", "workloads",
+         lambda c: client.SchedulingV1beta1Api(c).list_workload_for_all_namespaces),
+    Kind("CompositePodGroup", "scheduling.k8s.io/v1alpha3", "compositepodgroups",
+         lambda c: client.SchedulingV1alpha3Api(c).list_composite_pod_group_for_all_namespaces),
+    Kind("ResourceSlice", "resource.k8s.io/v1", "resourceslices", lambda c: client.ResourceV1Api(c).list_resource_slice),
+    Kind("DeviceClass", "resource.k8s.io/v1", "deviceclasses", lambda c: client.ResourceV1Api(c).list_device_class),
+    Kind("ResourceClaim", "resource.k8s.io/v1", "resourceclaims",
+         lambda c: client.ResourceV1Api(c).list_resource_claim_for_all_namespaces),
+    Kind("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates",
+         lambda c: client.ResourceV1Api(c).list_resource_claim_template_for_all_namespaces),
+)
+
+# (verb, API group, resource) of every call below: the ClusterRole in deploy/ is checked against it
+CALLS: tuple[tuple[str, str, str], ...] = (
+    *((verb, k.api_version.rpartition("/")[0], k.plural) for k in KINDS for verb in ("list", "watch")),
+    ("create", "", "pods/eviction"),
+    ("get", "", "pods"),
+    ("create", "", "pods/binding"),
+    ("patch", "scheduling.k8s.io", "podgroups/status"),
+    ("patch", "resource.k8s.io", "resourceclaims/status"),
+    ("create", "resource.k8s.io", "resourceclaims"),
+    ("patch", "", "pods/status"),
+    ("create", "events.k8s.io", "events"),
+    ("get", "coordination.k8s.io", "leases"),
+    ("create", "coordination.k8s.io", "leases"),
+    ("update", "coordination.k8s.io", "leases"),
+)
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old (410): relist."""
+
+
+class Conflict(Exception):
+    """409: already bound, already exists, or a stale resourceVersion."""
+
+
+class Refused(Exception):
+    """429 from the Eviction API: a PDB forbids it now."""
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Cluster:
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.coordination = client.CoordinationV1Api(api)
+        self.events = client.EventsV1Api(api)
+        self.resource = client.ResourceV1Api(api)
+        self.scheduling = client.SchedulingV1beta1Api(api)
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, in_cluster: bool = False) -> "Cluster":
+        if in_cluster:
+            config.load_incluster_config()
+            return cls(client.ApiClient())
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        return cls(client.ApiClient(cfg))
+
+    @classmethod
+    def at(cls, host: str) -> "Cluster":
+        cfg = client.Configuration(host=host)
+        return cls(client.ApiClient(cfg))
+
+    def close(self) -> None:
+        self.api.close()
+
+    # ---- list and watch ----------------------------------------------------------------
+    def list(self, kind: Kind) -> tuple[list[Obj], str]:
+        """Every object of ``kind`` and the list's resourceVersion."""
+        try:
+            body = json.loads(kind.list_call(self.api)(_preload_content=False).data)
+        except ApiException as exc:
+            if exc.status == 404:  # the API group is not served: nothing of that kind
+                return [], ""
+            raise
+        items = [{"kind": kind.name, "apiVersion": kind.api_version, **item} for item in body.get("items", [])]
+        return items, body.get("metadata", {}).get("resourceVersion", "")
+
+    def watch(self, kind: Kind, resource_version: str, timeout: int = 60) -> Iterator[tuple[str, Obj]]:
+        """(type, object) events after ``resource_version``; raises Gone on 410."""
+        w = watch.Watch()
+        try:
+            for event in w.stream(kind.list_call(self.api), resource_version=resource_version,
+                                  timeout_seconds=timeout, allow_watch_bookmarks=True):
+                raw = event.get("raw_object") or {}
+                if event.get("type") == "ERROR":
+                    if raw.get("code") == 410:
+                        raise Gone()
+                    raise ApiException(status=raw.get("code", 500), reason=raw.get("message", ""))
+                yield event["type"], {"kind": kind.name, "apiVersion": kind.api_version, **raw}
+        except ApiException as exc:
+            if exc.status == 410:
+                raise Gone() from exc
+            raise
+        finally:
+            w.stop()
+
+    # ---- plan execution ----------------------------------------------------------------
+    def get_pod(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return json.loads(self.core.read_namespaced_pod(name, namespace, _preload_content=False).data)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def evict(self, namespace: str, name: str) -> None:
+        """Through the Eviction API; gone already is fine; Refused on 429 (a PDB)."""
+        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+        try:
+            self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            if exc.status == 429:
+                raise Refused(f"{namespace}/{name}: {exc.reason}") from exc
+            raise
+
+    def bind(self, namespace: str, name: str, node: str) -> None:
+        """Through the Binding subresource; Conflict when the pod is bound already."""
+        body = client.V1Binding(metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+                                target=client.V1ObjectReference(kind="Node", api_version="v1", name=node))
+        try:
+            # the API answers a Status, not a Binding: do not let the client parse it as one
+            self.core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(f"{namespace}/{name}: {exc.reason}") from exc
+            raise
+
+    def set_podgroup_condition(self, namespace: str, name: str, condition: Obj) -> None:
+        patch = {"status": {"conditions": [condition]}}
+        self.scheduling.patch_namespaced_pod_group_status(name, namespace, patch, _preload_content=False,
+                                                          _content_type="application/merge-patch+json")
+
+    def set_claim_allocation(self, namespace: str, name: str, status: Obj) -> None:
+        self.resource.patch_namespaced_resource_claim_status(name, namespace, {"status": status},
+                                                            _preload_content=False,
+                                                            _content_type="application/merge-patch+json")
+
+    def create_claim(self, namespace: str, obj: Obj) -> None:
+        try:
+            self.resource.create_namespaced_resource_claim(namespace, obj, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(f"ResourceClaim {namespace}/{obj['metadata']['name']} exists") from exc
+            raise
+
+    def set_pod_claim_statuses(self, namespace: str, name: str, statuses: list[Obj]) -> None:
+        self.core.patch_namespaced_pod_status(name, namespace, {"status": {"resourceClaimStatuses": statuses}},
+                                              _preload_content=False,
+                                              _content_type="application/merge-patch+json")
+
+    def event(self, *, namespace: str, regarding: Obj, reason: str, note: str, type_: str = "Normal",
+              action: str = "Scheduling", reporter: str = "gangplace") -> None:
+        meta = regarding["metadata"]
+        body = {
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": namespace},
+            "eventTime": now(), "reportingController": f"gangplace.io/{reporter}", "reportingInstance": reporter,
+            "action": action, "reason": reason, "note": note[:1024], "type": type_,
+            "regarding": {"kind": regarding.get("kind", "Pod"), "apiVersion": regarding.get("apiVersion", "v1"),
+                          "namespace": namespace, "name": meta["name"], "uid": meta.get("uid", "")},
+        }
+        self.events.create_namespaced_event(namespace, body, _preload_content=False)
+
+    # ---- leases --------------------------------------------------------------------------
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return json.loads(self.coordination.read_namespaced_lease(name, namespace, _preload_content=False).data)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def create_lease(self, namespace: str, obj: Obj) -> Obj:
+        try:
+            return json.loads(self.coordination.create_namespaced_lease(namespace, obj, _preload_content=False).data)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict("lease exists") from exc
+            raise
+
+    def update_lease(self, namespace: str, obj: Obj) -> Obj:
+        """PUT with the object's resourceVersion: Conflict when someone else wrote it first."""
+        try:
+            return json.loads(self.coordination.replace_namespaced_lease(
+                obj["metadata"]["name"], namespace, obj, _preload_content=False).data)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict("lease changed") from exc
+            raise

@@ -1,0 +1,251 @@
+"""One reconcile: cached objects -> the snapshot to plan -> a plan -> its execution.
+
+Thin on purpose: which pods go where, and which victims go, is the solver's. Here:
+
+- **What is planned.** Pending pods whose ``spec.schedulerName`` is ours, of workloads that
+  are ready as upstream means it: every PodGroup of the tree exists and each needed group
+  has at least minCount pods observed (a CompositePodGroup needs minGroupCount ready
+  children). Pods of other schedulers are running background or ignored. A terminating pod
+  (deletionTimestamp set) is left out: its room is about to be free, and counting it would
+  make a restarted adapter evict again what it evicted before a crash.
+- **Execution, each step idempotent**: evict the victims (Eviction API; a 429 from a PDB
+  means replan, not retry), wait until they are gone (timeout: replan), wait for terminating
+  pods on the target nodes, write DRA allocations (creating a template's claim, as the
+  ResourceClaim controller would, then ``status.allocation`` and ``reservedFor``), bind every
+  pod (a 409 is "already bound": fine if to the planned node, else replan), set the
+  PodGroup condition ``PodGroupInitiallyScheduled`` and emit Events.
+- **Crash safety** follows: a restart rebuilds the view from the cluster, pods bound before
+  the crash are running members (they count toward minCount and fix the domain), evicted
+  pods still terminating are not victims again, and every write is skipped when the
+  cluster already shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapter.cluster import Cluster, Conflict, Refused, now
+from solver.model.plan import Plan
+
+LOG = logging.getLogger("gangplace.adapter")
+Obj = dict[str, Any]
+CONDITION = "PodGroupInitiallyScheduled"
+GROUP_KINDS = ("PodGroup", "CompositePodGroup")
+
+
+def _key(obj: Obj) -> str:
+    m = obj["metadata"]
+    return f"{m.get('namespace', '')}/{m['name']}"
+
+
+def _pending(pod: Obj) -> bool:
+    return not pod.get("spec", {}).get("nodeName") and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+
+
+# ---- what is planned ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    objects: list[Obj]  # what the solver reads
+    ready: list[str]  # roots planned
+    waiting: dict[str, str]  # root -> why it is not attempted yet
+
+
+def select(objects: Iterable[Obj], scheduler_name: str) -> Selection:
+    objs = [o for o in objects if not (o["kind"] == "Pod" and o["metadata"].get("deletionTimestamp"))]
+    groups = {_key(o): o for o in objs if o["kind"] in GROUP_KINDS}
+    members: dict[str, int] = {}
+    for o in objs:
+        if o["kind"] == "Pod" and (g := o.get("spec", {}).get("schedulingGroup", {}).get("podGroupName")):
+            k = f"{o['metadata'].get('namespace', '')}/{g}"
+            members[k] = members.get(k, 0) + 1
+    children: dict[str, list[str]] = {}
+    for k, g in groups.items():
+        if parent := g.get("spec", {}).get("parentCompositePodGroupName"):
+            children.setdefault(f"{k.split('/')[0]}/{parent}", []).append(k)
+
+    def root_of(k: str) -> str | None:
+        seen = set()
+        while (g := groups.get(k)) is not None:
+            parent = g.get("spec", {}).get("parentCompositePodGroupName")
+            if not parent:
+                return k
+            if k in seen:
+                return None
+            seen.add(k)
+            k = f"{k.split('/')[0]}/{parent}"
+        return None
+
+    def ready(k: str) -> bool:
+        g = groups[k]
+        gang = g.get("spec", {}).get("schedulingPolicy", {}).get("gang") or {}
+        if g["kind"] == "PodGroup":
+            return members.get(k, 0) >= (gang.get("minCount") or 1)
+        return sum(ready(c) for c in children.get(k, [])) >= (gang.get("minGroupCount") or 1)
+
+    out, planned, waiting = [], set(), {}
+    for o in objs:
+        if o["kind"] != "Pod" or not _pending(o):
+            out.append(o)
+            continue
+        if o.get("spec", {}).get("schedulerName", "default-scheduler") != scheduler_name:
+            continue  # another scheduler's pending pod: not ours to place
+        g = o.get("spec", {}).get("schedulingGroup", {}).get("podGroupName")
+        if not g:
+            out.append(o)
+            planned.add(_key(o))
+            continue
+        root = root_of(f"{o['metadata'].get('namespace', '')}/{g}")
+        if root is None:
+            waiting[f"{o['metadata'].get('namespace', '')}/{g}"] = "its PodGroup tree is not complete yet"
+            continue
+        if not ready(root):
+            waiting[root] = "fewer pods observed than its gang needs"
+            continue
+        out.append(o)
+        planned.add(root)
+    return Selection(objects=out, ready=sorted(planned), waiting=waiting)
+
+
+# ---- execution ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Outcome:
+    replan: str = ""  # why the plan was abandoned midway ("" when carried out)
+    evicted: list[str] = field(default_factory=list)
+    bound: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Executor:
+    cluster: Cluster
+    wait_timeout: float = 60.0
+    poll: float = 0.05
+    sleep: Callable[[float], None] = time.sleep
+
+    def execute(self, plan: Plan, objects: list[Obj]) -> Outcome:
+        out = Outcome()
+        pods = {_key(o): o for o in objects if o["kind"] == "Pod"}
+        groups = {_key(o): o for o in objects if o["kind"] == "PodGroup"}
+        # 1. evict
+        for e in plan.evictions:
+            victim = pods.get(e.pod)
+            ns, name = e.pod.split("/", 1)
+            if victim is not None:
+                self._event(ns, victim, "Preempted", f"Preempted by gangplace to place a gang (cost {e.cost:g})",
+                            "Normal", "Preempting")
+            try:
+                self.cluster.evict(ns, name)
+            except Refused as exc:
+                return Outcome(replan=f"eviction refused: {exc}", evicted=out.evicted)
+            out.evicted.append(e.pod)
+        # 2. wait until they are gone; 3. and pods still terminating on the target nodes
+        targets = {b.node for b in plan.bindings}
+        leaving = [e.pod for e in plan.evictions]
+        leaving += [k for k, p in pods.items() if p["metadata"].get("deletionTimestamp")
+                    and p.get("spec", {}).get("nodeName") in targets]
+        if not self._gone(leaving):
+            return Outcome(replan="evicted pods did not terminate in time", evicted=out.evicted)
+        # 4. devices
+        for alloc in plan.device_allocations:
+            self._allocate(alloc, pods, groups, objects, plan)
+        # 5. bind
+        for b in plan.bindings:
+            ns, name = b.pod.split("/", 1)
+            try:
+                self.cluster.bind(ns, name, b.node)
+            except Conflict:
+                now = self.cluster.get_pod(ns, name)
+                if now is None or now.get("spec", {}).get("nodeName") != b.node:
+                    return Outcome(replan=f"{b.pod} was bound elsewhere", evicted=out.evicted, bound=out.bound)
+            out.bound.append(b.pod)
+            if b.pod in pods:
+                self._event(ns, pods[b.pod], "Scheduled", f"Successfully assigned {b.pod} to {b.node}", "Normal",
+                            "Binding")
+        # 6. status
+        self._conditions(plan, groups, pods)
+        return out
+
+    def _gone(self, keys: list[str]) -> bool:
+        deadline = time.monotonic() + self.wait_timeout
+        left = list(dict.fromkeys(keys))
+        while left:
+            left = [k for k in left if self.cluster.get_pod(*k.split("/", 1)) is not None]
+            if not left:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            self.sleep(self.poll)
+        return True
+
+    def _conditions(self, plan: Plan, groups: dict[str, Obj], pods: dict[str, Obj]) -> None:
+        for w in plan.workloads:
+            for g in w.groups:
+                obj = groups.get(g.name)
+                if obj is None or g.kind != "PodGroup":
+                    continue
+                if w.satisfied:
+                    cond = {"type": CONDITION, "status": "True", "reason": "Scheduled",
+                            "message": f"{g.placed_pods} pods placed by gangplace"}
+                else:
+                    cond = {"type": CONDITION, "status": "False", "reason": "Unschedulable",
+                            "message": w.reason or "the gang does not fit"}
+                have = next((c for c in obj.get("status", {}).get("conditions", []) if c.get("type") == CONDITION),
+                            None)
+                if have and have.get("status") == cond["status"] and have.get("message") == cond["message"]:
+                    continue  # already recorded: write nothing
+                ns, name = g.name.split("/", 1)
+                self.cluster.set_podgroup_condition(ns, name, {**cond, "lastTransitionTime": now()})
+                if not w.satisfied:
+                    for k, p in pods.items():
+                        if _pending(p) and p.get("spec", {}).get("schedulingGroup", {}).get("podGroupName") == name \
+                                and k.split("/")[0] == ns:
+                            self._event(ns, p, "FailedScheduling", cond["message"], "Warning", "Scheduling")
+
+    def _allocate(self, alloc: Any, pods: dict[str, Obj], groups: dict[str, Obj], objects: list[Obj],
+                  plan: Plan) -> None:
+        """Write one allocation: the claim (made from its template when needed), then its status."""
+        owner = pods.get(alloc.pod) if alloc.pod else groups.get(alloc.pod_group)
+        if owner is None:
+            return
+        ns = owner["metadata"]["namespace"]
+        entries = owner.get("spec", {}).get("resourceClaims", [])
+        entry = next((e for e in entries if e.get("name") == alloc.claim), None)
+        if entry is None:
+            return
+        claim_name = entry.get("resourceClaimName")
+        results = [{"request": alloc.request, "driver": d.driver, "pool": d.pool, "device": d.device}
+                   for d in alloc.devices]
+        reserved = ([{"resource": "pods", "name": owner["metadata"]["name"], "uid": owner["metadata"].get("uid", "")}]
+                    if alloc.pod else
+                    [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": owner["metadata"]["name"]}])
+        if claim_name is None:  # from a template: create the owner's claim as the claim controller would
+            template = next((o for o in objects if o["kind"] == "ResourceClaimTemplate"
+                             and _key(o) == f"{ns}/{entry['resourceClaimTemplateName']}"), None)
+            if template is None:
+                return
+            claim_name = f"{owner['metadata']['name']}-{alloc.claim}"
+            try:
+                self.cluster.create_claim(ns, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                               "metadata": {"name": claim_name, "namespace": ns},
+                                               "spec": template.get("spec", {}).get("spec", {})})
+            except Conflict:
+                pass  # made before a crash: fill it in
+            if alloc.pod:
+                self.cluster.set_pod_claim_statuses(ns, owner["metadata"]["name"],
+                                                    [{"name": alloc.claim, "resourceClaimName": claim_name}])
+        self.cluster.set_claim_allocation(ns, claim_name, {"allocation": {"devices": {"results": results}},
+                                                           "reservedFor": reserved})
+
+    def _event(self, ns: str, obj: Obj, reason: str, note: str, type_: str, action: str) -> None:
+        try:
+            self.cluster.event(namespace=ns, regarding=obj, reason=reason, note=note, type_=type_, action=action)
+        except Exception as exc:  # an event is best effort, as upstream's recorder
+            LOG.info(json.dumps({"event": "event-failed", "reason": reason, "error": str(exc)}))
