@@ -6,6 +6,7 @@
                     [--workers N] [--out results.jsonl] [--plot PATH.png]
     gangplace solve SNAPSHOT --server HOST:PORT [...]
     gangplace serve [--port 50051] [--metrics-port 9090] [--max-inflight N] [--max-message-mb MB]
+    gangplace replan SNAPSHOT|DIR ... [--shard I/N] [--out DIR] [--time-limit S]
     gangplace generate --nodes N [...] -o SNAPSHOT.json
     gangplace generate --suite NAME -o DIR
 
@@ -65,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, default=0, metavar="N")
     bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
     bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
+    rp = sub.add_parser("replan", help="plan every pending workload of each snapshot; write one report each")
+    rp.add_argument("snapshots", nargs="+", help="snapshot files or directories (each file is one snapshot)")
+    rp.add_argument("--shard", default="0/1", metavar="I/N", help="take the I-th of N shards (an Indexed Job's index)")
+    rp.add_argument("--out", default="replan", metavar="DIR", help="reports go here as NAME.json (replan/)")
+    rp.add_argument("--time-limit", type=float, default=60.0, metavar="S")
+    rp.add_argument("--workers", type=int, default=1, metavar="N")
     for entry in metadata.entry_points(group="gangplace.commands"):  # e.g. `adapter`, from the adapter package
         entry.load()(sub)
     gen = sub.add_parser("generate", help="write a deterministic synthetic snapshot (a JSON List)")
@@ -190,6 +197,26 @@ def _solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replan(args: argparse.Namespace) -> int:
+    from solver import replan
+
+    index, count = replan.parse_shard(args.shard)
+    files = sorted({f for arg in args.snapshots for f in loader.snapshot_files(Path(arg))})
+    mine = replan.shard(files, index, count)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers)
+    for path in mine:
+        snapshot = loader.load_snapshot(path)
+        plan = api.plan(snapshot, options)
+        body = replan.report(str(path), snapshot, plan)
+        (out / f"{path.stem}.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+        print(f"{path}: {plan.status}, {len(body['admitted'])}/{len(plan.workloads)} admitted, "
+              f"{len(body['evictions'])} evicted", file=sys.stderr)
+    print(f"shard {index}/{count}: {len(mine)} of {len(files)} snapshots -> {out}", file=sys.stderr)
+    return 0
+
+
 def _solve_remote(args: argparse.Namespace) -> Any:
     from solver import client
 
@@ -240,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench(args)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "replan":
+            return _replan(args)
         if hasattr(args, "func"):
             return int(args.func(args))
     except api.PlanInvalidError as exc:
