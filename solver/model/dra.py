@@ -102,7 +102,8 @@ class DraProblem:
 
     @property
     def active(self) -> bool:
-        return bool(self.types)
+        """Devices, or claims that need some (which then cannot be met without devices)."""
+        return bool(self.types) or any(self.class_slots) or bool(self.shared) or bool(self.pinned)
 
     def reachable(self, node: s.NodeName, types: frozenset[int]) -> list[int]:
         return [t for t in sorted(types) if node in self.types[t].reach]

