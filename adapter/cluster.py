@@ -91,18 +91,22 @@ class Cluster:
         self.resource = client.ResourceV1Api(api)
         self.scheduling = client.SchedulingV1beta1Api(api)
 
+    POOL = 32  # one connection per watched kind (11) plus the writes, with room
+
     @classmethod
     def connect(cls, kubeconfig: str | None = None, in_cluster: bool = False) -> "Cluster":
-        if in_cluster:
-            config.load_incluster_config()
-            return cls(client.ApiClient())
         cfg = client.Configuration()
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        if in_cluster:
+            config.load_incluster_config(client_configuration=cfg)
+        else:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        cfg.connection_pool_maxsize = cls.POOL
         return cls(client.ApiClient(cfg))
 
     @classmethod
     def at(cls, host: str) -> "Cluster":
         cfg = client.Configuration(host=host)
+        cfg.connection_pool_maxsize = cls.POOL
         return cls(client.ApiClient(cfg))
 
     def close(self) -> None:

@@ -173,6 +173,24 @@ class Executor:
         self._conditions(plan, groups, pods)
         return out
 
+    def record_settled(self, objects: list[Obj], scheduler_name: str) -> None:
+        """PodGroups of ours whose pods are all bound but which carry no condition yet (the
+        adapter died between the last binding and the status write): record it now."""
+        pods = [o for o in objects if o["kind"] == "Pod" and not o["metadata"].get("deletionTimestamp")]
+        for g in objects:
+            if g["kind"] != "PodGroup" or any(c.get("type") == CONDITION
+                                               for c in g.get("status", {}).get("conditions", [])):
+                continue
+            ns, name = g["metadata"]["namespace"], g["metadata"]["name"]
+            members = [p for p in pods if p["metadata"].get("namespace") == ns
+                       and p.get("spec", {}).get("schedulingGroup", {}).get("podGroupName") == name]
+            floor = (g.get("spec", {}).get("schedulingPolicy", {}).get("gang") or {}).get("minCount") or 1
+            if len(members) >= floor and all(p["spec"].get("nodeName") for p in members) and any(
+                    p["spec"].get("schedulerName") == scheduler_name for p in members):
+                self.cluster.set_podgroup_condition(ns, name, {
+                    "type": CONDITION, "status": "True", "reason": "Scheduled",
+                    "message": f"{len(members)} pods placed by gangplace", "lastTransitionTime": now()})
+
     def _gone(self, keys: list[str]) -> bool:
         deadline = time.monotonic() + self.wait_timeout
         left = list(dict.fromkeys(keys))

@@ -75,7 +75,9 @@ class Adapter:
         return self.solve(sel.objects)
 
     def reconcile(self) -> Outcome | None:
-        sel = select(self.cache.objects(), self.scheduler_name)
+        objects = self.cache.objects()
+        self.executor.record_settled(objects, self.scheduler_name)
+        sel = select(objects, self.scheduler_name)
         if not sel.ready:
             return None
         try:
@@ -106,15 +108,17 @@ class Adapter:
         self.cache.start()
         self.cache.wait_synced()
         seen = -1
+        retry = False  # the last plan was abandoned midway: plan again even if nothing changed
         try:
             while not stop.is_set():
                 if not self.elector.try_acquire_or_renew():
                     stop.wait(self.renew)
                     continue
                 now = self.cache.wait_change(seen, timeout=self.renew)
-                if now != seen:
+                if now != seen or retry:
                     seen = now
-                    self.reconcile()
+                    outcome = self.reconcile()
+                    retry = outcome is not None and bool(outcome.replan)
         finally:
             self.elector.release()
             self.cache.stop()

@@ -1,0 +1,231 @@
+"""The adapter end to end: the real kubernetes client against the API server double."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from adapter.cluster import Cluster
+from adapter.controller import CONDITION
+from adapter.main import Adapter, dry_run, in_process
+from tests.apiserver import ApiServerDouble
+from tests.builders import RACK, node, pdb, pod, pod_group
+
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+
+@pytest.fixture()
+def api() -> Iterator[ApiServerDouble]:
+    server = ApiServerDouble()
+    server.start()
+    yield server
+    server.stop()
+
+
+def _ours(builder: Any) -> dict[str, Any]:
+    obj = builder.build()
+    obj["spec"]["schedulerName"] = "gangplace"
+    return obj
+
+
+def _cluster(server: ApiServerDouble, *, gang: int = 2, cpu: int = 2000, pdb_allowed: int | None = None) -> None:
+    """Rack r0: n0, n1 (4 cpu each) with low-priority pods; rack r1: n2 full of a high-priority pod.
+    Two 2-cpu gang pods fit in r0 only, and only by evicting low-b (n1 then holds both)."""
+    for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
+        server.put(node(name).rack(rack).cpu_m(4000).build())
+    server.put(pod("low-a").on("n0").cpu_m(3000).priority(1).label("app", "batch").build())
+    server.put(pod("low-b").on("n1").cpu_m(3000).priority(1).label("app", "batch").build())
+    server.put(pod("keep").on("n0").cpu_m(500).priority(1000).build())
+    server.put(pod("vip").on("n2").cpu_m(3500).priority(1000).build())
+    if pdb_allowed is not None:
+        server.put(pdb("batch", pdb_allowed, app="batch").build())
+    server.put(pod_group("train", gang).topology(RACK).priority(100).build())
+    for k in range(gang):
+        server.put(_ours(pod(f"train-{k}").group("train").cpu_m(cpu)))
+
+
+def _run(server: ApiServerDouble, until: Callable[[], bool], *, timeout: float = 30.0,
+         adapter: Adapter | None = None) -> Adapter:
+    adapter = adapter or Adapter(Cluster.at(server.url), in_process(5.0), renew=0.1)
+    stop = threading.Event()
+    t = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
+    t.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not until():
+            assert time.monotonic() < deadline, "the adapter did not converge"
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        t.join(10)
+    return adapter
+
+
+def _node_of(server: ApiServerDouble, name: str) -> str | None:
+    obj = server.get("pods", "default", name)
+    return None if obj is None else obj["spec"].get("nodeName")
+
+
+def _calls(server: ApiServerDouble, verb: str, pattern: str, code: int | None = None) -> list[str]:
+    return [path for v, path, c in list(server.calls)
+            if v == verb and re.search(pattern, path) and (code is None or c == code)]
+
+
+def _bound(server: ApiServerDouble, *names: str) -> Callable[[], bool]:
+    return lambda: all(_node_of(server, n) for n in names)
+
+
+def _condition(server: ApiServerDouble, group: str) -> dict[str, Any] | None:
+    obj = server.get("podgroups", "default", group)
+    return next((c for c in (obj or {}).get("status", {}).get("conditions", []) if c["type"] == CONDITION), None)
+
+
+def test_a_gang_is_bound_with_the_victims_it_needs_evicted_and_nothing_else(api: ApiServerDouble) -> None:
+    _cluster(api)
+    _run(api, _bound(api, "train-0", "train-1"))
+    assert (_node_of(api, "train-0"), _node_of(api, "train-1")) == ("n1", "n1")
+    assert _calls(api, "POST", r"/pods/[^/]+/eviction$") == ["/api/v1/namespaces/default/pods/low-b/eviction"]
+    assert api.get("pods", "default", "low-b") is None
+    assert all(api.get("pods", "default", p) is not None for p in ("low-a", "keep", "vip"))
+    assert len(_calls(api, "POST", r"/pods/train-\d/binding$", 201)) == 2
+    cond = _condition(api, "train")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Scheduled")
+    reasons = sorted(e["reason"] for e in api.list("events"))
+    assert reasons.count("Scheduled") == 2 and reasons.count("Preempted") == 1
+
+
+def test_a_gang_that_cannot_fit_stays_pending_with_its_condition_false(api: ApiServerDouble) -> None:
+    _cluster(api, gang=3, cpu=3000)  # 3 pods of 3 cpu in one rack of two 4-cpu nodes: never
+    _run(api, lambda: _condition(api, "train") is not None)
+    cond = _condition(api, "train")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable") and cond["message"]
+    assert not _calls(api, "POST", r"/binding$") and not _calls(api, "POST", r"/eviction$")
+    assert "FailedScheduling" in {e["reason"] for e in api.list("events")}
+
+
+def test_a_pdb_refusing_an_eviction_mid_plan_makes_the_adapter_replan(api: ApiServerDouble) -> None:
+    _cluster(api, pdb_allowed=5)
+    api.fail_next("POST", r"/pods/low-b/eviction$", 429)  # the budget changed after the plan was made
+    adapter = _run(api, _bound(api, "train-0", "train-1"))
+    assert adapter.outcomes[0].replan.startswith("eviction refused")
+    assert len(_calls(api, "POST", r"/pods/low-b/eviction$", 429)) == 1
+    assert (_node_of(api, "train-0"), _node_of(api, "train-1")) == ("n1", "n1")
+
+
+def test_a_dropped_watch_and_410_gone_still_converge(api: ApiServerDouble) -> None:
+    for name, rack in (("n0", "r0"), ("n1", "r0")):
+        api.put(node(name).rack(rack).cpu_m(4000).build())
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1)
+    stop = threading.Event()
+    t = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
+    t.start()
+    try:
+        assert adapter.cache.wait_synced(10)
+        api.drop_watches()
+        api.compact()
+        api.put(pod_group("train", 2).topology(RACK).priority(100).build())
+        for k in range(2):
+            api.put(_ours(pod(f"train-{k}").group("train").cpu_m(2000)))
+        api.drop_watches()
+        deadline = time.monotonic() + 30
+        while not _bound(api, "train-0", "train-1")():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        t.join(10)
+    assert adapter.cache.relists >= 1
+
+
+class Crash(BaseException):
+    """The adapter process dies here (not an Exception: nothing may catch it)."""
+
+
+class CrashingCluster(Cluster):
+    """Dies before the ``after``-th write call."""
+
+    WRITES = ("evict", "bind", "set_podgroup_condition", "set_claim_allocation", "create_claim",
+              "set_pod_claim_statuses", "event")
+
+    def __init__(self, url: str, after: int) -> None:
+        other = Cluster.at(url)
+        super().__init__(other.api)
+        self.left = after
+
+    def __getattribute__(self, name: str) -> Any:
+        attr = super().__getattribute__(name)
+        if name in CrashingCluster.WRITES:
+            def guarded(*args: Any, **kwargs: Any) -> Any:
+                if self.left <= 0:
+                    raise Crash(name)
+                self.left -= 1
+                return attr(*args, **kwargs)
+            return guarded
+        return attr
+
+
+# a clean run makes 7 writes: a Preempted event, an eviction, 2 bindings + 2 Scheduled events, a condition
+@pytest.mark.parametrize("after", range(0, 8))
+def test_killed_after_any_write_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
+        api: ApiServerDouble, after: int) -> None:
+    _cluster(api)
+    crashing = Adapter(CrashingCluster(api.url, after), in_process(5.0), renew=0.1, identity="first",
+                       lease_duration=1)
+    crashing.cache.start()
+    assert crashing.cache.wait_synced(10)
+    with pytest.raises(Crash):
+        for _ in range(3):
+            crashing.elector.try_acquire_or_renew()
+            crashing.reconcile()
+        raise Crash("finished without dying")  # `after` beyond the last write: a clean run
+    crashing.cache.stop()  # dead: its lease expires after 1 s
+    _run(api, lambda: _bound(api, "train-0", "train-1")() and _condition(api, "train") is not None,
+         adapter=Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1, identity="second"))
+    bindings = _calls(api, "POST", r"/pods/train-\d/binding$", 201)
+    assert sorted(bindings) == ["/api/v1/namespaces/default/pods/train-0/binding",
+                                "/api/v1/namespaces/default/pods/train-1/binding"]
+    evicted = {p.split("/")[-2] for p in _calls(api, "POST", r"/eviction$")}
+    assert evicted <= {"low-b"}
+    assert all(api.get("pods", "default", p) is not None for p in ("low-a", "keep", "vip"))
+
+
+def test_two_adapters_only_the_leader_acts(api: ApiServerDouble) -> None:
+    _cluster(api)
+    a = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1, identity="a")
+    b = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1, identity="b")
+    stop = threading.Event()
+    threads = [threading.Thread(target=x.run, args=(stop,), daemon=True) for x in (a, b)]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not _bound(api, "train-0", "train-1")():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    acted = [x.elector.identity for x in (a, b) if x.outcomes]
+    assert len(acted) == 1
+    assert len(_calls(api, "POST", r"/binding$", 201)) == 2
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(api: ApiServerDouble) -> None:
+    _cluster(api)
+    before = len(api.calls)
+    out = io.StringIO()
+    assert dry_run(Adapter(Cluster.at(api.url), in_process(5.0)), out) == 0
+    plan = json.loads(out.getvalue())
+    assert [b["node"] for b in plan["bindings"]] == ["n1", "n1"]
+    assert [e["pod"] for e in plan["evictions"]] == ["default/low-b"]
+    assert [c for c in list(api.calls)[before:] if c[0] in WRITES] == []
+    assert _node_of(api, "train-0") is None and api.get("pods", "default", "low-b") is not None
