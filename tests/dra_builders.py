@@ -135,3 +135,10 @@ def group_claims(builder: _Builder, **entries: str) -> _Builder:
     """PodGroup spec.resourceClaims entries: entry=template name (shared by the group)."""
     builder.obj["spec"]["resourceClaims"] = [{"name": e, "resourceClaimTemplateName": t} for e, t in entries.items()]
     return builder
+
+
+def reserved_for_groups(builder: _Builder, *groups: str) -> _Builder:
+    """Add PodGroups to an allocated claim's status.reservedFor (every running pod of each consumes it)."""
+    builder.obj["status"]["reservedFor"] += [
+        {"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": g, "uid": f"uid-{g}"} for g in groups]
+    return builder

@@ -52,7 +52,7 @@ def device_allocations(problem: Problem, counts_by_class_node: Mapping[tuple[int
         out.extend(_deal(dra, slots, counts, node, pods, cursor))
     for i, counts in sorted(shared.items()):
         claim = dra.shared[i]
-        for alloc in _deal(dra, claim.slots, counts, None, [claim.group], cursor):
+        for alloc in _deal(dra, claim.slots, counts, None, [claim.group], cursor, single=True):
             out.append(DeviceAllocation(pod_group=alloc.pod, claim=alloc.claim, request=alloc.request,
                                         devices=alloc.devices))
     return tuple(sorted(out, key=lambda d: (d.pod_group, d.pod, d.claim, d.request)))
@@ -63,7 +63,8 @@ def _need(dra: dra_mod.DraProblem, slot: dra_mod.Slot, a: int, node: s.NodeName 
 
 
 def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts, node: s.NodeName | None,
-          owners: list[str], cursor: _Cursor) -> Iterator[DeviceAllocation]:
+          owners: list[str], cursor: _Cursor, single: bool = False) -> Iterator[DeviceAllocation]:
+    """``single``: one owner (a shared claim) takes everything counted for its option."""
     # pods per (slot, alternative, value), from the device counts
     per_option: dict[tuple[int, int, object], dict[int, int]] = defaultdict(dict)
     for (j, a, v, t), n in counts.items():
@@ -75,7 +76,7 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
         remaining = list(owners)
         queue: list[tuple[str, int, object]] = []
         for a, v in options:
-            pods = sum(per_option[j, a, v].values()) // max(1, _need(dra, slot, a, node))
+            pods = 1 if single else sum(per_option[j, a, v].values()) // max(1, _need(dra, slot, a, node))
             if slot.match is not None:
                 chosen = [o for o in remaining if value_of.get((slot.claim, o), v) == v][:pods]
             else:
@@ -87,7 +88,7 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
                 queue.append((o, a, v))
         for a, v in options:
             members = [o for o, aa, vv in queue if (aa, vv) == (a, v)]
-            need = _need(dra, slot, a, node)
+            need = sum(per_option[j, a, v].values()) if single else _need(dra, slot, a, node)
             got: dict[str, list[s.Device]] = {o: [] for o in members}
             k = 0
             # types of one distinct value next to each other, so round-robin keeps them apart

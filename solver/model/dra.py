@@ -70,6 +70,7 @@ class Slot:
     claim: int  # index of the claim among the owner's claims (slots of one claim share it)
     request: s.Request
     eligible: tuple[frozenset[int], ...]  # per alternative: the types it may take (any node)
+    selected: tuple[frozenset[int], ...]  # per alternative: the types its selectors pick (attributes aside)
     match: str | None  # matchAttribute covering this request
     distinct: str | None  # distinctAttribute covering this request
 
@@ -87,6 +88,7 @@ class SharedClaim:
     entry: str
     claim: s.Claim
     slots: tuple[Slot, ...]
+    users: frozenset[int] = frozenset()  # the classes whose pods name it (not every class of the group)
 
 
 @dataclass(slots=True)
@@ -96,7 +98,7 @@ class DraProblem:
     network_types: list[int] = field(default_factory=list)
     class_slots: list[tuple[Slot, ...]] = field(default_factory=list)  # per class
     shared: list[SharedClaim] = field(default_factory=list)
-    shared_of_group: dict[s.GroupKey, list[int]] = field(default_factory=dict)
+    shared_of_class: dict[int, list[int]] = field(default_factory=dict)  # class -> shared claims it uses
     pinned: dict[int, list[frozenset[s.NodeName]]] = field(default_factory=dict)  # class -> allowed node sets
     unit_types: dict[int, dict[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
 
@@ -125,6 +127,8 @@ class DraProblem:
             need = self.need(sub, node, eligible)
             if need == 0 or not reach:
                 continue
+            if sub.all_mode and not self._all_possible(slot, a, node):
+                continue
             for v in slot.values(self, a):
                 types = [t for t in reach if slot.match is None or self.types[t].values[slot.match] == v]
                 if not types:
@@ -135,6 +139,20 @@ class DraProblem:
                     continue
                 out.append((a, v, types, need))
         return out
+
+    def _all_possible(self, slot: Slot, a: int, node: s.NodeName | None) -> bool:
+        """All mode takes every selected device the node reaches: each must carry the
+        constrained attribute, and for distinctAttribute their values must all differ."""
+        attrs = [x for x in (slot.match, slot.distinct) if x]
+        if not attrs:
+            return True
+        picked = [self.types[t] for t in slot.selected[a] if node is None or node in self.types[t].reach]
+        if any(t.values.get(x) is None for t in picked for x in attrs):
+            return False
+        if slot.distinct:
+            values = [t.values[slot.distinct] for t in picked]
+            return all(t.size == 1 for t in picked) and len(set(values)) == len(values)
+        return True
 
     def most_on(self, slots: Sequence[Slot], node: s.NodeName) -> int | None:
         """An upper bound on how many owners of these slots fit on ``node`` by devices
@@ -203,6 +221,7 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
                                        f"used by several pending pods ({', '.join(sorted(pending))}) outside a "
                                        "PodGroup's spec.resourceClaims: one allocation shared that way is not modelled")
     shared_raw: dict[tuple[s.GroupKey, str], s.Claim] = {}
+    shared_users: dict[tuple[s.GroupKey, str], set[int]] = defaultdict(set)
     for cls in classes:
         rep = cls.pods[0]  # type: ignore[attr-defined]
         own: list[tuple[str, int, s.Claim]] = []
@@ -214,6 +233,7 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
                 continue
             if pc.shared_by is not None:
                 shared_raw.setdefault((s.GroupKey(pc.shared_by), pc.name), claim)
+                shared_users[s.GroupKey(pc.shared_by), pc.name].add(cls.index)  # type: ignore[attr-defined]
                 continue
             own.append((pc.name, len(own), claim))
         raw_class_slots.append(own)
@@ -267,27 +287,31 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
         for req in claim.spec.requests:
             m = match[1] if match and (not match[0] or req.name in match[0]) else None
             d = next((a for reqs, a in distinct if not reqs or req.name in reqs), None)
-            eligible = []
+            eligible, selected = [], []
             for sub in req.alternatives:
                 qi = q_index[sub]
                 if any(answers[qi] is None for answers in answers_of_type):
                     eligible.append(frozenset())  # upstream aborts the allocation: nothing fits
+                    selected.append(frozenset())
                     continue
+                selected.append(frozenset(t.index for t in out.types if answers_of_type[t.index][qi]))
                 types = {t.index for t in out.types if answers_of_type[t.index][qi]
                          and (m is None or t.values.get(m) is not None)
                          and (d is None or t.values.get(d) is not None)}
                 eligible.append(frozenset(types))
             made.append(Slot(claim_entry=entry, claim=claim_no, request=req, eligible=tuple(eligible),
-                             match=m, distinct=d))
+                             selected=tuple(selected), match=m, distinct=d))
         return made
 
     out.class_slots = [tuple(x for entry, k, claim in own for x in slots_of(entry, k, claim))
                        for own in raw_class_slots]
     for (group, entry), claim in sorted(shared_raw.items()):
         index = len(out.shared)
+        users = frozenset(shared_users[group, entry])
         out.shared.append(SharedClaim(index=index, group=group, entry=entry, claim=claim,
-                                      slots=tuple(slots_of(entry, 0, claim))))
-        out.shared_of_group.setdefault(group, []).append(index)
+                                      slots=tuple(slots_of(entry, 0, claim)), users=users))
+        for c in sorted(users):
+            out.shared_of_class.setdefault(c, []).append(index)
     return out
 
 

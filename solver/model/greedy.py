@@ -80,10 +80,9 @@ class _State:
 
     def place(self, cls: int, node: s.NodeName, n: int, take: Take | None = None) -> None:
         dra = self.problem.dra
-        group = self.problem.classes[cls].group
-        for i in dra.shared_of_group.get(group, ()) if group else ():
+        for i in dra.shared_of_class.get(cls, ()):
             if i not in self.dev.shared:
-                got, shared_take = self.dev.fit(dra.shared[i].slots, None, 1, reach_node=node)
+                got, shared_take = self.dev.fit(dra.shared[i].slots, node, 1)
                 assert got == 1, "room_for promised the shared claim"
                 reach = frozenset.intersection(*(dra.types[t].reach for (_, _, _, t) in shared_take))
                 self.dev.commit_shared(i, shared_take, reach, cls)
@@ -141,12 +140,12 @@ class _State:
     def _device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
         dra = self.problem.dra
         pending: Counter[int] = Counter()  # shared claims place() would take first, here
-        for i in dra.shared_of_group.get(cls.group, ()) if cls.group else ():
+        for i in dra.shared_of_class.get(cls.index, ()):
             if i in self.dev.shared:
                 if node not in self.dev.shared_reach[i]:
                     return 0
                 continue
-            got, take = self.dev.fit(dra.shared[i].slots, None, 1, reach_node=node, start=pending)
+            got, take = self.dev.fit(dra.shared[i].slots, node, 1, start=pending)
             if got == 0:
                 return 0
             for (_, _, _, t), n in take.items():
@@ -255,7 +254,7 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
     dra = problem.dra
     for i, take in assignment.shared.items():
         reach = frozenset.intersection(*(dra.types[t].reach for (_, _, _, t) in take))
-        owner = next(c.index for c in problem.classes if c.group == dra.shared[i].group)
+        owner = min(dra.shared[i].users)
         state.dev.commit_shared(i, dict(take), reach, owner)
     for (c, node), n in assignment.counts.items():
         state.place(c, node, n, take=dict(assignment.devices.get((c, node), {})) or None)

@@ -170,8 +170,7 @@ def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
     shapes: dict[tuple[object, ...], dict[s.NodeName, int]] = {}
     for cls in classes:
         rep = cls.pods[0]
-        shared = tuple(problem.dra.shared[i].slots for i in problem.dra.shared_of_group.get(cls.group, ())) \
-            if cls.group else ()
+        shared = tuple(problem.dra.shared[i].slots for i in problem.dra.shared_of_class.get(cls.index, ()))
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
                  rep.affinity_terms, rep.tolerations, len(cls.pods), problem.dra.class_slots[cls.index],
                  tuple(problem.dra.pinned.get(cls.index, ())), shared)
@@ -371,7 +370,7 @@ def _device_most(problem: Problem, cls: PodClass, node: s.NodeName, most: int) -
     by_devices = dra.most_on(dra.class_slots[cls.index], node)
     if by_devices is not None:
         most = min(most, by_devices)
-    for i in dra.shared_of_group.get(cls.group, ()) if cls.group else ():
+    for i in dra.shared_of_class.get(cls.index, ()):
         if dra.most_on(dra.shared[i].slots, node) == 0:
             return 0
     return most

@@ -3,6 +3,11 @@
 Written independently of ``solver.model``: no classes, no aggregation, no
 pruning, one weighted objective with Python-integer weights (instances are
 tiny). Used by the property test to check the aggregated model's tiers.
+
+DRA (``_Dra``), written from DESIGN.md and the resource.k8s.io/v1 semantics, not from
+``solver.model.dra``: one boolean per (claim owner, request, alternative, device), where an
+owner is a pending pod's unallocated per-pod claim or a PodGroup's shared claim. It shares
+only ``solver.model.cel.selects`` (CEL) and the node/taint predicates of ``selectors``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from solver.model import selectors
+from solver.model import cel, selectors
 from solver.model import snapshot as s
 
 
@@ -96,9 +101,11 @@ def naive_tiers(snap: s.ClusterSnapshot) -> Tiers:
             for p in req:
                 m.add(row <= n.allocatable.get(r, 0)).only_enforce_if(x[p.key, n.name])
 
+    dra = _Dra(m, snap, pending, running, x, e, unit_of, pod_power)
+
     # necessity of every eviction
     for u, ev in e.items():
-        lits = []
+        lits = list(dra.need_literals(u, unit_prio[u]))
         for nn in sorted({p.node for p in members[u]}):
             n = nodes[nn]
             here = [p for p in pending if (p.key, nn) in x]
@@ -235,3 +242,228 @@ def root_of_group(groups: dict[str, s.Group], key: str) -> str:
     while groups[key].parent:
         key = groups[key].parent
     return key
+
+
+# ---- DRA ---------------------------------------------------------------------------------
+
+DRA_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def _typed_attribute(dev: s.Device, qualified: str) -> tuple[str, object] | None:
+    """A device attribute by its qualified name (an unqualified one is in the driver's domain),
+    typed so that True and 1 differ; None when the device does not have it."""
+    domain, _, name = qualified.rpartition("/")
+    value = dev.attributes.get(domain or dev.driver, {}).get(name)
+    return None if value is None else (type(value).__name__, value)
+
+
+class _Dra:
+    """Device booleans z[owner, request, alternative, device] and their rules.
+
+    - An owner's claim is allocated iff its gate holds: the pod is placed (per-pod claim), or
+      any sharer of a PodGroup's shared claim is placed.
+    - Per request exactly one alternative (firstAvailable entry) is chosen; ExactCount takes
+      ``count`` devices (distinct ones, except that an allowMultipleAllocations device may be
+      given again: it is never used up), All every device the alternative selects (class and request
+      CEL, untolerated NoSchedule/NoExecute taints) that is reachable from the claim's node
+      (a shared claim: the node of one of its placed sharers), at least one.
+    - A device taken must be reachable from the node of every placed pod using the claim.
+    - matchAttribute: the covered devices share one value; distinctAttribute: pairwise
+      different values; a device without the attribute cannot be taken for covered requests.
+    - Each device (unless allowMultipleAllocations) is taken at most once, and only when free:
+      a device of an existing allocation is free once every consumer in its claim's
+      reservedFor (pods; running pods of reserved PodGroups) is evicted; an allocation with no
+      consumer, or one that is not an evictable running pod, holds it for good.
+    - A pending pod using an already allocated claim lands where that allocation is usable.
+    """
+
+    def __init__(self, m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod],
+                 running: list[s.Pod], x: dict, e: dict, unit_of: dict[str, str], pod_power) -> None:
+        self.m = m
+        state = snap.dra
+        self.state = state
+        self.devices = list(state.devices)
+        self.by_key = {d.key: d for d in self.devices}
+        names = {n.name for n in snap.nodes}
+        self.reach: dict[s.DeviceKey, set[str]] = {}
+        for d in self.devices:
+            if d.node is not None:
+                self.reach[d.key] = {d.node} & names
+            elif d.all_nodes:
+                self.reach[d.key] = set(names)
+            else:
+                self.reach[d.key] = {n.name for n in snap.nodes
+                                     if any(selectors.term_matches(t, n) for t in d.node_selector)}
+        self.x_of: dict[str, dict[str, cp_model.IntVar]] = defaultdict(dict)
+        for (pk, nn), v in x.items():
+            self.x_of[pk][nn] = v
+        self.takers: dict[s.DeviceKey, list[tuple[float, cp_model.IntVar]]] = defaultdict(list)
+        self._answers: dict[tuple[s.SubRequest, s.DeviceKey], bool | None] = {}
+
+        # existing allocations: which units free each held device (a pending pod placed with the
+        # claim keeps it allocated)
+        self.holders: dict[s.DeviceKey, set[str]] = defaultdict(set)
+        kept: dict[s.DeviceKey, list[cp_model.IntVar]] = defaultdict(list)
+        for_good: set[s.DeviceKey] = set()
+        for claim in state.claims.values():
+            if claim.allocation is None:
+                continue
+            consumers = list(claim.reserved_pods) + [p.key for p in running if p.group in claim.reserved_groups]
+            units = {unit_of.get(c) for c in consumers}
+            freeable = bool(consumers) and not claim.reserved_other and all(u is not None and u in e for u in units)
+            users = [v for p in pending if any(pc.claim == claim.key for pc in state.pod_claims.get(p.key, ()))
+                     for v in self.x_of[p.key].values()]
+            for a in claim.allocation:
+                if freeable:
+                    self.holders[a.device] |= units  # type: ignore[arg-type]
+                    kept[a.device] += users
+                else:
+                    for_good.add(a.device)
+
+        # owners
+        sharers: dict[tuple[str, str], list[s.Pod]] = defaultdict(list)
+        shared_claim: dict[tuple[str, str], s.Claim] = {}
+        for p in pending:
+            for pc in state.pod_claims.get(p.key, ()):
+                claim = state.claims[pc.claim]
+                if claim.allocation is not None:
+                    self._pin(snap, p, claim)
+                elif pc.shared_by is not None:
+                    sharers[pc.shared_by, pc.name].append(p)
+                    shared_claim[pc.shared_by, pc.name] = claim
+                else:
+                    gate = cp_model.LinearExpr.sum(list(self.x_of[p.key].values()))
+                    self._owner(claim, gate, dict(self.x_of[p.key]), [p], pod_power(p))
+        for key in sorted(sharers):
+            pods = sharers[key]
+            xs = [v for p in pods for v in self.x_of[p.key].values()]
+            used = m.new_bool_var(f"used[{key}]")
+            for v in xs:
+                m.add_implication(v, used)
+            m.add(cp_model.LinearExpr.sum(xs) >= 1).only_enforce_if(used)
+            site_nodes = sorted({nn for p in pods for nn in self.x_of[p.key]})
+            sites = {nn: m.new_bool_var(f"site[{key},{nn}]") for nn in site_nodes}
+            m.add(cp_model.LinearExpr.sum(list(sites.values())) == used)
+            for nn, sv in sites.items():
+                m.add(cp_model.LinearExpr.sum([self.x_of[p.key][nn] for p in pods if nn in self.x_of[p.key]]) >= 1
+                      ).only_enforce_if(sv)
+            self._owner(shared_claim[key], used, sites, pods, max(pod_power(p) for p in pods))
+
+        # supply
+        for d in self.devices:
+            if d.allow_multiple or not self.takers.get(d.key):
+                continue
+            row = cp_model.LinearExpr.sum([z for _, z in self.takers[d.key]])
+            if d.key in for_good:
+                m.add(row == 0)
+            elif d.key in self.holders:
+                freed = m.new_bool_var(f"freed[{d.key}]")
+                for u in sorted(self.holders[d.key]):
+                    m.add_implication(freed, e[u])
+                for v in kept.get(d.key, ()):
+                    m.add_implication(freed, ~v)
+                m.add(row <= freed)
+            else:
+                m.add(row <= 1)
+
+    def takes(self, sub: s.SubRequest, dev: s.Device) -> bool | None:
+        """Does the alternative select the device? None: a CEL selector fails on it at run time."""
+        key = (sub, dev.key)
+        if key not in self._answers:
+            dclass = self.state.classes.get(sub.device_class)
+            if dclass is None:
+                answer: bool | None = False
+            elif any(t.effect in DRA_TAINT_EFFECTS and not any(selectors.tolerates(tol, t) for tol in sub.tolerations)
+                     for t in dev.taints):
+                answer = False
+            else:
+                try:
+                    answer = all(cel.selects(expr, dev) for expr in (*dclass.selectors, *sub.selectors))
+                except cel.CelRuntimeError:
+                    answer = None
+            self._answers[key] = answer
+        return self._answers[key]
+
+    def _pin(self, snap: s.ClusterSnapshot, pod: s.Pod, claim: s.Claim) -> None:
+        for n in snap.nodes:
+            v = self.x_of[pod.key].get(n.name)
+            if v is None:
+                continue
+            ok = not claim.allocation_nodes or any(selectors.term_matches(t, n) for t in claim.allocation_nodes)
+            ok = ok and all(n.name in self.reach[a.device] for a in claim.allocation or () if a.device in self.reach)
+            if not ok:
+                self.m.add(v == 0)
+
+    def _owner(self, claim: s.Claim, gate, sites: dict[str, cp_model.IntVar], pods: list[s.Pod],
+               power: float) -> None:
+        """The claim is allocated iff ``gate``; ``sites``: node -> the claim is allocated from there
+        (exactly one when allocated); ``pods``: every pod that must reach its devices."""
+        m = self.m
+        spec = claim.spec
+
+        def covers(con: s.Constraint, req: s.Request) -> bool:
+            return not con.requests or req.name in con.requests
+
+        taken: dict[int, list[tuple[s.Device, cp_model.IntVar]]] = defaultdict(list)
+        for j, req in enumerate(spec.requests):
+            attrs = {a for con in spec.constraints if covers(con, req)
+                     for a in (con.match_attribute, con.distinct_attribute) if a}
+            alts = []
+            for a, sub in enumerate(req.alternatives):
+                alt = m.new_bool_var(f"alt[{claim.key},{j},{a}]")
+                alts.append(alt)
+                answers = {d.key: self.takes(sub, d) for d in self.devices}
+                if any(v is None for v in answers.values()):
+                    m.add(alt == 0)  # upstream aborts the allocation on a selector's run-time error
+                    continue
+                selected = [d for d in self.devices if answers[d.key]]
+                usable = [d for d in selected if all(_typed_attribute(d, at) is not None for at in attrs)]
+                # how often a device is taken: once, or (allowMultipleAllocations, ExactCount) up to count
+                z = {d.key: m.new_int_var(0, sub.count if d.allow_multiple and not sub.all_mode else 1,
+                                          f"z[{claim.key},{j},{a},{d.key}]") for d in usable}
+                for d in usable:
+                    m.add(z[d.key] <= (sub.count if d.allow_multiple and not sub.all_mode else 1) * alt)
+                    self.takers[d.key].append((power, z[d.key]))
+                    taken[j].append((d, z[d.key]))
+                    for p in pods:  # reachable from every placed pod using the claim
+                        for nn, xv in self.x_of[p.key].items():
+                            if nn not in self.reach[d.key]:
+                                m.add(z[d.key] == 0).only_enforce_if(xv)
+                if sub.all_mode:
+                    for nn, sv in sites.items():
+                        here = [d for d in selected if nn in self.reach[d.key]]
+                        if not here or any(d.key not in z for d in here):
+                            m.add(sv + alt <= 1)  # nothing there, or a device the constraint cannot take
+                            continue
+                        for d in here:
+                            m.add(z[d.key] >= sv + alt - 1)
+                else:
+                    m.add(cp_model.LinearExpr.sum(list(z.values())) == sub.count * alt)
+            m.add(cp_model.LinearExpr.sum(alts) == gate)
+        for k, con in enumerate(spec.constraints):
+            covered = [dz for j, req in enumerate(spec.requests) if covers(con, req) for dz in taken[j]]
+            if con.match_attribute:
+                values = sorted({_typed_attribute(d, con.match_attribute) for d, _ in covered}, key=repr)
+                mv = {v: m.new_bool_var(f"match[{claim.key},{k},{v}]") for v in values}
+                m.add_at_most_one(list(mv.values()))
+                for d, zv in covered:
+                    m.add(zv == 0).only_enforce_if(~mv[_typed_attribute(d, con.match_attribute)])
+            if con.distinct_attribute:
+                by_value: dict[object, list[cp_model.IntVar]] = defaultdict(list)
+                for d, zv in covered:
+                    by_value[_typed_attribute(d, con.distinct_attribute)].append(zv)
+                for group in by_value.values():
+                    m.add(cp_model.LinearExpr.sum(group) <= 1)
+
+    def need_literals(self, unit: str, prio: int):
+        """Literals "a device the unit's claims hold is taken by an owner that may preempt it"."""
+        for key in sorted(self.holders):
+            dev = self.by_key.get(key)
+            if unit not in self.holders[key] or dev is None or dev.allow_multiple:
+                continue
+            takers = [z for power, z in self.takers.get(key, ()) if power > prio]
+            if not takers:
+                continue
+            lit = self.m.new_bool_var(f"need_dev[{unit},{key}]")
+            self.m.add(cp_model.LinearExpr.sum(takers) >= 1).only_enforce_if(lit)
+            yield lit

@@ -2,13 +2,19 @@
 
 The generator covers composite trees, rack/zone topology at two levels, running
 gang members, `disruptionMode: all` victim units, PDBs, priorities with
-`preemptionPolicy: Never`, taints and selectors. Every plan passes
+`preemptionPolicy: Never`, taints and selectors. In about a third of the examples
+it adds DRA (``dra_part``): node-local GPUs and a network-attached pool, claim
+templates (count, All, CEL selectors, firstAvailable, matchAttribute /
+distinctAttribute on the PCIe root, taint tolerations), per-pod and
+PodGroup-shared claims of the pending pods, and devices held by running pods
+that go free when every reserving pod is evicted. Every plan passes
 ``solver.verify``; the greedy baseline's plan is verified too and never beats
 the optimum.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import event, given
@@ -19,23 +25,192 @@ from solver.model import greedy
 from solver.model.decode import make_plan
 from solver.model.problem import build_problem
 from tests import builders as b
+from tests.dra_builders import (
+    DRIVER,
+    PCIE,
+    claim,
+    claim_template,
+    device,
+    device_class,
+    first_available,
+    group_claims,
+    request,
+    reserved_for_groups,
+    resource_slice,
+    with_claims,
+)
 from tests.solver.naive import naive_tiers
 
 CPU = st.sampled_from([500, 1000, 2000, 3000])
+MODEL = f'device.attributes["{DRIVER}"].model'
+TAINT = {"key": "broken", "value": "ecc"}
+
+
+@dataclass(frozen=True)
+class _Dev:
+    pool: str
+    name: str
+    reach: frozenset[str]
+
+
+@dataclass
+class _DraPart:
+    objs: list[Any]
+    devices: list[_Dev]
+    templates: list[str]
+
+
+def _device(draw: Any, name: str, pcie: str | None) -> dict[str, Any]:
+    d = device(name, model=draw(st.sampled_from(["A", "B"])))
+    if pcie is not None:
+        d["attributes"][PCIE] = {"string": pcie}
+    if draw(st.integers(0, 7)) == 0:
+        d["taints"] = [{**TAINT, "effect": draw(st.sampled_from(["NoSchedule", "NoExecute"]))}]
+    if draw(st.integers(0, 11)) == 0:
+        d["allowMultipleAllocations"] = True
+    return d
+
+
+def _sub(draw: Any, name: str) -> dict[str, Any]:
+    all_mode = draw(st.integers(0, 4)) == 0
+    model = draw(st.sampled_from([None, None, "A", "B"]))
+    tolerate = draw(st.integers(0, 3)) == 0
+    return request(name, count=None if all_mode else draw(st.integers(1, 2)), all_mode=all_mode,
+                   selectors=(f'{MODEL} == "{model}"',) if model else (),
+                   tolerations=[{"key": TAINT["key"], "operator": "Exists"}] if tolerate else None)
+
+
+def _template(draw: Any, name: str) -> Any:
+    requests = []
+    n_requests = 2 if draw(st.integers(0, 4)) == 0 else 1
+    for r in range(n_requests):
+        if draw(st.integers(0, 3)) == 0:
+            requests.append(first_available(f"r{r}", _sub(draw, "a"), _sub(draw, "b")))
+        else:
+            requests.append(_sub(draw, f"r{r}"))
+    match = PCIE if draw(st.integers(0, 2)) == 0 else None
+    distinct = PCIE if n_requests == 1 and draw(st.integers(0, 3)) == 0 else None
+    return claim_template(name, *requests, match=match, distinct=distinct)
+
+
+@st.composite
+def dra_part(draw: Any, nodes: list[str], racks: dict[str, str]) -> _DraPart:
+    """GPUs (0-4 per node, at most 8 in all, model A/B, 1-2 PCIe roots), maybe a network pool
+    (1-2 devices, a rack's nodes or all nodes), the DeviceClass and 1-2 claim templates."""
+    objs: list[Any] = [device_class("gpu", f'device.driver == "{DRIVER}"')]
+    devices: list[_Dev] = []
+    budget = 8
+    for n in nodes:
+        k = draw(st.integers(0, min(4, budget)))
+        budget -= k
+        if k == 0:
+            continue
+        roots = draw(st.integers(1, 2))
+        devs = [_device(draw, f"gpu-{j}", f"pci{j * roots // k}") for j in range(k)]
+        objs.append(resource_slice(f"{n}-gpu", devs, node=n))
+        devices += [_Dev(n, d["name"], frozenset([n])) for d in devs]
+    if budget and draw(st.booleans()):
+        devs = [_device(draw, f"link-{j}", draw(st.sampled_from([None, "pci0"])))
+                for j in range(draw(st.integers(1, min(2, budget))))]
+        rack = draw(st.sampled_from([None, "r0", "r1"]))
+        if rack is None:
+            objs.append(resource_slice("fabric", devs, pool="fabric", all_nodes=True))
+            reach = frozenset(nodes)
+        else:
+            objs.append(resource_slice("fabric", devs, pool="fabric", node_selector={"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": b.RACK, "operator": "In", "values": [rack]}]}]}))
+            reach = frozenset(n for n in nodes if racks.get(n) == rack)
+        devices += [_Dev("fabric", d["name"], reach) for d in devs]
+    templates = [f"t{k}" for k in range(draw(st.integers(1, 2)))]
+    objs += [_template(draw, t) for t in templates]
+    return _DraPart(objs, devices, templates)
+
+
+def _hold_devices(draw: Any, dra: _DraPart, running: list[tuple[Any, str, str]]) -> list[Any]:
+    """Allocated claims of running pods (1-2 devices reachable from the pod's node), reserved
+    by it, sometimes by a second running pod or by its PodGroup, rarely by nobody."""
+    objs: list[Any] = []
+    free = list(dra.devices)
+    entries: dict[str, dict[str, str]] = {name: {} for _, name, _ in running}
+    for k, (_, name, node) in enumerate(running):
+        cands = [d for d in free if node in d.reach]
+        if not cands or draw(st.integers(0, 2)) == 0:
+            continue
+        picked = [draw(st.sampled_from(cands))]
+        rest = [d for d in cands if d != picked[0]]
+        if rest and draw(st.integers(0, 3)) == 0:
+            picked.append(draw(st.sampled_from(rest)))
+        for d in picked:
+            free.remove(d)
+        reserved = [name]
+        others = [(pn, pnode) for _, pn, pnode in running if pn != name and all(pnode in d.reach for d in picked)]
+        how = draw(st.integers(0, 9))
+        if how == 0:
+            reserved = []
+        elif how <= 2 and others:
+            second = draw(st.sampled_from(others))[0]
+            reserved.append(second)
+            entries[second][f"h{k}"] = f"claim:h{k}"
+        c = claim(f"h{k}", request("gpu"), allocated=[(d.pool, d.name) for d in picked], node=node,
+                  reserved_for=reserved)
+        if how == 3 and name.startswith("vic-"):
+            c.obj["status"]["reservedFor"] = []
+            reserved_for_groups(c, "vic")
+        objs.append(c)
+        entries[name][f"h{k}"] = f"claim:h{k}"
+    for pb, name, _ in running:
+        _add_claims(pb, **entries[name])
+    return objs
+
+
+def _add_claims(pb: Any, **entries: str) -> Any:
+    """with_claims, keeping the pod's earlier entries."""
+    if entries:
+        old = pb.obj["spec"].get("resourceClaims", [])
+        with_claims(pb, **entries)
+        pb.obj["spec"]["resourceClaims"] = old + pb.obj["spec"]["resourceClaims"]
+    return pb
 
 
 @st.composite
 def clusters(draw: Any) -> list[Any]:
     objs: list[Any] = []
     n_nodes = draw(st.integers(1, 4))
+    racks: dict[str, str] = {}
     for i in range(n_nodes):
         nb = b.node(f"n{i}").cpu_m(draw(st.sampled_from([2000, 4000, 6000]))).pods(draw(st.sampled_from([3, 110])))
         if draw(st.booleans()) or i == 0:
             nb.rack(f"r{i // 2}").zone(f"z{i // 3}")
+            racks[f"n{i}"] = f"r{i // 2}"
         if draw(st.integers(0, 5)) == 0:
             nb.taint("dedicated", "x")
         objs.append(nb)
     nodes = [f"n{i}" for i in range(n_nodes)]
+    dra = draw(dra_part(nodes, racks)) if draw(st.integers(0, 2)) == 0 else None
+    if dra:
+        objs += dra.objs
+    templates = dra.templates if dra else []
+    running: list[tuple[Any, str, str]] = []  # (builder, pod name, node)
+    standalone: list[Any] = []  # pending pods outside any group
+
+    def claims(pb: Any, shared: str | None = None) -> Any:
+        """Some pending pods get a per-pod claim; most sharers name their group's shared claim."""
+        entries = {}
+        if templates and draw(st.integers(0, 2)) != 0:
+            entries["gpu"] = draw(st.sampled_from(templates))
+            if draw(st.integers(0, 5)) == 0:
+                entries["aux"] = draw(st.sampled_from(templates))
+        if shared and draw(st.integers(0, 5)) != 0:
+            entries["shared"] = shared
+        return _add_claims(pb, **entries)
+
+    def shared_claim(g: Any) -> str | None:
+        if not templates or draw(st.integers(0, 2)) != 0:
+            return None
+        t = draw(st.sampled_from(templates))
+        group_claims(g, shared=t)
+        return t
+
     # running background: single pods and `all` groups
     for i in range(draw(st.integers(0, 5))):
         p = b.pod(f"bg{i}").on(draw(st.sampled_from(nodes))).cpu_m(draw(CPU)).priority(draw(st.sampled_from([0, 10, 50])))
@@ -44,6 +219,7 @@ def clusters(draw: Any) -> list[Any]:
         if draw(st.integers(0, 3)) == 0:
             p.cost(draw(st.sampled_from(["0", "2.5", "40"])))
         objs.append(p)
+        running.append((p, f"bg{i}", p.obj["spec"]["nodeName"]))
     if draw(st.booleans()):
         mode_all = draw(st.booleans())
         g = b.pod_group("vic", 1).priority(draw(st.sampled_from([0, 10])))
@@ -51,7 +227,9 @@ def clusters(draw: Any) -> list[Any]:
             g.disruption_all()
         objs.append(g)
         for j in range(draw(st.integers(1, 3))):
-            objs.append(b.pod(f"vic-{j}").group("vic").on(draw(st.sampled_from(nodes))).cpu_m(draw(CPU)).label("app", "db"))
+            p = b.pod(f"vic-{j}").group("vic").on(draw(st.sampled_from(nodes))).cpu_m(draw(CPU)).label("app", "db")
+            objs.append(p)
+            running.append((p, f"vic-{j}", p.obj["spec"]["nodeName"]))
     if draw(st.booleans()):
         objs.append(b.pdb("db", draw(st.integers(0, 1)), app="db"))
     # pending workloads
@@ -60,7 +238,8 @@ def clusters(draw: Any) -> list[Any]:
         kind = draw(st.sampled_from(["gang", "basic", "composite", "pod"]))
         name = f"w{w}"
         if kind == "pod":
-            objs.append(b.pod(name).cpu_m(draw(CPU)).priority(prio))
+            objs.append(claims(b.pod(name).cpu_m(draw(CPU)).priority(prio)))
+            standalone.append(objs[-1])
             continue
         if kind in ("gang", "basic"):
             n_pods = draw(st.integers(1, 3))
@@ -69,12 +248,15 @@ def clusters(draw: Any) -> list[Any]:
                 g.topology(b.RACK)
             if draw(st.integers(0, 3)) == 0:
                 g.never_preempt()
+            shared = shared_claim(g)
             objs.append(g)
             cpu = draw(CPU)
             for j in range(n_pods):
-                objs.append(b.pod(f"{name}-{j}").group(name).cpu_m(cpu))
+                objs.append(claims(b.pod(f"{name}-{j}").group(name).cpu_m(cpu), shared))
             if draw(st.integers(0, 3)) == 0:
-                objs.append(b.pod(f"{name}-run").group(name).on(nodes[0]).cpu_m(500))
+                p = b.pod(f"{name}-run").group(name).on(nodes[0]).cpu_m(500)
+                objs.append(p)
+                running.append((p, f"{name}-run", nodes[0]))
             continue
         n_kids = draw(st.integers(1, 3))
         cg = b.composite(name, draw(st.integers(1, n_kids)) if draw(st.booleans()) else None).priority(prio)
@@ -89,13 +271,21 @@ def clusters(draw: Any) -> list[Any]:
             g = b.pod_group(child, draw(st.integers(1, n_pods)) if draw(st.booleans()) else None).parent(name)
             if draw(st.booleans()):
                 g.topology(b.RACK)
+            shared = shared_claim(g)
             objs.append(g)
             cpu = draw(CPU)
             for j in range(n_pods):
                 pb = b.pod(f"{child}-{j}").group(child).cpu_m(cpu)
                 if draw(st.integers(0, 5)) == 0:
                     pb.tolerate("dedicated", "x", "NoSchedule")
-                objs.append(pb)
+                objs.append(claims(pb, shared))
+    if dra:
+        held = _hold_devices(draw, dra, running)
+        objs += held
+        if held and standalone and draw(st.integers(0, 3)) == 0:
+            # a pending pod naming an allocated claim: pinned where it is usable, and it keeps it held
+            _add_claims(draw(st.sampled_from(standalone)),
+                        pre=f"claim:{draw(st.sampled_from(held)).obj['metadata']['name']}")
     return objs
 
 
@@ -110,6 +300,13 @@ def test_aggregated_model_matches_naive_model(objs: list[Any]) -> None:
     event(f"satisfied workloads: {plan.objective.satisfied_workloads}/{len(plan.workloads)}")
     event(f"pdb violations: {min(plan.objective.pdb_violations, 1)}")
     event(f"composite satisfied: {any(w.kind == 'CompositePodGroup' and w.satisfied for w in plan.workloads)}")
+    if snap.dra.devices or snap.dra.claims:
+        event(f"dra: {min(len(plan.device_allocations), 3)} allocations")
+        event(f"dra: shared claim allocated: {any(a.pod_group for a in plan.device_allocations)}")
+        held = {a.device for c in snap.dra.claims.values() for a in c.allocation or ()}
+        event(f"dra: held device reused: {any(_key(d) in held for a in plan.device_allocations for d in a.devices)}")
+    else:
+        event("dra: none")
     o = plan.objective
     have_levels = tuple((p, n) for p, n in sorted(o.satisfied_by_priority.items(), reverse=True))
     assert have_levels == want.satisfied_by_priority
@@ -126,3 +323,7 @@ def test_aggregated_model_matches_naive_model(objs: list[Any]) -> None:
     base = make_plan(problem, greedy.baseline(problem), status="FEASIBLE", stats={})
     assert verify.verify(snap, base) == []
     assert base.objective.key() <= o.key()
+
+
+def _key(d: Any) -> str:
+    return f"{d.driver}/{d.pool}/{d.device}"

@@ -135,7 +135,7 @@ def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, 
 def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedClaim,
                   on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]]) -> None:
     dra, m = problem.dra, vars.model
-    classes = [c.index for c in problem.classes if c.group == shared.group]
+    classes = sorted(shared.users)
     counts = [(c, n, v, problem.candidates[c][n]) for c in classes for n, v in vars.nodes_of(c).items()]
     if not counts:
         return
@@ -145,8 +145,16 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
     m.add(total == 0).only_enforce_if(~used)
     uses: dict[int, cp_model.IntVar] = {}
     vals: dict[object, cp_model.IntVar] = {}
+    sites = sorted({n for _, n, _, _ in counts})
     for j, slot in enumerate(shared.slots):
-        opts = dra.options(slot, None)
+        # All mode takes what the claim's node reaches: one option per distinct reachable set
+        opts = [o for o in dra.options(slot, None) if not slot.request.alternatives[o[0]].all_mode]
+        seen: set[tuple[object, ...]] = set()
+        for n in sites:
+            for o in dra.options(slot, n):
+                if slot.request.alternatives[o[0]].all_mode and (o[0], repr(o[1]), tuple(o[2])) not in seen:
+                    seen.add((o[0], repr(o[1]), tuple(o[2])))
+                    opts.append(o)
         if not opts:
             m.add(used == 0)
             return
@@ -209,12 +217,12 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
 
 def _freed(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType,
            takers: list[int | None]) -> cp_model.IntVar | None:
-    """1 iff every holder of the type is evicted; None when no taker may evict them all."""
+    """1 iff every holder of the type is evicted; None when no class may evict them all."""
     assert dtype.holder
     units = [problem.units[u] for u in dtype.holder]
-    classes = [problem.classes[c] for c in takers if c is not None]
-    if not any(all(problem.eligible(c, u) for u in units) for c in classes) and not _shared_may_evict(
-            problem, takers, units):
+    # room freed by an eviction may be used by any pod: it is enough that some class may evict
+    # every holder (the eviction itself must be necessary for someone, see preemption.py)
+    if not any(all(problem.eligible(c, u) for u in units) for c in problem.classes):
         return None
     evicts = [vars.evicts(u.index) for u in units]
     if len(evicts) == 1:
@@ -223,11 +231,3 @@ def _freed(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType,
     for e in evicts:
         vars.model.add(freed <= e)
     return freed
-
-
-def _shared_may_evict(problem: Problem, takers: list[int | None], units: list[object]) -> bool:
-    if None not in takers:
-        return False
-    groups = {sh.group for sh in problem.dra.shared}
-    return any(all(problem.eligible(c, u) for u in units) for c in problem.classes  # type: ignore[arg-type]
-               if c.group in groups)

@@ -62,8 +62,7 @@ def _device_takers(problem: Problem, vars: PlacementVars) -> dict[int, list[tupl
     for (c, *_, t), var in vars.alloc.items():
         out.setdefault(t, []).append((problem.classes[c], var))  # type: ignore[index]
     for (i, *_, t), var in vars.shared_alloc.items():
-        group = problem.dra.shared[i].group  # type: ignore[index]
-        cls = next(c for c in problem.classes if c.group == group)
+        cls = problem.classes[min(problem.dra.shared[i].users)]  # type: ignore[index]
         out.setdefault(t, []).append((cls, var))  # type: ignore[arg-type]
     return out
 
