@@ -176,14 +176,17 @@ class Executor:
     def record_settled(self, objects: list[Obj], scheduler_name: str) -> None:
         """PodGroups of ours whose pods are all bound but which carry no condition yet (the
         adapter died between the last binding and the status write): record it now."""
-        pods = [o for o in objects if o["kind"] == "Pod" and not o["metadata"].get("deletionTimestamp")]
+        members_of: dict[tuple[str, str], list[Obj]] = {}
+        for o in objects:
+            if o["kind"] == "Pod" and not o["metadata"].get("deletionTimestamp") and \
+                    (g := o.get("spec", {}).get("schedulingGroup", {}).get("podGroupName")):
+                members_of.setdefault((o["metadata"].get("namespace", ""), g), []).append(o)
         for g in objects:
             if g["kind"] != "PodGroup" or any(c.get("type") == CONDITION
                                                for c in g.get("status", {}).get("conditions", [])):
                 continue
             ns, name = g["metadata"]["namespace"], g["metadata"]["name"]
-            members = [p for p in pods if p["metadata"].get("namespace") == ns
-                       and p.get("spec", {}).get("schedulingGroup", {}).get("podGroupName") == name]
+            members = members_of.get((ns, name), [])
             floor = (g.get("spec", {}).get("schedulingPolicy", {}).get("gang") or {}).get("minCount") or 1
             if len(members) >= floor and all(p["spec"].get("nodeName") for p in members) and any(
                     p["spec"].get("schedulerName") == scheduler_name for p in members):

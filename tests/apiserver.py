@@ -26,8 +26,9 @@ Test controls: ``put``/``get``/``list``/``delete``/``modify`` (store access that
 events), ``drop_watches``, ``compact``, ``calls``/``requests``, ``fail_next``, ``delay_next``,
 ``kubelet_paused``, ``grace_scale``, ``register`` (a custom resource), ``wait_until``.
 
-Every response carries ``Connection: close``: each request is its own TCP connection, so no
-client socket is left open in a pool when a test forgets to close its ApiClient.
+Every response but a watch stream carries ``Connection: close``: each request is its own TCP
+connection, so no client socket is left open in a pool when a test forgets to close its
+ApiClient (the client's Watch closes its stream's connection itself when it ends).
 """
 
 from __future__ import annotations
@@ -179,21 +180,6 @@ def _success(code: int) -> Obj:
 
 def _now(delta: float = 0.0) -> str:
     return (datetime.now(UTC) + timedelta(seconds=delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _now_micro() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse_time(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(ts, fmt).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            continue
-    return None
 
 
 def _event_view(obj: Obj, to_group: str) -> Obj:
@@ -456,7 +442,7 @@ class Call(tuple):
 
     __slots__ = ()
 
-    def __new__(cls, verb: str, path: str, code: int) -> "Call":
+    def __new__(cls, verb: str, path: str, code: int) -> Call:
         return super().__new__(cls, (verb, path, code))
 
 
@@ -537,7 +523,7 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, addr: tuple[str, int], handler: type, double: "ApiServerDouble") -> None:
+    def __init__(self, addr: tuple[str, int], handler: type, double: ApiServerDouble) -> None:
         self.double = double
         self.handler_threads: set[threading.Thread] = set()
         self.connections: set[socket.socket] = set()
@@ -614,7 +600,7 @@ class ApiServerDouble:
         self._stopping = threading.Event()
 
     # ---- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> "ApiServerDouble":
+    def start(self) -> ApiServerDouble:
         if self._httpd is not None:
             return self
         self._stopping.clear()
@@ -651,10 +637,10 @@ class ApiServerDouble:
             self._kubelet_thread.join(5)
         self._httpd = self._serve_thread = self._kubelet_thread = None
 
-    def __enter__(self) -> "ApiServerDouble":
+    def __enter__(self) -> ApiServerDouble:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     @property
@@ -1296,13 +1282,13 @@ class ApiServerDouble:
     def _patch(self, res: Resource, version: str, namespace: str | None, name: str, sub: str | None, body: Any,
                content_type: str, dry: bool) -> Obj:
         if content_type == "application/merge-patch+json":
-            fn: Callable[[Obj], Obj] = lambda cur: merge_patch(cur, body)  # noqa: E731
+            fn: Callable[[Obj], Obj] = lambda cur: merge_patch(cur, body)
         elif content_type == "application/strategic-merge-patch+json" and res.builtin:
-            fn = lambda cur: strategic_merge_patch(cur, body)  # noqa: E731
+            fn = lambda cur: strategic_merge_patch(cur, body)
         elif content_type == "application/json-patch+json":
             if not isinstance(body, list):
                 raise ApiError(400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch", "BadRequest")
-            fn = lambda cur: json_patch(cur, body)  # noqa: E731
+            fn = lambda cur: json_patch(cur, body)
         else:
             accepted = "application/json-patch+json, application/merge-patch+json" + (
                 ", application/strategic-merge-patch+json" if res.builtin else "")
@@ -1493,22 +1479,22 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     server_version = "apiserver-double"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._handle("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._handle("POST")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._handle("PUT")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         self._handle("PATCH")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._handle("DELETE")
 
     # ---- plumbing ------------------------------------------------------------------------------
@@ -1551,61 +1537,60 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(400, f"the body of the request is not valid JSON: {exc}", "BadRequest") from exc
 
     def _handle(self, method: str) -> None:
+        """Route, act, record the call, then answer: a client that got its answer finds its
+        request in ``calls`` already."""
         double: ApiServerDouble = self.server.double
         parts = urlsplit(self.path)
         path = parts.path
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         verb, body, ctype = method.lower(), None, ""
-        code, recorded = 500, False
+        headers: dict[str, str] = {}
+        stream: Callable[[], None] | None = None
         try:
             body, ctype = self._body()
             routed = double._route(path)
             if isinstance(routed, dict):
                 verb = "get"
-                code = 200 if method == "GET" else 405
-                self._send(code, routed if code == 200 else ApiError(405, "method not allowed").status())
-                return
-            res, version, namespace, name, sub = routed
-            verb = self._verb(method, name, sub, query)
-            rule = double._rule_for(method, verb, path)
-            if rule is not None and rule.delay:
-                time.sleep(rule.delay)
-            if rule is not None and rule.code:
-                err = ApiError(rule.code, rule.message, rule.reason or ("Expired" if rule.code == 410 else None))
-                if verb == "watch" and rule.code == 410:
-                    code = 200
-                    self._start_stream()  # (recorded as 200 in finally)
-                    self._chunk({"type": "ERROR", "object": err.status()})
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.close_connection = True
-                    return
-                raise err
-            if verb == "watch":
-                opened = double._open_watch(res, version, namespace, name, query)
-                code = 200
-                recorded = True  # now: a watch is answered (200) when its stream starts
-                double._record(method, path, query, verb, code, body, ctype)
-                self._watch(double, *opened, query)
-                return
-            code, out = self._dispatch(double, method, verb, res, version, namespace, name, sub, query, body, ctype)
-            self._send(code, out)
+                if method != "GET":
+                    raise ApiError(405, "method not allowed", "MethodNotAllowed")
+                code, out = 200, routed
+            else:
+                res, version, namespace, name, sub = routed
+                verb = self._verb(method, name, sub, query)
+                rule = double._rule_for(method, verb, path)
+                if rule is not None and rule.delay:
+                    time.sleep(rule.delay)
+                if rule is not None and rule.code:
+                    err = ApiError(rule.code, rule.message, rule.reason or ("Expired" if rule.code == 410 else None))
+                    if verb != "watch" or rule.code != 410:
+                        raise err
+                    code, out = 200, {}
+                    stream = lambda: self._watch_error(err.status())
+                elif verb == "watch":
+                    opened = double._open_watch(res, version, namespace, name, query)
+                    code, out = 200, {}
+                    stream = lambda: self._watch(double, *opened, query)
+                else:
+                    code, out = self._dispatch(double, method, verb, res, version, namespace, name, sub, query, body,
+                                               ctype)
         except ApiError as err:
-            code = err.code
-            try:
-                self._send(code, err.status(), err.headers)
-            except OSError:
-                pass
-        except OSError:
-            code = 499  # the client went away
+            code, out, headers = err.code, err.status(), err.headers
         except Exception as exc:  # a bug in the double: answer 500, never hang the client
-            code = 500
-            try:
-                self._send(500, ApiError(500, f"apiserver double: {exc!r}").status())
-            except OSError:
-                pass
-        finally:
-            if not recorded:
-                double._record(method, path, query, verb, code, body, ctype)
+            code, out = 500, ApiError(500, f"apiserver double: {exc!r}").status()
+        double._record(method, path, query, verb, code, body, ctype)
+        try:
+            if stream is not None:
+                stream()
+            else:
+                self._send(code, out, headers)
+        except OSError:
+            self.close_connection = True  # the client went away
+
+    def _watch_error(self, status: Obj) -> None:
+        self.close_connection = True
+        self._start_stream()
+        self._chunk({"type": "ERROR", "object": status})
+        self.wfile.write(b"0\r\n\r\n")
 
     @staticmethod
     def _verb(method: str, name: str | None, sub: str | None, q: dict[str, str]) -> str:
@@ -1675,7 +1660,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Connection", "close")
+        # no "Connection: close" here, as upstream: with it http.client hands the socket to the
+        # response (HTTPConnection.sock = None) and the client's Watch.stop() cannot shut it down
         self.end_headers()
         self.wfile.flush()
 

@@ -229,3 +229,24 @@ def test_dry_run_prints_the_plan_and_writes_nothing(api: ApiServerDouble) -> Non
     assert [e["pod"] for e in plan["evictions"]] == ["default/low-b"]
     assert [c for c in list(api.calls)[before:] if c[0] in WRITES] == []
     assert _node_of(api, "train-0") is None and api.get("pods", "default", "low-b") is not None
+
+
+def test_dra_claims_are_created_from_templates_and_allocated_before_binding(api: ApiServerDouble) -> None:
+    from tests.dra_builders import DRIVER, claim_template, device_class, gpu_slice, request, with_claims
+
+    api.put(node("n0").rack("r0").cpu_m(8000).build())
+    api.put(gpu_slice("n0", 2).build())
+    api.put(device_class("gpu", f'device.driver == "{DRIVER}"').build())
+    api.put(claim_template("one-gpu", request("gpu", count=1)).build())
+    api.put(pod_group("train", 2).priority(100).build())
+    for k in range(2):
+        api.put(_ours(with_claims(pod(f"train-{k}").group("train").cpu_m(1000), gpu="one-gpu")))
+    _run(api, _bound(api, "train-0", "train-1"))
+    devices = []
+    for k in range(2):
+        c = api.get("resourceclaims", "default", f"train-{k}-gpu")
+        assert c is not None and c["status"]["reservedFor"][0]["name"] == f"train-{k}"
+        devices += [r["device"] for r in c["status"]["allocation"]["devices"]["results"]]
+        statuses = api.get("pods", "default", f"train-{k}")["status"]["resourceClaimStatuses"]
+        assert statuses == [{"name": "gpu", "resourceClaimName": f"train-{k}-gpu"}]
+    assert sorted(devices) == ["gpu-0", "gpu-1"]
