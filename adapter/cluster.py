@@ -177,9 +177,10 @@ class Cluster:
             raise
 
     def set_podgroup_condition(self, namespace: str, name: str, condition: Obj) -> None:
+        # strategic merge: conditions merge by type, other controllers' conditions stay
         patch = {"status": {"conditions": [condition]}}
         self.scheduling.patch_namespaced_pod_group_status(name, namespace, patch, _preload_content=False,
-                                                          _content_type="application/merge-patch+json")
+                                                          _content_type="application/strategic-merge-patch+json")
 
     def set_claim_allocation(self, namespace: str, name: str, status: Obj) -> None:
         self.resource.patch_namespaced_resource_claim_status(name, namespace, {"status": status},
