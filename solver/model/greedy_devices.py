@@ -46,14 +46,14 @@ class Devices:
 
     # ---- fitting --------------------------------------------------------------------
     def fit(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, pods: int,
-            reach_node: s.NodeName | None = None, start: Counter[int] | None = None) -> tuple[int, Take]:
+            start: Counter[int] | None = None) -> tuple[int, Take]:
         """How many of ``pods`` owners fit (up to ``pods``), and what they take together;
         ``start``: devices per type already spoken for (a shared claim about to be taken)."""
         total: Counter[int] = Counter(start or {})
         take: Take = Counter()  # type: ignore[assignment]
         done = 0
         for _ in range(pods):
-            one = self._fit_one(slots, node, total, reach_node)
+            one = self._fit_one(slots, node, total)
             if one is None:
                 break
             for (j, a, v, t), n in one.items():
@@ -62,8 +62,7 @@ class Devices:
             done += 1
         return done, dict(take)
 
-    def _fit_one(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, taken: Counter[int],
-                 reach_node: s.NodeName | None) -> Take | None:
+    def _fit_one(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, taken: Counter[int]) -> Take | None:
         out: Take = {}
         local: Counter[int] = Counter(taken)
         for claim in sorted({sl.claim for sl in slots}):
@@ -81,10 +80,6 @@ class Devices:
                     for a, vv, types, need in self.dra.options(sl, node):
                         if sl.match is not None and vv != v:
                             continue
-                        if reach_node is not None and any(reach_node not in self.dra.types[t].reach for t in types):
-                            types = [t for t in types if reach_node in self.dra.types[t].reach]
-                            if sl.request.alternatives[a].all_mode:
-                                continue
                         got = self._take(sl, a, types, need, extra)
                         if got is not None:
                             for t, n in got.items():

@@ -94,25 +94,9 @@ def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, 
                 by_value[v].append(pick)
                 if ranks[a]:
                     vars.alt_picks.append((ranks[a], pick))
-            allocs = []
-            for t in types:
-                size = dra.types[t].size
-                hi = most * (need if dra.types[t].shareable else min(need, size))
-                var = m.new_int_var(0, hi, f"alloc[{c},{node},{j},{a},{v!r},{t}]")
+            allocs = _take(problem, vars, slot, sub, types, need, pick, most, c, on_type)
+            for t, (var, _) in zip(types, allocs, strict=True):
                 vars.alloc[c, node, j, a, v, t] = var
-                on_type[t].append((c, var, hi))
-                allocs.append(var)
-                if sub.all_mode:
-                    m.add(var == size * pick)
-            if not sub.all_mode:
-                m.add(cp_model.LinearExpr.sum(allocs) == need * pick)
-            if slot.distinct is not None:
-                groups: dict[object, list[cp_model.IntVar]] = defaultdict(list)
-                for t, var in zip(types, allocs, strict=True):
-                    groups[dra.types[t].values[slot.distinct]].append(var)
-                for members in groups.values():
-                    if len(members) > 1 or need > 1:
-                        m.add(cp_model.LinearExpr.sum(members) <= pick)
         if picks:
             if slot.match is None:
                 m.add(cp_model.LinearExpr.sum(picks) == count)
@@ -130,6 +114,34 @@ def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, 
             if kk == k and v not in usable:
                 m.add(var == 0)
         m.add(cp_model.LinearExpr.sum([var for (kk, _), var in vals.items() if kk == k]) == count)
+
+
+def _take(problem: Problem, vars: PlacementVars, slot: dra_mod.Slot, sub: s.SubRequest, types: list[int], need: int,
+          pick: cp_model.LinearExprT, owners: int, c: int | None,
+          on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]]) -> list[tuple[cp_model.IntVar, int]]:
+    """The devices ``pick`` owners (at most ``owners``) take from ``types`` for one option:
+    one allocation variable per type, need·pick in all (All mode: every device of each type),
+    at most one per distinctAttribute value and owner."""
+    dra, m = problem.dra, vars.model
+    allocs = []
+    for t in types:
+        size = dra.types[t].size
+        hi = owners * (need if dra.types[t].shareable else min(need, size))
+        var = m.new_int_var(0, hi, f"alloc[{c},{slot.claim_entry},{sub.name},{t}]")
+        on_type[t].append((c, var, hi))
+        allocs.append((var, hi))
+        if sub.all_mode:
+            m.add(var == size * pick)
+    if not sub.all_mode:
+        m.add(cp_model.LinearExpr.sum([v for v, _ in allocs]) == need * pick)
+    if slot.distinct is not None:
+        groups: dict[object, list[cp_model.IntVar]] = defaultdict(list)
+        for t, (var, _) in zip(types, allocs, strict=True):
+            groups[dra.types[t].values[slot.distinct]].append(var)
+        for members in groups.values():
+            if len(members) > 1 or need > 1:  # else the sum row above already caps it
+                m.add(cp_model.LinearExpr.sum(members) <= pick)
+    return allocs
 
 
 def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedClaim,
@@ -170,27 +182,12 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
                 if v not in vals:
                     vals[v] = m.new_bool_var(f"shared_val[{shared.index},{v!r}]")
                 m.add(pick <= vals[v])
-            allocs = []
-            for t in types:
-                size = dra.types[t].size
-                hi = need if dra.types[t].shareable else min(need, size)
-                var = m.new_int_var(0, hi, f"shared_alloc[{shared.index},{j},{a},{v!r},{t}]")
+            allocs = _take(problem, vars, slot, sub, types, need, pick, 1, None, on_type)
+            for t, (var, hi) in zip(types, allocs, strict=True):
                 vars.shared_alloc[shared.index, j, a, v, t] = var
-                on_type[t].append((None, var, hi))
-                allocs.append(var)
-                if sub.all_mode:
-                    m.add(var == size * pick)
                 if t not in uses:
                     uses[t] = m.new_bool_var(f"shared_uses[{shared.index},{t}]")
                 m.add(var <= hi * uses[t])
-            if not sub.all_mode:
-                m.add(cp_model.LinearExpr.sum(allocs) == need * pick)
-            if slot.distinct is not None:
-                groups: dict[object, list[cp_model.IntVar]] = defaultdict(list)
-                for t, var in zip(types, allocs, strict=True):
-                    groups[dra.types[t].values[slot.distinct]].append(var)
-                for members in groups.values():
-                    m.add(cp_model.LinearExpr.sum(members) <= pick)
         m.add(cp_model.LinearExpr.sum(picks) == used)
     if vals:
         m.add(cp_model.LinearExpr.sum(list(vals.values())) <= 1)
