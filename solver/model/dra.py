@@ -55,6 +55,8 @@ class DeviceType:
     devices: tuple[s.Device, ...]  # sorted by key; decode hands them out in this order
     holder: Holder
     shareable: bool  # allowMultipleAllocations: never used up
+    kept_by: tuple[int, ...] = ()  # pending classes naming a claim that holds these devices:
+    # placing any of them keeps the claim allocated, so its devices are not freed
     values: Mapping[str, s.AttributeValue | None]  # constraint attribute -> value
 
     @property
@@ -140,6 +142,16 @@ class DraProblem:
                 out.append((a, v, types, need))
         return out
 
+    def all_reach(self, slot: Slot, a: int, types: Sequence[int]) -> frozenset[s.NodeName]:
+        """Nodes from which ``types`` are exactly the eligible devices of All-mode alternative
+        ``a`` they reach: where every sharer of an All allocation of ``types`` may run."""
+        chosen = set(types)
+        reach = frozenset.intersection(*(self.types[t].reach for t in chosen))
+        for t in slot.eligible[a]:
+            if t not in chosen:
+                reach -= self.types[t].reach
+        return reach
+
     def _all_possible(self, slot: Slot, a: int, node: s.NodeName | None) -> bool:
         """All mode takes every selected device the node reaches: each must carry the
         constrained attribute, and for distinctAttribute their values must all differ."""
@@ -205,6 +217,13 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
             holder_of[dev.device] = holder if prev is None else (() if prev == () or holder == () else
                                                                 tuple(sorted(set(prev) | set(holder or ()))))
 
+    # a pending pod that names an allocated claim keeps it allocated once placed
+    kept_of: dict[s.DeviceKey, set[int]] = defaultdict(set)
+    for cls in classes:
+        for pc in dra_state.pod_claims.get(cls.pods[0].key, ()):  # type: ignore[attr-defined]
+            for dev in dra_state.claims[pc.claim].allocation or ():
+                kept_of[dev.device].add(cls.index)  # type: ignore[attr-defined]
+
     # ---- slots: per class and per shared claim ------------------------------------
     questions: list[s.SubRequest] = []
     constraint_attrs: set[str] = set()
@@ -262,14 +281,15 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
             answers_cache[sig] = tuple(_answers(dev, q, dra_state) for q in unique_questions)
         values = tuple((a, attribute(dev, a)) for a in sorted(constraint_attrs))
         holder = None if dev.allow_multiple else holder_of.get(dev.key)
-        key = (dev.node, reach, holder, dev.allow_multiple, answers_cache[sig], values)
+        kept = tuple(sorted(kept_of.get(dev.key, ()))) if holder else ()
+        key = (dev.node, reach, holder, kept, dev.allow_multiple, answers_cache[sig], values)
         by_key[key].append(dev)
     answers_of_type: list[tuple[bool | None, ...]] = []
     for key in sorted(by_key, key=lambda k: (k[0] or "", sorted(k[1])[:1], repr(k[2:]))):
         devs = tuple(sorted(by_key[key], key=lambda d: d.key))
-        node, reach, holder, shareable, answers, values = key
+        node, reach, holder, kept, shareable, answers, values = key
         t = DeviceType(index=len(out.types), node=node, reach=reach, devices=devs, holder=holder,  # type: ignore[arg-type]
-                       shareable=bool(shareable), values=dict(values))  # type: ignore[arg-type]
+                       kept_by=kept, shareable=bool(shareable), values=dict(values))  # type: ignore[arg-type]
         out.types.append(t)
         answers_of_type.append(answers)  # type: ignore[arg-type]
         if node is None:

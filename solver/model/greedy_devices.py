@@ -37,7 +37,9 @@ class Devices:
             return INF
         if dtype.holder is None:
             return dtype.size
-        if dtype.holder and all(u in self.evicted for u in dtype.holder):
+        # a type some pending pod keeps (it names the holding claim) is never freed here:
+        # simpler than undoing a reuse when that pod is placed later, and still valid
+        if dtype.holder and not dtype.kept_by and all(u in self.evicted for u in dtype.holder):
             return dtype.size
         return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import Counter, defaultdict
 from collections.abc import Callable
 import time
 from dataclasses import dataclass, field
@@ -193,8 +194,8 @@ def _decode(built: BuiltModel, values: list[int]) -> Assignment:
         if (n := values[var.index]) > 0:
             devices.setdefault((c, node), {})[j, a, v, t] = n  # type: ignore[index]
     shared: dict[int, dict[tuple[int, int, object, int], int]] = {}
-    for (i, j, a, v, t), var in built.vars.shared_alloc.items():  # type: ignore[misc]
-        if (n := values[var.index]) > 0:
+    for (i, j, a, v, _, t), var in built.vars.shared_alloc.items():  # type: ignore[misc]
+        if (n := values[var.index]) > 0:  # one option per (slot, alt, value) is picked
             shared.setdefault(i, {})[j, a, v, t] = n  # type: ignore[index]
     return Assignment(counts=counts, evicted=evicted, devices=devices, shared=shared)
 
@@ -209,8 +210,16 @@ def _hint_assignment(built: BuiltModel, hint: Assignment) -> None:
         model.add_hint(var, int(u in hint.evicted))
     for (c, node, j, a, v, t), var in vars.alloc.items():  # type: ignore[misc]
         model.add_hint(var, hint.devices.get((c, node), {}).get((j, a, v, t), 0))  # type: ignore[index]
-    for (i, j, a, v, t), var in vars.shared_alloc.items():  # type: ignore[misc]
-        model.add_hint(var, hint.shared.get(i, {}).get((j, a, v, t), 0))  # type: ignore[index]
+    options: dict[tuple[object, ...], dict[object, cp_model.IntVar]] = defaultdict(dict)
+    for (i, j, a, v, k, t), var in vars.shared_alloc.items():  # type: ignore[misc]
+        options[i, j, a, v, k][t] = var
+    repeats = Counter(key[:4] for key in options)
+    for (i, j, a, v, _), by_type in options.items():
+        took = {t: n for (jj, aa, vv, t), n in hint.shared.get(i, {}).items() if (jj, aa, vv) == (j, a, v)}
+        # All mode repeats (slot, alt, value) per reachable set: hint the one the baseline took
+        mine = repeats[i, j, a, v] == 1 or set(took) == set(by_type)
+        for t, var in by_type.items():
+            model.add_hint(var, took.get(t, 0) if mine else 0)  # type: ignore[call-overload]
     ev = evaluate(problem, hint)
     for group, var in vars.all_ok():
         model.add_hint(var, int(ev.ok.get(group, False)))

@@ -36,7 +36,8 @@ class PlacementVars:
         self._pdb_violations: dict[s.PdbKey, cp_model.IntVar] = {}
         # DRA (constraints/devices.py): alloc[c, n, slot, alt, value, type] == devices of the type
         # the pods of class c on node n take for that slot via that alternative and match value;
-        # shared_alloc[i, slot, alt, value, type] the same for shared claim i.
+        # shared_alloc[i, slot, alt, value, option, type] the same for shared claim i (All mode
+        # has one option per distinct reachable set, so (alt, value) alone may repeat).
         self.alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
         self.shared_alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
         # (rank, pick): pods (or a shared claim) taking their rank-th usable firstAvailable entry

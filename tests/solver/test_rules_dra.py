@@ -147,6 +147,21 @@ def test_shared_group_claim_on_a_network_pool_keeps_the_group_where_the_pool_rea
     assert [(a["podGroup"], _devices(a)) for a in allocs] == [("default/g", ["fabric/link-0"])]
 
 
+def test_a_shared_all_claim_keeps_every_sharer_where_it_reaches_the_same_devices() -> None:
+    # All mode from n0 is {link-0}, from n1 or n2 it is {link-0} plus that node's GPUs: the
+    # sharers (6 cpu each, one per node) can only run on n0 and one node that sees just the link
+    fabric = resource_slice("fabric", [device("link-0")], pool="fabric", all_nodes=True)
+    objs = [node("n0").cpu_m(8000), node("n1").cpu_m(8000), node("n2").cpu_m(8000), node("n3").cpu_m(8000),
+            gpu_slice("n1", 2), gpu_slice("n2", 2), fabric, GPU_CLASS,
+            claim_template("every", request("gpu", all_mode=True)),
+            group_claims(pod_group("g", 2).priority(100), dev="every"),
+            with_claims(pod("g-0").group("g").cpu_m(6000), dev="every"),
+            with_claims(pod("g-1").group("g").cpu_m(6000), dev="every")]
+    bindings, _, allocs, _ = _plan(*objs)
+    assert sorted(bindings.values()) == ["n0", "n3"]
+    assert [(a["podGroup"], _devices(a)) for a in allocs] == [("default/g", ["fabric/link-0"])]
+
+
 def test_devices_held_by_a_victim_go_free_when_it_is_evicted() -> None:
     held = claim("bg-gpu", request("gpu"), allocated=[("n0", "gpu-0")], node="n0", reserved_for=["bg"])
     objs = [node("n0").cpu_m(8000), gpu_slice("n0", 1), GPU_CLASS, held,
@@ -155,6 +170,32 @@ def test_devices_held_by_a_victim_go_free_when_it_is_evicted() -> None:
     bindings, evictions, allocs, _ = _plan(*objs)
     assert bindings == {"default/p": "n0"} and evictions == ["default/bg"]
     assert [_devices(a) for a in allocs] == [["n0/gpu-0"]]
+
+
+def test_a_pending_pod_naming_the_held_claim_keeps_its_devices_held() -> None:
+    # p shares bg's allocated claim, so placing p keeps gpu-0 allocated to it: evicting bg frees
+    # nothing, and p's own All-mode claim (every GPU on n0) cannot be met
+    held = claim("bg-gpu", request("gpu"), allocated=[("n0", "gpu-0")], node="n0", reserved_for=["bg"])
+    objs = [node("n0").cpu_m(8000), gpu_slice("n0", 1), GPU_CLASS, held,
+            with_claims(pod("bg").on("n0").cpu_m(500).priority(1), gpu="claim:bg-gpu"),
+            claim_template("all", request("gpu", all_mode=True)),
+            with_claims(pod("p").cpu_m(1000).priority(100), gpu="all", old="claim:bg-gpu")]
+    bindings, evictions, allocs, plan = _plan(*objs)
+    assert bindings == {} and evictions == [] and allocs == []
+    assert plan.objective.placed_pods == 0
+
+
+def test_a_held_claim_is_freed_for_another_pod_when_its_pending_user_stays_pending() -> None:
+    # q (priority 100) needs n0's only GPU; w (priority 50) names bg's claim. Evicting bg and
+    # leaving w pending frees gpu-0 for q: the higher priority wins
+    held = claim("bg-gpu", request("gpu"), allocated=[("n0", "gpu-0")], node="n0", reserved_for=["bg"])
+    objs = [node("n0").cpu_m(8000), gpu_slice("n0", 1), GPU_CLASS, held,
+            with_claims(pod("bg").on("n0").cpu_m(500).priority(1), gpu="claim:bg-gpu"),
+            with_claims(pod("w").cpu_m(500).priority(50), old="claim:bg-gpu"),
+            claim_template("one", request("gpu", count=1)), _gpu_pod("q", "one")]
+    bindings, evictions, allocs, _ = _plan(*objs)
+    assert bindings == {"default/q": "n0"} and evictions == ["default/bg"]
+    assert [(a["pod"], _devices(a)) for a in allocs] == [("default/q", ["n0/gpu-0"])]
 
 
 def test_a_free_device_elsewhere_is_taken_instead_of_evicting() -> None:

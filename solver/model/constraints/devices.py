@@ -14,6 +14,8 @@ option may take from n:
 and per type t that is not shareable (supply; a held type goes free with its holders):
 
     Σ alloc[·, t] + Σ shared_alloc[·, t] ≤ free(t) + |t|·freed(holder(t))
+    count[c, n] ≤ most·(1 − freed(holder(t)))   for every pending class c naming a claim
+                                                  that holds t (placed, it keeps the claim)
 
 Below the five tiers, a last stage prefers earlier ``firstAvailable`` entries (upstream takes
 the first that fits): it minimises Σ rank·pick, rank counting only entries usable there.
@@ -172,10 +174,15 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
             return
         picks = []
         ranks = {a: r for r, a in enumerate(sorted({a for a, _, _, _ in opts}))}
-        for a, v, types, need in opts:
+        for k, (a, v, types, need) in enumerate(opts):
             sub = slot.request.alternatives[a]
-            pick = m.new_bool_var(f"shared_pick[{shared.index},{j},{a},{v!r}]")
+            pick = m.new_bool_var(f"shared_pick[{shared.index},{j},{k}]")
             picks.append(pick)
+            if sub.all_mode:  # every sharer's node must reach exactly these matching devices
+                sites_ok = dra.all_reach(slot, a, types)
+                for _, n, var, most in counts:
+                    if n not in sites_ok:
+                        m.add(var <= most * (1 - pick))
             if ranks[a]:
                 vars.alt_picks.append((ranks[a], pick))
             if slot.match is not None:
@@ -184,7 +191,7 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
                 m.add(pick <= vals[v])
             allocs = _take(problem, vars, slot, sub, types, need, pick, 1, None, on_type)
             for t, (var, hi) in zip(types, allocs, strict=True):
-                vars.shared_alloc[shared.index, j, a, v, t] = var
+                vars.shared_alloc[shared.index, j, a, v, k, t] = var
                 if t not in uses:
                     uses[t] = m.new_bool_var(f"shared_uses[{shared.index},{t}]")
                 m.add(var <= hi * uses[t])
@@ -214,7 +221,8 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
 
 def _freed(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType,
            takers: list[int | None]) -> cp_model.IntVar | None:
-    """1 iff every holder of the type is evicted; None when no class may evict them all."""
+    """1 only if every holder of the type is evicted and no pending pod naming the holding
+    claim is placed; None when no class may evict them all."""
     assert dtype.holder
     units = [problem.units[u] for u in dtype.holder]
     # room freed by an eviction may be used by any pod: it is enough that some class may evict
@@ -222,9 +230,14 @@ def _freed(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType,
     if not any(all(problem.eligible(c, u) for u in units) for c in problem.classes):
         return None
     evicts = [vars.evicts(u.index) for u in units]
-    if len(evicts) == 1:
+    if len(evicts) == 1 and not dtype.kept_by:
         return evicts[0]
     freed = vars.model.new_bool_var(f"freed[{dtype.index}]")
     for e in evicts:
         vars.model.add(freed <= e)
+    for c in dtype.kept_by:  # a placed pod naming the claim keeps it allocated
+        for node, most in problem.candidates[c].items():
+            count = vars.count(c, node)
+            if count is not None:
+                vars.model.add(count <= most * (1 - freed))
     return freed
