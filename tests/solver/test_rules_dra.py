@@ -233,3 +233,18 @@ def test_the_shipped_dra_example_keeps_every_claim_on_one_root_and_evicts_one_po
     by_pod = {d.pod: [x.device for x in d.devices] for d in plan.device_allocations}
     roots = {tuple(devs) for devs in by_pod.values()}
     assert roots <= {("gpu-0", "gpu-1", "gpu-2", "gpu-3"), ("gpu-4", "gpu-5", "gpu-6", "gpu-7")}
+
+
+def test_a_claim_also_held_by_a_higher_priority_pod_stays_held_and_that_pod_stays() -> None:
+    # lo and hi share one allocated claim; p (priority 20) may evict lo but not hi (priority 50),
+    # so gpu-0 never comes free, and hi (cost 0) is no victim for q, which may not preempt at all
+    shared = claim("h", request("gpu"), allocated=[("n0", "gpu-0")], node="n0", reserved_for=["lo", "hi"])
+    objs = [node("n0").cpu_m(8000).pods(2), gpu_slice("n0", 2), GPU_CLASS, shared,
+            with_claims(pod("lo").on("n0").cpu_m(500).priority(0), gpu="claim:h"),
+            with_claims(pod("hi").on("n0").cpu_m(500).priority(50).cost("0"), gpu="claim:h"),
+            claim_template("one", request("gpu", count=1)),
+            with_claims(pod("p").cpu_m(500).priority(20), gpu="one"),
+            pod("q").cpu_m(500).priority(20).never_preempt()]
+    bindings, evictions, allocs, _ = _plan(*objs)
+    assert bindings == {"default/p": "n0"} and evictions == ["default/lo"]
+    assert [(a["pod"], _devices(a)) for a in allocs] == [("default/p", ["n0/gpu-1"])]

@@ -80,8 +80,10 @@ def _device_need_literals(problem: Problem, vars: PlacementVars, u: int,
     unit = problem.units[u]
     out = []
     for t in sorted(problem.dra.unit_types.get(u, {})):
-        takers = [var for c, var in by_type.get(t, ()) if problem.eligible(c, unit)]
-        if not takers:
+        holders = [problem.units[h] for h in problem.dra.types[t].holder or (u,)]
+        # the devices come free only when every holder goes: the taker must be allowed to evict each
+        takers = [var for c, var in by_type.get(t, ()) if all(problem.eligible(c, h) for h in holders)]
+        if not takers or not all(vars.has_evict(h.index) for h in holders):
             continue
         need = vars.model.new_bool_var(f"need_dev[{unit.key},{t}]")
         vars.model.add(cp_model.LinearExpr.sum(takers) >= 1).only_enforce_if(need)
