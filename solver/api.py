@@ -52,6 +52,9 @@ class PlanOptions:
     ideal_shortcut: bool = True  # a baseline at every trivial bound is returned without a model
     stop: threading.Event | None = None  # set to end the search early with the best plan so far
     on_solution: Callable[[str, float, float], None] | None = None  # (stage, objective, bound) per improvement
+    # PDBs as a hard rule (no eviction beyond disruptionsAllowed) instead of the soft tier 3:
+    # for a caller that evicts through the Eviction API, which refuses exactly those evictions
+    strict_pdbs: bool = False
 
 
 def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
@@ -84,7 +87,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
     if options.workload:
         snapshot = select_workload(snapshot, options.workload)
     start = time.perf_counter()
-    problem = build_problem(snapshot)
+    problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs)
     baseline = greedy.baseline(problem)
     baseline_seconds = time.perf_counter() - start
     stats: dict[str, object] = {
@@ -96,6 +99,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
         "skippedKinds": dict(snapshot.skipped_kinds),
         "workers": options.workers,
         "seed": options.seed,
+        "strictPdbs": options.strict_pdbs,
         "baselineSeconds": round(baseline_seconds, 4),
     }
     if not options.baseline_only and options.ideal_shortcut and reaches_ideal(problem, baseline):
@@ -140,7 +144,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
             # a hint alone does not guarantee the solver keeps the baseline's quality
             assignment, status, bound, stats["fromBaseline"] = baseline, FEASIBLE, 0, True
         result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
-    violations = verify_mod.verify(snapshot, result)
+    violations = verify_mod.verify(snapshot, result, strict_pdbs=options.strict_pdbs)
     if violations:
         raise PlanInvalidError(violations)
     return result

@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--baseline", action="store_true", help="answer with the upstream-greedy baseline plan")
     solve.add_argument("--no-decompose", action="store_true",
                        help="one monolithic model even where per-domain sub-models are exact")
+    solve.add_argument("--strict-pdbs", action="store_true",
+                       help="never evict beyond a PDB's disruptionsAllowed (as the Eviction API enforces)")
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
@@ -185,7 +187,7 @@ def _solve(args: argparse.Namespace) -> int:
         snapshot = loader.load_snapshot(args.snapshot)
         options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline,
-                                  decompose=not args.no_decompose)
+                                  decompose=not args.no_decompose, strict_pdbs=args.strict_pdbs)
         plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
     if args.output:
@@ -224,7 +226,8 @@ def _solve_remote(args: argparse.Namespace) -> Any:
     docs = [doc for f in files for doc in loader.read_documents(f)]
     body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
     options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
-                                  seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose)
+                                  seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose,
+                                  strict_pdbs=args.strict_pdbs)
     with client.PlacementClient(args.server) as c:
         return c.solve(body, options)
 

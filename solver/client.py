@@ -35,12 +35,13 @@ class SolveOptions:
     relative_gap: float = 0.0
     baseline_only: bool = False
     no_decompose: bool = False
+    strict_pdbs: bool = False
     deadline: float | None = None  # seconds for the whole call; None: time_limit + 30
 
     def message(self) -> pb.SolveOptions:
         return pb.SolveOptions(time_limit_seconds=self.time_limit, workers=self.workers, seed=self.seed,
                                relative_gap=self.relative_gap, baseline_only=self.baseline_only,
-                               no_decompose=self.no_decompose)
+                               no_decompose=self.no_decompose, strict_pdbs=self.strict_pdbs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,7 +124,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         context.add_callback(stop.set)  # cancelled, deadline passed, or server stopping
         options = api.PlanOptions(workload=request.workload or None, time_limit=limit, workers=o.workers or 1,
                                   seed=o.seed, relative_gap=o.relative_gap, baseline_only=o.baseline_only,
-                                  decompose=not o.no_decompose, stop=stop, on_solution=on_solution)
+                                  decompose=not o.no_decompose, strict_pdbs=o.strict_pdbs, stop=stop, on_solution=on_solution)
         try:
             plan = api.plan(snapshot, options)
         except api.UnknownWorkloadError as exc:

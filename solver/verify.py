@@ -115,9 +115,12 @@ class _View:
         return self.is_running(pod) and pod.key not in self.evicted
 
 
-def verify(snapshot: s.ClusterSnapshot, plan: Plan) -> list[Violation]:
+def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False) -> list[Violation]:
+    """Every rule the plan breaks; with ``strict_pdbs`` a PDB violation is one too."""
     view = _View(snapshot, plan)
     out: list[Violation] = []
+    if strict_pdbs:
+        out.extend(check_pdbs_strict(view))
     for check in (check_bindings, check_evictions, check_capacity, check_victims_necessary, check_gangs,
                   check_topology, check_objective, check_device_allocations, check_allocated_claims,
                   check_devices, check_device_reach, check_device_counts, check_device_conflicts,
@@ -277,6 +280,23 @@ def check_topology(view: _View) -> list[Violation]:
     return out
 
 
+def _evicted_by_pdb(view: _View) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for pdb in view.snapshot.pdbs:
+        for key in view.evicted:
+            pod = view.pods.get(s.PodKey(key))
+            if pod and pod.namespace == pdb.namespace and selectors.label_selector_matches(pdb.selector, pod.labels):
+                out[pdb.key] += 1
+    return out
+
+
+def check_pdbs_strict(view: _View) -> list[Violation]:
+    taken = _evicted_by_pdb(view)
+    return [Violation(rule="pdb", subject=p.key, detail=f"evicts {taken[p.key]}, disruptionsAllowed is "
+                      f"{max(0, p.disruptions_allowed)}")
+            for p in view.snapshot.pdbs if taken[p.key] > max(0, p.disruptions_allowed)]
+
+
 def check_objective(view: _View) -> list[Violation]:
     out = []
     o = view.plan.objective
@@ -291,12 +311,7 @@ def check_objective(view: _View) -> list[Violation]:
             continue
         prio = view.victim_priority(pod)
         cost += pod.preemption_cost_milli / 1000 if pod.preemption_cost_milli is not None else 1 + max(0, prio)
-    evicted_by_pdb = defaultdict(int)
-    for pdb in view.snapshot.pdbs:
-        for key in view.evicted:
-            pod = view.pods.get(s.PodKey(key))
-            if pod and pod.namespace == pdb.namespace and selectors.label_selector_matches(pdb.selector, pod.labels):
-                evicted_by_pdb[pdb.key] += 1
+    evicted_by_pdb = _evicted_by_pdb(view)
     violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in view.snapshot.pdbs)
     want = {
         "satisfiedWorkloads": (o.satisfied_workloads, sum(sat.values())),

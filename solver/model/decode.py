@@ -212,5 +212,8 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
                     "(node selector, affinity, taints, topology or capacity even after preemption)")
     if w.kind != s.STANDALONE_POD and ev.new.get(w.groups[0], 0) == 0 and ev.ok.get(w.groups[0], False):
         return "no new pod could be placed: every group is already satisfied by running pods"
-    return ("not enough free capacity for the gang, even after evicting every victim "
-            "this plan may evict without displacing a higher tier")
+    why = ("not enough free capacity for the gang, even after evicting every victim "
+           "this plan may evict without displacing a higher tier")
+    if problem.strict_pdbs and problem.snapshot.pdbs:
+        why += " or evicting beyond a PodDisruptionBudget's disruptionsAllowed"
+    return why

@@ -236,12 +236,10 @@ def _greedy(problem: Problem, skip: set[int]) -> _State:
         victims = _candidate_victims(problem, workload, state)
         if not victims:
             continue
-        for u in victims:
-            state.evict(u)
-        if not _place_workload(state, workload):
-            state.rollback(point)
+        if _try_with(state, workload, victims, point):
             continue
-        _reprieve(state, victims)
+        if problem.strict_pdbs:  # the reprieves were not enough: only the victims the budgets allow
+            _try_with(state, workload, _within_budgets(problem, state, victims), point)
     # A later workload's evictions can make room that an earlier victim no longer
     # needs to leave: put back every victim that fits again (the plan is joint).
     _reprieve(state, sorted(state.evicted))
@@ -276,6 +274,42 @@ def _candidate_victims(problem: Problem, workload: Workload, state: _State) -> l
             if u not in state.evicted and any(problem.eligible(problem.classes[c], unit) for c in workload.classes):
                 out.add(u)
     return sorted(out)
+
+
+def _try_with(state: _State, workload: Workload, victims: list[int], point: int) -> bool:
+    for u in victims:
+        state.evict(u)
+    if _place_workload(state, workload):
+        _reprieve(state, victims)
+        if not (state.problem.strict_pdbs and _breaks_a_pdb(state.problem, state.evicted)):
+            return True
+    state.rollback(point)
+    return False
+
+
+def _within_budgets(problem: Problem, state: _State, victims: list[int]) -> list[int]:
+    """The victims, lowest priority first, each taken while every budget it is under has room."""
+    taken: dict[str, int] = defaultdict(int)
+    for u in state.evicted:
+        for pdb, n in problem.units[u].pdb_counts.items():
+            taken[pdb] += n
+    allowed = {p.key: max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs}
+    out = []
+    for u in sorted(victims, key=lambda u: (problem.units[u].priority, problem.units[u].key)):
+        counts = problem.units[u].pdb_counts
+        if all(taken[p] + n <= allowed[p] for p, n in counts.items()):
+            out.append(u)
+            for p, n in counts.items():
+                taken[p] += n
+    return out
+
+
+def _breaks_a_pdb(problem: Problem, evicted: Iterable[int]) -> bool:
+    taken: dict[str, int] = defaultdict(int)
+    for u in evicted:
+        for pdb, n in problem.units[u].pdb_counts.items():
+            taken[pdb] += n
+    return any(taken[p.key] > max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs)
 
 
 def _reprieve(state: _State, victims: list[int]) -> None:

@@ -84,6 +84,9 @@ class Problem:
     # per class: node -> most pods of the class the node could ever take
     candidates: list[dict[s.NodeName, int]] = field(default_factory=list)
     dra: dra_mod.DraProblem = field(default_factory=dra_mod.DraProblem)
+    # no eviction beyond a PDB's disruptionsAllowed (a hard rule, not the soft tier 3):
+    # for callers that evict through the Eviction API, which refuses such evictions
+    strict_pdbs: bool = False
 
     # ---- tree queries -------------------------------------------------------------
     def subtree(self, key: s.GroupKey) -> list[s.GroupKey]:
@@ -124,7 +127,7 @@ def default_cost_milli(priority: int) -> int:
     return MILLI * (1 + max(0, priority))
 
 
-def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
+def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> Problem:
     groups = snapshot.group_by_key()
     children: dict[s.GroupKey, list[s.GroupKey]] = defaultdict(list)
     for group in snapshot.groups:
@@ -160,6 +163,7 @@ def build_problem(snapshot: s.ClusterSnapshot) -> Problem:
         classes=classes,
         units=units,
         units_on_node=units_on_node,
+        strict_pdbs=strict_pdbs,
     )
     problem.dra = dra_mod.analyse(snapshot, classes, units, groups)
     powers = [c.power for c in classes if c.power is not None]

@@ -88,6 +88,21 @@ def test_typed_state_solves_like_the_same_objects(running: server.Running) -> No
     assert sorted(b.node for b in plan.bindings) == ["n2", "n2", "n3", "n3"]
 
 
+def test_strict_pdbs_reach_the_solver(running: server.Running) -> None:
+    # one full node, its only pod under an exhausted budget: soft evicts it, strict does not
+    state = pb.ClusterState(
+        nodes=[pb.Node(name="n0", allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110})],
+        pods=[pb.Pod(namespace="d", name="db", node="n0", requests={"cpu": 3000}, priority=1, labels={"app": "db"}),
+              pb.Pod(namespace="d", name="g-0", requests={"cpu": 2000}, group="g")],
+        groups=[pb.Group(namespace="d", name="g", kind=pb.Group.POD_GROUP, min_count=1, priority=100)],
+        pdbs=[pb.PodDisruptionBudget(namespace="d", name="db", match_labels={"app": "db"}, disruptions_allowed=0)])
+    with client.PlacementClient(_target(running)) as c:
+        soft = c.solve(state)
+        strict = c.solve(state, client.SolveOptions(strict_pdbs=True))
+    assert [e.pod for e in soft.evictions] == ["d/db"] and soft.objective.pdb_violations == 1
+    assert list(strict.evictions) == [] and list(strict.bindings) == [] and strict.stats["strictPdbs"] is True
+
+
 def test_health_and_reflection_answer(running: server.Running) -> None:
     with grpc.insecure_channel(_target(running)) as ch:
         stub = health_pb2_grpc.HealthStub(ch)

@@ -30,7 +30,7 @@ class Tiers:
     evicted: int
 
 
-def naive_tiers(snap: s.ClusterSnapshot) -> Tiers:
+def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> Tiers:
     groups = snap.group_by_key()
     children: dict[str, list[str]] = defaultdict(list)
     for g in snap.groups:
@@ -198,6 +198,8 @@ def naive_tiers(snap: s.ClusterSnapshot) -> Tiers:
             continue
         v = m.new_int_var(0, len(matched), "")
         m.add(v >= sum(evicted_expr(unit_of[p.key]) for p in matched) - max(0, b.disruptions_allowed))
+        if strict_pdbs:
+            m.add(v == 0)
         viol.append(v)
 
     def cost_milli(p: s.Pod) -> int:

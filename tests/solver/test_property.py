@@ -325,5 +325,23 @@ def test_aggregated_model_matches_naive_model(objs: list[Any]) -> None:
     assert base.objective.key() <= o.key()
 
 
+@given(clusters())
+def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) -> None:
+    # the adapter's mode: a PDB is a hard rule; the tiers are the naive model's with v == 0
+    snap = b.snapshot(*objs)
+    plan = api.plan(snap, api.PlanOptions(time_limit=60, strict_pdbs=True))
+    assert plan.status == "OPTIMAL"
+    assert verify.verify(snap, plan, strict_pdbs=True) == []
+    want = naive_tiers(snap, strict_pdbs=True)
+    event(f"pdbs: {min(len(snap.pdbs), 1)}")
+    o = plan.objective
+    assert tuple((p, n) for p, n in sorted(o.satisfied_by_priority.items(), reverse=True)) == \
+        want.satisfied_by_priority
+    assert (o.placed_pods, o.pdb_violations, round(o.preemption_cost * 1000), o.evicted_pods) == \
+        (want.placed, 0, want.cost_milli, want.evicted)
+    baseline = api.plan(snap, api.PlanOptions(baseline_only=True, strict_pdbs=True))
+    assert verify.verify(snap, baseline, strict_pdbs=True) == []
+
+
 def _key(d: Any) -> str:
     return f"{d.driver}/{d.pool}/{d.device}"

@@ -1,6 +1,8 @@
 """PodDisruptionBudgets: evictions beyond status.disruptionsAllowed are violations.
 
     pdb_violations[b] ≥ Σ_u members(u, b)·evict[u] − allowed(b),   pdb_violations[b] ≥ 0
+
+With ``problem.strict_pdbs`` the budget is hard instead: Σ_u members(u, b)·evict[u] ≤ allowed(b).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ def add(problem: Problem, vars: PlacementVars) -> None:
                 most += n
         allowed = max(0, pdb.disruptions_allowed)
         if most <= allowed:
+            continue
+        if problem.strict_pdbs:
+            vars.model.add(cp_model.LinearExpr.sum(terms) <= allowed)
             continue
         violations = vars.pdb_violations(pdb.key, most - allowed)
         vars.model.add(violations >= cp_model.LinearExpr.sum(terms) - allowed)

@@ -22,20 +22,22 @@ class SolveRequest(_message.Message):
     def __init__(self, state: _Optional[_Union[ClusterState, _Mapping]] = ..., kubernetes_objects: _Optional[bytes] = ..., workload: _Optional[str] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class SolveOptions(_message.Message):
-    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose")
+    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "strict_pdbs")
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     RELATIVE_GAP_FIELD_NUMBER: _ClassVar[int]
     BASELINE_ONLY_FIELD_NUMBER: _ClassVar[int]
     NO_DECOMPOSE_FIELD_NUMBER: _ClassVar[int]
+    STRICT_PDBS_FIELD_NUMBER: _ClassVar[int]
     time_limit_seconds: float
     workers: int
     seed: int
     relative_gap: float
     baseline_only: bool
     no_decompose: bool
-    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ...) -> None: ...
+    strict_pdbs: bool
+    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., strict_pdbs: _Optional[bool] = ...) -> None: ...
 
 class ClusterState(_message.Message):
     __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates")

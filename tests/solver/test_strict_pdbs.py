@@ -1,0 +1,83 @@
+"""``strict_pdbs``: a PDB as a hard rule, for callers that evict through the Eviction API.
+
+By default a PDB violation is tier 3 of the objective: placing the gang comes first, as in
+kube-scheduler's preemption, which deletes its victims. The Eviction API refuses exactly
+those evictions (429), so the adapter plans with ``strict_pdbs``: no plan evicts more of a
+budget's pods than ``status.disruptionsAllowed``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from solver import api, verify
+from solver.model.plan import Plan
+from tests import builders
+from tests.builders import RACK, node, pdb, pod, pod_group
+
+
+def _guarded(allowed: int) -> list[object]:
+    # two 4-CPU nodes, each full with one guarded pod; a 2-pod gang (minCount 1) of 3 CPU each
+    return [node("n1").cpu_m(4000), node("n2").cpu_m(4000),
+            pod("db-1").on("n1").cpu_m(3000).priority(1).label("app", "db"),
+            pod("db-2").on("n2").cpu_m(3000).priority(1).label("app", "db"),
+            pdb("db", allowed, app="db"),
+            pod_group("g", 1).priority(100),
+            pod("g-0").group("g").cpu_m(3000), pod("g-1").group("g").cpu_m(3000)]
+
+
+def _plan(objs: list[object], **options: object) -> Plan:
+    snap = builders.snapshot(*objs)
+    plan = api.plan(snap, api.PlanOptions(**options))  # type: ignore[arg-type]
+    assert verify.verify(snap, plan, strict_pdbs=bool(options.get("strict_pdbs"))) == []
+    return plan
+
+
+def test_soft_by_default_placement_comes_before_the_budget() -> None:
+    plan = _plan(_guarded(1))
+    assert plan.status == "OPTIMAL"
+    assert plan.objective.placed_pods == 2 and plan.objective.pdb_violations == 1
+    assert {e.pod for e in plan.evictions} == {"default/db-1", "default/db-2"}
+
+
+@pytest.mark.parametrize("options", [{}, {"baseline_only": True}, {"decompose": False}], ids=["cp-sat", "greedy",
+                                                                                             "monolithic"])
+def test_strict_places_what_the_budget_allows(options: dict[str, object]) -> None:
+    plan = _plan(_guarded(1), strict_pdbs=True, **options)
+    assert plan.objective.placed_pods == 1 and plan.objective.pdb_violations == 0
+    assert len(plan.evictions) == 1 and plan.evictions[0].pod in {"default/db-1", "default/db-2"}
+    assert plan.workloads[0].satisfied  # minCount 1
+    if not options:
+        assert plan.status == "OPTIMAL"
+
+
+@pytest.mark.parametrize("baseline_only", [False, True], ids=["cp-sat", "greedy"])
+def test_strict_leaves_the_gang_pending_with_a_reason_when_no_eviction_is_allowed(baseline_only: bool) -> None:
+    objs = [node("n1").cpu_m(4000), pod("db-1").on("n1").cpu_m(3000).priority(1).label("app", "db"),
+            pdb("db", 0, app="db"), pod_group("g", 1).priority(100), pod("g-0").group("g").cpu_m(3000)]
+    plan = _plan(objs, strict_pdbs=True, baseline_only=baseline_only)
+    assert list(plan.bindings) == []
+    assert list(plan.evictions) == []
+    assert not plan.workloads[0].satisfied
+    assert "PodDisruptionBudget" in plan.workloads[0].reason
+    soft = _plan(objs, baseline_only=baseline_only)
+    assert [e.pod for e in soft.evictions] == ["default/db-1"] and soft.objective.pdb_violations == 1
+
+
+def test_strict_in_the_per_rack_decomposition() -> None:
+    # rack a's only victim is guarded by an exhausted budget, rack b's costs more: strict takes b
+    objs = [node("a1").cpu_m(4000).label(RACK, "a"), node("b1").cpu_m(4000).label(RACK, "b"),
+            pod("db").on("a1").cpu_m(3000).priority(1).label("app", "db"),
+            pod("web").on("b1").cpu_m(3000).priority(1).cost("50"),
+            pdb("db", 0, app="db"), pod_group("g", 1).priority(100).topology(RACK), pod("g-0").group("g").cpu_m(3000)]
+    plan = _plan(objs, strict_pdbs=True)
+    assert plan.status == "OPTIMAL" and "decomposedBy" in plan.stats
+    assert [(b.pod, b.node) for b in plan.bindings] == [("default/g-0", "b1")]
+    assert [e.pod for e in plan.evictions] == ["default/web"]
+
+
+def test_the_verifier_flags_a_violation_only_when_strict() -> None:
+    snap = builders.snapshot(*_guarded(1))
+    soft = api.plan(snap, api.PlanOptions())
+    assert verify.verify(snap, soft) == []
+    assert [(v.rule, v.subject) for v in verify.verify(snap, soft, strict_pdbs=True)] == [("pdb", "default/db")]
