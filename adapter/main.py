@@ -33,9 +33,15 @@ Obj = dict[str, Any]
 Solve = Callable[[list[Obj]], Plan]
 
 
+# The adapter evicts through the Eviction API, which refuses (429) any eviction beyond a PDB's
+# disruptionsAllowed: it plans with PDBs as a hard rule, so a plan it makes is one it can carry out.
+# (Planning with the soft PDB tier would yield, whenever only a violation places the gang, a plan
+# refused on every attempt: victims evicted for nothing, then the same plan again.)
+
+
 def in_process(time_limit: float = 10.0) -> Solve:
     def solve(objects: list[Obj]) -> Plan:
-        return api.plan(kube.snapshot_from_objects(objects), api.PlanOptions(time_limit=time_limit))
+        return api.plan(kube.snapshot_from_objects(objects), api.PlanOptions(time_limit=time_limit, strict_pdbs=True))
     return solve
 
 
@@ -46,7 +52,7 @@ def remote(target: str, time_limit: float = 10.0) -> Solve:
 
     def solve(objects: list[Obj]) -> Plan:
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).encode()
-        return conn.solve(body, client.SolveOptions(time_limit=time_limit))
+        return conn.solve(body, client.SolveOptions(time_limit=time_limit, strict_pdbs=True))
     return solve
 
 
@@ -54,7 +60,8 @@ class Adapter:
     def __init__(self, cluster: Cluster, solve: Solve, *, scheduler_name: str = "gangplace",
                  identity: str | None = None, lease_namespace: str = "kube-system",
                  lease_name: str = "gangplace-adapter", renew: float = 2.0, lease_duration: int = 15,
-                 executor: Executor | None = None, cache: WatchCache | None = None) -> None:
+                 executor: Executor | None = None, cache: WatchCache | None = None,
+                 backoff: tuple[float, float] = (0.05, 5.0)) -> None:
         self.cluster = cluster
         self.solve = solve
         self.scheduler_name = scheduler_name
@@ -64,6 +71,7 @@ class Adapter:
                                      identity=identity or f"{socket.gethostname()}-{os.getpid()}",
                                      lease_duration=lease_duration)
         self.renew = renew
+        self.backoff = backoff  # between plans abandoned midway, doubling (a race that does not end at once)
         self.outcomes: list[Outcome] = []
         self.plans: list[Plan] = []
 
@@ -109,6 +117,7 @@ class Adapter:
         self.cache.wait_synced()
         seen = -1
         retry = False  # the last plan was abandoned midway: plan again even if nothing changed
+        delay = self.backoff[0]
         try:
             while not stop.is_set():
                 if not self.elector.try_acquire_or_renew():
@@ -119,6 +128,11 @@ class Adapter:
                     seen = now
                     outcome = self.reconcile()
                     retry = outcome is not None and bool(outcome.replan)
+                    if retry:
+                        stop.wait(delay)
+                        delay = min(delay * 2, self.backoff[1])
+                    else:
+                        delay = self.backoff[0]
         finally:
             self.elector.release()
             self.cache.stop()

@@ -119,6 +119,20 @@ def test_a_pdb_refusing_an_eviction_mid_plan_makes_the_adapter_replan(api: ApiSe
     assert (_node_of(api, "train-0"), _node_of(api, "train-1")) == ("n1", "n1")
 
 
+def test_a_pdb_the_only_placement_would_break_keeps_the_gang_pending_without_evicting(api: ApiServerDouble) -> None:
+    # the gang fits only by evicting low-b, and the budget allows no disruption: the Eviction API
+    # would refuse it on every attempt, so the adapter plans with PDBs as a hard rule
+    _cluster(api, pdb_allowed=0)
+    adapter = _run(api, lambda: _condition(api, "train") is not None)
+    time.sleep(1.0)  # nothing changes in the cluster: no further plan, no retry loop
+    cond = _condition(api, "train")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    assert "PodDisruptionBudget" in cond["message"]
+    assert not _calls(api, "POST", r"/eviction$") and not _calls(api, "POST", r"/binding$")
+    # the condition write is itself a change the watch delivers: one more plan, writing nothing
+    assert len(adapter.plans) == 2 and all(p.stats["strictPdbs"] is True for p in adapter.plans)
+
+
 def test_a_dropped_watch_and_410_gone_still_converge(api: ApiServerDouble) -> None:
     for name, rack in (("n0", "r0"), ("n1", "r0")):
         api.put(node(name).rack(rack).cpu_m(4000).build())
