@@ -522,6 +522,7 @@ class _Watch:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # listen backlog: a burst of parallel requests is queued, not refused
 
     def __init__(self, addr: tuple[str, int], handler: type, double: ApiServerDouble) -> None:
         self.double = double
@@ -591,6 +592,7 @@ class ApiServerDouble:
         self._history: deque[_Change] = deque()
         self._watches: set[_Watch] = set()
         self._deadlines: dict[tuple[str, str, str], float] = {}  # (ns, name, uid) -> monotonic
+        self._kubelet_work: set[tuple[str, str]] = set()  # pods the kubelet loop has to visit: (ns, name)
         self._rules: list[_Rule] = []
         self._calls: list[Call] = []
         self._requests: list[Request] = []
@@ -863,6 +865,7 @@ class ApiServerDouble:
         rv = self._bump()
         meta["resourceVersion"] = str(rv)
         self._store(res)[(meta.get("namespace", ""), meta["name"])] = obj
+        self._track_work(res, obj)
         self._emit(res, "ADDED", None, obj, rv)
         return obj
 
@@ -873,12 +876,15 @@ class ApiServerDouble:
         new["metadata"]["resourceVersion"] = str(rv)
         meta = new["metadata"]
         self._store(res)[(meta.get("namespace", ""), meta["name"])] = new
+        self._track_work(res, new)
         self._emit(res, "MODIFIED", old, new, rv)
         return new
 
     def _remove(self, res: Resource, obj: Obj) -> Obj:
         meta = obj["metadata"]
         self._store(res).pop((meta.get("namespace", ""), meta["name"]), None)
+        if res.kind == "Pod":
+            self._kubelet_work.discard((meta.get("namespace", ""), meta["name"]))
         self._deadlines.pop((meta.get("namespace", ""), meta["name"], meta.get("uid", "")), None)
         rv = self._bump()
         gone = copy.deepcopy(obj)
@@ -936,6 +942,20 @@ class ApiServerDouble:
         self._deadlines[key] = time.monotonic() + period * self.grace_scale
         return self._replace(res, pod, new)
 
+    def _track_work(self, res: Resource, obj: Obj) -> None:
+        """Keep ``_kubelet_work`` current on every pod write: a pod is there while it is
+        terminating or bound and not yet started, so a kubelet tick visits only those."""
+        if res.kind != "Pod" or res.group != "":
+            return
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        bound_pending = obj.get("spec", {}).get("nodeName") and (obj.get("status") or {}).get("phase",
+                                                                                           "Pending") == "Pending"
+        if meta.get("deletionTimestamp") or bound_pending:
+            self._kubelet_work.add(key)
+        else:
+            self._kubelet_work.discard(key)
+
     def _kubelet(self) -> None:
         while not self._stopping.wait(self.kubelet_period):
             if self.kubelet_paused:
@@ -951,7 +971,12 @@ class ApiServerDouble:
         res = self._pods()
         with self._lock:
             now = time.monotonic()
-            for pod in list(self._store(res).values()):
+            store = self._store(res)
+            for work in sorted(self._kubelet_work):
+                pod = store.get(work)
+                if pod is None:
+                    self._kubelet_work.discard(work)
+                    continue
                 meta = pod["metadata"]
                 key = (meta.get("namespace", ""), meta["name"], meta.get("uid", ""))
                 if meta.get("deletionTimestamp"):

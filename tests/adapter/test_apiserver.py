@@ -396,6 +396,41 @@ def test_the_kubelet_starts_bound_pods(api: ApiServerDouble, k8s: client.ApiClie
     assert api.get("pods", "default", "p")["status"]["phase"] == "Running"
 
 
+def test_the_kubelet_visits_only_pods_with_work(api: ApiServerDouble, k8s: client.ApiClient) -> None:
+    api.kubelet_paused = True
+    api.put(_running("idle"))
+    api.put(pod("unbound").build())
+    api.put(pod("bound").build())
+    api.put(_running("leaving"))
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_pod_binding("bound", "default", _binding("bound", "n0"), _preload_content=False)
+    _evict(core, "leaving")
+    assert api._kubelet_work == {("default", "bound"), ("default", "leaving")}
+    api.kubelet_paused = False
+    assert api.wait_until(lambda: not api._kubelet_work, timeout=5)
+    assert api.get("pods", "default", "bound")["status"]["phase"] == "Running"
+    assert api.get("pods", "default", "leaving") is None
+    assert {p["metadata"]["name"] for p in api.list("pods")} == {"idle", "unbound", "bound"}
+
+
+def test_a_burst_of_parallel_requests_is_queued_not_refused(api: ApiServerDouble) -> None:
+    results: list[int] = []
+    lock = threading.Lock()
+
+    def get() -> None:
+        http = urllib3.PoolManager()
+        code = http.request("GET", f"{api.url}/version", retries=False).status
+        with lock:
+            results.append(code)
+
+    threads = [threading.Thread(target=get) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [200] * 64
+
+
 def test_graceful_delete(api: ApiServerDouble, k8s: client.ApiClient) -> None:
     core = client.CoreV1Api(k8s)
     api.put(_running("bound"))
