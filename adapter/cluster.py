@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes import client, config, watch
+from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 
 Obj = dict[str, Any]
 
@@ -125,23 +126,30 @@ class Cluster:
         return items, body.get("metadata", {}).get("resourceVersion", "")
 
     def watch(self, kind: Kind, resource_version: str, timeout: int = 60) -> Iterator[tuple[str, Obj]]:
-        """(type, object) events after ``resource_version``; raises Gone on 410."""
-        w = watch.Watch()
+        """(type, object) events after ``resource_version``, each object the dict the API printed
+        (no model deserialization: ``watch.Watch().stream`` builds a model of every event, and its
+        ``deserialize=False`` path fails on an ERROR event); raises Gone on 410."""
         try:
-            for event in w.stream(kind.list_call(self.api), resource_version=resource_version,
-                                  timeout_seconds=timeout, allow_watch_bookmarks=True):
-                raw = event.get("raw_object") or {}
+            resp = kind.list_call(self.api)(watch=True, resource_version=resource_version, timeout_seconds=timeout,
+                                            allow_watch_bookmarks=True, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 410:
+                raise Gone() from exc
+            raise
+        try:
+            for line in iter_resp_lines(resp):
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                raw = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     if raw.get("code") == 410:
                         raise Gone()
                     raise ApiException(status=raw.get("code", 500), reason=raw.get("message", ""))
                 yield event["type"], {"kind": kind.name, "apiVersion": kind.api_version, **raw}
-        except ApiException as exc:
-            if exc.status == 410:
-                raise Gone() from exc
-            raise
         finally:
-            w.stop()
+            resp.close()
+            resp.release_conn()
 
     # ---- plan execution ----------------------------------------------------------------
     def get_pod(self, namespace: str, name: str) -> Obj | None:
