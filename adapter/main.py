@@ -118,12 +118,19 @@ class Adapter:
         seen = -1
         retry = False  # the last plan was abandoned midway: plan again even if nothing changed
         delay = self.backoff[0]
+        renewed: float | None = None  # when the lease was last acquired or renewed (monotonic)
         try:
             while not stop.is_set():
-                if not self.elector.try_acquire_or_renew():
-                    stop.wait(self.renew)
-                    continue
-                now = self.cache.wait_change(seen, timeout=self.renew)
+                # the lease is renewed every `renew` seconds, not on every change the cache sees
+                if renewed is None or time.monotonic() - renewed >= self.renew:
+                    started = time.monotonic()
+                    if not self.elector.try_acquire_or_renew():
+                        renewed = None
+                        stop.wait(self.renew)
+                        continue
+                    renewed = started
+                left = self.renew - (time.monotonic() - renewed)
+                now = self.cache.wait_change(seen, timeout=max(0.0, min(left, 1.0)))
                 if now != seen or retry:
                     seen = now
                     outcome = self.reconcile()

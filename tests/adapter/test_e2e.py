@@ -233,6 +233,19 @@ def test_two_adapters_only_the_leader_acts(api: ApiServerDouble) -> None:
     assert len(_calls(api, "POST", r"/binding$", 201)) == 2
 
 
+def test_the_lease_is_renewed_on_its_period_not_on_every_change(api: ApiServerDouble) -> None:
+    _cluster(api)
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=600.0, identity="a")
+    _run(api, lambda: _bound(api, "train-0", "train-1")() and _condition(api, "train") is not None,
+         adapter=adapter)
+    # the cache saw dozens of changes (evictions, bindings, kubelet starts, events): one acquire
+    # (GET + POST), then the release on shutdown (GET + PUT), no renewal in between
+    lease = r"/namespaces/kube-system/leases"
+    assert len(_calls(api, "POST", lease)) == 1 and len(_calls(api, "PUT", lease)) == 1
+    assert len(_calls(api, "GET", lease)) == 2
+    assert api.get("leases", "kube-system", "gangplace-adapter")["spec"]["holderIdentity"] == ""
+
+
 def test_dry_run_prints_the_plan_and_writes_nothing(api: ApiServerDouble) -> None:
     _cluster(api)
     before = len(api.calls)
