@@ -12,8 +12,9 @@ Thin on purpose: which pods go where, and which victims go, is the solver's. Her
   means replan, not retry), wait until they are gone (timeout: replan), wait for terminating
   pods on the target nodes, write DRA allocations (creating a template's claim, as the
   ResourceClaim controller would, then ``status.allocation`` and ``reservedFor``), bind every
-  pod (a 409 is "already bound": fine if to the planned node, else replan), set the
-  PodGroup condition ``PodGroupInitiallyScheduled`` and emit Events.
+  pod, 8 at a time (a 409 is "already bound": fine if to the planned node, else replan once
+  the other bindings are done), set the PodGroup condition ``PodGroupInitiallyScheduled``
+  and emit Events.
 - **Crash safety** follows: a restart rebuilds the view from the cluster, pods bound before
   the crash are running members (they count toward minCount and fix the domain), evicted
   pods still terminating are not victims again, and every write is skipped when the
@@ -26,6 +27,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +131,7 @@ class Executor:
     wait_timeout: float = 60.0
     poll: float = 0.05
     sleep: Callable[[float], None] = time.sleep
+    parallel: int = 8  # bindings in flight at once (the client's pool is Cluster.POOL connections)
 
     def execute(self, plan: Plan, objects: list[Obj]) -> Outcome:
         out = Outcome()
@@ -156,22 +159,30 @@ class Executor:
         # 4. devices
         for alloc in plan.device_allocations:
             self._allocate(alloc, pods, groups, objects, plan)
-        # 5. bind
-        for b in plan.bindings:
-            ns, name = b.pod.split("/", 1)
-            try:
-                self.cluster.bind(ns, name, b.node)
-            except Conflict:
-                now = self.cluster.get_pod(ns, name)
-                if now is None or now.get("spec", {}).get("nodeName") != b.node:
-                    return Outcome(replan=f"{b.pod} was bound elsewhere", evicted=out.evicted, bound=out.bound)
-            out.bound.append(b.pod)
-            if b.pod in pods:
-                self._event(ns, pods[b.pod], "Scheduled", f"Successfully assigned {b.pod} to {b.node}", "Normal",
-                            "Binding")
+        # 5. bind, up to `parallel` at a time; a pod bound elsewhere (a 409) abandons the plan, the
+        # other bindings still complete
+        with ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="gangplace-bind") as pool:
+            placed = list(pool.map(lambda b: self._bind(b, pods), plan.bindings))
+        out.bound = [b.pod for b, ok in zip(plan.bindings, placed, strict=True) if ok]
+        if elsewhere := [b.pod for b, ok in zip(plan.bindings, placed, strict=True) if not ok]:
+            return Outcome(replan=f"{', '.join(elsewhere)} bound elsewhere", evicted=out.evicted, bound=out.bound)
         # 6. status
         self._conditions(plan, groups, pods)
         return out
+
+    def _bind(self, b: Any, pods: dict[str, Obj]) -> bool:
+        """One binding and its Scheduled event; False when the pod is bound to another node."""
+        ns, name = b.pod.split("/", 1)
+        try:
+            self.cluster.bind(ns, name, b.node)
+        except Conflict:
+            now = self.cluster.get_pod(ns, name)
+            if now is None or now.get("spec", {}).get("nodeName") != b.node:
+                return False
+        if b.pod in pods:
+            self._event(ns, pods[b.pod], "Scheduled", f"Successfully assigned {b.pod} to {b.node}", "Normal",
+                        "Binding")
+        return True
 
     def record_settled(self, objects: list[Obj], scheduler_name: str) -> None:
         """PodGroups of ours whose pods are all bound but which carry no condition yet (the

@@ -119,6 +119,19 @@ def test_a_pdb_refusing_an_eviction_mid_plan_makes_the_adapter_replan(api: ApiSe
     assert (_node_of(api, "train-0"), _node_of(api, "train-1")) == ("n1", "n1")
 
 
+def test_a_binding_refused_with_409_abandons_the_plan_but_the_other_bindings_complete(api: ApiServerDouble) -> None:
+    _cluster(api, gang=4, cpu=500)  # four small pods: all fit on n1 (no eviction) or across the rack
+    api.fail_next("POST", r"/pods/train-2/binding$", 409)  # as if another scheduler had bound it
+    adapter = _run(api, _bound(api, *(f"train-{k}" for k in range(4))))
+    first = adapter.outcomes[0]
+    assert first.replan == "default/train-2 bound elsewhere"
+    assert first.bound == ["default/train-0", "default/train-1", "default/train-3"]
+    assert len(_calls(api, "POST", r"/pods/train-2/binding$", 409)) == 1
+    for k in range(4):  # each pod bound exactly once: the replan binds train-2 only
+        assert len(_calls(api, "POST", rf"/pods/train-{k}/binding$", 201)) == 1
+    assert sorted(e["reason"] for e in api.list("events")).count("Scheduled") == 4
+
+
 def test_a_pdb_the_only_placement_would_break_keeps_the_gang_pending_without_evicting(api: ApiServerDouble) -> None:
     # the gang fits only by evicting low-b, and the budget allows no disruption: the Eviction API
     # would refuse it on every attempt, so the adapter plans with PDBs as a hard rule
