@@ -455,6 +455,7 @@ class Request:
     code: int
     body: Any = None
     content_type: str = ""
+    at: float = 0.0  # time.monotonic() when it was answered
 
 
 @dataclass(slots=True)
@@ -1483,7 +1484,7 @@ class ApiServerDouble:
                 content_type: str) -> None:
         with self._lock:
             self._calls.append(Call(method, path, code))
-            self._requests.append(Request(method, path, query, verb, code, body, content_type))
+            self._requests.append(Request(method, path, query, verb, code, body, content_type, time.monotonic()))
 
     def _rule_for(self, method: str, verb: str, path: str) -> _Rule | None:
         with self._lock:
