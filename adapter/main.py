@@ -73,6 +73,7 @@ class Adapter:
         self.renew = renew
         self.backoff = backoff  # between plans abandoned midway, doubling (a race that does not end at once)
         self.outcomes: list[Outcome] = []
+        self._electing = False  # run() keeps the lease: reconcile acts only while it holds it
         self.plans: list[Plan] = []
 
     def plan_once(self) -> Plan | None:
@@ -94,6 +95,9 @@ class Adapter:
             LOG.warning(json.dumps({"event": "solve-failed", "error": str(exc)}))
             return None
         self.plans.append(plan)
+        if self._electing and not self.elector.leading:
+            LOG.warning(json.dumps({"event": "lease-lost-before-execution"}))
+            return None  # another replica may be acting now: carry nothing out
         outcome = self.executor.execute(plan, sel.objects)
         self.outcomes.append(outcome)
         LOG.info(json.dumps({"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
@@ -112,26 +116,37 @@ class Adapter:
                 return
             time.sleep(0.02)
 
+    def _keep_lease(self, stop: threading.Event) -> None:
+        """Acquire, then renew every ``renew`` seconds, on its own thread: a long solve or a slow
+        victim does not let the lease lapse mid-plan (a standby would take over and act too)."""
+        while not stop.is_set():
+            was = self.elector.leading
+            try:
+                leading = self.elector.try_acquire_or_renew()
+            except Exception as exc:  # the API server did not answer: not leading until it does
+                LOG.warning(json.dumps({"event": "lease-error", "error": str(exc)}))
+                self.elector.leading = leading = False
+            if was and not leading:
+                LOG.warning(json.dumps({"event": "lease-lost"}))
+            stop.wait(self.renew)
+
     def run(self, stop: threading.Event) -> None:
         self.cache.start()
         self.cache.wait_synced()
         seen = -1
         retry = False  # the last plan was abandoned midway: plan again even if nothing changed
         delay = self.backoff[0]
-        renewed: float | None = None  # when the lease was last acquired or renewed (monotonic)
+        done = threading.Event()  # ends the lease thread only after the loop, so release comes last
+        keeper = threading.Thread(target=self._keep_lease, args=(done,), name="gangplace-lease", daemon=True)
+        keeper.start()
+        self._electing = True
         try:
             while not stop.is_set():
-                # the lease is renewed every `renew` seconds, not on every change the cache sees
-                if renewed is None or time.monotonic() - renewed >= self.renew:
-                    started = time.monotonic()
-                    if not self.elector.try_acquire_or_renew():
-                        renewed = None
-                        stop.wait(self.renew)
-                        continue
-                    renewed = started
-                left = self.renew - (time.monotonic() - renewed)
-                now = self.cache.wait_change(seen, timeout=max(0.0, min(left, 1.0)))
-                if now != seen or retry:
+                if not self.elector.leading:
+                    stop.wait(min(self.renew, 0.1))
+                    continue
+                now = self.cache.wait_change(seen, timeout=min(self.renew, 1.0))
+                if (now != seen or retry) and self.elector.leading:
                     seen = now
                     outcome = self.reconcile()
                     retry = outcome is not None and bool(outcome.replan)
@@ -141,6 +156,9 @@ class Adapter:
                     else:
                         delay = self.backoff[0]
         finally:
+            self._electing = False
+            done.set()
+            keeper.join()
             self.elector.release()
             self.cache.stop()
 

@@ -259,6 +259,23 @@ def test_the_lease_is_renewed_on_its_period_not_on_every_change(api: ApiServerDo
     assert api.get("leases", "kube-system", "gangplace-adapter")["spec"]["holderIdentity"] == ""
 
 
+def test_the_lease_is_renewed_while_a_plan_is_being_made(api: ApiServerDouble) -> None:
+    # the solve returns only after the lease was renewed three times during it: a solve longer
+    # than the lease duration does not let a standby take over mid-plan
+    _cluster(api)
+    lease = r"/namespaces/kube-system/leases/gangplace-adapter$"
+    inner = in_process(5.0)
+
+    def slow_solve(objects: list[dict[str, Any]]) -> Any:
+        before = len(_calls(api, "PUT", lease, 200))
+        assert api.wait_until(lambda: len(_calls(api, "PUT", lease, 200)) >= before + 3, timeout=20)
+        return inner(objects)
+
+    adapter = Adapter(Cluster.at(api.url), slow_solve, renew=0.1, identity="a")
+    _run(api, _bound(api, "train-0", "train-1"), adapter=adapter)
+    assert len(adapter.outcomes) >= 1 and adapter.outcomes[0].bound == ["default/train-0", "default/train-1"]
+
+
 def test_dry_run_prints_the_plan_and_writes_nothing(api: ApiServerDouble) -> None:
     _cluster(api)
     before = len(api.calls)
