@@ -204,9 +204,15 @@ class Cluster:
             raise
 
     def set_pod_claim_statuses(self, namespace: str, name: str, statuses: list[Obj]) -> None:
+        # strategic merge: entries merge by name, a pod's other claims' entries stay
         self.core.patch_namespaced_pod_status(name, namespace, {"status": {"resourceClaimStatuses": statuses}},
                                               _preload_content=False,
-                                              _content_type="application/merge-patch+json")
+                                              _content_type="application/strategic-merge-patch+json")
+
+    def set_podgroup_claim_statuses(self, namespace: str, name: str, statuses: list[Obj]) -> None:
+        self.scheduling.patch_namespaced_pod_group_status(
+            name, namespace, {"status": {"resourceClaimStatuses": statuses}}, _preload_content=False,
+            _content_type="application/strategic-merge-patch+json")
 
     def event(self, *, namespace: str, regarding: Obj, reason: str, note: str, type_: str = "Normal",
               action: str = "Scheduling", reporter: str = "gangplace") -> None:

@@ -157,8 +157,12 @@ class Executor:
         if not self._gone(leaving):
             return Outcome(replan="evicted pods did not terminate in time", evicted=out.evicted)
         # 4. devices
+        # one write per claim: all its requests' results together (a merge patch replaces the list)
+        per_claim: dict[tuple[str, str, str], list[Any]] = {}
         for alloc in plan.device_allocations:
-            self._allocate(alloc, pods, groups, objects, plan)
+            per_claim.setdefault((alloc.pod, alloc.pod_group, alloc.claim), []).append(alloc)
+        for allocs in per_claim.values():
+            self._allocate(allocs, pods, groups, objects)
         # 5. bind, up to `parallel` at a time; a pod bound elsewhere (a 409) abandons the plan, the
         # other bindings still complete
         with ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="gangplace-bind") as pool:
@@ -241,38 +245,42 @@ class Executor:
                                 and k.split("/")[0] == ns:
                             self._event(ns, p, "FailedScheduling", cond["message"], "Warning", "Scheduling")
 
-    def _allocate(self, alloc: Any, pods: dict[str, Obj], groups: dict[str, Obj], objects: list[Obj],
-                  plan: Plan) -> None:
-        """Write one allocation: the claim (made from its template when needed), then its status."""
-        owner = pods.get(alloc.pod) if alloc.pod else groups.get(alloc.pod_group)
+    def _allocate(self, allocs: list[Any], pods: dict[str, Obj], groups: dict[str, Obj], objects: list[Obj]) -> None:
+        """Write one claim's allocation (every request of it): the claim, made from its template
+        when needed and named in its owner's status.resourceClaimStatuses, then its status."""
+        first = allocs[0]
+        owner = pods.get(first.pod) if first.pod else groups.get(first.pod_group)
         if owner is None:
             return
-        ns = owner["metadata"]["namespace"]
+        ns, owner_name = owner["metadata"]["namespace"], owner["metadata"]["name"]
         entries = owner.get("spec", {}).get("resourceClaims", [])
-        entry = next((e for e in entries if e.get("name") == alloc.claim), None)
+        entry = next((e for e in entries if e.get("name") == first.claim), None)
         if entry is None:
             return
         claim_name = entry.get("resourceClaimName")
-        results = [{"request": alloc.request, "driver": d.driver, "pool": d.pool, "device": d.device}
-                   for d in alloc.devices]
-        reserved = ([{"resource": "pods", "name": owner["metadata"]["name"], "uid": owner["metadata"].get("uid", "")}]
-                    if alloc.pod else
-                    [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": owner["metadata"]["name"]}])
+        results = [{"request": a.request, "driver": d.driver, "pool": d.pool, "device": d.device}
+                   for a in allocs for d in a.devices]
+        reserved = ([{"resource": "pods", "name": owner_name, "uid": owner["metadata"].get("uid", "")}]
+                    if first.pod else
+                    [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": owner_name,
+                      "uid": owner["metadata"].get("uid", "")}])
         if claim_name is None:  # from a template: create the owner's claim as the claim controller would
             template = next((o for o in objects if o["kind"] == "ResourceClaimTemplate"
                              and _key(o) == f"{ns}/{entry['resourceClaimTemplateName']}"), None)
             if template is None:
                 return
-            claim_name = f"{owner['metadata']['name']}-{alloc.claim}"
+            claim_name = f"{owner_name}-{first.claim}"
             try:
                 self.cluster.create_claim(ns, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                                                "metadata": {"name": claim_name, "namespace": ns},
                                                "spec": template.get("spec", {}).get("spec", {})})
             except Conflict:
                 pass  # made before a crash: fill it in
-            if alloc.pod:
-                self.cluster.set_pod_claim_statuses(ns, owner["metadata"]["name"],
-                                                    [{"name": alloc.claim, "resourceClaimName": claim_name}])
+            status = [{"name": first.claim, "resourceClaimName": claim_name}]
+            if first.pod:
+                self.cluster.set_pod_claim_statuses(ns, owner_name, status)
+            else:  # the PodGroup names it, so later plans and a restart see the group's claim
+                self.cluster.set_podgroup_claim_statuses(ns, owner_name, status)
         self.cluster.set_claim_allocation(ns, claim_name, {"allocation": {"devices": {"results": results}},
                                                            "reservedFor": reserved})
 
