@@ -132,6 +132,9 @@ class Executor:
     poll: float = 0.05
     sleep: Callable[[float], None] = time.sleep
     parallel: int = 8  # bindings in flight at once (the client's pool is Cluster.POOL connections)
+    # checked before every eviction, before the allocations and before the bindings: a replica
+    # that lost its lease stops, so it and the new leader never both act on a plan
+    leading: Callable[[], bool] = lambda: True
 
     def execute(self, plan: Plan, objects: list[Obj]) -> Outcome:
         out = Outcome()
@@ -139,6 +142,8 @@ class Executor:
         groups = {_key(o): o for o in objects if o["kind"] == "PodGroup"}
         # 1. evict
         for e in plan.evictions:
+            if not self.leading():
+                return Outcome(replan="the lease was lost", evicted=out.evicted)
             victim = pods.get(e.pod)
             ns, name = e.pod.split("/", 1)
             if victim is not None:
@@ -156,6 +161,8 @@ class Executor:
                     and p.get("spec", {}).get("nodeName") in targets]
         if not self._gone(leaving):
             return Outcome(replan="evicted pods did not terminate in time", evicted=out.evicted)
+        if not self.leading():
+            return Outcome(replan="the lease was lost", evicted=out.evicted)
         # 4. devices
         # one write per claim: all its requests' results together (a merge patch replaces the list)
         per_claim: dict[tuple[str, str, str], list[Any]] = {}

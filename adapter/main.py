@@ -74,6 +74,7 @@ class Adapter:
         self.backoff = backoff  # between plans abandoned midway, doubling (a race that does not end at once)
         self.outcomes: list[Outcome] = []
         self._electing = False  # run() keeps the lease: reconcile acts only while it holds it
+        self.executor.leading = lambda: not self._electing or self.elector.leading
         self.plans: list[Plan] = []
 
     def plan_once(self) -> Plan | None:

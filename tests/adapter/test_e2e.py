@@ -351,3 +351,23 @@ def test_a_group_shared_claim_with_two_requests_is_written_whole_and_named_in_th
     uses = {c.name: (c.claim, c.shared_by) for c in snap.dra.pod_claims["default/train-0"]}
     assert uses["shared"] == ("default/train-shared", "default/train")
     assert snap.dra.claims["default/train-shared"].allocation
+
+
+def test_a_replica_that_loses_its_lease_mid_plan_stops_before_binding(api: ApiServerDouble) -> None:
+    from adapter.cache import WatchCache
+    from adapter.controller import Executor, select
+
+    _cluster(api)
+    cache = WatchCache(Cluster.at(api.url))
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        sel = select(cache.objects(), "gangplace")
+    finally:
+        cache.stop()
+    plan = in_process(5.0)(sel.objects)
+    assert [e.pod for e in plan.evictions] == ["default/low-b"] and len(plan.bindings) == 2
+    checks = iter([True, False])  # leading at the eviction, lost by the time the victim is gone
+    outcome = Executor(Cluster.at(api.url), leading=lambda: next(checks)).execute(plan, sel.objects)
+    assert (outcome.replan, outcome.evicted, outcome.bound) == ("the lease was lost", ["default/low-b"], [])
+    assert not _calls(api, "POST", r"/binding$") and not _calls(api, "PATCH", r"/status$")
