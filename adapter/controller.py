@@ -135,6 +135,9 @@ class Executor:
     # checked before every eviction, before the allocations and before the bindings: a replica
     # that lost its lease stops, so it and the new leader never both act on a plan
     leading: Callable[[], bool] = lambda: True
+    # "ns/name" -> the pod as last seen, for waiting on victims (the adapter passes its watch
+    # cache, so the wait costs no requests); None: GET each one
+    lookup: Callable[[str], Obj | None] | None = None
 
     def execute(self, plan: Plan, objects: list[Obj]) -> Outcome:
         out = Outcome()
@@ -159,7 +162,7 @@ class Executor:
         leaving = [e.pod for e in plan.evictions]
         leaving += [k for k, p in pods.items() if p["metadata"].get("deletionTimestamp")
                     and p.get("spec", {}).get("nodeName") in targets]
-        if not self._gone(leaving):
+        if not self._gone(leaving, pods):
             return Outcome(replan="evicted pods did not terminate in time", evicted=out.evicted)
         if not self.leading():
             return Outcome(replan="the lease was lost", evicted=out.evicted)
@@ -216,11 +219,16 @@ class Executor:
                     "type": CONDITION, "status": "True", "reason": "Scheduled",
                     "message": f"{len(members)} pods placed by gangplace", "lastTransitionTime": now()})
 
-    def _gone(self, keys: list[str]) -> bool:
+    def _gone(self, keys: list[str], pods: dict[str, Obj]) -> bool:
+        """Wait until every pod is deleted; one of the same name but another uid (a StatefulSet
+        recreating it) is a new pod, so the one waited for is gone."""
         deadline = time.monotonic() + self.wait_timeout
+        uid = {k: pods[k]["metadata"].get("uid") if k in pods else None for k in keys}
+        look = self.lookup or (lambda k: self.cluster.get_pod(*k.split("/", 1)))
         left = list(dict.fromkeys(keys))
         while left:
-            left = [k for k in left if self.cluster.get_pod(*k.split("/", 1)) is not None]
+            left = [k for k in left if (now := look(k)) is not None
+                    and (uid[k] is None or now["metadata"].get("uid") == uid[k])]
             if not left:
                 return True
             if time.monotonic() > deadline:

@@ -75,6 +75,7 @@ class Adapter:
         self.outcomes: list[Outcome] = []
         self._electing = False  # run() keeps the lease: reconcile acts only while it holds it
         self.executor.leading = lambda: not self._electing or self.elector.leading
+        self.executor.lookup = lambda key: self.cache.get("Pod", key)
         self.plans: list[Plan] = []
 
     def plan_once(self) -> Plan | None:
@@ -103,16 +104,20 @@ class Adapter:
         self.outcomes.append(outcome)
         LOG.info(json.dumps({"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
                              "bound": len(outcome.bound), "replan": outcome.replan}))
-        self._wait_seen(outcome)
+        uids = {f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}": o['metadata'].get('uid')
+                for o in sel.objects if o['kind'] == 'Pod'}
+        self._wait_seen(outcome, uids)
         return outcome
 
-    def _wait_seen(self, outcome: Outcome, timeout: float = 10.0) -> None:
-        """Let the cache catch up with what was just written, so the next plan is not stale."""
+    def _wait_seen(self, outcome: Outcome, uids: dict[str, str | None], timeout: float = 10.0) -> None:
+        """Let the cache catch up with what was just written, so the next plan is not stale (an
+        evicted pod is gone once absent or replaced by another of its name, another uid)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             bound = all((p := self.cache.get("Pod", k)) is None or p.get("spec", {}).get("nodeName")
                         for k in outcome.bound)
-            gone = all(self.cache.get("Pod", k) is None for k in outcome.evicted)
+            gone = all((p := self.cache.get("Pod", k)) is None or p["metadata"].get("uid") != uids.get(k)
+                       for k in outcome.evicted)
             if bound and gone:
                 return
             time.sleep(0.02)

@@ -371,3 +371,25 @@ def test_a_replica_that_loses_its_lease_mid_plan_stops_before_binding(api: ApiSe
     outcome = Executor(Cluster.at(api.url), leading=lambda: next(checks)).execute(plan, sel.objects)
     assert (outcome.replan, outcome.evicted, outcome.bound) == ("the lease was lost", ["default/low-b"], [])
     assert not _calls(api, "POST", r"/binding$") and not _calls(api, "PATCH", r"/status$")
+
+
+def test_a_victim_recreated_under_its_name_counts_as_gone(api: ApiServerDouble) -> None:
+    # a StatefulSet recreates its pod under the same name: the new pod (another uid) is not the
+    # victim, so the adapter binds without waiting out its timeout
+    _cluster(api)
+    api.kubelet_paused = True  # low-b stays terminating until the test replaces it
+    old_uid = api.get("pods", "default", "low-b")["metadata"]["uid"]
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1)
+    stop = threading.Event()
+    t = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
+    t.start()
+    try:
+        assert api.wait_until(lambda: _calls(api, "POST", r"/pods/low-b/eviction$", 201), timeout=30)
+        api.delete("pods", "default", "low-b")
+        api.put(pod("low-b").cpu_m(3000).priority(1).label("app", "batch").build())  # pending, new uid
+        assert api.wait_until(_bound(api, "train-0", "train-1"), timeout=30)
+    finally:
+        stop.set()
+        t.join(10)
+    assert api.get("pods", "default", "low-b")["metadata"]["uid"] != old_uid
+    assert adapter.outcomes[0].replan == "" and adapter.outcomes[0].bound == ["default/train-0", "default/train-1"]
