@@ -10,7 +10,7 @@ trusted for it). Pure: no I/O.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,10 +59,7 @@ def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
             ok[key] = group_ok(problem, group, new[key], ok)
         total = sum(per_class[c] for c in w.classes)
         satisfied[w.index] = total >= 1 and (w.kind == s.STANDALONE_POD or ok[w.groups[0]])
-    evicted_by_pdb: dict[s.PdbKey, int] = defaultdict(int)
-    for u in assignment.evicted:
-        for pdb, n in problem.units[u].pdb_counts.items():
-            evicted_by_pdb[pdb] += n
+    evicted_by_pdb = pdb_taken(problem, assignment.evicted)
     violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in problem.snapshot.pdbs)
     return Evaluation(
         new=new, ok=ok, satisfied=satisfied, placed=sum(per_class.values()),
@@ -70,6 +67,15 @@ def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
         cost_milli=sum(problem.units[u].cost_milli for u in assignment.evicted),
         evicted_pods=sum(len(problem.units[u].members) for u in assignment.evicted),
     )
+
+
+def pdb_taken(problem: Problem, evicted: Iterable[int]) -> defaultdict[str, int]:
+    """PDB key -> how many of its pods the evicted units take."""
+    taken: defaultdict[str, int] = defaultdict(int)
+    for u in evicted:
+        for pdb, n in problem.units[u].pdb_counts.items():
+            taken[pdb] += n
+    return taken
 
 
 def group_ok(problem: Problem, group: s.Group, new: int, ok: Mapping[s.GroupKey, bool]) -> bool:

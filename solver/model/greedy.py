@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 
 from solver.model import snapshot as s
-from solver.model.decode import Assignment
+from solver.model.decode import Assignment, pdb_taken
 from solver.model.greedy_devices import Devices, Take
 from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
 
@@ -289,11 +289,8 @@ def _try_with(state: _State, workload: Workload, victims: list[int], point: int)
 
 def _within_budgets(problem: Problem, state: _State, victims: list[int]) -> list[int]:
     """The victims, lowest priority first, each taken while every budget it is under has room."""
-    taken: dict[str, int] = defaultdict(int)
-    for u in state.evicted:
-        for pdb, n in problem.units[u].pdb_counts.items():
-            taken[pdb] += n
-    allowed = {p.key: max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs}
+    taken = pdb_taken(problem, state.evicted)
+    allowed = _allowed(problem)
     out = []
     for u in sorted(victims, key=lambda u: (problem.units[u].priority, problem.units[u].key)):
         counts = problem.units[u].pdb_counts
@@ -305,20 +302,18 @@ def _within_budgets(problem: Problem, state: _State, victims: list[int]) -> list
 
 
 def _breaks_a_pdb(problem: Problem, evicted: Iterable[int]) -> bool:
-    taken: dict[str, int] = defaultdict(int)
-    for u in evicted:
-        for pdb, n in problem.units[u].pdb_counts.items():
-            taken[pdb] += n
-    return any(taken[p.key] > max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs)
+    allowed = _allowed(problem)
+    return any(n > allowed[p] for p, n in pdb_taken(problem, evicted).items())
+
+
+def _allowed(problem: Problem) -> dict[str, int]:
+    return {p.key: max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs}
 
 
 def _reprieve(state: _State, victims: list[int]) -> None:
     problem = state.problem
-    evicted_by_pdb: dict[str, int] = defaultdict(int)
-    for u in state.evicted:
-        for pdb, n in problem.units[u].pdb_counts.items():
-            evicted_by_pdb[pdb] += n
-    allowed = {p.key: max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs}
+    evicted_by_pdb = pdb_taken(problem, state.evicted)
+    allowed = _allowed(problem)
 
     def violating(u: int) -> bool:
         return any(evicted_by_pdb[p] > allowed[p] for p in problem.units[u].pdb_counts)
