@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapter.cluster import Cluster, Conflict, Refused, now
@@ -43,6 +43,12 @@ GROUP_KINDS = ("PodGroup", "CompositePodGroup")
 def _key(obj: Obj) -> str:
     m = obj["metadata"]
     return f"{m.get('namespace', '')}/{m['name']}"
+
+
+def gone(now: Obj | None, uid: str | None) -> bool:
+    """The pod of ``uid`` is gone: deleted, or replaced by another of its name (another uid,
+    as a StatefulSet recreates it). Without a uid only deletion counts."""
+    return now is None or (uid is not None and now["metadata"].get("uid") != uid)
 
 
 def _pending(pod: Obj) -> bool:
@@ -122,6 +128,7 @@ def select(objects: Iterable[Obj], scheduler_name: str) -> Selection:
 class Outcome:
     replan: str = ""  # why the plan was abandoned midway ("" when carried out)
     evicted: list[str] = field(default_factory=list)
+    evicted_uids: dict[str, str | None] = field(default_factory=dict)  # of the victims, as planned
     bound: list[str] = field(default_factory=list)
 
 
@@ -146,7 +153,7 @@ class Executor:
         # 1. evict
         for e in plan.evictions:
             if not self.leading():
-                return Outcome(replan="the lease was lost", evicted=out.evicted)
+                return replace(out, replan="the lease was lost")
             victim = pods.get(e.pod)
             ns, name = e.pod.split("/", 1)
             if victim is not None:
@@ -155,17 +162,18 @@ class Executor:
             try:
                 self.cluster.evict(ns, name)
             except Refused as exc:
-                return Outcome(replan=f"eviction refused: {exc}", evicted=out.evicted)
+                return replace(out, replan=f"eviction refused: {exc}")
             out.evicted.append(e.pod)
+            out.evicted_uids[e.pod] = victim["metadata"].get("uid") if victim is not None else None
         # 2. wait until they are gone; 3. and pods still terminating on the target nodes
         targets = {b.node for b in plan.bindings}
         leaving = [e.pod for e in plan.evictions]
         leaving += [k for k, p in pods.items() if p["metadata"].get("deletionTimestamp")
                     and p.get("spec", {}).get("nodeName") in targets]
         if not self._gone(leaving, pods):
-            return Outcome(replan="evicted pods did not terminate in time", evicted=out.evicted)
+            return replace(out, replan="evicted pods did not terminate in time")
         if not self.leading():
-            return Outcome(replan="the lease was lost", evicted=out.evicted)
+            return replace(out, replan="the lease was lost")
         # 4. devices
         # one write per claim: all its requests' results together (a merge patch replaces the list)
         per_claim: dict[tuple[str, str, str], list[Any]] = {}
@@ -179,7 +187,7 @@ class Executor:
             placed = list(pool.map(lambda b: self._bind(b, pods), plan.bindings))
         out.bound = [b.pod for b, ok in zip(plan.bindings, placed, strict=True) if ok]
         if elsewhere := [b.pod for b, ok in zip(plan.bindings, placed, strict=True) if not ok]:
-            return Outcome(replan=f"{', '.join(elsewhere)} bound elsewhere", evicted=out.evicted, bound=out.bound)
+            return replace(out, replan=f"{', '.join(elsewhere)} bound elsewhere")
         # 6. status
         self._conditions(plan, groups, pods)
         return out
@@ -227,8 +235,7 @@ class Executor:
         look = self.lookup or (lambda k: self.cluster.get_pod(*k.split("/", 1)))
         left = list(dict.fromkeys(keys))
         while left:
-            left = [k for k in left if (now := look(k)) is not None
-                    and (uid[k] is None or now["metadata"].get("uid") == uid[k])]
+            left = [k for k in left if not gone(look(k), uid[k])]
             if not left:
                 return True
             if time.monotonic() > deadline:

@@ -22,7 +22,7 @@ from typing import Any
 
 from adapter.cache import WatchCache
 from adapter.cluster import Cluster
-from adapter.controller import Executor, Outcome, select
+from adapter.controller import Executor, Outcome, gone, select
 from adapter.leader import LeaderElector
 from solver import api, kube
 from solver.model.errors import SolverError
@@ -104,21 +104,18 @@ class Adapter:
         self.outcomes.append(outcome)
         LOG.info(json.dumps({"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
                              "bound": len(outcome.bound), "replan": outcome.replan}))
-        uids = {f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}": o['metadata'].get('uid')
-                for o in sel.objects if o['kind'] == 'Pod'}
-        self._wait_seen(outcome, uids)
+        self._wait_seen(outcome)
         return outcome
 
-    def _wait_seen(self, outcome: Outcome, uids: dict[str, str | None], timeout: float = 10.0) -> None:
+    def _wait_seen(self, outcome: Outcome, timeout: float = 10.0) -> None:
         """Let the cache catch up with what was just written, so the next plan is not stale (an
         evicted pod is gone once absent or replaced by another of its name, another uid)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             bound = all((p := self.cache.get("Pod", k)) is None or p.get("spec", {}).get("nodeName")
                         for k in outcome.bound)
-            gone = all((p := self.cache.get("Pod", k)) is None or p["metadata"].get("uid") != uids.get(k)
-                       for k in outcome.evicted)
-            if bound and gone:
+            left = any(not gone(self.cache.get("Pod", k), outcome.evicted_uids.get(k)) for k in outcome.evicted)
+            if bound and not left:
                 return
             time.sleep(0.02)
 
