@@ -20,6 +20,7 @@ from solver.model import snapshot as s
 from solver.model.build import build_model
 from solver.model.decode import Assignment, evaluate, make_plan, tier_key
 from solver.model.errors import SolverError
+from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.plan import FEASIBLE, OPTIMAL, Plan
 from solver.model.problem import Problem, build_problem
 from solver.model.solve import SolveParams, solve
@@ -55,6 +56,7 @@ class PlanOptions:
     # PDBs as a hard rule (no eviction beyond disruptionsAllowed) instead of the soft tier 3:
     # for a caller that evicts through the Eviction API, which refuses exactly those evictions
     strict_pdbs: bool = False
+    gates: FeatureGates = FeatureGates()  # the scheduler's feature gates (solver.model.features)
 
 
 def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
@@ -87,7 +89,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
     if options.workload:
         snapshot = select_workload(snapshot, options.workload)
     start = time.perf_counter()
-    problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs)
+    problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs, gates=options.gates)
     baseline = greedy.baseline(problem)
     baseline_seconds = time.perf_counter() - start
     stats: dict[str, object] = {
@@ -100,6 +102,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
         "workers": options.workers,
         "seed": options.seed,
         "strictPdbs": options.strict_pdbs,
+        "featureGates": format_feature_gates(options.gates),
         "baselineSeconds": round(baseline_seconds, 4),
     }
     if not options.baseline_only and options.ideal_shortcut and reaches_ideal(problem, baseline):
@@ -144,7 +147,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
             # a hint alone does not guarantee the solver keeps the baseline's quality
             assignment, status, bound, stats["fromBaseline"] = baseline, FEASIBLE, 0, True
         result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
-    violations = verify_mod.verify(snapshot, result, strict_pdbs=options.strict_pdbs)
+    violations = verify_mod.verify(snapshot, result, strict_pdbs=options.strict_pdbs, gates=options.gates)
     if violations:
         raise PlanInvalidError(violations)
     return result

@@ -27,6 +27,26 @@ from typing import Any, TextIO
 from solver import api, kube, loader
 from solver.bench import generate, plot, runner
 from solver.model.errors import SolverError
+from solver.model.features import (
+    GATE_NAMES,
+    FeatureGateError,
+    FeatureGates,
+    format_feature_gates,
+    parse_feature_gates,
+)
+
+
+def _feature_gates_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--feature-gates", default="", metavar="GATE=BOOL,...", type=_gates,
+                   help="kube-scheduler feature gates that change plans, as its --feature-gates "
+                        f"({', '.join(sorted(GATE_NAMES))}); default: 1.37's")
+
+
+def _gates(text: str) -> FeatureGates:
+    try:
+        return parse_feature_gates(text)
+    except FeatureGateError as exc:
+        raise argparse.ArgumentTypeError(exc.reason) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="one monolithic model even where per-domain sub-models are exact")
     solve.add_argument("--strict-pdbs", action="store_true",
                        help="never evict beyond a PDB's disruptionsAllowed (as the Eviction API enforces)")
+    _feature_gates_arg(solve)
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
@@ -74,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="replan", metavar="DIR", help="reports go here as NAME.json (replan/)")
     rp.add_argument("--time-limit", type=float, default=60.0, metavar="S")
     rp.add_argument("--workers", type=int, default=1, metavar="N")
+    _feature_gates_arg(rp)
     for entry in metadata.entry_points(group="gangplace.commands"):  # e.g. `adapter`, from the adapter package
         entry.load()(sub)
     gen = sub.add_parser("generate", help="write a deterministic synthetic snapshot (a JSON List)")
@@ -176,6 +198,10 @@ def summary(plan: dict[str, Any], out: TextIO) -> None:
                   f"{domain}", file=out)
     for e in plan["evictions"]:
         print(f"  evict {e['pod']} on {e['node']} (cost {e['cost']:g})", file=out)
+    for h in plan.get("heldPods", ()):
+        print(f"  held {h['pod']}: {h['reason']}", file=out)
+    for w in plan.get("warnings", ()):
+        print(f"  warning: {w}", file=out)
     print(f"  {st['variables']} variables, {st['constraints']} constraints, build {st['buildSeconds']:.3f}s, "
           f"solve {st['solveSeconds']:.3f}s, baseline {st['baselineSeconds']:.3f}s", file=out)
 
@@ -187,7 +213,8 @@ def _solve(args: argparse.Namespace) -> int:
         snapshot = loader.load_snapshot(args.snapshot)
         options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline,
-                                  decompose=not args.no_decompose, strict_pdbs=args.strict_pdbs)
+                                  decompose=not args.no_decompose, strict_pdbs=args.strict_pdbs,
+                                  gates=args.feature_gates or FeatureGates())
         plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
     if args.output:
@@ -207,7 +234,8 @@ def _replan(args: argparse.Namespace) -> int:
     mine = replan.shard(files, index, count)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers)
+    options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers,
+                              gates=args.feature_gates or FeatureGates())
     for path in mine:
         snapshot = loader.load_snapshot(path)
         plan = api.plan(snapshot, options)
@@ -227,7 +255,8 @@ def _solve_remote(args: argparse.Namespace) -> Any:
     body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
     options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose,
-                                  strict_pdbs=args.strict_pdbs)
+                                  strict_pdbs=args.strict_pdbs,
+                                  feature_gates=format_feature_gates(args.feature_gates or FeatureGates()))
     with client.PlacementClient(args.server) as c:
         return c.solve(body, options)
 

@@ -177,6 +177,10 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
             spec["preemptionPolicy"] = pod.preemption_policy
         if pod.node:
             spec["nodeName"] = pod.node
+        if pod.scheduler_name:
+            spec["schedulerName"] = pod.scheduler_name
+        if pod.scheduling_gates:
+            spec["schedulingGates"] = [{"name": g} for g in pod.scheduling_gates]
         if pod.group:
             spec["schedulingGroup"] = {"podGroupName": pod.group}
         if pod.affinity:
@@ -185,6 +189,8 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
         status: dict[str, Any] = {"phase": "Running" if pod.node else "Pending"}
         if pod.start_time:
             status["startTime"] = pod.start_time
+        if pod.nominated_node:
+            status["nominatedNodeName"] = pod.nominated_node
         if pod.claims:
             spec["resourceClaims"], statuses = _claim_refs(path, pod.claims)
             spec["containers"][0]["resources"]["claims"] = [{"name": c.name} for c in pod.claims]
@@ -193,6 +199,8 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
         meta: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "labels": dict(pod.labels)}
         if pod.HasField("preemption_cost"):
             meta["annotations"] = {kube.COST_ANNOTATION: repr(pod.preemption_cost)}
+        if pod.terminating:
+            meta["deletionTimestamp"] = pod.start_time or "1970-01-01T00:00:00Z"
         add({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}, path)
     for i, g in enumerate(state.groups):
         path = f"groups[{i}]"
@@ -304,6 +312,8 @@ def plan_to_proto(plan: p.Plan) -> pb.Plan:
             placed_pods=o.placed_pods, pdb_violations=o.pdb_violations, preemption_cost=o.preemption_cost,
             evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap),
         stats_json=json.dumps(dict(plan.stats), sort_keys=True),
+        held_pods=[pb.HeldPod(pod=h.pod, reason=h.reason) for h in plan.held],
+        warnings=list(plan.warnings),
     )
 
 
@@ -329,4 +339,6 @@ def plan_from_proto(msg: pb.Plan) -> p.Plan:
             placed_pods=o.placed_pods, pdb_violations=o.pdb_violations, preemption_cost=o.preemption_cost,
             evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap),
         stats=json.loads(msg.stats_json) if msg.stats_json else {},
+        held=tuple(p.Held(pod=h.pod, reason=h.reason) for h in msg.held_pods),
+        warnings=tuple(msg.warnings),
     )

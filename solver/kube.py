@@ -15,6 +15,7 @@ compile names its object and field.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections import Counter, defaultdict
@@ -248,6 +249,7 @@ class _Priorities:
     def __init__(self, classes: Iterable[Obj]) -> None:
         self.values: dict[str, tuple[int, str | None]] = {}
         self.default: tuple[int, str | None] | None = None
+        self.warnings: list[str] = []
         for obj in classes:
             _, name = _meta(obj, namespaced=False)
             value = _get(obj, "value", int)
@@ -268,10 +270,16 @@ class _Priorities:
         entry = None
         if class_name:
             entry = self.values.get(class_name)
-            if entry is None and class_name not in ("system-node-critical", "system-cluster-critical"):
-                raise _fail(obj, f"{spec_path}.priorityClassName", f"PriorityClass {class_name!r} not found")
-            if entry is None:  # built-in classes upstream creates
+            if entry is None and class_name in ("system-node-critical", "system-cluster-critical"):
+                # built-in classes upstream creates
                 entry = (2000001000 if class_name == "system-node-critical" else 2000000000, None)
+            if entry is None and prio is None:
+                raise _fail(obj, f"{spec_path}.priorityClassName", f"PriorityClass {class_name!r} not found")
+            if entry is None:
+                # deleted after admission: the scheduler reads only spec.priority (PodPriority,
+                # k8s.io/component-helpers/scheduling/corev1), so the object is planned as it is
+                self.warnings.append(f"{_ident(obj)}: {spec_path}.priorityClassName: PriorityClass "
+                                     f"{class_name!r} not found; {spec_path}.priority {prio} is used")
         elif prio is None:
             entry = self.default
         if prio is None and entry is not None:
@@ -290,13 +298,15 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
     prio, policy = priorities.resolve(obj, "spec")
     group = _get(obj, "spec.schedulingGroup.podGroupName", str)
     start = _get(obj, "status.startTime", str) or _get(obj, "metadata.creationTimestamp", str, "")
+    node = _get(obj, "spec.nodeName", str)
+    nominated = _get(obj, "status.nominatedNodeName", str)
     return s.Pod(
         key=s.PodKey(f"{ns}/{name}"),
         namespace=ns,
         name=name,
         uid=_get(obj, "metadata.uid", str, ""),
         labels=dict(_get(obj, "metadata.labels", Mapping, {})),
-        node=s.NodeName(n) if (n := _get(obj, "spec.nodeName", str)) else None,
+        node=s.NodeName(node) if node else None,
         requests=pod_requests(obj),
         group=s.GroupKey(f"{ns}/{group}") if group else None,
         priority=prio or 0,
@@ -307,7 +317,24 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         preemption_cost_milli=_cost(obj),
         start_time=start,
         has_resource_claims=bool(_get(obj, "spec.resourceClaims", list, [])),
+        scheduler_name=_get(obj, "spec.schedulerName", str) or s.DEFAULT_SCHEDULER,
+        scheduling_gates=_scheduling_gates(obj),
+        terminating=bool(_get(obj, "metadata.deletionTimestamp", str)),
+        nominated_node=s.NodeName(nominated) if nominated and not node else None,
     )
+
+
+def _scheduling_gates(obj: Obj) -> tuple[str, ...]:
+    """spec.schedulingGates names. The API server refuses to bind a gated pod, and only a pod
+    created with gates can have them (they can be removed, never added)."""
+    out = []
+    field = "spec.schedulingGates"
+    for i, gate in enumerate(_get(obj, field, list, [])):
+        name = gate.get("name") if isinstance(gate, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise _fail(obj, f"{field}[{i}].name", "missing")
+        out.append(name)
+    return tuple(out)
 
 
 # ---- groups ----------------------------------------------------------------------
@@ -355,23 +382,40 @@ def parse_group(obj: Obj, priorities: _Priorities) -> tuple[s.Group, int | None]
     return group, prio
 
 
-def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]) -> tuple[s.Group, ...]:
-    """Validate parents, cycles and depth; a group without a priority inherits its parent's."""
+def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
+                  ) -> tuple[tuple[s.Group, ...], dict[s.GroupKey, str]]:
+    """Validate parents, cycles and depth; a group without a priority inherits its parent's.
+
+    A group whose parent CompositePodGroup does not exist (yet), and every group under it, is
+    incomplete: it is returned apart, group -> why, and left out of the tree (upstream holds its
+    pods until the parent appears). A parent that exists but is a PodGroup is malformed.
+    """
+    incomplete: dict[s.GroupKey, str] = {}
     for group, _, obj in groups.values():
         if group.parent is None:
             continue
         parent = groups.get(group.parent)
-        if parent is None or parent[0].kind != "CompositePodGroup":
+        if parent is None:
+            incomplete[group.key] = (f"CompositePodGroup {group.parent} not found: waiting for the "
+                                     f"parent of PodGroup {group.key} to appear")
+        elif parent[0].kind != "CompositePodGroup":
             raise _fail(obj, "spec.parentCompositePodGroupName",
-                        f"CompositePodGroup {group.parent} not found")
+                        f"{group.parent} is a PodGroup, not a CompositePodGroup")
     resolved: dict[s.GroupKey, s.Group] = {}
     for key in sorted(groups):
+        if key in incomplete:
+            continue
         chain = [key]
         while (parent := groups[chain[-1]][0].parent) is not None:
             if parent in chain:
                 raise _fail(groups[key][2], "spec.parentCompositePodGroupName",
                             f"cycle of parents: {' -> '.join(chain + [parent])}")
             chain.append(parent)
+            if parent in incomplete:
+                break
+        if chain[-1] in incomplete:
+            incomplete[key] = incomplete[chain[-1]]
+            continue
         if len(chain) > MAX_DEPTH:
             raise _fail(groups[key][2], "spec.parentCompositePodGroupName",
                         f"workload tree deeper than {MAX_DEPTH}: {' -> '.join(chain)}")
@@ -382,7 +426,7 @@ def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]) -> 
             topology_key=group.topology_key, disruption_all=group.disruption_all,
             priority=priority, preemption_policy=group.preemption_policy,
         )
-    return tuple(resolved[k] for k in sorted(resolved))
+    return tuple(resolved[k] for k in sorted(resolved)), incomplete
 
 
 # ---- PDBs ------------------------------------------------------------------------
@@ -954,20 +998,34 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         if group.key in raw_groups:
             raise _fail(obj, "metadata.name", f"a PodGroup and a CompositePodGroup share the name {group.key}")
         raw_groups[group.key] = (group, prio, obj)
-    groups = _resolve_tree(raw_groups)
+    groups, incomplete = _resolve_tree(raw_groups)
     group_kind = {g.key: g.kind for g in groups}
     node_names = {n.name for n in nodes}
     dra = _DraBuilder(by_kind)
     pods = []
+    waiting: list[s.WaitingPod] = []
+    warnings = priorities.warnings
     for obj in by_kind["Pod"]:
         pod = parse_pod(obj, priorities)
         if pod is None:
             skipped["Pod(finished)"] += 1
             continue
-        if pod.group is not None and group_kind.get(pod.group) != "PodGroup":
-            raise _fail(obj, "spec.schedulingGroup.podGroupName", f"PodGroup {pod.group} not found")
         if pod.node is not None and pod.node not in node_names:
             raise _fail(obj, "spec.nodeName", f"Node {pod.node} not found")
+        if pod.group is not None and group_kind.get(pod.group) != "PodGroup":
+            if group_kind.get(pod.group) == "CompositePodGroup":
+                raise _fail(obj, "spec.schedulingGroup.podGroupName",
+                            f"{pod.group} is a CompositePodGroup: a pod belongs to a PodGroup")
+            why = incomplete.get(pod.group) or (f"PodGroup {pod.group} not found: waiting for the pod's "
+                                                "pod group to appear in the scheduling queue")
+            if pod.node is None:
+                # upstream holds the pod at PreEnqueue until its group (tree) exists
+                waiting.append(s.WaitingPod(pod=pod.key, reason=why))
+                continue
+            # a running pod outlives its group: it runs, holds its room and is a victim on its own
+            warnings.append(f"{_ident(obj)}: spec.schedulingGroup.podGroupName: {why}; "
+                            "the running pod counts as a pod outside any group")
+            pod = dataclasses.replace(pod, group=None)
         dra.pod(obj, pod)
         pods.append(pod)
     pdbs = tuple(p for o in by_kind["PodDisruptionBudget"] if (p := parse_pdb(o)) is not None)
@@ -978,4 +1036,6 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         pdbs=tuple(sorted(pdbs, key=lambda p: p.key)),
         dra=dra.state(),
         skipped_kinds=dict(sorted(skipped.items())),
+        waiting=tuple(sorted(waiting, key=lambda w: w.pod)),
+        warnings=tuple(warnings),
     )

@@ -37,6 +37,7 @@ from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.model.errors import SolverError
+from solver.model.features import FeatureGateError, parse_feature_gates
 
 SERVICE = pb.DESCRIPTOR.services_by_name["PlacementService"].full_name
 DEFAULT_MAX_MESSAGE = 512 * 1024 * 1024  # a 15,000-node cluster is ~10 MiB as typed state, more as JSON
@@ -111,11 +112,14 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
     def _plan(self, request: pb.SolveRequest, rid: str, context: grpc.ServicerContext,
               on_solution: Any) -> Any:
         start = time.perf_counter()
+        o = request.options
         try:
             snapshot = convert.snapshot_from_request(request)
+            gates = parse_feature_gates(o.feature_gates)
+        except FeatureGateError as exc:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"options.feature_gates: {exc.reason}")
         except SolverError as exc:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        o = request.options
         limit = o.time_limit_seconds or self.config.default_time_limit
         remaining = context.time_remaining()
         if remaining is not None and remaining < 1e9:  # no deadline reads as ~9e18 s
@@ -124,7 +128,8 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         context.add_callback(stop.set)  # cancelled, deadline passed, or server stopping
         options = api.PlanOptions(workload=request.workload or None, time_limit=limit, workers=o.workers or 1,
                                   seed=o.seed, relative_gap=o.relative_gap, baseline_only=o.baseline_only,
-                                  decompose=not o.no_decompose, strict_pdbs=o.strict_pdbs, stop=stop, on_solution=on_solution)
+                                  decompose=not o.no_decompose, strict_pdbs=o.strict_pdbs, gates=gates, stop=stop,
+                                  on_solution=on_solution)
         try:
             plan = api.plan(snapshot, options)
         except api.UnknownWorkloadError as exc:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from solver.model import cel, selectors
 from solver.model import snapshot as s
+from solver.model.features import FeatureGates
 from solver.model.plan import AllocatedDevice as PlannedDevice
 from solver.model.plan import DeviceAllocation, Plan
 
@@ -40,9 +41,11 @@ class Violation:
 class _View:
     """The snapshot and plan, indexed once."""
 
-    def __init__(self, snapshot: s.ClusterSnapshot, plan: Plan) -> None:
+    def __init__(self, snapshot: s.ClusterSnapshot, plan: Plan, gates: FeatureGates = FeatureGates()) -> None:
         self.snapshot = snapshot
         self.plan = plan
+        self.gates = gates
+        self._policy: dict[str, str] = {}
         self.nodes = snapshot.node_by_name()
         self.pods = {p.key: p for p in snapshot.pods}
         self.groups = snapshot.group_by_key()
@@ -85,8 +88,56 @@ class _View:
             out.extend(self.subtree_pods(child))
         return out
 
+    def schedulable(self, pod: s.Pod) -> bool:
+        """A pending pod upstream would try: not gated, not being deleted."""
+        return pod.node is None and not pod.scheduling_gates and not pod.terminating
+
     def planned_roots(self) -> set[str]:
-        return {self.root(p) for p in self.snapshot.pods if p.node is None}
+        return {self.root(p) for p in self.snapshot.pods if self.schedulable(p)}
+
+    def root_pods(self, root: str) -> tuple[list[s.Pod], list[s.Pod]]:
+        """(schedulable pending, running) pods under a root group, tree order, by name."""
+        order: list[str] = []
+
+        def walk(key: str) -> None:
+            order.append(key)
+            for child in sorted(self.children.get(key, ())):
+                walk(child)
+
+        walk(root)
+        pending = [p for g in order for p in sorted(self.members.get(g, ()), key=lambda p: p.name)
+                   if self.schedulable(p)]
+        running = [p for g in order for p in sorted(self.members.get(g, ()), key=lambda p: p.name)
+                   if p.node is not None]
+        return pending, running
+
+    def policy(self, root: str) -> str:
+        """A root group's preemption policy: the group's with PodGroupPreemptionPolicy, else
+        Never as soon as one schedulable pod says Never."""
+        if root in self._policy:
+            return self._policy[root]
+        group = self.groups[s.GroupKey(root)]
+        if self.gates.pod_group_preemption_policy:
+            policy = group.preemption_policy or s.PREEMPT_LOWER
+        else:
+            pending, _ = self.root_pods(root)
+            policy = s.PREEMPT_NEVER if any(p.preemption_policy == s.PREEMPT_NEVER for p in pending) else s.PREEMPT_LOWER
+        self._policy[root] = policy
+        return policy
+
+    def refused(self, root: str) -> bool:
+        """validatePodGroup fails: a pod with another schedulerName than the first, another
+        priority than the root group, or another preemption policy (than the root's with the
+        gate, than the first pod's without)."""
+        group = self.groups[s.GroupKey(root)]
+        pending, running = self.root_pods(root)
+        pods = pending + running
+        if not pods:
+            return False
+        want_policy = (group.preemption_policy or s.PREEMPT_LOWER) if self.gates.pod_group_preemption_policy \
+            else pods[0].preemption_policy
+        return any(p.scheduler_name != pods[0].scheduler_name or p.priority != group.priority
+                   or p.preemption_policy != want_policy for p in pods)
 
     def priority_of_root(self, root: str) -> int:
         group = self.groups.get(s.GroupKey(root))
@@ -95,15 +146,14 @@ class _View:
     def power(self, pod: s.Pod) -> float:
         """Preemption power of a pending pod: its workload's priority, -inf for Never."""
         root = self.root(pod)
-        group = self.groups.get(s.GroupKey(root))
-        policy = (group.preemption_policy or s.PREEMPT_LOWER) if group else pod.preemption_policy
+        policy = self.policy(root) if s.GroupKey(root) in self.groups else pod.preemption_policy
         return NEVER if policy == s.PREEMPT_NEVER else self.priority_of_root(root)
 
     def victim_priority(self, pod: s.Pod) -> int:
         return self.groups[self.chain(pod.group)[-1]].priority if pod.group else pod.priority
 
     def victim_unit(self, pod: s.Pod) -> str:
-        if not pod.group:
+        if not pod.group or pod.terminating:
             return pod.key
         tops = [g for g in self.chain(pod.group) if self.groups[g].disruption_all]
         return tops[-1] if tops else pod.key
@@ -115,13 +165,15 @@ class _View:
         return self.is_running(pod) and pod.key not in self.evicted
 
 
-def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False) -> list[Violation]:
-    """Every rule the plan breaks; with ``strict_pdbs`` a PDB violation is one too."""
-    view = _View(snapshot, plan)
+def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False,
+           gates: FeatureGates = FeatureGates()) -> list[Violation]:
+    """Every rule the plan breaks; with ``strict_pdbs`` a PDB violation is one too. ``gates``
+    are the scheduler's feature gates the plan was made under."""
+    view = _View(snapshot, plan, gates)
     out: list[Violation] = []
     if strict_pdbs:
         out.extend(check_pdbs_strict(view))
-    for check in (check_bindings, check_evictions, check_capacity, check_victims_necessary, check_gangs,
+    for check in (check_bindings, check_admission, check_evictions, check_capacity, check_victims_necessary, check_gangs,
                   check_topology, check_objective, check_device_allocations, check_allocated_claims,
                   check_devices, check_device_reach, check_device_counts, check_device_conflicts,
                   check_device_constraints):
@@ -143,8 +195,25 @@ def check_bindings(view: _View) -> list[Violation]:
             continue
         if pod.node is not None:
             out.append(Violation(rule="binding", subject=b.pod, detail="pod is already running"))
+        if pod.scheduling_gates:
+            out.append(Violation(rule="binding", subject=b.pod, detail=f"gated by {list(pod.scheduling_gates)}"))
+        if pod.terminating:
+            out.append(Violation(rule="binding", subject=b.pod, detail="pod is being deleted"))
         if not selectors.statically_feasible(pod, node):
             out.append(Violation(rule="binding", subject=b.pod, detail=f"node {b.node} fails selector/affinity/taints"))
+    return out
+
+
+def check_admission(view: _View) -> list[Violation]:
+    """No pod of a workload that upstream's validatePodGroup refuses is bound."""
+    out = []
+    for root in sorted(view.planned_roots()):
+        if s.GroupKey(root) not in view.groups or not view.refused(root):
+            continue
+        bound = sorted(p.key for p in view.subtree_pods(root) if p.key in view.bound)
+        if bound:
+            out.append(Violation(rule="admission", subject=root,
+                                 detail=f"validatePodGroup refuses the workload, yet {bound} are bound"))
     return out
 
 
@@ -158,6 +227,8 @@ def check_evictions(view: _View) -> list[Violation]:
             out.append(Violation(rule="eviction", subject=key, detail="not a running pod"))
             continue
         evicted_units.add(view.victim_unit(pod))
+        if pod.terminating:
+            out.append(Violation(rule="eviction", subject=key, detail="is being deleted already"))
         if view.root(pod) in planned:
             out.append(Violation(rule="eviction", subject=key, detail="belongs to a workload being planned"))
     for unit in sorted(evicted_units):

@@ -214,6 +214,34 @@ def priority_class(name: str, value: int, global_default: bool = False) -> _Buil
     })
 
 
+def admitted(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A pod in a group that sets no ``spec.priority`` gets its root group's, as on a cluster where
+    the pods and the group name one PriorityClass (upstream refuses a group whose pods differ:
+    validatePodGroup). A test of that rule sets the pod's priority itself."""
+    groups = {(o["metadata"].get("namespace", NS), o["metadata"]["name"]): o for o in objects
+              if o.get("kind") in ("PodGroup", "CompositePodGroup")}
+
+    def root_priority(ns: str, name: str) -> Any:
+        seen = set()
+        while (ns, name) in groups and (ns, name) not in seen:
+            seen.add((ns, name))
+            spec = groups[ns, name]["spec"]
+            if spec.get("parentCompositePodGroupName"):
+                name = spec["parentCompositePodGroupName"]
+                continue
+            return spec.get("priority")
+        return None
+
+    for o in objects:
+        spec = o.get("spec", {}) if o.get("kind") == "Pod" else {}
+        group = spec.get("schedulingGroup", {}).get("podGroupName")
+        if group and "priority" not in spec and "priorityClassName" not in spec:
+            prio = root_priority(o["metadata"].get("namespace", NS), group)
+            if prio is not None:
+                spec["priority"] = prio
+    return objects
+
+
 def snapshot(*objects: Any) -> ClusterSnapshot:
-    """Objects or builders -> ClusterSnapshot through the real parser."""
-    return kube.snapshot_from_objects([o.build() if isinstance(o, _Builder) else o for o in objects])
+    """Objects or builders -> ClusterSnapshot through the real parser (pods ``admitted``)."""
+    return kube.snapshot_from_objects(admitted([o.build() if isinstance(o, _Builder) else o for o in objects]))

@@ -16,7 +16,7 @@ from typing import Any
 
 from solver.model import snapshot as s
 from solver.model.decode_devices import device_allocations
-from solver.model.plan import Binding, Eviction, GroupVerdict, Objective, Plan, WorkloadVerdict
+from solver.model.plan import Binding, Eviction, GroupVerdict, Held, Objective, Plan, WorkloadVerdict
 from solver.model.problem import MILLI, Problem, Workload
 
 
@@ -123,6 +123,10 @@ def make_plan(
         bindings=bindings,
         evictions=_evictions(problem, assignment),
         device_allocations=device_allocations(problem, assignment.devices, assignment.shared, bindings, node_pods),
+        held=tuple(sorted((Held(pod=k, reason=why) for k, why in problem.held),
+                          key=lambda h: h.pod)) + tuple(
+            Held(pod=w.pod, reason=w.reason) for w in problem.snapshot.waiting),
+        warnings=problem.snapshot.warnings,
         objective=Objective(
             satisfied_workloads=sum(ev.satisfied.values()),
             satisfied_by_priority=dict(by_priority),
@@ -199,14 +203,20 @@ def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str
 
 def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
     """Why a workload was left out, most specific first (upstream gangscheduling wording)."""
+    if w.rejected:
+        return w.rejected
+    held = {k for k, _ in problem.held}
+    pods = {p.key: p for p in problem.snapshot.pods}
     for key in reversed(w.groups):
         group = problem.groups[key]
         if group.kind == s.POD_GROUP and group.min_count is not None:
             running = len(problem.running_in_group.get(key, ()))
             pending = sum(len(problem.classes[c].pods) for c in problem.classes_under(key))
             if running + pending < group.min_count:
+                gated = sorted(k for k in held if pods[k].group == key)
+                more = f", {len(gated)} held ({', '.join(gated)})" if gated else ""
                 return (f"{key}: minCount ({group.min_count}) cannot be satisfied: "
-                        f"{running} running, {pending} pending")
+                        f"{running} running, {pending} pending{more}")
         if group.kind == s.COMPOSITE_POD_GROUP and group.min_count is not None:
             kids = len(problem.children.get(key, ()))
             if kids < group.min_count:

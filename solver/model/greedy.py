@@ -225,7 +225,7 @@ def baseline(problem: Problem) -> Assignment:
 def _greedy(problem: Problem, skip: set[int]) -> _State:
     state = _State(problem)
     for workload in sorted(problem.workloads, key=lambda w: (-w.priority, w.key)):
-        if workload.index in skip:
+        if workload.index in skip or workload.rejected:
             continue
         point = state.savepoint()
         if _place_workload(state, workload):

@@ -35,6 +35,15 @@ class WorkloadVerdict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Held:
+    """A pending pod the plan leaves pending whatever the room: gated, being deleted, or its
+    workload incomplete (a PodGroup or CompositePodGroup it needs does not exist)."""
+
+    pod: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Binding:
     pod: str
     node: str
@@ -101,6 +110,8 @@ class Plan:
     objective: Objective
     stats: Mapping[str, Any]
     device_allocations: tuple[DeviceAllocation, ...] = ()
+    held: tuple[Held, ...] = ()  # sorted by pod
+    warnings: tuple[str, ...] = ()  # incomplete objects planned around (snapshot.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         o = self.objective
@@ -122,6 +133,8 @@ class Plan:
             "bindings": [{"pod": b.pod, "node": b.node} for b in self.bindings],
             "evictions": [{"pod": e.pod, "node": e.node, "cost": e.cost, "group": e.group} for e in self.evictions],
             "deviceAllocations": [d.to_dict() for d in self.device_allocations],
+            "heldPods": [{"pod": h.pod, "reason": h.reason} for h in self.held],
+            "warnings": list(self.warnings),
             "objective": {
                 "satisfiedWorkloads": o.satisfied_workloads,
                 "satisfiedByPriority": {str(p): n for p, n in sorted(o.satisfied_by_priority.items(), reverse=True)},

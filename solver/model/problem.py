@@ -14,17 +14,34 @@ has an opinion):
   victims of this plan: evicting part of a gang one is placing is never useful
   for that gang and would make its running count depend on the plan.
 - A pending pod outside any group is a one-pod workload of kind ``Pod``.
+
+Admission, as kube-scheduler 1.37 decides before it tries a workload:
+
+- ``validatePodGroup`` (pkg/scheduler/schedule_one_podgroup.go): every pod of the tree,
+  pending and running, has the first pod's schedulerName and the root group's priority;
+  with the PodGroupPreemptionPolicy gate on each pod's preemptionPolicy equals the root's,
+  with it off (1.37's default) the pods' policies agree. A workload that fails is rejected
+  with upstream's message: placed nowhere, evicting nothing.
+- The workload's preemption policy is ``resolvePreemptionPolicy`` /
+  ``resolveCompositePreemptionPolicy`` (pkg/scheduler/framework/preemption/types.go): the
+  root's with the gate on, else Never when any pending pod says Never.
+- A pod with ``spec.schedulingGates`` (SchedulingGates PreEnqueue) or being deleted
+  (``skipPodSchedule``, pkg/scheduler/schedule_one.go) is never placed: it is ``held``, and
+  counts for nothing, so a gang needs minCount pods among the others and its running ones.
+- A running pod being deleted is never a victim (it is going already) and holds its room
+  until it is gone: its own protected unit.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from solver.model import dra as dra_mod
 from solver.model import selectors
 from solver.model import snapshot as s
+from solver.model.features import FeatureGates
 
 MILLI = 1000  # preemption costs are held in thousandths
 
@@ -53,6 +70,7 @@ class Workload:
     power: int | None
     groups: tuple[s.GroupKey, ...]  # every group of the tree, parents before children
     classes: tuple[int, ...]
+    rejected: str = ""  # why admission refused the workload (upstream's message), "" if admitted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +105,9 @@ class Problem:
     # no eviction beyond a PDB's disruptionsAllowed (a hard rule, not the soft tier 3):
     # for callers that evict through the Eviction API, which refuses such evictions
     strict_pdbs: bool = False
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    # pending pods never placed, with why: scheduling gates, being deleted (sorted by pod)
+    held: tuple[tuple[s.PodKey, str], ...] = ()
 
     # ---- tree queries -------------------------------------------------------------
     def subtree(self, key: s.GroupKey) -> list[s.GroupKey]:
@@ -127,7 +148,17 @@ def default_cost_milli(priority: int) -> int:
     return MILLI * (1 + max(0, priority))
 
 
-def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> Problem:
+def held_reason(pod: s.Pod) -> str:
+    """Why a pending pod is never placed, "" when it may be."""
+    if pod.terminating:
+        return "being deleted (metadata.deletionTimestamp is set)"
+    if pod.scheduling_gates:
+        return f"waiting for scheduling gates: [{', '.join(pod.scheduling_gates)}]"
+    return ""
+
+
+def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
+                  gates: FeatureGates = FeatureGates()) -> Problem:
     groups = snapshot.group_by_key()
     children: dict[s.GroupKey, list[s.GroupKey]] = defaultdict(list)
     for group in snapshot.groups:
@@ -143,14 +174,18 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> 
 
     running_in_group: dict[s.GroupKey, list[s.Pod]] = defaultdict(list)
     pending_by_root: dict[str, list[s.Pod]] = defaultdict(list)
+    held: list[tuple[s.PodKey, str]] = []
     for pod in snapshot.pods:
         if is_running(pod):
             if pod.group is not None:
                 running_in_group[pod.group].append(pod)
+        elif why := held_reason(pod):
+            held.append((pod.key, why))
         else:
             pending_by_root[root(pod.group) if pod.group else pod.key].append(pod)
 
-    workloads, classes = _workloads_and_classes(pending_by_root, groups, children, snapshot.dra)
+    workloads, classes = _workloads_and_classes(pending_by_root, groups, children, running_in_group,
+                                                snapshot.dra, gates)
     planned_roots = {w.key for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, children, running_in_group, planned_roots, root)
     problem = Problem(
@@ -164,6 +199,8 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> 
         units=units,
         units_on_node=units_on_node,
         strict_pdbs=strict_pdbs,
+        gates=gates,
+        held=tuple(held),
     )
     problem.dra = dra_mod.analyse(snapshot, classes, units, groups)
     powers = [c.power for c in classes if c.power is not None]
@@ -172,7 +209,11 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> 
     fixed = {node.name: fixed_usage(problem, node.name, strongest) for node in problem.nodes} if classes else {}
     # classes that differ only in their group filter the nodes the same way: filter once per shape
     shapes: dict[tuple[object, ...], dict[s.NodeName, int]] = {}
+    rejected = {w.index for w in workloads if w.rejected}
     for cls in classes:
+        if cls.workload in rejected:
+            problem.candidates.append({})
+            continue
         rep = cls.pods[0]
         shared = tuple(problem.dra.shared[i].slots for i in problem.dra.shared_of_class.get(cls.index, ()))
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
@@ -210,18 +251,21 @@ def _workloads_and_classes(
     pending_by_root: Mapping[str, list[s.Pod]],
     groups: Mapping[s.GroupKey, s.Group],
     children: Mapping[s.GroupKey, list[s.GroupKey]],
+    running_in_group: Mapping[s.GroupKey, list[s.Pod]],
     dra_state: s.DraState,
+    gates: FeatureGates,
 ) -> tuple[tuple[Workload, ...], tuple[PodClass, ...]]:
     workloads: list[Workload] = []
     classes: list[PodClass] = []
     for index, key in enumerate(sorted(pending_by_root)):
         pods = sorted(pending_by_root[key], key=lambda p: p.name)
         root_group = groups.get(s.GroupKey(key))
+        rejected = ""
         if root_group is not None:
             priority = root_group.priority
-            policy = root_group.preemption_policy or s.PREEMPT_LOWER
             kind = root_group.kind
             tree = _preorder(root_group.key, children)
+            rejected, policy = admission(root_group, tree, pods, running_in_group, gates)
         else:  # a standalone pod
             priority, policy, kind, tree = pods[0].priority, pods[0].preemption_policy, s.STANDALONE_POD, []
         power = None if policy == s.PREEMPT_NEVER else priority
@@ -246,10 +290,46 @@ def _workloads_and_classes(
         workloads.append(
             Workload(
                 index=index, key=key, kind=kind, priority=priority, power=power,
-                groups=tuple(tree), classes=tuple(class_ids),
+                groups=tuple(tree), classes=tuple(class_ids), rejected=rejected,
             )
         )
     return tuple(workloads), tuple(classes)
+
+
+def admission(root: s.Group, tree: list[s.GroupKey], pending: list[s.Pod],
+              running_in_group: Mapping[s.GroupKey, list[s.Pod]], gates: FeatureGates) -> tuple[str, str]:
+    """(why the workload is refused or "", its preemption policy), as upstream's
+    ``validatePodGroup`` and ``resolvePreemptionPolicy``: pending pods first, in tree order and
+    by name within a group, then the running ones; the first pod sets the reference."""
+    by_group: dict[s.GroupKey, list[s.Pod]] = defaultdict(list)
+    for pod in pending:
+        if pod.group is not None:
+            by_group[pod.group].append(pod)
+    ordered = [p for g in tree for p in by_group.get(g, ())]
+    ordered += [p for g in tree for p in sorted(running_in_group.get(g, ()), key=lambda p: p.name)]
+    root_policy = root.preemption_policy or s.PREEMPT_LOWER
+    scheduler = ordered[0].scheduler_name
+    first_policy = ordered[0].preemption_policy
+    for pod in ordered:
+        why = ""
+        if pod.scheduler_name != scheduler:
+            why = ("all pods in a single pod group should have the same .spec.schedulerName set, "
+                   f'got: "{pod.scheduler_name}" and "{scheduler}"')
+        elif pod.priority != root.priority:
+            why = ("all pods in a single pod group should have the same priority as the pod group's "
+                   f"priority, got {pod.priority} and {root.priority}")
+        elif gates.pod_group_preemption_policy and pod.preemption_policy != root_policy:
+            why = ("all pods in a single pod group should have the same preemption policy as the pod "
+                   f"group's preemption policy, got {pod.preemption_policy} and {root_policy}")
+        elif not gates.pod_group_preemption_policy and pod.preemption_policy != first_policy:
+            why = ("all pods in a single pod group should have the same preemption policy, "
+                   f"got {pod.preemption_policy} and {first_policy}")
+        if why:
+            return f"{root.key}: pod {pod.key}: {why}", s.PREEMPT_LOWER
+    if gates.pod_group_preemption_policy:
+        return "", root_policy
+    never = any(p.preemption_policy == s.PREEMPT_NEVER for p in pending)
+    return "", s.PREEMPT_NEVER if never else s.PREEMPT_LOWER
 
 
 def _preorder(key: s.GroupKey, children: Mapping[s.GroupKey, list[s.GroupKey]]) -> list[s.GroupKey]:
@@ -265,16 +345,20 @@ def _victim_units(
     children: Mapping[s.GroupKey, list[s.GroupKey]],
     running_in_group: Mapping[s.GroupKey, list[s.Pod]],
     planned_roots: set[str],
-    root: object,
+    root: Callable[[s.GroupKey], s.GroupKey],
 ) -> tuple[tuple[VictimUnit, ...], dict[s.NodeName, list[int]]]:
     """Walk up from each running pod to its highest `disruptionMode: all` ancestor."""
     by_unit: dict[str, list[s.Pod]] = defaultdict(list)
     unit_priority: dict[str, int] = {}
     unit_root: dict[str, str] = {}
+    terminating: set[str] = set()
     for pod in snapshot.pods:
         if not is_running(pod):
             continue
-        if pod.group is None:
+        if pod.terminating:  # going already: never a victim, its room held until it is gone
+            key, priority, top = pod.key, (groups[root(pod.group)].priority if pod.group else pod.priority), pod.key
+            terminating.add(key)
+        elif pod.group is None:
             key, priority, top = pod.key, pod.priority, pod.key
         else:
             chain = []
@@ -314,7 +398,7 @@ def _victim_units(
         units.append(
             VictimUnit(
                 index=index, key=key, members=members, priority=priority,
-                protected=unit_root[key] in planned_roots, cost_milli=cost,
+                protected=unit_root[key] in planned_roots or key in terminating, cost_milli=cost,
                 usage={n: dict(u) for n, u in usage.items()}, pdb_counts=pdb_counts,
                 start_time=min(p.start_time for p in members),
             )

@@ -25,6 +25,7 @@ POD_GROUP = "PodGroup"
 COMPOSITE_POD_GROUP = "CompositePodGroup"
 STANDALONE_POD = "Pod"  # a pending pod outside any group is its own one-pod workload
 
+DEFAULT_SCHEDULER = "default-scheduler"
 PREEMPT_LOWER = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
 
@@ -94,6 +95,12 @@ class Pod:
     preemption_cost_milli: int | None = None  # gangplace.io/preemption-cost x 1000
     start_time: str = ""  # status.startTime (RFC 3339) or creationTimestamp; for ordering
     has_resource_claims: bool = False  # spec.resourceClaims present (its claims: ClusterSnapshot.dra.pod_claims)
+    scheduler_name: str = DEFAULT_SCHEDULER  # spec.schedulerName
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: a gated pod is never placed
+    # metadata.deletionTimestamp is set: a running one holds its room until it is gone and is
+    # never a victim; a pending one is never placed (upstream skips pods being deleted)
+    terminating: bool = False
+    nominated_node: NodeName | None = None  # status.nominatedNodeName (an ongoing preemption)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +254,15 @@ class DraState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WaitingPod:
+    """A pending pod left out of the snapshot's pods, as upstream holds it at PreEnqueue: its
+    PodGroup, or an ancestor CompositePodGroup, does not exist (yet)."""
+
+    pod: PodKey
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterSnapshot:
     """Nodes, pods, workload trees and budgets, sorted by name."""
 
@@ -257,6 +273,10 @@ class ClusterSnapshot:
     dra: DraState = field(default_factory=DraState)
     # kind -> number of objects read but playing no part (Service, ConfigMap, ...)
     skipped_kinds: Mapping[str, int] = field(default_factory=dict)
+    waiting: tuple[WaitingPod, ...] = ()  # pending pods of incomplete workloads, sorted by pod
+    # what was read but is incomplete and planned around, one sentence naming the object each
+    # (a running pod whose PodGroup is gone, a PriorityClass deleted after admission)
+    warnings: tuple[str, ...] = ()
 
     def node_by_name(self) -> dict[NodeName, Node]:
         return {node.name: node for node in self.nodes}

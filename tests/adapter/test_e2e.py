@@ -48,7 +48,7 @@ def _cluster(server: ApiServerDouble, *, gang: int = 2, cpu: int = 2000, pdb_all
         server.put(pdb("batch", pdb_allowed, app="batch").build())
     server.put(pod_group("train", gang).topology(RACK).priority(100).build())
     for k in range(gang):
-        server.put(_ours(pod(f"train-{k}").group("train").cpu_m(cpu)))
+        server.put(_ours(pod(f"train-{k}").group("train").priority(100).cpu_m(cpu)))
 
 
 def _run(server: ApiServerDouble, until: Callable[[], bool], *, timeout: float = 30.0,
@@ -161,7 +161,7 @@ def test_a_dropped_watch_and_410_gone_still_converge(api: ApiServerDouble) -> No
         api.compact()
         api.put(pod_group("train", 2).topology(RACK).priority(100).build())
         for k in range(2):
-            api.put(_ours(pod(f"train-{k}").group("train").cpu_m(2000)))
+            api.put(_ours(pod(f"train-{k}").group("train").priority(100).cpu_m(2000)))
         api.drop_watches()
         deadline = time.monotonic() + 30
         while not _bound(api, "train-0", "train-1")():
@@ -299,7 +299,7 @@ def test_dra_claims_are_created_from_templates_and_allocated_before_binding(api:
     api.put(claim_template("one-gpu", request("gpu", count=1)).build())
     api.put(pod_group("train", 2).priority(100).build())
     for k in range(2):
-        api.put(_ours(with_claims(pod(f"train-{k}").group("train").cpu_m(1000), gpu="one-gpu")))
+        api.put(_ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), gpu="one-gpu")))
     _run(api, _bound(api, "train-0", "train-1"))
     devices = []
     for k in range(2):
@@ -324,7 +324,7 @@ def test_a_group_shared_claim_with_two_requests_is_written_whole_and_named_in_th
     api.put(claim_template("one", request("gpu", count=1)).build())
     api.put(group_claims(pod_group("train", 2).priority(100), shared="pair").build())
     for k in range(2):
-        api.put(_ours(with_claims(pod(f"train-{k}").group("train").cpu_m(1000), shared="pair", own="one")))
+        api.put(_ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), shared="pair", own="one")))
     _run(api, _bound(api, "train-0", "train-1"))
     shared = api.get("resourceclaims", "default", "train-shared")
     assert shared is not None

@@ -79,7 +79,8 @@ def test_typed_state_solves_like_the_same_objects(running: server.Running) -> No
         nodes=[pb.Node(name=f"n{i}", labels={"topology.kubernetes.io/rack": f"r{i // 2}"},
                        allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110}) for i in range(4)],
         pods=[pb.Pod(namespace="d", name="bg", node="n0", requests={"cpu": 3000}, priority=1),
-              *[pb.Pod(namespace="d", name=f"g-{k}", requests={"cpu": 2000}, group="g") for k in range(4)]],
+              *[pb.Pod(namespace="d", name=f"g-{k}", requests={"cpu": 2000}, group="g", priority=100)
+                for k in range(4)]],
         groups=[pb.Group(namespace="d", name="g", kind=pb.Group.POD_GROUP, min_count=4, priority=100,
                          topology_key="topology.kubernetes.io/rack")])
     with client.PlacementClient(_target(running)) as c:
@@ -93,7 +94,7 @@ def test_strict_pdbs_reach_the_solver(running: server.Running) -> None:
     state = pb.ClusterState(
         nodes=[pb.Node(name="n0", allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110})],
         pods=[pb.Pod(namespace="d", name="db", node="n0", requests={"cpu": 3000}, priority=1, labels={"app": "db"}),
-              pb.Pod(namespace="d", name="g-0", requests={"cpu": 2000}, group="g")],
+              pb.Pod(namespace="d", name="g-0", requests={"cpu": 2000}, group="g", priority=100)],
         groups=[pb.Group(namespace="d", name="g", kind=pb.Group.POD_GROUP, min_count=1, priority=100)],
         pdbs=[pb.PodDisruptionBudget(namespace="d", name="db", match_labels={"app": "db"}, disruptions_allowed=0)])
     with client.PlacementClient(_target(running)) as c:
@@ -167,8 +168,8 @@ def test_graceful_shutdown_finishes_the_solve_in_flight() -> None:
         nodes=[pb.Node(name="n0", allocatable={"cpu": 1000})],
         pods=[pb.Pod(namespace="d", name="p", requests={"cpu": -5})])),
      "state: pods[0] (Pod/d/p): spec.containers[0].resources.requests.cpu: negative quantity '-5m'"),
-    (lambda: pb.SolveRequest(state=pb.ClusterState(pods=[pb.Pod(namespace="d", name="p", group="nope")])),
-     "state: pods[0] (Pod/d/p): spec.schedulingGroup.podGroupName: PodGroup d/nope not found"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(pods=[pb.Pod(namespace="d", name="p", node="ghost")])),
+     "state: pods[0] (Pod/d/p): spec.nodeName: Node ghost not found"),
     (lambda: pb.SolveRequest(state=pb.ClusterState(groups=[pb.Group(namespace="d", name="g")])),
      "groups[0].kind: must be POD_GROUP or COMPOSITE_POD_GROUP"),
     (lambda: pb.SolveRequest(kubernetes_objects=b"{not json"), "kubernetes_objects: request: : not valid JSON"),

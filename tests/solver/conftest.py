@@ -11,8 +11,9 @@ from tests import builders
 
 def run_plan(*objects: Any, **options: Any) -> tuple[Plan, dict[str, Any]]:
     snap = builders.snapshot(*objects)
-    plan = api.plan(snap, api.PlanOptions(**options))
-    assert verify.verify(snap, plan) == []
+    opts = api.PlanOptions(**options)
+    plan = api.plan(snap, opts)
+    assert verify.verify(snap, plan, strict_pdbs=opts.strict_pdbs, gates=opts.gates) == []
     return plan, plan.to_dict()
 
 

@@ -30,7 +30,7 @@ class Tiers:
     evicted: int
 
 
-def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> Tiers:
+def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_policy_gate: bool = False) -> Tiers:
     groups = snap.group_by_key()
     children: dict[str, list[str]] = defaultdict(list)
     for g in snap.groups:
@@ -52,12 +52,32 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> Tiers:
             out += subtree(c)
         return out
 
-    pending = [p for p in snap.pods if p.node is None]
+    # gated pods and pods being deleted are never tried (SchedulingGates, skipPodSchedule)
+    pending = [p for p in snap.pods if p.node is None and not p.scheduling_gates and not p.terminating]
     running = [p for p in snap.pods if p.node is not None]
     roots = sorted({root(p) for p in pending})
     prio = {r: (groups[r].priority if r in groups else next(p.priority for p in pending if p.key == r)) for r in roots}
-    policy = {r: ((groups[r].preemption_policy or "PreemptLowerPriority") if r in groups
-                  else next(p.preemption_policy for p in pending if p.key == r)) for r in roots}
+
+    def root_policy(r: str) -> str:
+        if r not in groups:
+            return next(p.preemption_policy for p in pending if p.key == r)
+        if group_policy_gate:
+            return groups[r].preemption_policy or "PreemptLowerPriority"
+        return "Never" if any(p.preemption_policy == "Never" for p in pending if root(p) == r) else "PreemptLowerPriority"
+
+    policy = {r: root_policy(r) for r in roots}
+
+    def refused(r: str) -> bool:  # validatePodGroup: one schedulerName, the root's priority, one policy
+        if r not in groups:
+            return False
+        pods = [p for p in pending if root(p) == r] + [p for p in running if p.group and root(p) == r]
+        names = {p.scheduler_name for p in pods}
+        policies = {p.preemption_policy for p in pods}
+        if group_policy_gate:
+            policies.add(groups[r].preemption_policy or "PreemptLowerPriority")
+        return len(names) > 1 or len(policies) > 1 or any(p.priority != groups[r].priority for p in pods)
+
+    refused_roots = {r for r in roots if refused(r)}
 
     def pod_prio(p: s.Pod) -> int:
         return prio[root(p)]
@@ -68,19 +88,22 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False) -> Tiers:
     # victim units
     unit_of: dict[str, str] = {}
     for p in running:
-        tops = [g for g in chain(p.group) if groups[g].disruption_all] if p.group else []
+        tops = [g for g in chain(p.group) if groups[g].disruption_all] if p.group and not p.terminating else []
         unit_of[p.key] = tops[-1] if tops else p.key
     members: dict[str, list[s.Pod]] = defaultdict(list)
     for p in running:
         members[unit_of[p.key]].append(p)
     unit_prio = {u: (groups[chain(ms[0].group)[-1]].priority if ms[0].group else ms[0].priority)
                  for u, ms in members.items()}
-    protected = {u for u, ms in members.items() if any(root(p) in roots for p in ms)}
+    # a pod being deleted is going already: never a victim
+    protected = {u for u, ms in members.items() if any(root(p) in roots or p.terminating for p in ms)}
 
     m = cp_model.CpModel()
     nodes = {n.name: n for n in snap.nodes}
     x = {}
     for p in pending:
+        if root(p) in refused_roots:
+            continue
         for n in snap.nodes:
             if selectors.statically_feasible(p, n):
                 x[p.key, n.name] = m.new_bool_var(f"x[{p.key},{n.name}]")

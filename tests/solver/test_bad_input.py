@@ -38,8 +38,8 @@ def _deep_chain(depth: int) -> list[Any]:
 
 
 BAD = [
-    ("pod-names-missing-podgroup", [node("n1"), pod("p").group("ghost")],
-     "Pod/default/p: spec.schedulingGroup.podGroupName: PodGroup default/ghost not found"),
+    ("pod-names-a-composite", [node("n1"), composite("c", 1), pod("p").group("c")],
+     "Pod/default/p: spec.schedulingGroup.podGroupName: default/c is a CompositePodGroup"),
     ("cycle-of-parents", [composite("a", 1).parent("b"), composite("b", 1).parent("a")],
      "CompositePodGroup/default/a: spec.parentCompositePodGroupName: cycle of parents"),
     ("tree-deeper-than-4", [node("n1"), *_deep_chain(4)],
@@ -61,7 +61,7 @@ BAD = [
     ("pod-on-missing-node", [node("n1"), pod("v").on("n9")],
      "Pod/default/v: spec.nodeName: Node n9 not found"),
     ("parent-is-not-composite", [pod_group("a", 1), pod_group("b", 1).parent("a")],
-     "PodGroup/default/b: spec.parentCompositePodGroupName: CompositePodGroup default/a not found"),
+     "PodGroup/default/b: spec.parentCompositePodGroupName: default/a is a PodGroup, not a CompositePodGroup"),
     ("duplicate-object", [node("n1"), node("n1")], "Node/n1: metadata.name: duplicate object"),
     ("unknown-taint-effect", [node("n1").taint("k", effect="Sometimes")],
      "Node/n1: spec.taints[0].effect: unknown effect 'Sometimes'"),

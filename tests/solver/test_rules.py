@@ -112,10 +112,16 @@ CASES = [
           pod("low").on("n1").cpu_m(3000).priority(10), pod("high").on("n2").cpu_m(3000).priority(1000),
           *gang("g", 1, 1, 2000, priority=100)],
          {"default/g-0": "n1"}, want_evictions={"default/low"}, want_cost=11.0),
+    # PodGroupPreemptionPolicy off (1.37's default): the pods' policy is the workload's
+    # (resolvePreemptionPolicy, pkg/scheduler/framework/preemption/types.go)
     Case("preemption-policy-never-evicts-nothing",
          [node("n1").cpu_m(4000), pod("low").on("n1").cpu_m(3000).priority(10),
-          pod_group("g", 1).priority(100).never_preempt(), pod("g-0").group("g").cpu_m(2000)],
+          pod_group("g", 1).priority(100), pod("g-0").group("g").cpu_m(2000).never_preempt()],
          {}, want_satisfied=0),
+    Case("group-preemption-policy-is-ignored-with-the-gate-off",
+         [node("n1").cpu_m(4000), pod("low").on("n1").cpu_m(3000).priority(10),
+          pod_group("g", 1).priority(100).never_preempt(), pod("g-0").group("g").cpu_m(2000)],
+         {"default/g-0": "n1"}, want_evictions={"default/low"}, want_cost=11.0),
     Case("disruption-mode-all-evicts-the-whole-unit",
          [node("n1").cpu_m(4000), node("n2").cpu_m(4000),
           pod_group("inf", 2).disruption_all().priority(10),
@@ -195,9 +201,11 @@ def test_priority_class_and_global_default_resolve() -> None:
     assert plan.objective.satisfied_workloads == 0
     g_obj = pod_group("g", 1)
     g_obj.obj["spec"]["priorityClassName"] = "high"
+    member = pod("g-0").group("g").cpu_m(1000)
+    member.obj["spec"]["priorityClassName"] = "high"
     plan, _ = run_plan(
         priority_class("high", 1000), priority_class("default", 5, global_default=True),
-        node("n1").cpu_m(2000), pod("victim").on("n1").cpu_m(2000), g_obj, pod("g-0").group("g").cpu_m(1000),
+        node("n1").cpu_m(2000), pod("victim").on("n1").cpu_m(2000), g_obj, member,
     )
     assert [e.pod for e in plan.evictions] == ["default/victim"]
     assert plan.evictions[0].cost == 6.0  # 1 + priority 5

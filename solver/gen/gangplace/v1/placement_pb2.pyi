@@ -22,7 +22,7 @@ class SolveRequest(_message.Message):
     def __init__(self, state: _Optional[_Union[ClusterState, _Mapping]] = ..., kubernetes_objects: _Optional[bytes] = ..., workload: _Optional[str] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class SolveOptions(_message.Message):
-    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "strict_pdbs")
+    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "strict_pdbs", "feature_gates")
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
@@ -30,6 +30,7 @@ class SolveOptions(_message.Message):
     BASELINE_ONLY_FIELD_NUMBER: _ClassVar[int]
     NO_DECOMPOSE_FIELD_NUMBER: _ClassVar[int]
     STRICT_PDBS_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_GATES_FIELD_NUMBER: _ClassVar[int]
     time_limit_seconds: float
     workers: int
     seed: int
@@ -37,7 +38,8 @@ class SolveOptions(_message.Message):
     baseline_only: bool
     no_decompose: bool
     strict_pdbs: bool
-    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., strict_pdbs: _Optional[bool] = ...) -> None: ...
+    feature_gates: str
+    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., strict_pdbs: _Optional[bool] = ..., feature_gates: _Optional[str] = ...) -> None: ...
 
 class ClusterState(_message.Message):
     __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates")
@@ -140,7 +142,7 @@ class PodClaimRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., claim: _Optional[str] = ..., template: _Optional[str] = ..., generated: _Optional[str] = ...) -> None: ...
 
 class Pod(_message.Message):
-    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims")
+    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +178,10 @@ class Pod(_message.Message):
     PREEMPTION_COST_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_GATES_FIELD_NUMBER: _ClassVar[int]
+    TERMINATING_FIELD_NUMBER: _ClassVar[int]
+    NOMINATED_NODE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULER_NAME_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -190,7 +196,11 @@ class Pod(_message.Message):
     preemption_cost: float
     start_time: str
     claims: _containers.RepeatedCompositeFieldContainer[PodClaimRef]
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ...) -> None: ...
+    scheduling_gates: _containers.RepeatedScalarFieldContainer[str]
+    terminating: bool
+    nominated_node: str
+    scheduler_name: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ...) -> None: ...
 
 class Group(_message.Message):
     __slots__ = ("namespace", "name", "kind", "parent", "min_count", "topology_key", "disruption_all", "priority", "preemption_policy", "claims")
@@ -484,7 +494,7 @@ class Objective(_message.Message):
     def __init__(self, satisfied_workloads: _Optional[int] = ..., satisfied_by_priority: _Optional[_Mapping[int, int]] = ..., placed_pods: _Optional[int] = ..., pdb_violations: _Optional[int] = ..., preemption_cost: _Optional[float] = ..., evicted_pods: _Optional[int] = ..., preemption_cost_bound: _Optional[float] = ..., gap: _Optional[float] = ...) -> None: ...
 
 class Plan(_message.Message):
-    __slots__ = ("status", "workloads", "bindings", "evictions", "device_allocations", "objective", "stats_json")
+    __slots__ = ("status", "workloads", "bindings", "evictions", "device_allocations", "objective", "stats_json", "held_pods", "warnings")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
@@ -492,6 +502,8 @@ class Plan(_message.Message):
     DEVICE_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
     STATS_JSON_FIELD_NUMBER: _ClassVar[int]
+    HELD_PODS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     status: str
     workloads: _containers.RepeatedCompositeFieldContainer[WorkloadVerdict]
     bindings: _containers.RepeatedCompositeFieldContainer[Binding]
@@ -499,7 +511,17 @@ class Plan(_message.Message):
     device_allocations: _containers.RepeatedCompositeFieldContainer[DeviceAllocation]
     objective: Objective
     stats_json: str
-    def __init__(self, status: _Optional[str] = ..., workloads: _Optional[_Iterable[_Union[WorkloadVerdict, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., device_allocations: _Optional[_Iterable[_Union[DeviceAllocation, _Mapping]]] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., stats_json: _Optional[str] = ...) -> None: ...
+    held_pods: _containers.RepeatedCompositeFieldContainer[HeldPod]
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, status: _Optional[str] = ..., workloads: _Optional[_Iterable[_Union[WorkloadVerdict, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., device_allocations: _Optional[_Iterable[_Union[DeviceAllocation, _Mapping]]] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., stats_json: _Optional[str] = ..., held_pods: _Optional[_Iterable[_Union[HeldPod, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HeldPod(_message.Message):
+    __slots__ = ("pod", "reason")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    pod: str
+    reason: str
+    def __init__(self, pod: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SolveResponse(_message.Message):
     __slots__ = ("plan", "request_id")
