@@ -209,6 +209,13 @@ class Cluster:
                                               _preload_content=False,
                                               _content_type="application/strategic-merge-patch+json")
 
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        """status.nominatedNodeName, as kube-scheduler's preemption marks a preemptor waiting for
+        its victims to go: a later plan then sees the preemption as under way."""
+        self.core.patch_namespaced_pod_status(name, namespace, {"status": {"nominatedNodeName": node}},
+                                              _preload_content=False,
+                                              _content_type="application/strategic-merge-patch+json")
+
     def set_podgroup_claim_statuses(self, namespace: str, name: str, statuses: list[Obj]) -> None:
         self.scheduling.patch_namespaced_pod_group_status(
             name, namespace, {"status": {"resourceClaimStatuses": statuses}}, _preload_content=False,

@@ -6,11 +6,13 @@ Thin on purpose: which pods go where, and which victims go, is the solver's. Her
   are ready as upstream means it: every PodGroup of the tree exists and each needed group
   has at least minCount pods observed (a CompositePodGroup needs minGroupCount ready
   children). Pods of other schedulers are running background or ignored. A terminating pod
-  (deletionTimestamp set) is left out: its room is about to be free, and counting it would
-  make a restarted adapter evict again what it evicted before a crash.
-- **Execution, each step idempotent**: evict the victims (Eviction API; a 429 from a PDB
-  means replan, not retry), wait until they are gone (timeout: replan), wait for terminating
-  pods on the target nodes, write DRA allocations (creating a template's claim, as the
+  (deletionTimestamp set) is passed on as it is: the solver keeps its room held until it is
+  gone and never evicts it again, and an ongoing preemption (a preemptor nominated to a node
+  where its victim terminates) evicts nothing new.
+- **Execution, each step idempotent**: mark the pods that land where victims go with
+  ``status.nominatedNodeName`` (as upstream's preemption does), evict the victims (Eviction
+  API; a 429 from a PDB means replan, not retry), wait until they are gone (timeout: replan),
+  write DRA allocations (creating a template's claim, as the
   ResourceClaim controller would, then ``status.allocation`` and ``reservedFor``), bind every
   pod, 8 at a time (a 409 is "already bound": fine if to the planned node, else replan once
   the other bindings are done), set the PodGroup condition ``PodGroupInitiallyScheduled``
@@ -66,7 +68,7 @@ class Selection:
 
 
 def select(objects: Iterable[Obj], scheduler_name: str) -> Selection:
-    objs = [o for o in objects if not (o["kind"] == "Pod" and o["metadata"].get("deletionTimestamp"))]
+    objs = list(objects)
     groups = {_key(o): o for o in objs if o["kind"] in GROUP_KINDS}
     members: dict[str, int] = {}
     for o in objs:
@@ -150,10 +152,12 @@ class Executor:
         out = Outcome()
         pods = {_key(o): o for o in objects if o["kind"] == "Pod"}
         groups = {_key(o): o for o in objects if o["kind"] == "PodGroup"}
-        # 1. evict
-        for e in plan.evictions:
+        # 1. evict, the pods that wait for the victims' room nominated first
+        for i, e in enumerate(plan.evictions):
             if not self.leading():
                 return replace(out, replan="the lease was lost")
+            if i == 0:
+                self._nominate(plan, pods)
             victim = pods.get(e.pod)
             ns, name = e.pod.split("/", 1)
             if victim is not None:
@@ -165,32 +169,37 @@ class Executor:
                 return replace(out, replan=f"eviction refused: {exc}")
             out.evicted.append(e.pod)
             out.evicted_uids[e.pod] = victim["metadata"].get("uid") if victim is not None else None
-        # 2. wait until they are gone; 3. and pods still terminating on the target nodes
-        targets = {b.node for b in plan.bindings}
+        # 2. wait until they are gone (other terminating pods' room the plan did not count on)
         leaving = [e.pod for e in plan.evictions]
-        leaving += [k for k, p in pods.items() if p["metadata"].get("deletionTimestamp")
-                    and p.get("spec", {}).get("nodeName") in targets]
         if not self._gone(leaving, pods):
             return replace(out, replan="evicted pods did not terminate in time")
         if not self.leading():
             return replace(out, replan="the lease was lost")
-        # 4. devices
+        # 3. devices
         # one write per claim: all its requests' results together (a merge patch replaces the list)
         per_claim: dict[tuple[str, str, str], list[Any]] = {}
         for alloc in plan.device_allocations:
             per_claim.setdefault((alloc.pod, alloc.pod_group, alloc.claim), []).append(alloc)
         for allocs in per_claim.values():
             self._allocate(allocs, pods, groups, objects)
-        # 5. bind, up to `parallel` at a time; a pod bound elsewhere (a 409) abandons the plan, the
+        # 4. bind, up to `parallel` at a time; a pod bound elsewhere (a 409) abandons the plan, the
         # other bindings still complete
         with ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="gangplace-bind") as pool:
             placed = list(pool.map(lambda b: self._bind(b, pods), plan.bindings))
         out.bound = [b.pod for b, ok in zip(plan.bindings, placed, strict=True) if ok]
         if elsewhere := [b.pod for b, ok in zip(plan.bindings, placed, strict=True) if not ok]:
             return replace(out, replan=f"{', '.join(elsewhere)} bound elsewhere")
-        # 6. status
+        # 5. status
         self._conditions(plan, groups, pods)
         return out
+
+    def _nominate(self, plan: Plan, pods: dict[str, Obj]) -> None:
+        """status.nominatedNodeName of each pod bound where a victim goes (unless it shows it)."""
+        victim_nodes = {e.node for e in plan.evictions}
+        waiting = [b for b in plan.bindings if b.node in victim_nodes and b.pod in pods
+                   and pods[b.pod].get("status", {}).get("nominatedNodeName") != b.node]
+        with ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="gangplace-nominate") as pool:
+            list(pool.map(lambda b: self.cluster.nominate(*b.pod.split("/", 1), b.node), waiting))
 
     def _bind(self, b: Any, pods: dict[str, Obj]) -> bool:
         """One binding and its Scheduled event; False when the pod is bound to another node."""

@@ -319,9 +319,23 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         has_resource_claims=bool(_get(obj, "spec.resourceClaims", list, [])),
         scheduler_name=_get(obj, "spec.schedulerName", str) or s.DEFAULT_SCHEDULER,
         scheduling_gates=_scheduling_gates(obj),
-        terminating=bool(_get(obj, "metadata.deletionTimestamp", str)),
+        terminating=(terminating := bool(_get(obj, "metadata.deletionTimestamp", str))),
+        preempted=terminating and _preempted(obj),
         nominated_node=s.NodeName(nominated) if nominated and not node else None,
     )
+
+
+PREEMPTION_REASONS = ("PreemptionByScheduler", "EvictionByEvictionAPI")
+
+
+def _preempted(obj: Obj) -> bool:
+    """status.conditions holds DisruptionTarget=True for a preemption (PREEMPTION_REASONS)."""
+    for i, c in enumerate(_get(obj, "status.conditions", list, [])):
+        if not isinstance(c, Mapping):
+            raise _fail(obj, f"status.conditions[{i}]", "expected a condition")
+        if c.get("type") == "DisruptionTarget" and c.get("status") == "True" and c.get("reason") in PREEMPTION_REASONS:
+            return True
+    return False
 
 
 def _scheduling_gates(obj: Obj) -> tuple[str, ...]:

@@ -46,6 +46,8 @@ class _View:
         self.plan = plan
         self.gates = gates
         self._policy: dict[str, str] = {}
+        self._ongoing: dict[str, bool] = {}
+        self._pending_by_root: dict[str, list[s.Pod]] | None = None
         self.nodes = snapshot.node_by_name()
         self.pods = {p.key: p for p in snapshot.pods}
         self.groups = snapshot.group_by_key()
@@ -147,7 +149,26 @@ class _View:
         """Preemption power of a pending pod: its workload's priority, -inf for Never."""
         root = self.root(pod)
         policy = self.policy(root) if s.GroupKey(root) in self.groups else pod.preemption_policy
-        return NEVER if policy == s.PREEMPT_NEVER else self.priority_of_root(root)
+        if policy == s.PREEMPT_NEVER or self.preempting_already(root):
+            return NEVER
+        return self.priority_of_root(root)
+
+    def preempting_already(self, root: str) -> bool:
+        """An earlier preemption for the root's pods is under way: on a pod's nominated node a
+        lower-priority pod terminates because it was preempted. No new victim may go for it."""
+        if root in self._ongoing:
+            return self._ongoing[root]
+        prio = self.priority_of_root(root)
+        if self._pending_by_root is None:
+            self._pending_by_root = defaultdict(list)
+            for p in self.snapshot.pods:
+                if self.schedulable(p):
+                    self._pending_by_root[self.root(p)].append(p)
+        pending = self._pending_by_root.get(root, [])
+        out = any(q.preempted and q.priority < prio for p in pending if p.nominated_node
+                  for q in self.running_on.get(p.nominated_node, ()))
+        self._ongoing[root] = out
+        return out
 
     def victim_priority(self, pod: s.Pod) -> int:
         return self.groups[self.chain(pod.group)[-1]].priority if pod.group else pod.priority

@@ -205,6 +205,8 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
     """Why a workload was left out, most specific first (upstream gangscheduling wording)."""
     if w.rejected:
         return w.rejected
+    if w.ongoing:
+        return w.ongoing
     held = {k for k, _ in problem.held}
     pods = {p.key: p for p in problem.snapshot.pods}
     for key in reversed(w.groups):

@@ -71,6 +71,9 @@ class Workload:
     groups: tuple[s.GroupKey, ...]  # every group of the tree, parents before children
     classes: tuple[int, ...]
     rejected: str = ""  # why admission refused the workload (upstream's message), "" if admitted
+    # an earlier preemption for it is still under way: its victims terminate on the nominated
+    # nodes of its pods, so it evicts nothing new (power None) and waits for that room
+    ongoing: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,8 +187,12 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
         else:
             pending_by_root[root(pod.group) if pod.group else pod.key].append(pod)
 
+    preempted_on: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
+    for pod in snapshot.pods:
+        if pod.node is not None and pod.preempted:
+            preempted_on[pod.node].append(pod)
     workloads, classes = _workloads_and_classes(pending_by_root, groups, children, running_in_group,
-                                                snapshot.dra, gates)
+                                                snapshot.dra, gates, preempted_on)
     planned_roots = {w.key for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, children, running_in_group, planned_roots, root)
     problem = Problem(
@@ -254,6 +261,7 @@ def _workloads_and_classes(
     running_in_group: Mapping[s.GroupKey, list[s.Pod]],
     dra_state: s.DraState,
     gates: FeatureGates,
+    preempted_on: Mapping[s.NodeName, list[s.Pod]],
 ) -> tuple[tuple[Workload, ...], tuple[PodClass, ...]]:
     workloads: list[Workload] = []
     classes: list[PodClass] = []
@@ -268,7 +276,8 @@ def _workloads_and_classes(
             rejected, policy = admission(root_group, tree, pods, running_in_group, gates)
         else:  # a standalone pod
             priority, policy, kind, tree = pods[0].priority, pods[0].preemption_policy, s.STANDALONE_POD, []
-        power = None if policy == s.PREEMPT_NEVER else priority
+        ongoing = ongoing_preemption(pods, priority, preempted_on)
+        power = None if policy == s.PREEMPT_NEVER or ongoing else priority
         by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
         for pod in pods:
             by_signature.setdefault(_class_signature(pod, dra_state), []).append(pod)
@@ -290,10 +299,26 @@ def _workloads_and_classes(
         workloads.append(
             Workload(
                 index=index, key=key, kind=kind, priority=priority, power=power,
-                groups=tuple(tree), classes=tuple(class_ids), rejected=rejected,
+                groups=tuple(tree), classes=tuple(class_ids), rejected=rejected, ongoing=ongoing,
             )
         )
     return tuple(workloads), tuple(classes)
+
+
+def ongoing_preemption(pending: list[s.Pod], priority: int,
+                       preempted_on: Mapping[s.NodeName, list[s.Pod]]) -> str:
+    """Why a preemption for these pods is still under way, or "": on a pod's nominated node a
+    pod of lower priority is terminating by preemption. Upstream then picks no new victims
+    (``isOngoingPreemption``, framework/preemption/podgrouppreemption.go; for a single pod
+    ``PodEligibleToPreemptOthers``, plugins/defaultpreemption/default_preemption.go)."""
+    for pod in pending:
+        if pod.nominated_node is None:
+            continue
+        going = sorted(p.key for p in preempted_on.get(pod.nominated_node, ()) if p.priority < priority)
+        if going:
+            return (f"ongoing preemption on nominated node {pod.nominated_node} of {pod.key}: waiting for "
+                    f"{', '.join(going)} to terminate")
+    return ""
 
 
 def admission(root: s.Group, tree: list[s.GroupKey], pending: list[s.Pod],

@@ -100,6 +100,10 @@ class Pod:
     # metadata.deletionTimestamp is set: a running one holds its room until it is gone and is
     # never a victim; a pending one is never placed (upstream skips pods being deleted)
     terminating: bool = False
+    # terminating because a preemption evicted it: condition DisruptionTarget=True with reason
+    # PreemptionByScheduler (upstream's PodTerminatingByPreemption) or EvictionByEvictionAPI
+    # (how gangplace's adapter preempts)
+    preempted: bool = False
     nominated_node: NodeName | None = None  # status.nominatedNodeName (an ongoing preemption)
 
 

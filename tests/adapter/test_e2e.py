@@ -101,6 +101,21 @@ def test_a_gang_is_bound_with_the_victims_it_needs_evicted_and_nothing_else(api:
     assert reasons.count("Scheduled") == 2 and reasons.count("Preempted") == 1
 
 
+def test_a_pod_stuck_terminating_keeps_its_room_and_is_not_evicted_again(api: ApiServerDouble) -> None:
+    # low-b was evicted earlier and hangs on a finalizer: its 3 cpu stay taken until it is gone, so
+    # the gang (2 x 2 cpu, rack r0 = n0 + n1) must not be bound into that room, nor low-b evicted twice
+    _cluster(api)
+    api.kubelet_paused = True
+    api.modify("pods", "default", "low-b", lambda o: o["metadata"].update(
+        deletionTimestamp="2026-12-01T00:00:30Z", finalizers=["example.com/stuck"]))
+    api.modify("pods", "default", "low-a", lambda o: o["spec"].update(priority=1000))  # not a victim either
+    _run(api, lambda: _condition(api, "train") is not None)
+    cond = _condition(api, "train")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    assert _node_of(api, "train-0") is None and _node_of(api, "train-1") is None
+    assert not _calls(api, "POST", r"/pods/[^/]+/eviction$")
+
+
 def test_a_gang_that_cannot_fit_stays_pending_with_its_condition_false(api: ApiServerDouble) -> None:
     _cluster(api, gang=3, cpu=3000)  # 3 pods of 3 cpu in one rack of two 4-cpu nodes: never
     _run(api, lambda: _condition(api, "train") is not None)
@@ -370,7 +385,10 @@ def test_a_replica_that_loses_its_lease_mid_plan_stops_before_binding(api: ApiSe
     checks = iter([True, False])  # leading at the eviction, lost by the time the victim is gone
     outcome = Executor(Cluster.at(api.url), leading=lambda: next(checks)).execute(plan, sel.objects)
     assert (outcome.replan, outcome.evicted, outcome.bound) == ("the lease was lost", ["default/low-b"], [])
-    assert not _calls(api, "POST", r"/binding$") and not _calls(api, "PATCH", r"/status$")
+    assert not _calls(api, "POST", r"/binding$") and not _calls(api, "PATCH", r"podgroups/[^/]+/status$")
+    # the preemptors were marked while it led (as upstream's preemption nominates them)
+    assert sorted(_calls(api, "PATCH", r"/pods/train-\d/status$")) == [
+        "/api/v1/namespaces/default/pods/train-0/status", "/api/v1/namespaces/default/pods/train-1/status"]
 
 
 def test_a_victim_recreated_under_its_name_counts_as_gone(api: ApiServerDouble) -> None:

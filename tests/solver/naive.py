@@ -66,6 +66,10 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
         return "Never" if any(p.preemption_policy == "Never" for p in pending if root(p) == r) else "PreemptLowerPriority"
 
     policy = {r: root_policy(r) for r in roots}
+    for r in roots:  # a preemption under way (victims terminating on a nominated node): no new one
+        if any(q.preempted and q.node == p.nominated_node and q.priority < prio[r]
+               for p in pending if root(p) == r and p.nominated_node for q in running):
+            policy[r] = "Never"
 
     def refused(r: str) -> bool:  # validatePodGroup: one schedulerName, the root's priority, one policy
         if r not in groups:

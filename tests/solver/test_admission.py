@@ -199,3 +199,62 @@ def test_the_plan_records_the_gates_it_was_made_under() -> None:
     from tests.builders import snapshot
     plan = api.plan(snapshot(node("n1"), pod("p")), api.PlanOptions(gates=GATE_ON))
     assert plan.stats["featureGates"] == "PodGroupPreemptionPolicy=true"
+
+
+def _terminating(builder, *, preempted: bool = False):
+    builder.obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:30Z"
+    if preempted:
+        builder.obj["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True",
+                                                "reason": "PreemptionByScheduler"}]
+    return builder
+
+
+@BOTH
+def test_a_terminating_pod_is_never_a_victim_and_its_room_stays_held(baseline: bool) -> None:
+    # its room is not free until it is gone (NodeInfo counts it); evicting it again would be
+    # charged for nothing: the live victim on n2 goes instead
+    plan, _ = run_plan(node("n1").cpu_m(4000), node("n2").cpu_m(4000),
+                       _terminating(pod("going").on("n1").cpu_m(3000).priority(1)),
+                       pod("live").on("n2").cpu_m(3000).priority(1), pod("p").cpu_m(2000).priority(100),
+                       baseline_only=baseline)
+    assert {b.pod: b.node for b in plan.bindings} == {"default/p": "n2"}
+    assert [e.pod for e in plan.evictions] == ["default/live"]
+    # alone, it leaves the pod pending
+    plan, _ = run_plan(node("n1").cpu_m(4000), _terminating(pod("going").on("n1").cpu_m(3000).priority(1)),
+                       pod("p").cpu_m(2000).priority(100), baseline_only=baseline)
+    assert plan.bindings == () and plan.evictions == ()
+
+
+@BOTH
+def test_a_terminating_member_of_an_all_group_stays_out_of_its_unit(baseline: bool) -> None:
+    plan, _ = run_plan(node("n1").cpu_m(4000), node("n2").cpu_m(4000), pod_group("inf", 2).disruption_all().priority(1),
+                       _terminating(pod("inf-0").group("inf").on("n1").cpu_m(1000)),
+                       pod("inf-1").group("inf").on("n2").cpu_m(3000), pod("p").cpu_m(3500).priority(100),
+                       baseline_only=baseline)
+    assert {b.pod: b.node for b in plan.bindings} == {"default/p": "n2"}
+    assert [e.pod for e in plan.evictions] == ["default/inf-1"]
+
+
+@BOTH
+def test_an_ongoing_preemption_evicts_nothing_new_and_waits(baseline: bool) -> None:
+    # p was nominated to n1 by an earlier preemption whose victim still terminates there:
+    # upstream (isOngoingPreemption / PodEligibleToPreemptOthers) picks no new victim
+    nominated = pod("p").cpu_m(2000).priority(100)
+    nominated.obj["status"]["nominatedNodeName"] = "n1"
+    objs = [node("n1").cpu_m(4000), node("n2").cpu_m(4000),
+            _terminating(pod("going").on("n1").cpu_m(3000).priority(1), preempted=True),
+            pod("live").on("n2").cpu_m(3000).priority(1)]
+    plan, _ = run_plan(*objs, nominated, baseline_only=baseline)
+    assert plan.bindings == () and plan.evictions == ()
+    assert plan.workloads[0].reason == ("ongoing preemption on nominated node n1 of default/p: waiting for "
+                                        "default/going to terminate")
+    # a gang: the same, through any member's nomination
+    member = pod("g-1").group("g").cpu_m(2000)
+    member.obj["status"]["nominatedNodeName"] = "n1"
+    plan, _ = run_plan(*objs, pod_group("g", 2).priority(100), pod("g-0").group("g").cpu_m(2000), member,
+                       baseline_only=baseline)
+    assert plan.bindings == () and plan.evictions == ()
+    assert plan.workloads[0].reason.startswith("ongoing preemption on nominated node n1 of default/g-1")
+    # without the nomination it is a fresh preemption
+    plan, _ = run_plan(*objs, pod("p").cpu_m(2000).priority(100), baseline_only=baseline)
+    assert [e.pod for e in plan.evictions] == ["default/live"]

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from solver import api, verify
 from solver.model import greedy
 from solver.model.decode import make_plan
+from solver.model.features import FeatureGates
 from solver.model.problem import build_problem
 from tests import builders as b
 from tests.dra_builders import (
@@ -216,6 +217,11 @@ def clusters(draw: Any) -> list[Any]:
         p = b.pod(f"bg{i}").on(draw(st.sampled_from(nodes))).cpu_m(draw(CPU)).priority(draw(st.sampled_from([0, 10, 50])))
         if draw(st.booleans()):
             p.label("app", "db")
+        if draw(st.integers(0, 5)) == 0:  # going already: its room held, never a victim
+            p.obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:30Z"
+            if draw(st.booleans()):
+                p.obj["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True",
+                                                  "reason": "PreemptionByScheduler"}]
         if draw(st.integers(0, 3)) == 0:
             p.cost(draw(st.sampled_from(["0", "2.5", "40"])))
         objs.append(p)
@@ -232,13 +238,30 @@ def clusters(draw: Any) -> list[Any]:
             running.append((p, f"vic-{j}", p.obj["spec"]["nodeName"]))
     if draw(st.booleans()):
         objs.append(b.pdb("db", draw(st.integers(0, 1)), app="db"))
+    def admission_noise(pb: Any) -> Any:
+        """Now and then: a scheduling gate, a nomination, being deleted, Never, another priority."""
+        how = draw(st.integers(0, 19))
+        if how == 0:
+            pb.obj["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+        elif how == 1:
+            pb.obj["status"]["nominatedNodeName"] = draw(st.sampled_from(nodes))
+        elif how == 2:
+            pb.obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:30Z"
+        elif how == 3:
+            pb.never_preempt()
+        elif how == 4:
+            pb.priority(draw(st.sampled_from([20, 100])))
+        return pb
+
+    if draw(st.integers(0, 9)) == 0:  # its PodGroup does not exist yet: it waits
+        objs.append(b.pod("orphan").group("ghost").cpu_m(draw(CPU)))
     # pending workloads
     for w in range(draw(st.integers(1, 2))):
         prio = draw(st.sampled_from([20, 100]))
         kind = draw(st.sampled_from(["gang", "basic", "composite", "pod"]))
         name = f"w{w}"
         if kind == "pod":
-            objs.append(claims(b.pod(name).cpu_m(draw(CPU)).priority(prio)))
+            objs.append(claims(admission_noise(b.pod(name).cpu_m(draw(CPU)).priority(prio))))
             standalone.append(objs[-1])
             continue
         if kind in ("gang", "basic"):
@@ -252,7 +275,7 @@ def clusters(draw: Any) -> list[Any]:
             objs.append(g)
             cpu = draw(CPU)
             for j in range(n_pods):
-                objs.append(claims(b.pod(f"{name}-{j}").group(name).cpu_m(cpu), shared))
+                objs.append(claims(admission_noise(b.pod(f"{name}-{j}").group(name).cpu_m(cpu)), shared))
             if draw(st.integers(0, 3)) == 0:
                 p = b.pod(f"{name}-run").group(name).on(nodes[0]).cpu_m(500)
                 objs.append(p)
@@ -275,7 +298,7 @@ def clusters(draw: Any) -> list[Any]:
             objs.append(g)
             cpu = draw(CPU)
             for j in range(n_pods):
-                pb = b.pod(f"{child}-{j}").group(child).cpu_m(cpu)
+                pb = admission_noise(b.pod(f"{child}-{j}").group(child).cpu_m(cpu))
                 if draw(st.integers(0, 5)) == 0:
                     pb.tolerate("dedicated", "x", "NoSchedule")
                 objs.append(claims(pb, shared))
@@ -289,13 +312,16 @@ def clusters(draw: Any) -> list[Any]:
     return objs
 
 
-@given(clusters())
-def test_aggregated_model_matches_naive_model(objs: list[Any]) -> None:
+@given(clusters(), st.booleans())
+def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool) -> None:
     snap = b.snapshot(*objs)
-    plan = api.plan(snap, api.PlanOptions(time_limit=60))
+    gates = FeatureGates(pod_group_preemption_policy=gate)
+    plan = api.plan(snap, api.PlanOptions(time_limit=60, gates=gates))
     assert plan.status == "OPTIMAL"
-    assert verify.verify(snap, plan) == []
-    want = naive_tiers(snap)
+    assert verify.verify(snap, plan, gates=gates) == []
+    want = naive_tiers(snap, group_policy_gate=gate)
+    event(f"held pods: {min(len(plan.held), 1)}")
+    event(f"refused by admission: {any('all pods in a single pod group' in w.reason for w in plan.workloads)}")
     event(f"evicted pods: {min(plan.objective.evicted_pods, 3)}")
     event(f"satisfied workloads: {plan.objective.satisfied_workloads}/{len(plan.workloads)}")
     event(f"pdb violations: {min(plan.objective.pdb_violations, 1)}")
@@ -315,13 +341,13 @@ def test_aggregated_model_matches_naive_model(objs: list[Any]) -> None:
     assert round(o.preemption_cost * 1000) == want.cost_milli
     assert o.evicted_pods == want.evicted
     # one monolithic model gives the same tiers as the per-domain decomposition
-    whole = api.plan(snap, api.PlanOptions(time_limit=60, decompose=False))
+    whole = api.plan(snap, api.PlanOptions(time_limit=60, decompose=False, gates=gates))
     assert whole.status == "OPTIMAL"
     assert whole.objective.key() == o.key()
     # the greedy baseline is a valid plan, never better than the optimum
-    problem = build_problem(snap)
+    problem = build_problem(snap, gates=gates)
     base = make_plan(problem, greedy.baseline(problem), status="FEASIBLE", stats={})
-    assert verify.verify(snap, base) == []
+    assert verify.verify(snap, base, gates=gates) == []
     assert base.objective.key() <= o.key()
 
 
