@@ -57,6 +57,8 @@ class PlanOptions:
     # for a caller that evicts through the Eviction API, which refuses exactly those evictions
     strict_pdbs: bool = False
     gates: FeatureGates = FeatureGates()  # the scheduler's feature gates (solver.model.features)
+    # a victim's DRA devices go free when it is evicted; False plans as upstream 1.37 can
+    dra_preemption: bool = True
 
 
 def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
@@ -89,7 +91,8 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
     if options.workload:
         snapshot = select_workload(snapshot, options.workload)
     start = time.perf_counter()
-    problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs, gates=options.gates)
+    problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs, gates=options.gates,
+                            dra_preemption=options.dra_preemption)
     baseline = greedy.baseline(problem)
     baseline_seconds = time.perf_counter() - start
     stats: dict[str, object] = {
@@ -103,6 +106,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
         "seed": options.seed,
         "strictPdbs": options.strict_pdbs,
         "featureGates": format_feature_gates(options.gates),
+        "draPreemption": options.dra_preemption,
         "baselineSeconds": round(baseline_seconds, 4),
     }
     if not options.baseline_only and options.ideal_shortcut and reaches_ideal(problem, baseline):
@@ -147,7 +151,8 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
             # a hint alone does not guarantee the solver keeps the baseline's quality
             assignment, status, bound, stats["fromBaseline"] = baseline, FEASIBLE, 0, True
         result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
-    violations = verify_mod.verify(snapshot, result, strict_pdbs=options.strict_pdbs, gates=options.gates)
+    violations = verify_mod.verify(snapshot, result, strict_pdbs=options.strict_pdbs, gates=options.gates,
+                                   dra_preemption=options.dra_preemption)
     if violations:
         raise PlanInvalidError(violations)
     return result

@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--strict-pdbs", action="store_true",
                        help="never evict beyond a PDB's disruptionsAllowed (as the Eviction API enforces)")
     _feature_gates_arg(solve)
+    solve.add_argument("--no-dra-preemption", action="store_true",
+                       help="a victim's DRA devices stay held, as upstream 1.37 plans (default: evicting "
+                            "every holder frees them)")
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
@@ -214,7 +217,8 @@ def _solve(args: argparse.Namespace) -> int:
         options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline,
                                   decompose=not args.no_decompose, strict_pdbs=args.strict_pdbs,
-                                  gates=args.feature_gates or FeatureGates())
+                                  gates=args.feature_gates or FeatureGates(),
+                                  dra_preemption=not args.no_dra_preemption)
         plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
     if args.output:
@@ -256,7 +260,8 @@ def _solve_remote(args: argparse.Namespace) -> Any:
     options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose,
                                   strict_pdbs=args.strict_pdbs,
-                                  feature_gates=format_feature_gates(args.feature_gates or FeatureGates()))
+                                  feature_gates=format_feature_gates(args.feature_gates or FeatureGates()),
+                                  no_dra_preemption=args.no_dra_preemption)
     with client.PlacementClient(args.server) as c:
         return c.solve(body, options)
 

@@ -36,6 +36,7 @@ class SolveOptions:
     baseline_only: bool = False
     no_decompose: bool = False
     strict_pdbs: bool = False
+    no_dra_preemption: bool = False  # a victim's DRA devices stay held (upstream 1.37)
     feature_gates: str = ""  # "PodGroupPreemptionPolicy=true": kube-scheduler's gates; "" is 1.37's defaults
     deadline: float | None = None  # seconds for the whole call; None: time_limit + 30
 
@@ -43,7 +44,7 @@ class SolveOptions:
         return pb.SolveOptions(time_limit_seconds=self.time_limit, workers=self.workers, seed=self.seed,
                                relative_gap=self.relative_gap, baseline_only=self.baseline_only,
                                no_decompose=self.no_decompose, strict_pdbs=self.strict_pdbs,
-                               feature_gates=self.feature_gates)
+                               feature_gates=self.feature_gates, no_dra_preemption=self.no_dra_preemption)
 
 
 @dataclass(frozen=True, slots=True)

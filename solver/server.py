@@ -128,7 +128,8 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         context.add_callback(stop.set)  # cancelled, deadline passed, or server stopping
         options = api.PlanOptions(workload=request.workload or None, time_limit=limit, workers=o.workers or 1,
                                   seed=o.seed, relative_gap=o.relative_gap, baseline_only=o.baseline_only,
-                                  decompose=not o.no_decompose, strict_pdbs=o.strict_pdbs, gates=gates, stop=stop,
+                                  decompose=not o.no_decompose, strict_pdbs=o.strict_pdbs, gates=gates,
+                                  dra_preemption=not o.no_dra_preemption, stop=stop,
                                   on_solution=on_solution)
         try:
             plan = api.plan(snapshot, options)

@@ -41,10 +41,12 @@ class Violation:
 class _View:
     """The snapshot and plan, indexed once."""
 
-    def __init__(self, snapshot: s.ClusterSnapshot, plan: Plan, gates: FeatureGates = FeatureGates()) -> None:
+    def __init__(self, snapshot: s.ClusterSnapshot, plan: Plan, gates: FeatureGates = FeatureGates(),
+                 dra_preemption: bool = True) -> None:
         self.snapshot = snapshot
         self.plan = plan
         self.gates = gates
+        self.dra_preemption = dra_preemption
         self._policy: dict[str, str] = {}
         self._ongoing: dict[str, bool] = {}
         self._pending_by_root: dict[str, list[s.Pod]] | None = None
@@ -187,10 +189,11 @@ class _View:
 
 
 def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False,
-           gates: FeatureGates = FeatureGates()) -> list[Violation]:
+           gates: FeatureGates = FeatureGates(), dra_preemption: bool = True) -> list[Violation]:
     """Every rule the plan breaks; with ``strict_pdbs`` a PDB violation is one too. ``gates``
-    are the scheduler's feature gates the plan was made under."""
-    view = _View(snapshot, plan, gates)
+    are the scheduler's feature gates the plan was made under; without ``dra_preemption`` no
+    evicted pod's devices go free."""
+    view = _View(snapshot, plan, gates, dra_preemption)
     out: list[Violation] = []
     if strict_pdbs:
         out.extend(check_pdbs_strict(view))
@@ -519,8 +522,8 @@ class _DraView:
             consumers = list(claim.reserved_pods) + [p.key for g in claim.reserved_groups
                                                      for p in view.members.get(s.GroupKey(g), ()) if p.node]
             self.consumers[key] = consumers
-            if (consumers and not claim.reserved_other and all(c in view.evicted for c in consumers)
-                    and key not in used_by_bound):
+            if (view.dra_preemption and consumers and not claim.reserved_other
+                    and all(c in view.evicted for c in consumers) and key not in used_by_bound):
                 self.freed.add(key)
             else:
                 for ad in claim.allocation:

@@ -234,4 +234,6 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
            "this plan may evict without displacing a higher tier")
     if problem.strict_pdbs and problem.snapshot.pdbs:
         why += " or evicting beyond a PodDisruptionBudget's disruptionsAllowed"
+    if problem.dra.active and not problem.dra_preemption:
+        why += "; devices allocated to running pods stay held (no DRA preemption)"
     return why

@@ -186,9 +186,11 @@ class DraProblem:
 
 
 def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Sequence[object],
-            groups: Mapping[s.GroupKey, s.Group]) -> DraProblem:
+            groups: Mapping[s.GroupKey, s.Group], *, free_on_eviction: bool = True) -> DraProblem:
     """The DRA view of the problem. ``classes`` and ``units`` are problem.PodClass and
-    problem.VictimUnit (not imported here to keep the dependency one way)."""
+    problem.VictimUnit (not imported here to keep the dependency one way). Without
+    ``free_on_eviction`` every allocated device stays held whoever is evicted, as upstream
+    1.37 plans (its DRA plugin has no preemption support, KEP-5690)."""
     dra_state = snapshot.dra
     out = DraProblem(class_slots=[() for _ in classes])
     if not dra_state.pod_claims and not dra_state.devices:
@@ -208,7 +210,8 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
         if claim.allocation is None:
             continue
         consumers = list(claim.reserved_pods) + [p for g in claim.reserved_groups for p in running_of_group.get(g, ())]
-        if consumers and not claim.reserved_other and all(p in unit_of_pod and unit_of_pod[p] not in protected for p in consumers):
+        if free_on_eviction and consumers and not claim.reserved_other and \
+                all(p in unit_of_pod and unit_of_pod[p] not in protected for p in consumers):
             holder: Holder = tuple(sorted({unit_of_pod[p] for p in consumers}))
         else:
             holder = ()

@@ -29,7 +29,7 @@ from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_
 
 
 class _State:
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, *, frees_devices: bool = False) -> None:
         self.problem = problem
         self.nodes = {n.name: n for n in problem.nodes}
         self.placed: dict[s.NodeName, dict[int, int]] = defaultdict(dict)
@@ -40,7 +40,7 @@ class _State:
         self._new: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for unit in problem.units:
             self._bump_unit(unit.index, 1)
-        self.dev = Devices(problem.dra, self.evicted)
+        self.dev = Devices(problem.dra, self.evicted, frees=frees_devices)
         self._takes: list[Take] = []  # device takes of the "dev" log entries
         # nodes that hold or held something: every other node is empty (fullness 0)
         self.touched: set[s.NodeName] = set(self._running)
@@ -251,7 +251,7 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
 
     Never worse on any tier; used on a solver plan a time limit cut short.
     """
-    state = _State(problem)
+    state = _State(problem, frees_devices=problem.dra_preemption)
     dra = problem.dra
     for i, take in assignment.shared.items():
         reach = frozenset.intersection(*(dra.types[t].reach for (_, _, _, t) in take))

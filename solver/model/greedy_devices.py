@@ -22,9 +22,10 @@ INF = 1 << 40
 
 
 class Devices:
-    def __init__(self, dra: dra_mod.DraProblem, evicted: set[int]) -> None:
+    def __init__(self, dra: dra_mod.DraProblem, evicted: set[int], *, frees: bool = True) -> None:
         self.dra = dra
         self.evicted = evicted  # the greedy state's set, shared (read only here)
+        self.frees = frees  # False: an evicted holder's devices stay held (upstream 1.37)
         self.used: Counter[int] = Counter()
         self.by_class: dict[int, Counter[int]] = defaultdict(Counter)  # type -> class -> devices
         self.placed: dict[tuple[int, s.NodeName], Counter[tuple[int, int, object, int]]] = defaultdict(Counter)
@@ -39,7 +40,7 @@ class Devices:
             return dtype.size
         # a type some pending pod keeps (it names the holding claim) is never freed here:
         # simpler than undoing a reuse when that pod is placed later, and still valid
-        if dtype.holder and not dtype.kept_by and all(u in self.evicted for u in dtype.holder):
+        if self.frees and dtype.holder and not dtype.kept_by and all(u in self.evicted for u in dtype.holder):
             return dtype.size
         return 0
 

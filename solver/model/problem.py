@@ -109,6 +109,9 @@ class Problem:
     # for callers that evict through the Eviction API, which refuses such evictions
     strict_pdbs: bool = False
     gates: FeatureGates = field(default_factory=FeatureGates)
+    # a victim's devices go free when it is evicted (gangplace's default); False: they stay held,
+    # as upstream 1.37 plans (dynamicresources has no PreFilterExtensions: KEP-5690 is open)
+    dra_preemption: bool = True
     # pending pods never placed, with why: scheduling gates, being deleted (sorted by pod)
     held: tuple[tuple[s.PodKey, str], ...] = ()
 
@@ -161,7 +164,7 @@ def held_reason(pod: s.Pod) -> str:
 
 
 def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
-                  gates: FeatureGates = FeatureGates()) -> Problem:
+                  gates: FeatureGates = FeatureGates(), dra_preemption: bool = True) -> Problem:
     groups = snapshot.group_by_key()
     children: dict[s.GroupKey, list[s.GroupKey]] = defaultdict(list)
     for group in snapshot.groups:
@@ -208,8 +211,9 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
         strict_pdbs=strict_pdbs,
         gates=gates,
         held=tuple(held),
+        dra_preemption=dra_preemption,
     )
-    problem.dra = dra_mod.analyse(snapshot, classes, units, groups)
+    problem.dra = dra_mod.analyse(snapshot, classes, units, groups, free_on_eviction=dra_preemption)
     powers = [c.power for c in classes if c.power is not None]
     strongest = max(powers) if powers else None
     # the same for every class: computed once per node, not once per (class, node)

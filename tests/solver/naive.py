@@ -30,7 +30,8 @@ class Tiers:
     evicted: int
 
 
-def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_policy_gate: bool = False) -> Tiers:
+def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_policy_gate: bool = False,
+                dra_preemption: bool = True) -> Tiers:
     groups = snap.group_by_key()
     children: dict[str, list[str]] = defaultdict(list)
     for g in snap.groups:
@@ -128,7 +129,7 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
             for p in req:
                 m.add(row <= n.allocatable.get(r, 0)).only_enforce_if(x[p.key, n.name])
 
-    dra = _Dra(m, snap, pending, running, x, e, unit_of, pod_power)
+    dra = _Dra(m, snap, pending, running, x, e, unit_of, pod_power, dra_preemption)
 
     # necessity of every eviction
     for u, ev in e.items():
@@ -307,7 +308,8 @@ class _Dra:
     """
 
     def __init__(self, m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod],
-                 running: list[s.Pod], x: dict, e: dict, unit_of: dict[str, str], pod_power) -> None:
+                 running: list[s.Pod], x: dict, e: dict, unit_of: dict[str, str], pod_power,
+                 dra_preemption: bool = True) -> None:
         self.m = m
         state = snap.dra
         self.state = state
@@ -339,7 +341,8 @@ class _Dra:
                 continue
             consumers = list(claim.reserved_pods) + [p.key for p in running if p.group in claim.reserved_groups]
             units = {unit_of.get(c) for c in consumers}
-            freeable = bool(consumers) and not claim.reserved_other and all(u is not None and u in e for u in units)
+            freeable = dra_preemption and bool(consumers) and not claim.reserved_other and \
+                all(u is not None and u in e for u in units)
             users = [v for p in pending if any(pc.claim == claim.key for pc in state.pod_claims.get(p.key, ()))
                      for v in self.x_of[p.key].values()]
             for a in claim.allocation:

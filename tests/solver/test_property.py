@@ -312,14 +312,15 @@ def clusters(draw: Any) -> list[Any]:
     return objs
 
 
-@given(clusters(), st.booleans())
-def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool) -> None:
+@given(clusters(), st.booleans(), st.booleans())
+def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_free: bool) -> None:
+    # gate: PodGroupPreemptionPolicy; dra_free: evicting every holder frees devices (else upstream's rule)
     snap = b.snapshot(*objs)
     gates = FeatureGates(pod_group_preemption_policy=gate)
-    plan = api.plan(snap, api.PlanOptions(time_limit=60, gates=gates))
+    plan = api.plan(snap, api.PlanOptions(time_limit=60, gates=gates, dra_preemption=dra_free))
     assert plan.status == "OPTIMAL"
-    assert verify.verify(snap, plan, gates=gates) == []
-    want = naive_tiers(snap, group_policy_gate=gate)
+    assert verify.verify(snap, plan, gates=gates, dra_preemption=dra_free) == []
+    want = naive_tiers(snap, group_policy_gate=gate, dra_preemption=dra_free)
     event(f"held pods: {min(len(plan.held), 1)}")
     event(f"refused by admission: {any('all pods in a single pod group' in w.reason for w in plan.workloads)}")
     event(f"evicted pods: {min(plan.objective.evicted_pods, 3)}")
@@ -341,13 +342,13 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool) -> No
     assert round(o.preemption_cost * 1000) == want.cost_milli
     assert o.evicted_pods == want.evicted
     # one monolithic model gives the same tiers as the per-domain decomposition
-    whole = api.plan(snap, api.PlanOptions(time_limit=60, decompose=False, gates=gates))
+    whole = api.plan(snap, api.PlanOptions(time_limit=60, decompose=False, gates=gates, dra_preemption=dra_free))
     assert whole.status == "OPTIMAL"
     assert whole.objective.key() == o.key()
     # the greedy baseline is a valid plan, never better than the optimum
-    problem = build_problem(snap, gates=gates)
+    problem = build_problem(snap, gates=gates, dra_preemption=dra_free)
     base = make_plan(problem, greedy.baseline(problem), status="FEASIBLE", stats={})
-    assert verify.verify(snap, base, gates=gates) == []
+    assert verify.verify(snap, base, gates=gates, dra_preemption=False) == []  # upstream frees no device
     assert base.objective.key() <= o.key()
 
 

@@ -6,6 +6,7 @@ plan through solver.verify.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from solver import api, verify
@@ -248,3 +249,20 @@ def test_a_claim_also_held_by_a_higher_priority_pod_stays_held_and_that_pod_stay
     bindings, evictions, allocs, _ = _plan(*objs)
     assert bindings == {"default/p": "n0"} and evictions == ["default/lo"]
     assert [(a["pod"], _devices(a)) for a in allocs] == [("default/p", ["n0/gpu-1"])]
+
+
+def test_no_dra_preemption_keeps_every_held_device_held_as_upstream_plans() -> None:
+    # the shipped example places its trainers only by evicting a batch pod for its GPUs; upstream
+    # 1.37's DRA plugin cannot free them (no PreFilterExtensions, KEP-5690), and neither can the
+    # baseline, nor gangplace with --no-dra-preemption
+    from solver import api, loader, verify
+
+    snap = loader.load_snapshot(Path(__file__).resolve().parents[2] / "examples" / "dra-gpus.yaml")
+    freed = api.plan(snap, api.PlanOptions())
+    assert freed.objective.placed_pods == 4 and [e.pod for e in freed.evictions] == ["default/infer-b"]
+    for options in (api.PlanOptions(dra_preemption=False), api.PlanOptions(baseline_only=True)):
+        plan = api.plan(snap, options)
+        assert plan.bindings == () and plan.evictions == () and plan.device_allocations == ()
+        assert verify.verify(snap, plan, dra_preemption=False) == []
+    # the freeing plan breaks the rule it does not follow
+    assert [v.rule for v in verify.verify(snap, freed, dra_preemption=False)] != []

@@ -22,7 +22,7 @@ class SolveRequest(_message.Message):
     def __init__(self, state: _Optional[_Union[ClusterState, _Mapping]] = ..., kubernetes_objects: _Optional[bytes] = ..., workload: _Optional[str] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class SolveOptions(_message.Message):
-    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "strict_pdbs", "feature_gates")
+    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "strict_pdbs", "feature_gates", "no_dra_preemption")
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,7 @@ class SolveOptions(_message.Message):
     NO_DECOMPOSE_FIELD_NUMBER: _ClassVar[int]
     STRICT_PDBS_FIELD_NUMBER: _ClassVar[int]
     FEATURE_GATES_FIELD_NUMBER: _ClassVar[int]
+    NO_DRA_PREEMPTION_FIELD_NUMBER: _ClassVar[int]
     time_limit_seconds: float
     workers: int
     seed: int
@@ -39,7 +40,8 @@ class SolveOptions(_message.Message):
     no_decompose: bool
     strict_pdbs: bool
     feature_gates: str
-    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., strict_pdbs: _Optional[bool] = ..., feature_gates: _Optional[str] = ...) -> None: ...
+    no_dra_preemption: bool
+    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., strict_pdbs: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ...) -> None: ...
 
 class ClusterState(_message.Message):
     __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates")
