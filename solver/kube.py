@@ -34,7 +34,7 @@ MAX_DEPTH = 4  # DESIGN.md: a workload tree is at most 4 levels deep
 GROUP_KINDS = {"PodGroup", "CompositePodGroup"}
 DRA_KINDS = {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"}
 # Workload objects are templates (the runtime objects are PodGroups): counted as skipped.
-READ_KINDS = {"Node", "Pod", "PriorityClass", "PodDisruptionBudget"} | GROUP_KINDS | DRA_KINDS
+READ_KINDS = {"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace"} | GROUP_KINDS | DRA_KINDS
 
 Obj = Mapping[str, Any]
 
@@ -231,6 +231,115 @@ def _affinity_terms(obj: Obj) -> tuple[s.NodeSelectorTerm, ...]:
     return _terms(obj, field, _get(obj, field, list, []))
 
 
+def _with_label_keys(obj: Obj, field: str, selector: s.LabelSelector | None, raw: Mapping[str, Any],
+                     names: tuple[str, ...]) -> s.LabelSelector | None:
+    """matchLabelKeys (In) and mismatchLabelKeys (NotIn) merged with the pod's own label values,
+    as kube-apiserver does at pod creation (applyLabelKeysToLabelSelector,
+    pkg/registry/core/pod/strategy.go); keys the pod lacks are skipped; none with a nil selector."""
+    labels = _get(obj, "metadata.labels", Mapping, {})
+    extra = []
+    for name, op in zip(names, ("In", "NotIn"), strict=False):
+        for i, key in enumerate(_items(obj, f"{field}.{name}", raw.get(name))):
+            if not isinstance(key, str) or not key:
+                raise _fail(obj, f"{field}.{name}[{i}]", "expected a label key")
+            if key in labels:
+                extra.append(s.SelectorRequirement(key=key, operator=op, values=(str(labels[key]),)))
+    if selector is None or not extra:
+        return selector
+    return s.LabelSelector(match_labels=selector.match_labels,
+                           match_expressions=selector.match_expressions + tuple(extra))
+
+
+def _pod_affinity_terms(obj: Obj, ns: str, kind: str) -> tuple[s.PodAffinityTerm, ...]:
+    """spec.affinity.<kind>.requiredDuringSchedulingIgnoredDuringExecution, namespaces resolved
+    (getNamespacesFromPodAffinityTerm: neither names nor a selector means the pod's own)."""
+    field = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+    out = []
+    for i, raw in enumerate(_get(obj, field, list, [])):
+        tf = f"{field}[{i}]"
+        if not isinstance(raw, Mapping):
+            raise _fail(obj, tf, "expected a pod affinity term")
+        key = raw.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            raise _fail(obj, f"{tf}.topologyKey", "missing")
+        selector = None if raw.get("labelSelector") is None else \
+            _label_selector(obj, f"{tf}.labelSelector", raw["labelSelector"])
+        names = [str(n) for n in _items(obj, f"{tf}.namespaces", raw.get("namespaces"))]
+        ns_selector = None if raw.get("namespaceSelector") is None else \
+            _label_selector(obj, f"{tf}.namespaceSelector", raw["namespaceSelector"])
+        if not names and ns_selector is None:
+            names = [ns]
+        out.append(s.PodAffinityTerm(
+            selector=_with_label_keys(obj, tf, selector, raw, ("matchLabelKeys", "mismatchLabelKeys")),
+            namespaces=frozenset(names), namespace_selector=ns_selector, topology_key=key))
+    return tuple(out)
+
+
+def _spread(obj: Obj) -> tuple[s.SpreadConstraint, ...]:
+    """spec.topologySpreadConstraints with whenUnsatisfiable DoNotSchedule (the filter);
+    ScheduleAnyway ones only score and are checked for shape, then left out."""
+    field = "spec.topologySpreadConstraints"
+    out = []
+    for i, raw in enumerate(_get(obj, field, list, [])):
+        cf = f"{field}[{i}]"
+        if not isinstance(raw, Mapping):
+            raise _fail(obj, cf, "expected a topology spread constraint")
+        skew = raw.get("maxSkew")
+        if not isinstance(skew, int) or isinstance(skew, bool) or not 1 <= skew <= 2**31 - 1:
+            raise _fail(obj, f"{cf}.maxSkew", f"must be a positive 32-bit integer, got {skew!r}")
+        key = raw.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            raise _fail(obj, f"{cf}.topologyKey", "missing")
+        when = raw.get("whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise _fail(obj, f"{cf}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}")
+        min_domains = raw.get("minDomains")
+        if min_domains is not None and (not isinstance(min_domains, int) or isinstance(min_domains, bool)
+                                        or not 1 <= min_domains <= 2**31 - 1):
+            raise _fail(obj, f"{cf}.minDomains", f"must be a positive 32-bit integer, got {min_domains!r}")
+        policies = {}
+        for name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+            value = raw.get(name) or default
+            if value not in ("Honor", "Ignore"):
+                raise _fail(obj, f"{cf}.{name}", f"must be Honor or Ignore, got {value!r}")
+            policies[name] = value == "Honor"
+        selector = None if raw.get("labelSelector") is None else \
+            _label_selector(obj, f"{cf}.labelSelector", raw["labelSelector"])
+        selector = _with_label_keys(obj, cf, selector, raw, ("matchLabelKeys",))
+        if when == "DoNotSchedule":
+            out.append(s.SpreadConstraint(max_skew=skew, topology_key=key, selector=selector, min_domains=min_domains,
+                                          honor_node_affinity=policies["nodeAffinityPolicy"],
+                                          honor_node_taints=policies["nodeTaintsPolicy"]))
+    return tuple(out)
+
+
+def _host_ports(obj: Obj) -> tuple[s.HostPort, ...]:
+    """hostPorts of the containers and of sidecar init containers (restartPolicy Always), as
+    upstream GetHostPorts; hostPort 0 asks for none."""
+    spec = obj.get("spec") or {}
+    out = []
+    for kind in ("containers", "initContainers"):
+        for i, c in enumerate(_items(obj, f"spec.{kind}", spec.get(kind))):
+            if not isinstance(c, Mapping) or (kind == "initContainers" and c.get("restartPolicy") != "Always"):
+                continue
+            for j, p in enumerate(_items(obj, f"spec.{kind}[{i}].ports", c.get("ports"))):
+                pf = f"spec.{kind}[{i}].ports[{j}]"
+                if not isinstance(p, Mapping):
+                    raise _fail(obj, pf, "expected a container port")
+                port = p.get("hostPort") or 0
+                if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+                    raise _fail(obj, f"{pf}.hostPort", f"must be a port number, got {port!r}")
+                protocol = p.get("protocol") or "TCP"
+                if protocol not in ("TCP", "UDP", "SCTP"):
+                    raise _fail(obj, f"{pf}.protocol", f"must be TCP, UDP or SCTP, got {protocol!r}")
+                ip = p.get("hostIP") or "0.0.0.0"
+                if not isinstance(ip, str):
+                    raise _fail(obj, f"{pf}.hostIP", "expected str")
+                if port:
+                    out.append(s.HostPort(protocol=protocol, ip=ip, port=port))
+    return tuple(sorted(set(out), key=lambda h: (h.protocol, h.ip, h.port)))
+
+
 def _cost(obj: Obj) -> int | None:
     raw = (obj.get("metadata") or {}).get("annotations", {}) or {}
     if COST_ANNOTATION not in raw:
@@ -322,6 +431,10 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         terminating=(terminating := bool(_get(obj, "metadata.deletionTimestamp", str))),
         preempted=terminating and _preempted(obj),
         nominated_node=s.NodeName(nominated) if nominated and not node else None,
+        pod_affinity=_pod_affinity_terms(obj, ns, "podAffinity"),
+        pod_anti_affinity=_pod_affinity_terms(obj, ns, "podAntiAffinity"),
+        spread=_spread(obj),
+        host_ports=_host_ports(obj),
     )
 
 
@@ -1043,6 +1156,11 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         dra.pod(obj, pod)
         pods.append(pod)
     pdbs = tuple(p for o in by_kind["PodDisruptionBudget"] if (p := parse_pdb(o)) is not None)
+    namespaces = {}
+    for obj in by_kind["Namespace"]:  # their labels: namespaceSelector of pod affinity terms
+        _, name = _meta(obj, namespaced=False)
+        namespaces[name] = {"kubernetes.io/metadata.name": name,
+                            **{str(k): str(v) for k, v in _get(obj, "metadata.labels", Mapping, {}).items()}}
     return s.ClusterSnapshot(
         nodes=nodes,
         pods=tuple(sorted(pods, key=lambda p: p.key)),
@@ -1050,6 +1168,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         pdbs=tuple(sorted(pdbs, key=lambda p: p.key)),
         dra=dra.state(),
         skipped_kinds=dict(sorted(skipped.items())),
+        namespace_labels=dict(sorted(namespaces.items())),
         waiting=tuple(sorted(waiting, key=lambda w: w.pod)),
         warnings=tuple(warnings),
     )

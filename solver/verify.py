@@ -63,6 +63,7 @@ class _View:
         for p in snapshot.pods:
             if p.group:
                 self.members[p.group].append(p)
+        self.new_pods = [self.pods[s.PodKey(k)] for k in sorted(self.bound) if s.PodKey(k) in self.pods]
         self.new_on: dict[str, list[s.Pod]] = defaultdict(list)  # node -> pods the plan binds there
         for pod_key, node in self.bound.items():
             if pod_key in self.pods:
@@ -187,6 +188,13 @@ class _View:
     def running_after(self, pod: s.Pod) -> bool:
         return self.is_running(pod) and pod.key not in self.evicted
 
+    def running_after_all(self) -> list[s.Pod]:
+        return [p for p in self.snapshot.pods if self.running_after(p)]
+
+    def present(self) -> list[s.Pod]:
+        """The plan's end state: running pods not evicted, and the pods it binds."""
+        return self.running_after_all() + self.new_pods
+
 
 def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False,
            gates: FeatureGates = FeatureGates(), dra_preemption: bool = True) -> list[Violation]:
@@ -197,7 +205,8 @@ def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False
     out: list[Violation] = []
     if strict_pdbs:
         out.extend(check_pdbs_strict(view))
-    for check in (check_bindings, check_admission, check_evictions, check_capacity, check_victims_necessary, check_gangs,
+    for check in (check_bindings, check_admission, check_pod_anti_affinity, check_pod_affinity,
+                  check_topology_spread, check_host_ports, check_evictions, check_capacity, check_victims_necessary, check_gangs,
                   check_topology, check_objective, check_device_allocations, check_allocated_claims,
                   check_devices, check_device_reach, check_device_counts, check_device_conflicts,
                   check_device_constraints):
@@ -238,6 +247,172 @@ def check_admission(view: _View) -> list[Violation]:
         if bound:
             out.append(Violation(rule="admission", subject=root,
                                  detail=f"validatePodGroup refuses the workload, yet {bound} are bound"))
+    return out
+
+
+# ---- inter-pod rules ----------------------------------------------------------------
+# Read on the plan's end state: the running pods not evicted and the pods it binds, each on
+# its node ("present"). Running pods are never checked against each other (upstream filters
+# only the pod being placed).
+
+
+def _where_now(view: _View, pod: s.Pod) -> s.Node | None:
+    name = view.bound.get(pod.key) or pod.node
+    return view.nodes.get(s.NodeName(name)) if name else None
+
+
+def _ns(view: _View, pod: s.Pod) -> Mapping[str, str]:
+    return selectors.namespace_labels(view.snapshot.namespace_labels, pod.namespace)
+
+
+def _same_domain(key: str, a: s.Node | None, b: s.Node | None) -> bool:
+    return a is not None and b is not None and key in a.labels and a.labels[key] == b.labels.get(key)
+
+
+def _anti_conflict(view: _View, owner: s.Pod, other: s.Pod) -> bool:
+    """``owner``'s required anti-affinity refuses ``other`` where they now are."""
+    if owner.key == other.key or not owner.pod_anti_affinity:
+        return False
+    a, b = _where_now(view, owner), _where_now(view, other)
+    return any(_same_domain(t.topology_key, a, b) and selectors.pod_term_matches(t, other, _ns(view, other))
+               for t in owner.pod_anti_affinity)
+
+
+def _port_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
+    """One host port asked for by two pods on one node (NodePorts)."""
+    if a.key == b.key or not a.host_ports or not b.host_ports:
+        return False
+    na, nb = _where_now(view, a), _where_now(view, b)
+    return na is not None and nb is not None and na.name == nb.name and any(
+        selectors.ports_conflict(x, y) for x in a.host_ports for y in b.host_ports)
+
+
+def _in_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
+    return _anti_conflict(view, a, b) or _anti_conflict(view, b, a) or _port_conflict(view, a, b)
+
+
+def check_pod_anti_affinity(view: _View) -> list[Violation]:
+    """InterPodAffinity (plugins/interpodaffinity/filtering.go): no bound pod's anti-affinity
+    term matches another present pod in its domain (satisfyPodAntiAffinity), and no present
+    pod's term matches a bound pod in its (satisfyExistingPodsAntiAffinity)."""
+    out = []
+    present = view.present()
+    owners = [q for q in present if q.pod_anti_affinity]
+    for p in view.new_pods:
+        for q in owners:
+            if _anti_conflict(view, q, p):
+                out.append(Violation(rule="pod-anti-affinity", subject=p.key,
+                                     detail=f"refused by {q.key}'s required anti-affinity in its domain"))
+        if p.pod_anti_affinity:
+            for q in present:
+                if _anti_conflict(view, p, q):
+                    out.append(Violation(rule="pod-anti-affinity", subject=p.key,
+                                         detail=f"its required anti-affinity refuses {q.key} in its domain"))
+    return out
+
+
+def check_host_ports(view: _View) -> list[Violation]:
+    """NodePorts: no bound pod asks for a host port another present pod on its node holds."""
+    out = []
+    on_node: dict[str, list[s.Pod]] = defaultdict(list)
+    for q in view.present():
+        if q.host_ports and (node := _where_now(view, q)) is not None:
+            on_node[node.name].append(q)
+    for p in view.new_pods:
+        node = _where_now(view, p)
+        for q in on_node.get(node.name, ()) if p.host_ports and node is not None else ():
+            if _port_conflict(view, p, q):
+                out.append(Violation(rule="host-port", subject=p.key, detail=f"a host port of {q.key} on {node.name}"))
+    return out
+
+
+def _matches_all(view: _View, terms: tuple[s.PodAffinityTerm, ...], pod: s.Pod) -> bool:
+    return all(selectors.pod_term_matches(t, pod, _ns(view, pod)) for t in terms)
+
+
+def check_pod_affinity(view: _View) -> list[Violation]:
+    """Required pod affinity, as the pods would be bound one at a time: each bound pod with
+    terms has, in every term's domain, a pod already there matching all its terms; or it is
+    the first such pod anywhere and matches its own terms (satisfyPodAffinity). The order is
+    found greedily: every pod that is supported, and one first pod only when none is."""
+    todo = sorted((p for p in view.new_pods if p.pod_affinity), key=lambda p: p.key)
+    if not todo:
+        return []
+    out = []
+    for p in todo:
+        node = _where_now(view, p)
+        if node is None or any(t.topology_key not in node.labels for t in p.pod_affinity):
+            out.append(Violation(rule="pod-affinity", subject=p.key,
+                                 detail="its node lacks a topology key of its required pod affinity"))
+    if out:
+        return out
+    term_sets = {p.pod_affinity for p in todo}
+    # per term set: the (key, value) domains holding a pod matching all of it
+    support: dict[tuple[s.PodAffinityTerm, ...], set[tuple[str, str]]] = {terms: set() for terms in term_sets}
+
+    def place(q: s.Pod) -> None:
+        node = _where_now(view, q)
+        if node is None:
+            return
+        for terms, domains in support.items():
+            if _matches_all(view, terms, q):
+                domains.update((t.topology_key, node.labels[t.topology_key]) for t in terms
+                               if t.topology_key in node.labels)
+
+    for q in view.running_after_all() + [p for p in view.new_pods if not p.pod_affinity]:
+        place(q)
+    while todo:
+        def supported(p: s.Pod) -> bool:
+            labels = _where_now(view, p).labels  # type: ignore[union-attr]
+            return all((t.topology_key, labels[t.topology_key]) in support[p.pod_affinity] for t in p.pod_affinity)
+
+        ready = [p for p in todo if supported(p)]
+        if not ready:
+            ready = [p for p in todo if not support[p.pod_affinity] and _matches_all(view, p.pod_affinity, p)][:1]
+        if not ready:
+            return [Violation(rule="pod-affinity", subject=p.key,
+                              detail="no pod matching its required affinity is in its domain") for p in todo]
+        for p in ready:
+            place(p)
+        todo = [p for p in todo if p not in ready]
+    return out
+
+
+def check_topology_spread(view: _View) -> list[Violation]:
+    """PodTopologySpread DoNotSchedule (plugins/podtopologyspread/filtering.go), on the end
+    state: for each bound pod's constraint, the matching pods in its domain exceed the fewest
+    in any eligible domain (0 when there are fewer than minDomains) by at most maxSkew."""
+    out = []
+    spreading = [p for p in view.new_pods if p.spread]
+    present = [p for p in view.present() if not p.terminating] if spreading else []
+    cache: dict[tuple[object, ...], tuple[dict[str, int], set[str]]] = {}
+    for p in spreading:
+        node = _where_now(view, p)
+        for c in p.spread:
+            key = (c, p.namespace, tuple(sorted(p.node_selector.items())), p.affinity_terms, p.tolerations,
+                   tuple(x.topology_key for x in p.spread))
+            if key not in cache:
+                eligible = [n for n in view.snapshot.nodes if selectors.spread_eligible(c, p, n)
+                            and all(x.topology_key in n.labels for x in p.spread)]
+                tally: dict[str, int] = {n.labels[c.topology_key]: 0 for n in eligible}
+                names = {n.name for n in eligible}
+                for q in present:
+                    where = _where_now(view, q)
+                    if where is not None and where.name in names and selectors.spread_matches(c, p, q):
+                        tally[where.labels[c.topology_key]] += 1
+                cache[key] = (tally, names)
+            counts, eligible_names = cache[key]
+            if node is None or node.name not in eligible_names:
+                out.append(Violation(rule="topology-spread", subject=p.key,
+                                     detail=f"node lacks {c.topology_key} or is not one of its domains"))
+                continue
+            low = 0 if len(counts) < (c.min_domains or 1) else min(counts.values())
+            have = counts[node.labels[c.topology_key]]
+            if have - low > c.max_skew:
+                out.append(Violation(rule="topology-spread", subject=p.key,
+                                     detail=f"{have} matching pods in {c.topology_key}="
+                                            f"{node.labels[c.topology_key]}, {low} in the emptiest domain, "
+                                            f"maxSkew {c.max_skew}"))
     return out
 
 
@@ -307,7 +482,9 @@ def check_victims_necessary(view: _View) -> list[Violation]:
                            if p.key not in view.evicted or view.victim_unit(p) == unit)
                 if demand + back > node.allocatable.get(res, 0):
                     necessary = True
-        necessary = necessary or _needed_for_devices(view, members, prio)
+        necessary = necessary or _needed_for_devices(view, members, prio) or any(
+            _in_conflict(view, p, q) for q in members for p in view.new_pods
+            if (p.pod_anti_affinity or p.host_ports or q.pod_anti_affinity) and view.power(p) > prio)
         if not necessary:
             out.append(Violation(rule="victim-necessary", subject=unit,
                                  detail="could be put back: no higher-priority pod that may preempt it needs its room"))

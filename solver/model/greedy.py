@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from solver.model import snapshot as s
 from solver.model.decode import Assignment, pdb_taken
 from solver.model.greedy_devices import Devices, Take
+from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
 
 
@@ -45,6 +46,7 @@ class _State:
         # nodes that hold or held something: every other node is empty (fullness 0)
         self.touched: set[s.NodeName] = set(self._running)
         self.by_name = sorted(self.nodes)
+        self.rules = InterPodRules(problem, self.evicted, self.placed, lambda: self.log)
 
     def _bump_unit(self, u: int, sign: int) -> None:
         for node, usage in self.problem.units[u].usage.items():
@@ -138,6 +140,8 @@ class _State:
         dra = self.problem.dra
         if most and dra.active:
             most = self._device_room(cls, node, most)
+        if most and self.rules.active:
+            most = self.rules.room(cls, node, most)
         return most
 
     def _device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
@@ -172,7 +176,8 @@ class _State:
         problem = self.problem
         for u in sorted(self.evicted):
             unit = problem.units[u]
-            if any(self._needed_on(unit, node) for node in unit.usage) or self._needed_for_devices(unit):
+            if any(self._needed_on(unit, node) for node in unit.usage) or self._needed_for_devices(unit) \
+                    or self.rules.needed(unit):
                 continue
             lower = [problem.classes[c] for node in unit.usage for c in self.placed[node]
                      if problem.classes[c].priority <= unit.priority or problem.classes[c].power is None]
@@ -326,7 +331,7 @@ def _reprieve(state: _State, victims: list[int]) -> None:
     for u in order:
         state.unevict(u)
         if all(state.node_feasible(node) for node in problem.units[u].usage) and state.dev.feasible(
-                list(problem.dra.unit_types.get(u, {}))):
+                list(problem.dra.unit_types.get(u, {}))) and not state.rules.blocks_return(problem.units[u]):
             evicted_by_pdb.update({p: evicted_by_pdb[p] - n for p, n in problem.units[u].pdb_counts.items()})
             continue  # reprieved
         state.evict(u, logged=False)
@@ -342,7 +347,7 @@ def _place_workload(state: _State, workload: Workload) -> bool:
         ok = _fill(state, workload.classes, None) >= 1
     else:
         ok = _place_group(state, workload.groups[0], None)
-    if ok and any(op == "place" for op, *_ in state.log[point:]):
+    if ok and any(op == "place" for op, *_ in state.log[point:]) and state.rules.holds():
         return True
     state.rollback(point)
     return False
@@ -431,12 +436,18 @@ def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None
     for c in classes:
         cls = problem.classes[c]
         left = len(cls.pods)
-        for node in _fullest_first(state, problem.candidates[c], allowed):
-            if left == 0:
+        again = c in state.rules.constrained  # such a class takes a node one pod at a time, in rounds
+        while True:
+            before = left
+            for node in _fullest_first(state, problem.candidates[c], allowed):
+                if left == 0:
+                    break
+                while left and (k := min(left, state.room_for(cls, node))) > 0:
+                    state.place(c, node, k)
+                    left -= k
+                    if again:
+                        break
+            if not again or left in (0, before):
                 break
-            k = min(left, state.room_for(cls, node))
-            if k > 0:
-                state.place(c, node, k)
-                left -= k
         total += len(cls.pods) - left
     return total

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from solver.model import dra as dra_mod
+from solver.model import interpod as ip
 from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.features import FeatureGates
@@ -105,6 +106,8 @@ class Problem:
     # per class: node -> most pods of the class the node could ever take
     candidates: list[dict[s.NodeName, int]] = field(default_factory=list)
     dra: dra_mod.DraProblem = field(default_factory=dra_mod.DraProblem)
+    interpod: ip.InterPod = field(default_factory=ip.InterPod)
+    vectors: list[tuple[bool, ...]] = field(default_factory=list)  # per class: which matchers its pods match
     # no eviction beyond a PDB's disruptionsAllowed (a hard rule, not the soft tier 3):
     # for callers that evict through the Eviction API, which refuses such evictions
     strict_pdbs: bool = False
@@ -194,8 +197,9 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
     for pod in snapshot.pods:
         if pod.node is not None and pod.preempted:
             preempted_on[pod.node].append(pod)
+    interpod = ip.collect(snapshot)
     workloads, classes = _workloads_and_classes(pending_by_root, groups, children, running_in_group,
-                                                snapshot.dra, gates, preempted_on)
+                                                snapshot.dra, gates, preempted_on, interpod)
     planned_roots = {w.key for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, children, running_in_group, planned_roots, root)
     problem = Problem(
@@ -212,12 +216,17 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
         gates=gates,
         held=tuple(held),
         dra_preemption=dra_preemption,
+        interpod=interpod,
+        vectors=[interpod.vector(c.pods[0]) for c in classes],
     )
     problem.dra = dra_mod.analyse(snapshot, classes, units, groups, free_on_eviction=dra_preemption)
     powers = [c.power for c in classes if c.power is not None]
     strongest = max(powers) if powers else None
     # the same for every class: computed once per node, not once per (class, node)
     fixed = {node.name: fixed_usage(problem, node.name, strongest) for node in problem.nodes} if classes else {}
+    # running pods no plan evicts, with their nodes: their anti-affinity and host ports block for good
+    unmoved = _unmoved(problem, strongest) if interpod.active or any(p.host_ports for c in classes for p in c.pods[:1]) \
+        else []
     # classes that differ only in their group filter the nodes the same way: filter once per shape
     shapes: dict[tuple[object, ...], dict[s.NodeName, int]] = {}
     rejected = {w.index for w in workloads if w.rejected}
@@ -229,9 +238,10 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
         shared = tuple(problem.dra.shared[i].slots for i in problem.dra.shared_of_class.get(cls.index, ()))
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
                  rep.affinity_terms, rep.tolerations, len(cls.pods), problem.dra.class_slots[cls.index],
-                 tuple(problem.dra.pinned.get(cls.index, ())), shared)
+                 tuple(problem.dra.pinned.get(cls.index, ())), shared, ip.own_signature(rep),
+                 problem.vectors[cls.index])
         if shape not in shapes:
-            shapes[shape] = _candidate_nodes(problem, cls, fixed)
+            shapes[shape] = _candidate_nodes(problem, cls, fixed, unmoved)
         problem.candidates.append(dict(shapes[shape]))  # a copy: topology pruning edits it per class
     _prune_topology(problem)
     return problem
@@ -247,8 +257,10 @@ def _claims_signature(pod: s.Pod, dra_state: s.DraState) -> tuple[object, ...]:
     return tuple(out)
 
 
-def _class_signature(pod: s.Pod, dra_state: s.DraState) -> tuple[object, ...]:
+def _class_signature(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tuple[object, ...]:
     return (
+        ip.own_signature(pod),
+        interpod.vector(pod),
         _claims_signature(pod, dra_state),
         pod.group,
         tuple(sorted((k, v) for k, v in pod.requests.items() if v > 0)),
@@ -266,6 +278,7 @@ def _workloads_and_classes(
     dra_state: s.DraState,
     gates: FeatureGates,
     preempted_on: Mapping[s.NodeName, list[s.Pod]],
+    interpod: ip.InterPod,
 ) -> tuple[tuple[Workload, ...], tuple[PodClass, ...]]:
     workloads: list[Workload] = []
     classes: list[PodClass] = []
@@ -284,7 +297,7 @@ def _workloads_and_classes(
         power = None if policy == s.PREEMPT_NEVER or ongoing else priority
         by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
         for pod in pods:
-            by_signature.setdefault(_class_signature(pod, dra_state), []).append(pod)
+            by_signature.setdefault(_class_signature(pod, dra_state, interpod), []).append(pod)
         class_ids = []
         for members in by_signature.values():
             rep = members[0]
@@ -448,8 +461,15 @@ def fixed_usage(problem: Problem, node: s.NodeName, power: int | None) -> dict[s
     return out
 
 
+def _unmoved(problem: Problem, strongest: int | None) -> list[tuple[s.Pod, s.Node]]:
+    nodes = {n.name: n for n in problem.nodes}
+    return [(p, nodes[p.node]) for u in problem.units if u.protected or strongest is None or u.priority >= strongest
+            for p in u.members if p.node is not None]
+
+
 def _candidate_nodes(
-    problem: Problem, cls: PodClass, fixed: Mapping[s.NodeName, Mapping[str, int]]
+    problem: Problem, cls: PodClass, fixed: Mapping[s.NodeName, Mapping[str, int]],
+    unmoved: list[tuple[s.Pod, s.Node]] = (),  # type: ignore[assignment]
 ) -> dict[s.NodeName, int]:
     """Nodes where ``cls`` could land, each with the most pods of it the node could take.
 
@@ -464,10 +484,15 @@ def _candidate_nodes(
     rep = cls.pods[0]
     dra = problem.dra
     out: dict[s.NodeName, int] = {}
+    relevant = [(q, n) for q, n in unmoved if rep.pod_anti_affinity or q.pod_anti_affinity or q.host_ports]
+    shut = ip.blocked(problem.interpod, rep, relevant) if relevant else set()
+    checks = bool(shut or rep.pod_affinity or rep.spread)
     for node in problem.nodes:
         if not selectors.statically_feasible(rep, node):
             continue
-        most = len(cls.pods)
+        if checks and not ip.node_allowed(rep, node, shut):
+            continue
+        most = 1 if rep.host_ports else len(cls.pods)  # one pod per host port and node
         for res, amount in cls.requests.items():
             free = node.allocatable.get(res, 0) - fixed[node.name].get(res, 0)
             most = min(most, max(0, free) // amount)

@@ -88,6 +88,46 @@ def statically_feasible(pod: s.Pod, node: s.Node) -> bool:
     return affinity_matches(pod, node) and taints_tolerated(pod, node)
 
 
+def namespace_labels(snapshot_labels: Mapping[str, Mapping[str, str]], namespace: str) -> Mapping[str, str]:
+    """A namespace's labels; one without a Namespace object has the label every namespace gets
+    (kubernetes.io/metadata.name) and no other."""
+    return snapshot_labels.get(namespace) or {"kubernetes.io/metadata.name": namespace}
+
+
+def pod_term_matches(term: s.PodAffinityTerm, pod: s.Pod, ns_labels: Mapping[str, str]) -> bool:
+    """upstream AffinityTerm.Matches: the pod's namespace is named or selected, and its labels
+    match the term's selector."""
+    if term.selector is None:
+        return False
+    if pod.namespace not in term.namespaces and (
+            term.namespace_selector is None or not label_selector_matches(term.namespace_selector, ns_labels)):
+        return False
+    return label_selector_matches(term.selector, pod.labels)
+
+
+def spread_matches(constraint: s.SpreadConstraint, owner: s.Pod, pod: s.Pod) -> bool:
+    """``pod`` counts toward ``owner``'s constraint: same namespace, selector matches, not
+    terminating (countPodsMatchSelector, plugins/podtopologyspread/common.go)."""
+    return (constraint.selector is not None and pod.namespace == owner.namespace and not pod.terminating
+            and label_selector_matches(constraint.selector, pod.labels))
+
+
+def spread_eligible(constraint: s.SpreadConstraint, owner: s.Pod, node: s.Node) -> bool:
+    """The node is one of the constraint's domains for ``owner``: it has the key, and passes the
+    owner's node affinity (nodeAffinityPolicy Honor) and taints (nodeTaintsPolicy Honor)."""
+    if constraint.topology_key not in node.labels:
+        return False
+    if constraint.honor_node_affinity and not affinity_matches(owner, node):
+        return False
+    return not constraint.honor_node_taints or taints_tolerated(owner, node)
+
+
+def ports_conflict(a: s.HostPort, b: s.HostPort) -> bool:
+    """upstream HostPortInfo.CheckConflict: same protocol and port, and the same IP or either
+    one 0.0.0.0."""
+    return a.protocol == b.protocol and a.port == b.port and (a.ip == b.ip or "0.0.0.0" in (a.ip, b.ip))
+
+
 def label_selector_matches(selector: s.LabelSelector, labels: Mapping[str, str]) -> bool:
     """metav1.LabelSelector semantics: matchLabels AND matchExpressions; empty matches all."""
     if any(labels.get(k) != v for k, v in selector.match_labels.items()):

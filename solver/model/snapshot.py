@@ -67,6 +67,43 @@ class LabelSelector:
     match_labels: Mapping[str, str] = field(default_factory=dict)
     match_expressions: tuple[SelectorRequirement, ...] = ()
 
+    def __hash__(self) -> int:  # a term holding it is a dict key (solver.model.interpod)
+        return hash((tuple(sorted(self.match_labels.items())), self.match_expressions))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodAffinityTerm:
+    """One required (anti-)affinity term, namespaces resolved at the edge: ``namespaces`` are
+    the listed names, or the owner's own namespace when neither names nor a namespace selector
+    are set; ``namespace_selector`` None matches no namespace beyond the names, an empty one
+    every namespace. ``selector`` None (unset labelSelector) matches no pod. matchLabelKeys and
+    mismatchLabelKeys are merged into ``selector`` (as kube-apiserver does at pod creation)."""
+
+    selector: LabelSelector | None
+    namespaces: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None
+    topology_key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpreadConstraint:
+    """A topologySpreadConstraint with whenUnsatisfiable DoNotSchedule (ScheduleAnyway is a
+    score only). ``selector`` None matches no pod; matchLabelKeys are merged into it."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector | None
+    min_domains: int | None = None
+    honor_node_affinity: bool = True  # nodeAffinityPolicy Honor (the default)
+    honor_node_taints: bool = False  # nodeTaintsPolicy Honor (the default is Ignore)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostPort:
+    protocol: str  # TCP (the default) | UDP | SCTP
+    ip: str  # hostIP, "0.0.0.0" when unset
+    port: int
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Node:
@@ -105,6 +142,10 @@ class Pod:
     # (how gangplace's adapter preempts)
     preempted: bool = False
     nominated_node: NodeName | None = None  # status.nominatedNodeName (an ongoing preemption)
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required podAffinity terms
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required podAntiAffinity terms
+    spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule topologySpreadConstraints
+    host_ports: tuple[HostPort, ...] = ()  # containers' and sidecars' hostPorts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -277,6 +318,7 @@ class ClusterSnapshot:
     dra: DraState = field(default_factory=DraState)
     # kind -> number of objects read but playing no part (Service, ConfigMap, ...)
     skipped_kinds: Mapping[str, int] = field(default_factory=dict)
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # Namespace objects
     waiting: tuple[WaitingPod, ...] = ()  # pending pods of incomplete workloads, sorted by pod
     # what was read but is incomplete and planned around, one sentence naming the object each
     # (a running pod whose PodGroup is gone, a PriorityClass deleted after admission)

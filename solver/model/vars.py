@@ -42,6 +42,16 @@ class PlacementVars:
         self.shared_alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
         # (rank, pick): pods (or a shared claim) taking their rank-th usable firstAvailable entry
         self.alt_picks: list[tuple[int, cp_model.IntVar]] = []
+        # present[classes, key, value] == 1 iff a pod of the classes lands where label key == value
+        # (key "": on node value); constraints/interpod.py
+        self._present: dict[tuple[tuple[int, ...], str, str], cp_model.IntVar] = {}
+        self._labels = {n.name: n.labels for n in problem.nodes}
+        self._grouped: dict[tuple[int, str], dict[str, list[tuple[s.NodeName, cp_model.IntVar]]]] = {}
+        # unit -> literals any one of which makes its eviction necessary besides capacity and
+        # devices (an inter-pod conflict with a pod that may preempt it); units whose eviction
+        # needs necessity rows whatever lands beside them (constraints/preemption.py)
+        self.conflict_needs: dict[int, list[cp_model.IntVar]] = {}
+        self.forced_rows: set[int] = set()
         self._create_counts()
 
     # ---- creation ----------------------------------------------------------------
@@ -69,6 +79,34 @@ class PlacementVars:
         for cls, by_node in enumerate(self._count):
             for node, var in by_node.items():
                 yield (cls, node), var
+
+    def by_value(self, cls: int, key: str) -> dict[str, list[tuple[s.NodeName, cp_model.IntVar]]]:
+        """The count variables of a class grouped by their node's value of ``key`` (key "": by
+        node name); nodes without the label are left out."""
+        cached = self._grouped.get((cls, key))
+        if cached is None:
+            cached = self._grouped[cls, key] = defaultdict(list)
+            for node, var in self._count[cls].items():
+                value = node if key == "" else self._labels[node].get(key)
+                if value is not None:
+                    cached[value].append((node, var))
+        return cached
+
+    def in_domain_counts(self, classes: Iterable[int], key: str, value: str,
+                         nodes: set[s.NodeName] | None = None) -> list[cp_model.IntVar]:
+        """count[c, n] of the classes on nodes where label ``key`` is ``value`` (key "": node
+        ``value``), only nodes in ``nodes`` when given."""
+        return [var for c in classes for node, var in self.by_value(c, key).get(value, ())
+                if nodes is None or node in nodes]
+
+    def present(self, classes: tuple[int, ...], key: str, value: str) -> cp_model.IntVar:
+        var = self._present.get((classes, key, value))
+        if var is None:
+            var = self._present[classes, key, value] = self.model.new_bool_var(f"present[{classes},{key},{value}]")
+            for c in classes:
+                for node, count in self.by_value(c, key).get(value, ()):
+                    self.model.add(count <= self.problem.candidates[c][node] * var)
+        return var
 
     def placed(self, classes: Iterable[int]) -> LinearExpr:
         """Σ_n count[c, n] over the given classes."""

@@ -130,10 +130,11 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
                 m.add(row <= n.allocatable.get(r, 0)).only_enforce_if(x[p.key, n.name])
 
     dra = _Dra(m, snap, pending, running, x, e, unit_of, pod_power, dra_preemption)
+    conflict_lits = _inter_pod(m, snap, pending, running, x, e, unit_of, unit_prio, pod_power)
 
     # necessity of every eviction
     for u, ev in e.items():
-        lits = list(dra.need_literals(u, unit_prio[u]))
+        lits = list(dra.need_literals(u, unit_prio[u])) + conflict_lits.get(u, [])
         for nn in sorted({p.node for p in members[u]}):
             n = nodes[nn]
             here = [p for p in pending if (p.key, nn) in x]
@@ -266,6 +267,147 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
         cost_milli=int(solver.value(cost)) if e else 0,
         evicted=int(solver.value(evicted)) if e else 0,
     )
+
+
+def _inter_pod(m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod], running: list[s.Pod],
+               x: dict, e: dict, unit_of: dict[str, str], unit_prio: dict[str, int], pod_power
+               ) -> dict[str, list]:
+    """Required pod (anti-)affinity, DoNotSchedule spread and host ports, pod by pod and node by
+    node, on the plan's end state (running pods not evicted and the placed ones; two running
+    pods are never checked against each other). Returns, per victim unit, the literals that
+    make its eviction necessary: a pod that may preempt it lands where they conflict.
+
+    - anti-affinity: a term of A matching B forbids A and B in one domain of its key;
+    - host ports: two pods asking for conflicting ports (same protocol and port, one IP or
+      0.0.0.0) never share a node;
+    - affinity: a pod's node has every term's key; per group of pending pods with the same
+      terms, in each term's domain holding one of them: a running pod (not evicted) matching
+      all the terms, or a placed pending pod without affinity terms matching them, or the
+      group's single first pod (allowed when no running pod and no pending pod outside the
+      group matches, and the group's pods match their own terms);
+    - spread: in a placed pod's domain the matching pods (same namespace, selector, not
+      terminating; on the nodes eligible for it) exceed the fewest of any eligible domain (0
+      with fewer domains than minDomains) by at most maxSkew.
+    """
+    ns_labels = snap.namespace_labels
+    nodes = {n.name: n for n in snap.nodes}
+
+    def nsl(p: s.Pod):
+        return ns_labels.get(p.namespace) or {"kubernetes.io/metadata.name": p.namespace}
+
+    def at(p: s.Pod, n: str):
+        """1 when pod p is on node n in the end state (an expression)."""
+        if p.node is not None:
+            if p.node != n:
+                return 0
+            u = unit_of[p.key]
+            return 1 - e[u] if u in e else 1
+        return x.get((p.key, n), 0)
+
+    def same(key: str, a: str, b: str) -> bool:
+        return key in nodes[a].labels and nodes[a].labels[key] == nodes[b].labels.get(key)
+
+    def term_matches(t: s.PodAffinityTerm, p: s.Pod) -> bool:
+        if t.selector is None:
+            return False
+        if p.namespace not in t.namespaces and (t.namespace_selector is None or not
+                                                selectors.label_selector_matches(t.namespace_selector, nsl(p))):
+            return False
+        return selectors.label_selector_matches(t.selector, p.labels)
+
+    def clash(a: s.Pod, b: s.Pod) -> bool:
+        return any(x_.protocol == y.protocol and x_.port == y.port and (x_.ip == y.ip or "0.0.0.0" in (x_.ip, y.ip))
+                   for x_ in a.host_ports for y in b.host_ports)
+
+    everyone = pending + running
+    needs: dict[str, list] = defaultdict(list)
+
+    def forbid(a: s.Pod, na: str, b: s.Pod, nb: str) -> None:
+        va, vb = at(a, na), at(b, nb)
+        if isinstance(va, int) and isinstance(vb, int):
+            if va and vb:
+                raise AssertionError("two fixed pods in conflict")  # only running ones: never checked
+            return
+        m.add(va + vb <= 1)
+        for p, q, n in ((a, b, na), (b, a, nb)):  # p pending, q running: a reason to evict q
+            if p.node is None and q.node is not None and unit_of[q.key] in e and \
+                    pod_power(p) > unit_prio[unit_of[q.key]] and (p.key, n) in x:
+                needs[unit_of[q.key]].append(x[p.key, n])
+
+    for a in everyone:
+        for b in everyone:
+            if a.key == b.key or (a.node is not None and b.node is not None):
+                continue
+            for t in a.pod_anti_affinity:
+                if not term_matches(t, b):
+                    continue
+                for na in nodes:
+                    for nb in nodes:
+                        if same(t.topology_key, na, nb):
+                            forbid(a, na, b, nb)
+            if a.key < b.key or b.node is not None:
+                if a.host_ports and b.host_ports and clash(a, b):
+                    for n in nodes:
+                        forbid(a, n, b, n)
+
+    # affinity
+    groups: dict[tuple, list[s.Pod]] = defaultdict(list)
+    for p in pending:
+        if p.pod_affinity:
+            groups[p.pod_affinity].append(p)
+    for terms, group in groups.items():
+        def all_match(q: s.Pod) -> bool:
+            return all(term_matches(t, q) for t in terms)
+
+        base = [q for q in running if all_match(q)] + [q for q in pending if not q.pod_affinity and all_match(q)]
+        first_ok = (not any(all_match(q) for q in running)
+                    and all(q.pod_affinity == terms for q in pending if all_match(q))
+                    and all(all_match(q) for q in group))
+        first = {}
+        if first_ok:
+            first = {(p.key, n): m.new_bool_var("") for p in group for n in nodes if (p.key, n) in x}
+            for (pk, n), f in first.items():
+                m.add_implication(f, x[pk, n])
+            m.add(sum(first.values()) <= 1)
+        for p in group:
+            for n in nodes:
+                if (p.key, n) not in x:
+                    continue
+                if any(t.topology_key not in nodes[n].labels for t in terms):
+                    m.add(x[p.key, n] == 0)
+                    continue
+                for t in terms:
+                    dom = [n2 for n2 in nodes if same(t.topology_key, n, n2)]
+                    support = [at(q, n2) for q in base for n2 in dom if q.key != p.key]
+                    support += [f for (qk, n2), f in first.items() if n2 in dom]
+                    m.add(sum(support) >= 1).only_enforce_if(x[p.key, n])
+
+    # spread
+    for p in pending:
+        for c in p.spread:
+            eligible = [n for n in nodes if c.topology_key in nodes[n].labels
+                        and all(o.topology_key in nodes[n].labels for o in p.spread)
+                        and (not c.honor_node_affinity or selectors.affinity_matches(p, nodes[n]))
+                        and (not c.honor_node_taints or selectors.taints_tolerated(p, nodes[n]))]
+            counted = [q for q in everyone if q.namespace == p.namespace and not q.terminating
+                       and c.selector is not None and selectors.label_selector_matches(c.selector, q.labels)]
+            values = sorted({nodes[n].labels[c.topology_key] for n in eligible})
+            cnt = {v: sum(at(q, n) for q in counted for n in eligible if nodes[n].labels[c.topology_key] == v)
+                   for v in values}
+            if len(values) < (c.min_domains or 1):
+                low = 0
+            else:
+                low = m.new_int_var(0, len(everyone), "")
+                for v in values:
+                    m.add(low <= cnt[v])
+            for n in nodes:
+                if (p.key, n) not in x:
+                    continue
+                if n not in eligible:
+                    m.add(x[p.key, n] == 0)
+                else:
+                    m.add(cnt[nodes[n].labels[c.topology_key]] <= low + c.max_skew).only_enforce_if(x[p.key, n])
+    return needs
 
 
 def root_of_group(groups: dict[str, s.Group], key: str) -> str:

@@ -224,6 +224,14 @@ def clusters(draw: Any) -> list[Any]:
                                                   "reason": "PreemptionByScheduler"}]
         if draw(st.integers(0, 3)) == 0:
             p.cost(draw(st.sampled_from(["0", "2.5", "40"])))
+        how = draw(st.integers(0, 9))
+        if how == 0:  # keeps every pending pod of the first workload off its node or rack
+            _anti(p, {"labelSelector": {"matchLabels": {"wl": "w0"}},
+                      "topologyKey": draw(st.sampled_from([HOST, b.RACK]))})
+        elif how == 1:
+            _port(p)
+        elif how == 2:
+            p.label("wl", "w0")  # an anchor for the first workload's affinity, or a conflict
         objs.append(p)
         running.append((p, f"bg{i}", p.obj["spec"]["nodeName"]))
     if draw(st.booleans()):
@@ -253,6 +261,27 @@ def clusters(draw: Any) -> list[Any]:
             pb.priority(draw(st.sampled_from([20, 100])))
         return pb
 
+    def inter_pod(name: str) -> Any:
+        """One inter-pod rule for every pod of a workload (its pods are labelled wl=<name>),
+        or none: self anti-affinity, anti-affinity to db pods, self affinity, affinity to the
+        first workload, spread, a host port."""
+        how = draw(st.integers(0, 9))
+        key = draw(st.sampled_from([HOST, b.RACK, b.ZONE]))
+        if how == 0:
+            return lambda pb: _anti(pb, {"labelSelector": {"matchLabels": {"wl": name}}, "topologyKey": key})
+        if how == 1:
+            return lambda pb: _anti(pb, {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": key})
+        if how == 2:
+            return lambda pb: _affine(pb, {"labelSelector": {"matchLabels": {"wl": name}}, "topologyKey": key})
+        if how == 3:
+            return lambda pb: _affine(pb, {"labelSelector": {"matchLabels": {"wl": "w0"}}, "topologyKey": key})
+        if how == 4:
+            skew, min_domains = draw(st.integers(1, 2)), draw(st.sampled_from([None, None, 2, 3]))
+            return lambda pb: _spread(pb, key, skew, min_domains, name)
+        if how == 5:
+            return _port
+        return lambda pb: pb
+
     if draw(st.integers(0, 9)) == 0:  # its PodGroup does not exist yet: it waits
         objs.append(b.pod("orphan").group("ghost").cpu_m(draw(CPU)))
     # pending workloads
@@ -260,8 +289,9 @@ def clusters(draw: Any) -> list[Any]:
         prio = draw(st.sampled_from([20, 100]))
         kind = draw(st.sampled_from(["gang", "basic", "composite", "pod"]))
         name = f"w{w}"
+        rule = inter_pod(name)
         if kind == "pod":
-            objs.append(claims(admission_noise(b.pod(name).cpu_m(draw(CPU)).priority(prio))))
+            objs.append(claims(admission_noise(rule(b.pod(name).cpu_m(draw(CPU)).priority(prio).label("wl", name)))))
             standalone.append(objs[-1])
             continue
         if kind in ("gang", "basic"):
@@ -275,7 +305,8 @@ def clusters(draw: Any) -> list[Any]:
             objs.append(g)
             cpu = draw(CPU)
             for j in range(n_pods):
-                objs.append(claims(admission_noise(b.pod(f"{name}-{j}").group(name).cpu_m(cpu)), shared))
+                objs.append(claims(admission_noise(rule(b.pod(f"{name}-{j}").group(name).cpu_m(cpu).label("wl", name))),
+                                   shared))
             if draw(st.integers(0, 3)) == 0:
                 p = b.pod(f"{name}-run").group(name).on(nodes[0]).cpu_m(500)
                 objs.append(p)
@@ -298,7 +329,7 @@ def clusters(draw: Any) -> list[Any]:
             objs.append(g)
             cpu = draw(CPU)
             for j in range(n_pods):
-                pb = admission_noise(b.pod(f"{child}-{j}").group(child).cpu_m(cpu))
+                pb = admission_noise(rule(b.pod(f"{child}-{j}").group(child).cpu_m(cpu).label("wl", name)))
                 if draw(st.integers(0, 5)) == 0:
                     pb.tolerate("dedicated", "x", "NoSchedule")
                 objs.append(claims(pb, shared))
@@ -322,6 +353,8 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     assert verify.verify(snap, plan, gates=gates, dra_preemption=dra_free) == []
     want = naive_tiers(snap, group_policy_gate=gate, dra_preemption=dra_free)
     event(f"held pods: {min(len(plan.held), 1)}")
+    rules = [p for p in snap.pods if p.pod_affinity or p.pod_anti_affinity or p.spread or p.host_ports]
+    event(f"inter-pod rules: {min(len(rules), 2)}")
     event(f"refused by admission: {any('all pods in a single pod group' in w.reason for w in plan.workloads)}")
     event(f"evicted pods: {min(plan.objective.evicted_pods, 3)}")
     event(f"satisfied workloads: {plan.objective.satisfied_workloads}/{len(plan.workloads)}")
@@ -368,6 +401,35 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
         (want.placed, 0, want.cost_milli, want.evicted)
     baseline = api.plan(snap, api.PlanOptions(baseline_only=True, strict_pdbs=True))
     assert verify.verify(snap, baseline, strict_pdbs=True) == []
+
+
+HOST = "kubernetes.io/hostname"
+
+
+def _anti(pb: Any, term: dict[str, Any]) -> Any:
+    aff = pb.obj["spec"].setdefault("affinity", {}).setdefault("podAntiAffinity", {})
+    aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+    return pb
+
+
+def _affine(pb: Any, term: dict[str, Any]) -> Any:
+    aff = pb.obj["spec"].setdefault("affinity", {}).setdefault("podAffinity", {})
+    aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+    return pb
+
+
+def _spread(pb: Any, key: str, skew: int, min_domains: int | None, name: str) -> Any:
+    c: dict[str, Any] = {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+                         "labelSelector": {"matchLabels": {"wl": name}}}
+    if min_domains:
+        c["minDomains"] = min_domains
+    pb.obj["spec"].setdefault("topologySpreadConstraints", []).append(c)
+    return pb
+
+
+def _port(pb: Any) -> Any:
+    pb.obj["spec"]["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+    return pb
 
 
 def _key(d: Any) -> str:

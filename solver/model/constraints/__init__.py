@@ -3,7 +3,9 @@
 ``DEFAULT_CONSTRAINTS`` lists them in the order the builder applies them;
 nothing else wires them together. Each family exposes ``add(problem, vars)``.
 ``devices`` comes first: it creates the allocation variables and the eviction
-variables of device holders, which ``preemption`` then gives necessity rows.
+variables of device holders, which ``preemption`` then gives necessity rows; so does
+``interpod`` for the running pods in conflict with a class (and the reasons their
+evictions are necessary).
 Eviction variables are created by ``preemption`` before ``topology``,
 ``capacity`` and ``pdb`` read them; topology pruning happens earlier, in
 ``problem``.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solver.model.constraints import capacity, devices, gang, pdb, preemption, symmetry, topology
+from solver.model.constraints import capacity, devices, gang, interpod, pdb, preemption, symmetry, topology
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
 
@@ -21,6 +23,7 @@ Family = Callable[[Problem, PlacementVars], None]
 
 DEFAULT_CONSTRAINTS: tuple[tuple[str, Family], ...] = (
     ("devices", devices.add),
+    ("interpod", interpod.add),
     ("preemption", preemption.add),
     ("topology", topology.add),
     ("capacity", capacity.add),

@@ -44,11 +44,13 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         vars.evicts(u)  # every eviction literal exists before any row reads one
     nodes = {n.name: n for n in problem.nodes}
     for u in sorted(candidates):
-        if not _may_host_ineligible(problem, u, on_node) and not _devices_to_ineligible(problem, u, by_type):
+        if not _may_host_ineligible(problem, u, on_node) and not _devices_to_ineligible(problem, u, by_type) \
+                and u not in vars.conflict_needs and u not in vars.forced_rows:
             continue
         needs = [lit for node in sorted(problem.units[u].usage)
                  for lit in _need_literals(problem, vars, u, nodes[node], on_node.get(node, []))]
         needs += _device_need_literals(problem, vars, u, by_type)
+        needs += vars.conflict_needs.get(u, [])
         evict = vars.evicts(u)
         if needs:
             vars.model.add_bool_or(needs).only_enforce_if(evict)

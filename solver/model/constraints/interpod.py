@@ -1,0 +1,215 @@
+"""Inter-pod filters: required pod (anti-)affinity, topology spread (DoNotSchedule), host ports.
+
+Semantics and the upstream functions they mirror: ``solver.model.interpod``. With
+N[C, K, v] = Σ_{c ∈ C, n: K(n) = v} count[c, n] and present[C, K, v] ⇔ N[C, K, v] ≥ 1
+(one boolean per class set and domain, ``vars.present``), and run(v) the running pods not
+evicted there:
+
+- anti-affinity term T of class c, matched by classes M and running pods R, per domain v:
+      present[c, K, v] ⇒ Σ_{c' ∈ M} N[c', K, v] ≤ [c ∈ M]        (placed pods)
+      present[c, K, v] ⇒ evict[u]   for every unit u with a member of R in v
+  and a running pod's own term T matching class c, in its domain v:
+      present[c, K, v] ⇒ evict[u]
+  (a conflict no plan can evict is pruned from the candidates in ``problem``);
+- host ports on node n: count[c, n] ≤ 1 (pruning), count[c, n] + count[c', n] ≤ 1 when
+  their ports conflict, count[c, n] ≤ evict[u] for a running pod's conflicting port;
+- affinity family F (classes with the same terms S), per term (key K) and domain v:
+      present[F, K, v] ⇒ Σ_{c' ∈ B} N[c', K, v] + Σ_{q ∈ R_S in v} (1 − evict[u_q]) + Σ_{n ∈ v} first[F, n] ≥ 1
+  B: classes without required affinity whose pods match S; R_S: running pods matching S;
+  first[F, n] ≤ Σ_{c ∈ F} count[c, n], Σ_n first[F, n] ≤ 1, only where nothing outside F
+  matches S and F's pods do;
+- spread constraint of class c over its eligible domains D, with
+  cnt[v] = Σ_{c' matching} N[c', K, v ∩ E] + Σ_{q matching, not terminating, in v ∩ E} (1 − evict[u_q]):
+      min ≤ cnt[v] ∀ v ∈ D (min = 0 when |D| < minDomains),
+      present[c, K, v] ⇒ cnt[v] ≤ min + maxSkew.
+
+Every present literal of a class that may preempt a conflicting unit is a reason its
+eviction is necessary (``vars.conflict_needs``); a unit whose pods a spread constraint counts
+gets necessity rows whatever lands beside it (``vars.forced_rows``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ortools.sat.python import cp_model
+
+from solver.model import interpod as ip
+from solver.model import selectors
+from solver.model import snapshot as s
+from solver.model.problem import Problem
+from solver.model.vars import PlacementVars
+
+
+def add(problem: Problem, vars: PlacementVars) -> None:
+    has_ports = any(c.pods[0].host_ports for c in problem.classes)
+    if not problem.interpod.active and not has_ports:
+        return
+    ctx = _Context(problem, vars)
+    ctx.anti_affinity()
+    if has_ports:
+        ctx.host_ports()
+    ctx.affinity()
+    ctx.spread()
+
+
+class _Context:
+    def __init__(self, problem: Problem, vars: PlacementVars) -> None:
+        self.problem, self.vars, self.model = problem, vars, vars.model
+        self.nodes = {n.name: n for n in problem.nodes}
+        self.unit_of: dict[str, int] = {p.key: u.index for u in problem.units for p in u.members}
+        self.running = [p for u in problem.units for p in u.members if p.node is not None]
+        self.ip = problem.interpod
+        powers = [c.power for c in problem.classes if c.power is not None]
+        self.strongest = max(powers) if powers else None
+
+    def still(self, pod: s.Pod) -> cp_model.LinearExprT:
+        """1 while the running pod stays: a constant when no plan may evict it."""
+        unit = self.problem.units[self.unit_of[pod.key]]
+        if unit.protected or self.strongest is None or unit.priority >= self.strongest:
+            return 1
+        return 1 - self.vars.evicts(unit.index)
+
+    # ---- helpers ----------------------------------------------------------------------
+    def matching(self, matcher: ip.Matcher) -> list[int]:
+        i = self.ip.index[matcher]
+        return [c.index for c in self.problem.classes if self.problem.vectors[c.index][i]]
+
+    def conflict(self, lit: cp_model.IntVar, cls: int, pod: s.Pod) -> None:
+        """``lit`` (a pod of ``cls`` lands where it conflicts with running ``pod``) evicts the pod's
+        unit, and makes that eviction necessary when the class may preempt it."""
+        u = self.unit_of[pod.key]
+        unit = self.problem.units[u]
+        self.model.add_implication(lit, self.vars.evicts(u))
+        self.vars.forced_rows.add(u)  # an ineligible class's conflict is no reason to evict
+        if self.problem.eligible(self.problem.classes[cls], unit):
+            self.vars.conflict_needs.setdefault(u, []).append(lit)
+
+    def domain_of(self, pod: s.Pod, key: str) -> str | None:
+        return self.nodes[pod.node].labels.get(key) if pod.node else None  # type: ignore[index]
+
+    # ---- families -----------------------------------------------------------------------
+    def anti_affinity(self) -> None:
+        vectors = self.problem.vectors
+        for cls in self.problem.classes:
+            for term in cls.pods[0].pod_anti_affinity:
+                key, i = term.topology_key, self.ip.index[term]
+                matching = self.matching(term)
+                by_value: dict[str, list[s.Pod]] = defaultdict(list)
+                for q in self.running:
+                    if (v := self.domain_of(q, key)) is not None and self.ip.matches(term, q):
+                        by_value[v].append(q)
+                for value in sorted(self.vars.by_value(cls.index, key)):
+                    here = self.vars.present((cls.index,), key, value)
+                    placed = self.vars.in_domain_counts(matching, key, value)
+                    if placed:
+                        self.model.add(cp_model.LinearExpr.sum(placed) <= int(vectors[cls.index][i])
+                                       ).only_enforce_if(here)
+                    for q in by_value.get(value, ()):
+                        self.conflict(here, cls.index, q)
+        # the running pods' own terms against the pending classes
+        for q in self.running:
+            for term in q.pod_anti_affinity:
+                value = self.domain_of(q, term.topology_key)
+                if value is None:
+                    continue
+                for c in self.matching(term):
+                    if self.vars.by_value(c, term.topology_key).get(value):
+                        self.conflict(self.vars.present((c,), term.topology_key, value), c, q)
+
+    def host_ports(self) -> None:
+        classes = [c for c in self.problem.classes if c.pods[0].host_ports]
+        running_ports: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
+        for q in self.running:
+            if q.host_ports and q.node is not None:
+                running_ports[q.node].append(q)
+
+        def clash(a: tuple[s.HostPort, ...], b: tuple[s.HostPort, ...]) -> bool:
+            return any(selectors.ports_conflict(x, y) for x in a for y in b)
+
+        for i, a in enumerate(classes):
+            pa = a.pods[0].host_ports
+            for node, var in self.vars.nodes_of(a.index).items():
+                for b in classes[i + 1:]:
+                    other = self.vars.count(b.index, node)
+                    if other is not None and clash(pa, b.pods[0].host_ports):
+                        self.model.add(var + other <= 1)
+                for q in running_ports.get(node, ()):
+                    if clash(pa, q.host_ports):
+                        self.conflict(self.vars.present((a.index,), "", node), a.index, q)
+
+    def affinity(self) -> None:
+        problem, vectors = self.problem, self.problem.vectors
+        families: dict[tuple[s.PodAffinityTerm, ...], list[int]] = defaultdict(list)
+        for c in problem.classes:
+            if c.pods[0].pod_affinity:
+                families[c.pods[0].pod_affinity].append(c.index)
+        for terms, family in families.items():
+            idx = [self.ip.index[t] for t in terms]
+            matching = [c.index for c in problem.classes if all(vectors[c.index][i] for i in idx)]
+            base = [c for c in matching if not problem.classes[c].pods[0].pod_affinity]
+            anchors = [q for q in self.running if self.ip.matches_all(terms, q)]
+            firsts: dict[s.NodeName, list[cp_model.IntVar]] = defaultdict(list)
+            if not anchors and set(matching) == set(family):  # the family's first pod may be anywhere
+                for c in family:
+                    for node, count in self.vars.nodes_of(c).items():
+                        first = self.model.new_bool_var(f"first[{c},{node}]")
+                        self.model.add(count >= 1).only_enforce_if(first)
+                        firsts[node].append(first)
+                if firsts:
+                    self.model.add(cp_model.LinearExpr.sum([f for fs in firsts.values() for f in fs]) <= 1)
+            fam = tuple(family)
+            for term in terms:
+                key = term.topology_key
+                anchored: dict[str, list[s.Pod]] = defaultdict(list)
+                for q in anchors:
+                    if (v := self.domain_of(q, key)) is not None:
+                        anchored[v].append(q)
+                values = sorted({v for c in family for v in self.vars.by_value(c, key)})
+                for value in values:
+                    support: list[cp_model.LinearExprT] = list(self.vars.in_domain_counts(base, key, value))
+                    stays = [self.still(q) for q in anchored.get(value, ())]
+                    if any(isinstance(x, int) for x in stays):
+                        continue  # a pod no plan moves supports the domain
+                    support += stays
+                    support += [f for c in family for node, _ in self.vars.by_value(c, key).get(value, ())
+                                for f in firsts.get(node, ())]
+                    here = self.vars.present(fam, key, value)
+                    if support:
+                        self.model.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if(here)
+                    else:
+                        self.model.add(here == 0)
+
+    def spread(self) -> None:
+        problem = self.problem
+        for cls in problem.classes:
+            rep = cls.pods[0]
+            for constraint in rep.spread:
+                matcher = ip.SpreadMatcher(constraint, rep.namespace)
+                key = constraint.topology_key
+                eligible = {n.name for n in problem.nodes if selectors.spread_eligible(constraint, rep, n)
+                            and all(c.topology_key in n.labels for c in rep.spread)}
+                domains = sorted({self.nodes[n].labels[key] for n in eligible})
+                matching = self.matching(matcher)
+                counted: dict[str, list[s.Pod]] = defaultdict(list)
+                for q in self.running:
+                    if q.node in eligible and self.ip.matches(matcher, q):
+                        counted[self.nodes[q.node].labels[key]].append(q)
+                        self.vars.forced_rows.add(self.unit_of[q.key])
+                counts: dict[str, cp_model.LinearExprT] = {}
+                most = 0
+                for value in domains:
+                    terms: list[cp_model.LinearExprT] = list(self.vars.in_domain_counts(matching, key, value, eligible))
+                    terms += [self.still(q) for q in counted.get(value, ())]
+                    counts[value] = cp_model.LinearExpr.sum(terms)
+                    most = max(most, len(terms) + sum(len(problem.classes[c].pods) for c in matching))
+                if len(domains) < (constraint.min_domains or 1):
+                    low: cp_model.LinearExprT = 0
+                else:
+                    low = self.model.new_int_var(0, most, f"spread_min[{cls.index},{key}]")
+                    for value in domains:
+                        self.model.add(low <= counts[value])
+                for value in sorted(self.vars.by_value(cls.index, key)):
+                    if value in counts:
+                        here = self.vars.present((cls.index,), key, value)
+                        self.model.add(counts[value] <= low + constraint.max_skew).only_enforce_if(here)
