@@ -250,23 +250,44 @@ def _with_label_keys(obj: Obj, field: str, selector: s.LabelSelector | None, raw
                            match_expressions=selector.match_expressions + tuple(extra))
 
 
+def _entries(obj: Obj, field: str, what: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """(path, entry) of an optional list field whose entries must be objects."""
+    out = []
+    for i, raw in enumerate(_get(obj, field, list, [])):
+        if not isinstance(raw, Mapping):
+            raise _fail(obj, f"{field}[{i}]", f"expected {what}")
+        out.append((f"{field}[{i}]", raw))
+    return out
+
+
+def _topology_key(obj: Obj, field: str, raw: Mapping[str, Any]) -> str:
+    key = raw.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise _fail(obj, f"{field}.topologyKey", "missing")
+    return key
+
+
+def _optional_selector(obj: Obj, field: str, raw: Any) -> s.LabelSelector | None:
+    """None for an unset selector (a pod affinity term's or spread constraint's: it matches nothing)."""
+    return None if raw is None else _label_selector(obj, field, raw)
+
+
+def _positive_int32(obj: Obj, field: str, raw: Any) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= 2**31 - 1:
+        raise _fail(obj, field, f"must be a positive 32-bit integer, got {raw!r}")
+    return raw
+
+
 def _pod_affinity_terms(obj: Obj, ns: str, kind: str) -> tuple[s.PodAffinityTerm, ...]:
     """spec.affinity.<kind>.requiredDuringSchedulingIgnoredDuringExecution, namespaces resolved
     (getNamespacesFromPodAffinityTerm: neither names nor a selector means the pod's own)."""
-    field = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
     out = []
-    for i, raw in enumerate(_get(obj, field, list, [])):
-        tf = f"{field}[{i}]"
-        if not isinstance(raw, Mapping):
-            raise _fail(obj, tf, "expected a pod affinity term")
-        key = raw.get("topologyKey")
-        if not isinstance(key, str) or not key:
-            raise _fail(obj, f"{tf}.topologyKey", "missing")
-        selector = None if raw.get("labelSelector") is None else \
-            _label_selector(obj, f"{tf}.labelSelector", raw["labelSelector"])
+    for tf, raw in _entries(obj, f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution",
+                            "a pod affinity term"):
+        key = _topology_key(obj, tf, raw)
+        selector = _optional_selector(obj, f"{tf}.labelSelector", raw.get("labelSelector"))
         names = [str(n) for n in _items(obj, f"{tf}.namespaces", raw.get("namespaces"))]
-        ns_selector = None if raw.get("namespaceSelector") is None else \
-            _label_selector(obj, f"{tf}.namespaceSelector", raw["namespaceSelector"])
+        ns_selector = _optional_selector(obj, f"{tf}.namespaceSelector", raw.get("namespaceSelector"))
         if not names and ns_selector is None:
             names = [ns]
         out.append(s.PodAffinityTerm(
@@ -278,34 +299,24 @@ def _pod_affinity_terms(obj: Obj, ns: str, kind: str) -> tuple[s.PodAffinityTerm
 def _spread(obj: Obj) -> tuple[s.SpreadConstraint, ...]:
     """spec.topologySpreadConstraints with whenUnsatisfiable DoNotSchedule (the filter);
     ScheduleAnyway ones only score and are checked for shape, then left out."""
-    field = "spec.topologySpreadConstraints"
     out = []
-    for i, raw in enumerate(_get(obj, field, list, [])):
-        cf = f"{field}[{i}]"
-        if not isinstance(raw, Mapping):
-            raise _fail(obj, cf, "expected a topology spread constraint")
-        skew = raw.get("maxSkew")
-        if not isinstance(skew, int) or isinstance(skew, bool) or not 1 <= skew <= 2**31 - 1:
-            raise _fail(obj, f"{cf}.maxSkew", f"must be a positive 32-bit integer, got {skew!r}")
-        key = raw.get("topologyKey")
-        if not isinstance(key, str) or not key:
-            raise _fail(obj, f"{cf}.topologyKey", "missing")
+    for cf, raw in _entries(obj, "spec.topologySpreadConstraints", "a topology spread constraint"):
+        skew = _positive_int32(obj, f"{cf}.maxSkew", raw.get("maxSkew"))
+        key = _topology_key(obj, cf, raw)
         when = raw.get("whenUnsatisfiable")
         if when not in ("DoNotSchedule", "ScheduleAnyway"):
             raise _fail(obj, f"{cf}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}")
         min_domains = raw.get("minDomains")
-        if min_domains is not None and (not isinstance(min_domains, int) or isinstance(min_domains, bool)
-                                        or not 1 <= min_domains <= 2**31 - 1):
-            raise _fail(obj, f"{cf}.minDomains", f"must be a positive 32-bit integer, got {min_domains!r}")
+        if min_domains is not None:
+            _positive_int32(obj, f"{cf}.minDomains", min_domains)
         policies = {}
         for name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
             value = raw.get(name) or default
             if value not in ("Honor", "Ignore"):
                 raise _fail(obj, f"{cf}.{name}", f"must be Honor or Ignore, got {value!r}")
             policies[name] = value == "Honor"
-        selector = None if raw.get("labelSelector") is None else \
-            _label_selector(obj, f"{cf}.labelSelector", raw["labelSelector"])
-        selector = _with_label_keys(obj, cf, selector, raw, ("matchLabelKeys",))
+        selector = _with_label_keys(obj, cf, _optional_selector(obj, f"{cf}.labelSelector", raw.get("labelSelector")),
+                                    raw, ("matchLabelKeys",))
         if when == "DoNotSchedule":
             out.append(s.SpreadConstraint(max_skew=skew, topology_key=key, selector=selector, min_domains=min_domains,
                                           honor_node_affinity=policies["nodeAffinityPolicy"],

@@ -180,7 +180,9 @@ class DraProblem:
                 if any(self.types[t].shareable for t in types):
                     return None if most is None else most
                 avail = sum(self.types[t].size for t in types if self.types[t].holder != ())
-                best = max(best, avail // need)
+                # owners may mix alternatives (one takes its first entry, the next its second):
+                # each alternative's owners are bounded on their own, the bound is the sum
+                best += avail // need
             most = best if most is None else min(most, best)
         return most
 

@@ -47,10 +47,12 @@ class InterPodRules:
                 families[c.pods[0].pod_affinity].append(c.index)
         self.family = {c: tuple(f) for f in families.values() for c in f}
         self.first_allowed: dict[tuple[int, ...], bool] = {}
+        self.base: dict[tuple[int, ...], set[int]] = {}  # classes without affinity matching the terms
         for terms, fam in families.items():
             matching = {c.index for c in classes if self.ip.matches_all(terms, c.pods[0])}
             self.first_allowed[tuple(fam)] = matching == set(fam) and not any(
                 self.ip.matches_all(terms, q) for q in self.running)
+            self.base[tuple(fam)] = {c for c in matching if not classes[c].pods[0].pod_affinity}
 
     @staticmethod
     def _rules_of(cls: PodClass) -> bool:
@@ -95,13 +97,11 @@ class InterPodRules:
         if not self.active:
             return most
         node = self.nodes[name]
-        rep = cls.pods[0]
         if not self._anti_ok(cls, node) or not self._ports_ok(cls, node) or not self._affinity_ok(cls, node) \
                 or not self._spread_ok(cls, node, adding=True):
             return 0
         if cls.index in self.constrained or self._refused_by_placed(cls, node):
             return min(most, 1)  # one at a time: each pod changes what the next may do
-        del rep
         return most
 
     def _anti_ok(self, cls: PodClass, node: s.Node) -> bool:
@@ -158,8 +158,7 @@ class InterPodRules:
         family = self.family[cls.index]
         first = self._first_node(family)
         first_free = first is None and self.first_allowed[family]
-        base = {c.index for c in self.problem.classes if not c.pods[0].pod_affinity
-                and self.ip.matches_all(terms, c.pods[0])}
+        base = self.base[family]
         for t in terms:
             if t.topology_key not in node.labels:
                 return False
@@ -196,8 +195,7 @@ class InterPodRules:
             return True
         family = self.family[cls.index]
         first = self._first_node(family) if self.first_allowed[family] else None
-        base = {c.index for c in self.problem.classes if not c.pods[0].pod_affinity
-                and self.ip.matches_all(terms, c.pods[0])}
+        base = self.base[family]
         return all((first is not None and self._same(t.topology_key, node, self.nodes[first]))
                    or self._placed_in(base, t.topology_key, node)
                    or any(self._stays(q) and self.ip.matches_all(terms, q) for q in self.running_in(t.topology_key, node))

@@ -29,6 +29,11 @@ def _with(builder: Any, path: str, value: Any) -> Any:
     return obj
 
 
+def _with_meta(builder: Any) -> Any:
+    builder.obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    return builder
+
+
 def _deep_chain(depth: int) -> list[Any]:
     out: list[Any] = [composite("c0", 1)]
     for i in range(1, depth):
@@ -76,6 +81,42 @@ BAD = [
        "spec": {"selectors": [{"cel": {"expression": "device.driver =="}}]}}],
      "DeviceClass/gpu: spec.selectors[0].cel.expression: CEL: syntax error"),
     ("object-without-kind", [{"metadata": {"name": "x"}}], "?/x: kind: missing"),
+    # the inter-pod and admission fields (docs/fidelity.md)
+    ("scheduling-gate-without-name", [node("n1"), _with(pod("p"), "spec.schedulingGates", [{"nam": "x"}])],
+     "Pod/default/p: spec.schedulingGates[0].name: missing"),
+    ("scheduling-gates-not-a-list", [node("n1"), _with(pod("p"), "spec.schedulingGates", "kueue")],
+     "Pod/default/p: spec.schedulingGates: expected list, got str"),
+    ("nominated-node-a-number", [node("n1"), _with(pod("p"), "status.nominatedNodeName", 5)],
+     "Pod/default/p: status.nominatedNodeName: expected str, got int"),
+    ("anti-affinity-term-without-key", [node("n1"), _with(pod("p"), "spec.affinity", {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}})],
+     "Pod/default/p: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+     ".topologyKey: missing"),
+    ("affinity-namespaces-a-string", [node("n1"), _with(pod("p"), "spec.affinity", {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "k", "namespaces": "ml"}]}})],
+     "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaces: expected a list"),
+    ("anti-affinity-not-an-object", [node("n1"), _with(pod("p"), "spec.affinity", {"podAntiAffinity": "all"})],
+     "Pod/default/p: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution: "
+     "expected an object"),
+    ("spread-max-skew-zero", [node("n1"), _with(pod("p"), "spec.topologySpreadConstraints", [
+        {"maxSkew": 0, "topologyKey": "k", "whenUnsatisfiable": "DoNotSchedule"}])],
+     "Pod/default/p: spec.topologySpreadConstraints[0].maxSkew: must be a positive 32-bit integer, got 0"),
+    ("spread-unknown-when", [node("n1"), _with(pod("p"), "spec.topologySpreadConstraints", [
+        {"maxSkew": 1, "topologyKey": "k", "whenUnsatisfiable": "Sometimes"}])],
+     "spec.topologySpreadConstraints[0].whenUnsatisfiable: must be DoNotSchedule or ScheduleAnyway"),
+    ("spread-policy-unknown", [node("n1"), _with(pod("p"), "spec.topologySpreadConstraints", [
+        {"maxSkew": 1, "topologyKey": "k", "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Maybe"}])],
+     "spec.topologySpreadConstraints[0].nodeTaintsPolicy: must be Honor or Ignore, got 'Maybe'"),
+    ("host-port-out-of-range", [node("n1"), _with(pod("p"), "spec.containers", [
+        {"name": "c", "ports": [{"containerPort": 80, "hostPort": 70000}]}])],
+     "Pod/default/p: spec.containers[0].ports[0].hostPort: must be a port number, got 70000"),
+    ("host-port-a-float", [node("n1"), _with(pod("p"), "spec.containers", [
+        {"name": "c", "ports": [{"containerPort": 80, "hostPort": 1e9}]}])],
+     "Pod/default/p: spec.containers[0].ports[0].hostPort: must be a port number, got 1000000000.0"),
+    ("ports-not-a-list", [node("n1"), _with(pod("p"), "spec.containers", [{"name": "c", "ports": "80"}])],
+     "Pod/default/p: spec.containers[0].ports: expected a list"),
+    ("terminating-conditions-not-a-list", [node("n1"), _with(_with_meta(pod("p").on("n1")), "status.conditions", 3)],
+     "Pod/default/p: status.conditions: expected list, got int"),
 ]
 
 

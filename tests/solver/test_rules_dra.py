@@ -266,3 +266,24 @@ def test_no_dra_preemption_keeps_every_held_device_held_as_upstream_plans() -> N
         assert verify.verify(snap, plan, dra_preemption=False) == []
     # the freeing plan breaks the rule it does not follow
     assert [v.rule for v in verify.verify(snap, freed, dra_preemption=False)] != []
+
+
+def test_pods_of_one_class_may_take_different_first_available_entries_on_one_node() -> None:
+    # one model-A GPU and two model-B GPUs: the first pod takes entry a (1 x A), the second
+    # entry b (2 x B). The node's bound by devices once took the best single entry (1 pod)
+    model = f'device.attributes["{DRIVER}"].model'
+    objs = [node("n0"), device_class("gpu", f'device.driver == "{DRIVER}"'),
+            resource_slice("n0-gpu", [device("g0", model="A"), device("g1", model="B"), device("g2", model="B")],
+                           node="n0"),
+            claim_template("t", first_available("r", request("a", count=1, selectors=(f'{model} == "A"',)),
+                                                request("b", count=2, selectors=(f'{model} == "B"',)))),
+            pod_group("g", 2).priority(5)]
+    objs += [with_claims(pod(f"g-{k}").group("g"), gpu="t") for k in range(2)]
+    snap = snapshot(*objs)
+    for options in (api.PlanOptions(ideal_shortcut=False), api.PlanOptions(baseline_only=True)):
+        plan = api.plan(snap, options)
+        assert plan.status == ("FEASIBLE" if options.baseline_only else "OPTIMAL")
+        assert "fromBaseline" not in plan.stats  # the model itself places both
+        assert {b.pod: b.node for b in plan.bindings} == {"default/g-0": "n0", "default/g-1": "n0"}
+        assert sorted((a.request, len(a.devices)) for a in plan.device_allocations) == [("r/a", 1), ("r/b", 2)]
+        assert verify.verify(snap, plan) == []
