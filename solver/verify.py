@@ -311,6 +311,37 @@ def check_pod_anti_affinity(view: _View) -> list[Violation]:
     return out
 
 
+def _spread_counts(view: _View, c: s.SpreadConstraint, owner: s.Pod, also: list[s.Pod]) -> tuple[dict[str, int], int]:
+    """(matching pods per eligible domain of ``owner``'s constraint, the fewest: 0 below
+    minDomains) on the end state with ``also`` (evicted pods put back) counted too."""
+    eligible = {n.name: n for n in view.snapshot.nodes if selectors.spread_eligible(c, owner, n)
+                and all(x.topology_key in n.labels for x in owner.spread)}
+    counts = {n.labels[c.topology_key]: 0 for n in eligible.values()}
+    for q in [p for p in view.present() if not p.terminating] + also:
+        where = _where_now(view, q)
+        if where is not None and where.name in eligible and selectors.spread_matches(c, owner, q):
+            counts[where.labels[c.topology_key]] += 1
+    low = 0 if len(counts) < (c.min_domains or 1) else min(counts.values(), default=0)
+    return counts, low
+
+
+def _needed_for_spread(view: _View, members: list[s.Pod], prio: int) -> bool:
+    """Put back, the victim would push a bound pod's domain past maxSkew, and that pod may
+    preempt it (upstream's reprieve keeps only victims whose return passes every filter)."""
+    for p in view.new_pods:
+        if not p.spread or view.power(p) <= prio:
+            continue
+        node = _where_now(view, p)
+        for c in p.spread:
+            if node is None or not any(selectors.spread_matches(c, p, q) for q in members):
+                continue
+            counts, low = _spread_counts(view, c, p, members)
+            value = node.labels.get(c.topology_key)
+            if value in counts and counts[value] - low > c.max_skew:
+                return True
+    return False
+
+
 def check_host_ports(view: _View) -> list[Violation]:
     """NodePorts: no bound pod asks for a host port another present pod on its node holds."""
     out = []
@@ -484,7 +515,8 @@ def check_victims_necessary(view: _View) -> list[Violation]:
                     necessary = True
         necessary = necessary or _needed_for_devices(view, members, prio) or any(
             _in_conflict(view, p, q) for q in members for p in view.new_pods
-            if (p.pod_anti_affinity or p.host_ports or q.pod_anti_affinity) and view.power(p) > prio)
+            if (p.pod_anti_affinity or p.host_ports or q.pod_anti_affinity) and view.power(p) > prio) or \
+            _needed_for_spread(view, members, prio)
         if not necessary:
             out.append(Violation(rule="victim-necessary", subject=unit,
                                  detail="could be put back: no higher-priority pod that may preempt it needs its room"))

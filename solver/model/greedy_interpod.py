@@ -257,9 +257,19 @@ class InterPodRules:
         return not self.holds()
 
     def needed(self, unit: VictimUnit) -> bool:
-        """A placed pod that may preempt the victim conflicts with it."""
+        """A placed pod that may preempt the victim conflicts with it, or would see its domain
+        pushed past maxSkew by the victim's return."""
         if not self.active:
             return False
-        return any(n > 0 and self.problem.eligible(self.problem.classes[c], unit)
-                   and self._conflicts(unit, self.problem.classes[c], name)
-                   for name, by_class in self.placed.items() for c, n in by_class.items())
+        mine = [(self.nodes[name], self.problem.classes[c]) for name, by_class in self.placed.items()
+                for c, n in by_class.items() if n > 0 and self.problem.eligible(self.problem.classes[c], unit)]
+        if any(self._conflicts(unit, cls, node.name) for node, cls in mine):
+            return True
+        spreading = [(node, cls) for node, cls in mine if cls.pods[0].spread]
+        if not spreading or unit.index not in self.evicted:
+            return False
+        self.evicted.discard(unit.index)  # as if put back, for the count only
+        try:
+            return any(not self._spread_ok(cls, node) for node, cls in spreading)
+        finally:
+            self.evicted.add(unit.index)

@@ -31,8 +31,8 @@ Decisions where upstream's sequential view needs one for a joint plan (each also
   family shares the first pod's domains. Support from pods of other affine classes is not
   counted (conservative: such chains could need an order the plan does not fix).
 - Spread is checked on the end state, for every placed pod as if it came last.
-- An eviction that only lowers a spread count is never made (the verifier would call it
-  unnecessary); anti-affinity and host-port conflicts are reasons an eviction is necessary.
+- Anti-affinity and host-port conflicts are reasons an eviction is necessary, and so is a
+  victim whose return would push a placed pod's domain past its spread constraint's maxSkew.
 Pure: no I/O.
 """
 

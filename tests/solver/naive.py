@@ -407,6 +407,24 @@ def _inter_pod(m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod
                     m.add(x[p.key, n] == 0)
                 else:
                     m.add(cnt[nodes[n].labels[c.topology_key]] <= low + c.max_skew).only_enforce_if(x[p.key, n])
+            # a victim counted here, put back, would push p's domain past maxSkew: it is needed
+            for u in sorted({unit_of[q.key] for q in counted if q.node is not None and unit_of[q.key] in e}):
+                if pod_power(p) <= unit_prio[u]:
+                    continue
+                k = {v: sum(1 for q in counted if q.node in eligible and unit_of.get(q.key) == u
+                            and nodes[q.node].labels[c.topology_key] == v) for v in values}
+                back = {v: cnt[v] + k[v] for v in values}
+                if len(values) < (c.min_domains or 1):
+                    low_back = 0
+                else:
+                    low_back = m.new_int_var(0, 2 * len(everyone), "")
+                    m.add_min_equality(low_back, list(back.values()))
+                for n in eligible:
+                    if (p.key, n) in x and k[nodes[n].labels[c.topology_key]]:
+                        lit = m.new_bool_var("")
+                        m.add_implication(lit, x[p.key, n])
+                        m.add(back[nodes[n].labels[c.topology_key]] >= low_back + c.max_skew + 1).only_enforce_if(lit)
+                        needs[u].append(lit)
     return needs
 
 

@@ -24,8 +24,10 @@ evicted there:
       present[c, K, v] ⇒ cnt[v] ≤ min + maxSkew.
 
 Every present literal of a class that may preempt a conflicting unit is a reason its
-eviction is necessary (``vars.conflict_needs``); a unit whose pods a spread constraint counts
-gets necessity rows whatever lands beside it (``vars.forced_rows``).
+eviction is necessary (``vars.conflict_needs``), and so is a counted victim whose return
+would break a spread constraint of such a class in its domain (``spread_needs``); a unit in
+any conflict or spread count gets necessity rows whatever lands beside it
+(``vars.forced_rows``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from ortools.sat.python import cp_model
 from solver.model import interpod as ip
 from solver.model import selectors
 from solver.model import snapshot as s
-from solver.model.problem import Problem
+from solver.model.problem import PodClass, Problem
 from solver.model.vars import PlacementVars
 
 
@@ -213,3 +215,32 @@ class _Context:
                     if value in counts:
                         here = self.vars.present((cls.index,), key, value)
                         self.model.add(counts[value] <= low + constraint.max_skew).only_enforce_if(here)
+                self.spread_needs(cls, constraint, counted, counts, len(domains) < (constraint.min_domains or 1), most)
+
+    def spread_needs(self, cls: PodClass, constraint: s.SpreadConstraint, counted: dict[str, list[s.Pod]],
+                     counts: dict[str, cp_model.LinearExprT], few: bool, most: int) -> None:
+        """A counted victim is needed away when, put back, the skew in its domain would exceed
+        maxSkew for a pod of ``cls`` there that may preempt it (upstream's reprieve keeps only
+        victims whose return passes every filter): need ⇒ present[c, K, v] ∧
+        cnt[v] + k_u(v) ≥ min_w(cnt[w] + k_u(w)) + maxSkew + 1."""
+        key = constraint.topology_key
+        per_unit: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for value, pods in counted.items():
+            for q in pods:
+                per_unit[self.unit_of[q.key]][value] += 1
+        for u, back_in in sorted(per_unit.items()):
+            unit = self.problem.units[u]
+            if not self.vars.has_evict(u) or not self.problem.eligible(cls, unit):
+                continue
+            back = {v: counts[v] + back_in.get(v, 0) for v in counts}
+            low: cp_model.LinearExprT = 0
+            if not few:
+                low = self.model.new_int_var(0, most + len(unit.members), f"spread_back_min[{cls.index},{u}]")
+                self.model.add_min_equality(low, list(back.values()))
+            for value in sorted(back_in):
+                if not self.vars.by_value(cls.index, key).get(value):
+                    continue
+                need = self.model.new_bool_var(f"need_spread[{unit.key},{cls.index},{value}]")
+                self.model.add_implication(need, self.vars.present((cls.index,), key, value))
+                self.model.add(back[value] >= low + constraint.max_skew + 1).only_enforce_if(need)
+                self.vars.conflict_needs.setdefault(u, []).append(need)
