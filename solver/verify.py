@@ -298,16 +298,24 @@ def check_pod_anti_affinity(view: _View) -> list[Violation]:
     out = []
     present = view.present()
     owners = [q for q in present if q.pod_anti_affinity]
+    by_domain: dict[tuple[str, str], list[s.Pod]] = {}  # (key, value) -> present pods there
+    for key in {t.topology_key for p in view.new_pods for t in p.pod_anti_affinity}:
+        for q in present:
+            node = _where_now(view, q)
+            if node is not None and key in node.labels:
+                by_domain.setdefault((key, node.labels[key]), []).append(q)
     for p in view.new_pods:
         for q in owners:
             if _anti_conflict(view, q, p):
                 out.append(Violation(rule="pod-anti-affinity", subject=p.key,
                                      detail=f"refused by {q.key}'s required anti-affinity in its domain"))
-        if p.pod_anti_affinity:
-            for q in present:
-                if _anti_conflict(view, p, q):
-                    out.append(Violation(rule="pod-anti-affinity", subject=p.key,
-                                         detail=f"its required anti-affinity refuses {q.key} in its domain"))
+        node = _where_now(view, p)
+        near = {q.key: q for t in p.pod_anti_affinity if node is not None and t.topology_key in node.labels
+                for q in by_domain.get((t.topology_key, node.labels[t.topology_key]), ())}
+        for q in near.values():
+            if _anti_conflict(view, p, q):
+                out.append(Violation(rule="pod-anti-affinity", subject=p.key,
+                                     detail=f"its required anti-affinity refuses {q.key} in its domain"))
     return out
 
 

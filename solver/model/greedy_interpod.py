@@ -41,6 +41,9 @@ class InterPodRules:
         classes = problem.classes
         self.active = self.ip.active or any(c.pods[0].host_ports for c in classes)
         self.constrained = {c.index for c in classes if self._rules_of(c)}
+        # classes whose pods can clash with a returning victim, and those the end state checks
+        self.clashing = {c.index for c in classes if c.pods[0].pod_anti_affinity or c.pods[0].host_ports}
+        self.end_checked = {c.index for c in classes if c.pods[0].spread or c.pods[0].pod_affinity}
         families: dict[tuple[s.PodAffinityTerm, ...], list[int]] = defaultdict(list)
         for c in classes:
             if c.pods[0].pod_affinity:
@@ -175,12 +178,12 @@ class InterPodRules:
     # ---- the end state --------------------------------------------------------------
     def holds(self) -> bool:
         """Every placed pod's rules hold on the state as it is now."""
-        if not self.active:
+        if not self.active or not self.end_checked:
             return True
         for name, by_class in self.placed.items():
             node = self.nodes[name]
             for c, n in by_class.items():
-                if n <= 0 or c not in self.constrained:
+                if n <= 0 or c not in self.end_checked:
                     continue
                 cls = self.problem.classes[c]
                 if not self._spread_ok(cls, node) or not self._supported(cls, node):
@@ -250,9 +253,10 @@ class InterPodRules:
         """Putting the victim back breaks a rule of a placed pod (the caller has put it back)."""
         if not self.active:
             return False
+        every = any(q.pod_anti_affinity for q in unit.members)  # its own terms may refuse any class
         for name, by_class in self.placed.items():
             for c, n in by_class.items():
-                if n > 0 and self._conflicts(unit, self.problem.classes[c], name):
+                if n > 0 and (every or c in self.clashing) and self._conflicts(unit, self.problem.classes[c], name):
                     return True
         return not self.holds()
 

@@ -64,6 +64,9 @@ class InterPod:
     matchers: list[Matcher] = field(default_factory=list)
     index: dict[Matcher, int] = field(default_factory=dict)
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # (matcher, key) -> node label value -> running pods there the matcher matches: every
+    # sub-model of a decomposition reads the same answer
+    _running: dict[tuple[Matcher, str], dict[str, list[s.Pod]]] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -82,6 +85,18 @@ class InterPod:
 
     def matches_all(self, terms: Sequence[s.PodAffinityTerm], pod: s.Pod) -> bool:
         return all(self.matches(t, pod) for t in terms)
+
+    def running_matches(self, matcher: Matcher, key: str, running: Sequence[s.Pod],
+                        nodes: Mapping[s.NodeName, s.Node]) -> dict[str, list[s.Pod]]:
+        """The running pods the matcher matches, by their node's value of ``key`` (cached)."""
+        out = self._running.get((matcher, key))
+        if out is None:
+            out = self._running[matcher, key] = defaultdict(list)
+            for q in running:
+                value = nodes[q.node].labels.get(key) if q.node else None  # type: ignore[index]
+                if value is not None and self.matches(matcher, q):
+                    out[value].append(q)
+        return out
 
 
 def collect(snapshot: s.ClusterSnapshot) -> InterPod:

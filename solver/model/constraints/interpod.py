@@ -97,10 +97,7 @@ class _Context:
             for term in cls.pods[0].pod_anti_affinity:
                 key, i = term.topology_key, self.ip.index[term]
                 matching = self.matching(term)
-                by_value: dict[str, list[s.Pod]] = defaultdict(list)
-                for q in self.running:
-                    if (v := self.domain_of(q, key)) is not None and self.ip.matches(term, q):
-                        by_value[v].append(q)
+                by_value = self.ip.running_matches(term, key, self.running, self.nodes)
                 for value in sorted(self.vars.by_value(cls.index, key)):
                     here = self.vars.present((cls.index,), key, value)
                     placed = self.vars.in_domain_counts(matching, key, value)
