@@ -81,6 +81,41 @@ def _requirements(raw: Iterable[pb.SelectorRequirement]) -> list[dict[str, Any]]
     return [{"key": r.key, "operator": r.operator, "values": list(r.values)} for r in raw]
 
 
+def _label_selector(raw: pb.LabelSelector) -> dict[str, Any]:
+    return {"matchLabels": dict(raw.match_labels), "matchExpressions": _requirements(raw.match_expressions)}
+
+
+def _pod_terms(raw: Iterable[pb.PodAffinityTerm]) -> list[dict[str, Any]]:
+    out = []
+    for t in raw:
+        term: dict[str, Any] = {"topologyKey": t.topology_key, "namespaces": list(t.namespaces),
+                                "matchLabelKeys": list(t.match_label_keys),
+                                "mismatchLabelKeys": list(t.mismatch_label_keys)}
+        if t.HasField("label_selector"):
+            term["labelSelector"] = _label_selector(t.label_selector)
+        if t.HasField("namespace_selector"):
+            term["namespaceSelector"] = _label_selector(t.namespace_selector)
+        out.append(term)
+    return out
+
+
+def _spread(raw: Iterable[pb.TopologySpreadConstraint]) -> list[dict[str, Any]]:
+    out = []
+    for c in raw:
+        entry: dict[str, Any] = {"maxSkew": c.max_skew, "topologyKey": c.topology_key,
+                                 "whenUnsatisfiable": c.when_unsatisfiable,
+                                 "matchLabelKeys": list(c.match_label_keys)}
+        if c.HasField("label_selector"):
+            entry["labelSelector"] = _label_selector(c.label_selector)
+        if c.HasField("min_domains"):
+            entry["minDomains"] = c.min_domains
+        for name, value in (("nodeAffinityPolicy", c.node_affinity_policy), ("nodeTaintsPolicy", c.node_taints_policy)):
+            if value:
+                entry[name] = value
+        out.append(entry)
+    return out
+
+
 def _terms(raw: Iterable[pb.NodeSelectorTerm]) -> list[dict[str, Any]]:
     out = []
     for t in raw:
@@ -186,6 +221,16 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
         if pod.affinity:
             spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": _terms(pod.affinity)}}}
+        for kind, terms in (("podAffinity", pod.pod_affinity), ("podAntiAffinity", pod.pod_anti_affinity)):
+            if terms:
+                spec.setdefault("affinity", {})[kind] = {
+                    "requiredDuringSchedulingIgnoredDuringExecution": _pod_terms(terms)}
+        if pod.topology_spread:
+            spec["topologySpreadConstraints"] = _spread(pod.topology_spread)
+        if pod.host_ports:
+            spec["containers"][0]["ports"] = [{"containerPort": h.port, "hostPort": h.port,
+                                               "protocol": h.protocol or "TCP", "hostIP": h.host_ip}
+                                              for h in pod.host_ports]
         status: dict[str, Any] = {"phase": "Running" if pod.node else "Pending"}
         if pod.start_time:
             status["startTime"] = pod.start_time
@@ -226,6 +271,9 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
             gspec["resourceClaims"], _ = _claim_refs(path, g.claims)
         add({"apiVersion": api, "kind": kind, "metadata": {"name": g.name, "namespace": g.namespace},
              "spec": gspec}, path)
+    for i, ns in enumerate(state.namespaces):
+        add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns.name, "labels": dict(ns.labels)}},
+            f"namespaces[{i}]")
     for i, b in enumerate(state.pdbs):
         add({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
              "metadata": {"name": b.name, "namespace": b.namespace},

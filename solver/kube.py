@@ -118,7 +118,7 @@ def _requirements(obj: Obj, field: str, raw: Any) -> tuple[s.SelectorRequirement
         key = req.get("key")
         if not isinstance(key, str):
             raise _fail(obj, f"{field}[{i}].key", "missing")
-        values = req.get("values") or []
+        values = _items(obj, f"{field}[{i}].values", req.get("values"))
         out.append(s.SelectorRequirement(key=key, operator=op, values=tuple(str(v) for v in values)))
     return tuple(out)
 

@@ -89,6 +89,38 @@ def test_typed_state_solves_like_the_same_objects(running: server.Running) -> No
     assert sorted(b.node for b in plan.bindings) == ["n2", "n2", "n3", "n3"]
 
 
+def test_typed_inter_pod_rules_gates_and_held_pods_reach_the_solver(running: server.Running) -> None:
+    # anti-affinity (namespaceSelector over a Namespace), spread and a host port, typed; a gated
+    # pod comes back held; the group's Never counts only with PodGroupPreemptionPolicy on
+    ml = pb.LabelSelector(match_labels={"team": "ml"})
+    state = pb.ClusterState(
+        nodes=[pb.Node(name=f"n{i}", labels={"kubernetes.io/hostname": f"n{i}", "zone": f"z{i % 2}"},
+                       allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110}) for i in range(4)],
+        namespaces=[pb.Namespace(name="data", labels={"team": "ml"})],
+        pods=[pb.Pod(namespace="data", name="db", node="n0", requests={"cpu": 500}, priority=1000,
+                     labels={"app": "db"}, host_ports=[pb.HostPort(port=9000)]),
+              *[pb.Pod(namespace="d", name=f"g-{k}", requests={"cpu": 1000}, group="g", priority=100,
+                       labels={"app": "w"},
+                       pod_anti_affinity=[pb.PodAffinityTerm(label_selector=pb.LabelSelector(match_labels={"app": "db"}),
+                                                             namespace_selector=ml, topology_key="kubernetes.io/hostname")],
+                       topology_spread=[pb.TopologySpreadConstraint(
+                           max_skew=1, topology_key="zone", when_unsatisfiable="DoNotSchedule",
+                           label_selector=pb.LabelSelector(match_labels={"app": "w"}))],
+                       host_ports=[pb.HostPort(port=8080)]) for k in range(2)],
+              pb.Pod(namespace="d", name="g-2", requests={"cpu": 1000}, group="g", priority=100,
+                     scheduling_gates=["example.com/hold"])],
+        groups=[pb.Group(namespace="d", name="g", kind=pb.Group.POD_GROUP, min_count=2, priority=100)])
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(state)
+        with pytest.raises(client.PlacementError) as bad:
+            c.solve(state, client.SolveOptions(feature_gates="Nope=true"))
+    nodes = {b.pod: b.node for b in plan.bindings}
+    assert plan.status == "OPTIMAL" and set(nodes) == {"d/g-0", "d/g-1"}
+    assert "n0" not in nodes.values() and len({int(n[1]) % 2 for n in nodes.values()}) == 2  # one per zone
+    assert [(h.pod, h.reason) for h in plan.held] == [("d/g-2", "waiting for scheduling gates: [example.com/hold]")]
+    assert str(bad.value).startswith("INVALID_ARGUMENT: options.feature_gates: unknown feature gate 'Nope'")
+
+
 def test_strict_pdbs_reach_the_solver(running: server.Running) -> None:
     # one full node, its only pod under an exhausted budget: soft evicts it, strict does not
     state = pb.ClusterState(

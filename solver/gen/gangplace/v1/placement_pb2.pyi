@@ -44,7 +44,7 @@ class SolveOptions(_message.Message):
     def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., strict_pdbs: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ...) -> None: ...
 
 class ClusterState(_message.Message):
-    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates")
+    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces")
     NODES_FIELD_NUMBER: _ClassVar[int]
     PODS_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +53,7 @@ class ClusterState(_message.Message):
     DEVICE_CLASSES_FIELD_NUMBER: _ClassVar[int]
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
     CLAIM_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     pods: _containers.RepeatedCompositeFieldContainer[Pod]
     groups: _containers.RepeatedCompositeFieldContainer[Group]
@@ -61,7 +62,84 @@ class ClusterState(_message.Message):
     device_classes: _containers.RepeatedCompositeFieldContainer[DeviceClass]
     claims: _containers.RepeatedCompositeFieldContainer[ResourceClaim]
     claim_templates: _containers.RepeatedCompositeFieldContainer[ResourceClaim]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ...) -> None: ...
+    namespaces: _containers.RepeatedCompositeFieldContainer[Namespace]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ...) -> None: ...
+
+class Namespace(_message.Message):
+    __slots__ = ("name", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class LabelSelector(_message.Message):
+    __slots__ = ("match_labels", "match_expressions")
+    class MatchLabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    MATCH_LABELS_FIELD_NUMBER: _ClassVar[int]
+    MATCH_EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
+    match_labels: _containers.ScalarMap[str, str]
+    match_expressions: _containers.RepeatedCompositeFieldContainer[SelectorRequirement]
+    def __init__(self, match_labels: _Optional[_Mapping[str, str]] = ..., match_expressions: _Optional[_Iterable[_Union[SelectorRequirement, _Mapping]]] = ...) -> None: ...
+
+class PodAffinityTerm(_message.Message):
+    __slots__ = ("label_selector", "namespaces", "namespace_selector", "topology_key", "match_label_keys", "mismatch_label_keys")
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MATCH_LABEL_KEYS_FIELD_NUMBER: _ClassVar[int]
+    MISMATCH_LABEL_KEYS_FIELD_NUMBER: _ClassVar[int]
+    label_selector: LabelSelector
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    namespace_selector: LabelSelector
+    topology_key: str
+    match_label_keys: _containers.RepeatedScalarFieldContainer[str]
+    mismatch_label_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, label_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., namespaces: _Optional[_Iterable[str]] = ..., namespace_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., topology_key: _Optional[str] = ..., match_label_keys: _Optional[_Iterable[str]] = ..., mismatch_label_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TopologySpreadConstraint(_message.Message):
+    __slots__ = ("max_skew", "topology_key", "when_unsatisfiable", "label_selector", "min_domains", "node_affinity_policy", "node_taints_policy", "match_label_keys")
+    MAX_SKEW_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_KEY_FIELD_NUMBER: _ClassVar[int]
+    WHEN_UNSATISFIABLE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    MIN_DOMAINS_FIELD_NUMBER: _ClassVar[int]
+    NODE_AFFINITY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    NODE_TAINTS_POLICY_FIELD_NUMBER: _ClassVar[int]
+    MATCH_LABEL_KEYS_FIELD_NUMBER: _ClassVar[int]
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector
+    min_domains: int
+    node_affinity_policy: str
+    node_taints_policy: str
+    match_label_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, max_skew: _Optional[int] = ..., topology_key: _Optional[str] = ..., when_unsatisfiable: _Optional[str] = ..., label_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., min_domains: _Optional[int] = ..., node_affinity_policy: _Optional[str] = ..., node_taints_policy: _Optional[str] = ..., match_label_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HostPort(_message.Message):
+    __slots__ = ("port", "protocol", "host_ip")
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    HOST_IP_FIELD_NUMBER: _ClassVar[int]
+    port: int
+    protocol: str
+    host_ip: str
+    def __init__(self, port: _Optional[int] = ..., protocol: _Optional[str] = ..., host_ip: _Optional[str] = ...) -> None: ...
 
 class Taint(_message.Message):
     __slots__ = ("key", "value", "effect")
@@ -144,7 +222,7 @@ class PodClaimRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., claim: _Optional[str] = ..., template: _Optional[str] = ..., generated: _Optional[str] = ...) -> None: ...
 
 class Pod(_message.Message):
-    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name")
+    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name", "pod_affinity", "pod_anti_affinity", "topology_spread", "host_ports")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +262,10 @@ class Pod(_message.Message):
     TERMINATING_FIELD_NUMBER: _ClassVar[int]
     NOMINATED_NODE_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_NAME_FIELD_NUMBER: _ClassVar[int]
+    POD_AFFINITY_FIELD_NUMBER: _ClassVar[int]
+    POD_ANTI_AFFINITY_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_SPREAD_FIELD_NUMBER: _ClassVar[int]
+    HOST_PORTS_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -202,7 +284,11 @@ class Pod(_message.Message):
     terminating: bool
     nominated_node: str
     scheduler_name: str
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ...) -> None: ...
+    pod_affinity: _containers.RepeatedCompositeFieldContainer[PodAffinityTerm]
+    pod_anti_affinity: _containers.RepeatedCompositeFieldContainer[PodAffinityTerm]
+    topology_spread: _containers.RepeatedCompositeFieldContainer[TopologySpreadConstraint]
+    host_ports: _containers.RepeatedCompositeFieldContainer[HostPort]
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., pod_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., pod_anti_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., topology_spread: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., host_ports: _Optional[_Iterable[_Union[HostPort, _Mapping]]] = ...) -> None: ...
 
 class Group(_message.Message):
     __slots__ = ("namespace", "name", "kind", "parent", "min_count", "topology_key", "disruption_all", "priority", "preemption_policy", "claims")
