@@ -103,7 +103,7 @@ class InterPodRules:
         if not self._anti_ok(cls, node) or not self._ports_ok(cls, node) or not self._affinity_ok(cls, node) \
                 or not self._spread_ok(cls, node, adding=True):
             return 0
-        if cls.index in self.constrained or self._refused_by_placed(cls, node):
+        if cls.index in self.constrained:
             return min(most, 1)  # one at a time: each pod changes what the next may do
         return most
 

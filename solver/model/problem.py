@@ -35,7 +35,7 @@ Admission, as kube-scheduler 1.37 decides before it tries a workload:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from solver.model import dra as dra_mod
@@ -469,7 +469,7 @@ def _unmoved(problem: Problem, strongest: int | None) -> list[tuple[s.Pod, s.Nod
 
 def _candidate_nodes(
     problem: Problem, cls: PodClass, fixed: Mapping[s.NodeName, Mapping[str, int]],
-    unmoved: list[tuple[s.Pod, s.Node]] = (),  # type: ignore[assignment]
+    unmoved: Sequence[tuple[s.Pod, s.Node]],
 ) -> dict[s.NodeName, int]:
     """Nodes where ``cls`` could land, each with the most pods of it the node could take.
 
