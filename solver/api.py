@@ -9,6 +9,7 @@ fails the verifier is an internal error, never a result.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,19 @@ class PlanInvalidError(SolverError):
         super().__init__("plan failed verification: " + "; ".join(map(str, violations[:5])))
 
 
+class OptionError(SolverError):
+    """A plan option out of range: ``option`` is the PlanOptions field, ``reason`` what is wrong."""
+
+    def __init__(self, option: str, reason: str) -> None:
+        self.option, self.reason = option, reason
+        super().__init__(f"option {option}: {reason}")
+
+
+MAX_WORKERS = 64
+MAX_TIME_LIMIT = 7 * 24 * 3600.0
+MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is an int32
+
+
 class UnknownWorkloadError(SolverError):
     def __init__(self, workload: str) -> None:
         self.workload = workload
@@ -57,6 +71,25 @@ class PlanOptions:
     # for a caller that evicts through the Eviction API, which refuses exactly those evictions
     strict_pdbs: bool = False
     gates: FeatureGates = FeatureGates()  # the scheduler's feature gates (solver.model.features)
+
+    def __post_init__(self) -> None:
+        """Every number in range (raises OptionError): finite, positive where it must be."""
+        def number(name: str, value: object, lo: float, hi: float, integer: bool) -> None:
+            ok = isinstance(value, int) and not isinstance(value, bool) if integer else \
+                isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not ok or not lo <= value <= hi:  # type: ignore[operator]
+                kind = "an integer" if integer else "a number"
+                def show(x: float) -> str:
+                    return str(int(x)) if float(x).is_integer() else str(x)
+
+                raise OptionError(name, f"must be {kind} from {show(lo)} to {show(hi)}, got {value!r}")
+
+        number("time_limit", self.time_limit, 0.001, MAX_TIME_LIMIT, False)
+        number("workers", self.workers, 1, MAX_WORKERS, True)
+        number("seed", self.seed, 0, MAX_SEED, True)
+        number("relative_gap", self.relative_gap, 0.0, 1.0, False)
+        if self.max_variables is not None:
+            number("max_variables", self.max_variables, 1, 2**62, True)
     # a victim's DRA devices go free when it is evicted; False plans as upstream 1.37 can
     dra_preemption: bool = True
 

@@ -311,13 +311,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except api.PlanInvalidError as exc:
         print(f"gangplace: internal error: {exc}", file=sys.stderr)
         return 1
+    except RecursionError:
+        print(f"gangplace: {_input(args)}: input nested too deeply", file=sys.stderr)
+        return 2
     except SolverError as exc:
         print(f"gangplace: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"gangplace: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug: said as one, never as a traceback
+        print(f"gangplace: internal error, please report: {type(exc).__name__}: {exc} "
+              f"(command {args.command}, input {_input(args)})", file=sys.stderr)
+        return 1
     return 2
+
+
+def _input(args: argparse.Namespace) -> str:
+    return str(getattr(args, "snapshot", None) or getattr(args, "snapshots", None) or "-")
 
 
 if __name__ == "__main__":

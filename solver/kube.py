@@ -39,11 +39,61 @@ READ_KINDS = {"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace"
 Obj = Mapping[str, Any]
 
 
+# Bounds on what is read (each named in its error message): CP-SAT works in int64, and its
+# linear rows sum products of these, so one quantity stays far below 2^63; Kubernetes itself
+# keeps counts and priorities in int32.
+MAX_QUANTITY = 2**50  # base units: ~1.1e12 cores in millicores, 1 PiB in bytes
+MAX_COST = 10**9  # gangplace.io/preemption-cost
+INT32_MAX = 2**31 - 1
+
+
 def _ident(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    kind = obj.get("kind", "?")
-    ns = meta.get("namespace")
-    return f"{kind}/{ns}/{meta.get('name', '?')}" if ns else f"{kind}/{meta.get('name', '?')}"
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    kind = obj.get("kind", "?") if isinstance(obj, Mapping) else "?"
+
+    def part(value: Any) -> str:
+        return value if isinstance(value, str) and _encodable(value) else "?"
+
+    ns, name = part(meta.get("namespace") or ""), part(meta.get("name", "?"))
+    return f"{part(kind)}/{ns}/{name}" if ns else f"{part(kind)}/{name}"
+
+
+def _encodable(text: str) -> bool:
+    """No lone surrogate (a JSON "\\ud800"): the text can be written out as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(obj: Obj, field: str, raw: Any) -> str:
+    """A string field: a str that UTF-8 can carry."""
+    if not isinstance(raw, str):
+        raise _fail(obj, field, f"expected a string, got {type(raw).__name__}")
+    if not _encodable(raw):
+        raise _fail(obj, field, "not valid Unicode (a lone surrogate)")
+    return raw
+
+
+def _string_map(obj: Obj, field: str, raw: Any) -> dict[str, str]:
+    """A map of strings to strings (labels, nodeSelector, matchLabels); absent is empty."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, f"expected a map of strings, got {type(raw).__name__}")
+    out = {}
+    for k, v in raw.items():
+        out[_text(obj, f"{field}", k)] = _text(obj, f"{field}[{k}]", v)
+    return out
+
+
+def _entry_map(obj: Obj, field: str, raw: Any, what: str) -> Mapping[str, Any]:
+    """An entry of a list that must be an object."""
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, f"expected {what}, got {type(raw).__name__}")
+    return raw
 
 
 def _fail(obj: Obj, field: str, reason: str) -> SnapshotInvalidError:
@@ -76,6 +126,8 @@ def quantity(obj: Obj, field: str, resource: str, raw: Any) -> int:
         raise _fail(obj, field, f"negative quantity {raw!r}")
     if resource == "cpu":
         value = value.scaleb(3, Context(prec=200))
+    if value > MAX_QUANTITY:
+        raise _fail(obj, field, f"quantity {raw!r} is beyond {MAX_QUANTITY} base units (the most gangplace plans with)")
     return math.ceil(value)
 
 
@@ -84,14 +136,15 @@ def _resources(obj: Obj, field: str, raw: Any) -> dict[str, int]:
         return {}
     if not isinstance(raw, Mapping):
         raise _fail(obj, field, "expected a map of resource quantities")
-    return {name: quantity(obj, f"{field}.{name}", name, q) for name, q in raw.items()}
+    return {_text(obj, field, name): quantity(obj, f"{field}.{name}", name, q) for name, q in raw.items()}
 
 
 def _meta(obj: Obj, namespaced: bool) -> tuple[str, str]:
     name = _get(obj, "metadata.name", str)
     if not name:
         raise _fail(obj, "metadata.name", "missing")
-    ns = _get(obj, "metadata.namespace", str, "") if namespaced else ""
+    _text(obj, "metadata.name", name)
+    ns = _text(obj, "metadata.namespace", _get(obj, "metadata.namespace", str, "")) if namespaced else ""
     if namespaced and not ns:
         ns = "default"
     return ns, name
@@ -142,13 +195,14 @@ def parse_node(obj: Obj) -> s.Node:
     _, name = _meta(obj, namespaced=False)
     taints = []
     for i, t in enumerate(_get(obj, "spec.taints", list, [])):
+        t = _entry_map(obj, f"spec.taints[{i}]", t, "a taint")
         effect = t.get("effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             raise _fail(obj, f"spec.taints[{i}].effect", f"unknown effect {effect!r}")
         taints.append(s.Taint(key=str(t.get("key", "")), value=str(t.get("value", "") or ""), effect=effect))
     return s.Node(
         name=s.NodeName(name),
-        labels=dict(_get(obj, "metadata.labels", Mapping, {})),
+        labels=_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {})),
         allocatable=_resources(obj, "status.allocatable", _get(obj, "status.allocatable", Mapping, {})),
         taints=tuple(taints),
         unschedulable=bool(_get(obj, "spec.unschedulable", bool, False)),
@@ -160,7 +214,10 @@ def parse_node(obj: Obj) -> s.Node:
 
 def _container_requests(obj: Obj, field: str, container: Any) -> dict[str, int]:
     """requests, falling back to limits per resource as API defaulting does."""
-    res = container.get("resources") or {} if isinstance(container, Mapping) else {}
+    container = _entry_map(obj, field, container, "a container")
+    res = container.get("resources") or {}
+    if not isinstance(res, Mapping):
+        raise _fail(obj, f"{field}.resources", f"expected an object, got {type(res).__name__}")
     limits = _resources(obj, f"{field}.resources.limits", res.get("limits"))
     requests = _resources(obj, f"{field}.resources.requests", res.get("requests"))
     return {**limits, **requests}
@@ -179,13 +236,13 @@ def pod_requests(obj: Obj) -> dict[str, int]:
     sidecar init container 100m, then a regular init container 1000m:
     max(750 + 100, 1000 + 100) = 1100m.
     """
-    spec = obj.get("spec") or {}
+    spec = _get(obj, "spec", Mapping, {})
     total: dict[str, int] = {}
-    for i, c in enumerate(spec.get("containers") or []):
+    for i, c in enumerate(_items(obj, "spec.containers", spec.get("containers"))):
         _add(total, _container_requests(obj, f"spec.containers[{i}]", c))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for i, c in enumerate(spec.get("initContainers") or []):
+    for i, c in enumerate(_items(obj, "spec.initContainers", spec.get("initContainers"))):
         req = _container_requests(obj, f"spec.initContainers[{i}]", c)
         if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
             _add(sidecars, req)
@@ -206,6 +263,7 @@ def pod_requests(obj: Obj) -> dict[str, int]:
 def _tolerations(obj: Obj) -> tuple[s.Toleration, ...]:
     out = []
     for i, t in enumerate(_get(obj, "spec.tolerations", list, [])):
+        t = _entry_map(obj, f"spec.tolerations[{i}]", t, "a toleration")
         op = t.get("operator") or "Equal"
         if op not in ("Equal", "Exists"):
             raise _fail(obj, f"spec.tolerations[{i}].operator", f"unknown operator {op!r}")
@@ -270,6 +328,12 @@ def _topology_key(obj: Obj, field: str, raw: Mapping[str, Any]) -> str:
 def _optional_selector(obj: Obj, field: str, raw: Any) -> s.LabelSelector | None:
     """None for an unset selector (a pod affinity term's or spread constraint's: it matches nothing)."""
     return None if raw is None else _label_selector(obj, field, raw)
+
+
+def _int32(obj: Obj, field: str, raw: int) -> int:
+    if not -INT32_MAX - 1 <= raw <= INT32_MAX:
+        raise _fail(obj, field, f"must be a 32-bit integer, got {raw}")
+    return raw
 
 
 def _positive_int32(obj: Obj, field: str, raw: Any) -> int:
@@ -352,7 +416,7 @@ def _host_ports(obj: Obj) -> tuple[s.HostPort, ...]:
 
 
 def _cost(obj: Obj) -> int | None:
-    raw = (obj.get("metadata") or {}).get("annotations", {}) or {}
+    raw = _get(obj, "metadata.annotations", Mapping, {})
     if COST_ANNOTATION not in raw:
         return None
     field = f"metadata.annotations[{COST_ANNOTATION}]"
@@ -360,8 +424,8 @@ def _cost(obj: Obj) -> int | None:
         value = float(raw[COST_ANNOTATION])
     except (TypeError, ValueError) as exc:
         raise _fail(obj, field, f"not a number: {raw[COST_ANNOTATION]!r}") from exc
-    if not math.isfinite(value) or value < 0:
-        raise _fail(obj, field, f"must be a non-negative number, got {raw[COST_ANNOTATION]!r}")
+    if not math.isfinite(value) or value < 0 or value > MAX_COST:
+        raise _fail(obj, field, f"must be a number from 0 to {MAX_COST}, got {raw[COST_ANNOTATION]!r}")
     return round(value * 1000)
 
 
@@ -375,6 +439,7 @@ class _Priorities:
             value = _get(obj, "value", int)
             if value is None:
                 raise _fail(obj, "value", "missing")
+            _int32(obj, "value", value)
             entry = (value, _get(obj, "preemptionPolicy", str))
             self.values[name] = entry
             if _get(obj, "globalDefault", bool, False):
@@ -383,6 +448,8 @@ class _Priorities:
     def resolve(self, obj: Obj, spec_path: str) -> tuple[int | None, str | None]:
         """(priority, preemptionPolicy) from spec.priority / priorityClassName / global default."""
         prio = _get(obj, f"{spec_path}.priority", int)
+        if prio is not None:
+            _int32(obj, f"{spec_path}.priority", prio)
         policy = _get(obj, f"{spec_path}.preemptionPolicy", str)
         if policy is not None and policy not in (s.PREEMPT_LOWER, s.PREEMPT_NEVER):
             raise _fail(obj, f"{spec_path}.preemptionPolicy", f"unknown policy {policy!r}")
@@ -425,13 +492,13 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         namespace=ns,
         name=name,
         uid=_get(obj, "metadata.uid", str, ""),
-        labels=dict(_get(obj, "metadata.labels", Mapping, {})),
-        node=s.NodeName(node) if node else None,
+        labels=_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {})),
+        node=s.NodeName(_text(obj, "spec.nodeName", node)) if node else None,
         requests=pod_requests(obj),
         group=s.GroupKey(f"{ns}/{group}") if group else None,
         priority=prio or 0,
         preemption_policy=policy or s.PREEMPT_LOWER,
-        node_selector={str(k): str(v) for k, v in _get(obj, "spec.nodeSelector", Mapping, {}).items()},
+        node_selector=_string_map(obj, "spec.nodeSelector", _get(obj, "spec.nodeSelector", Mapping, {})),
         affinity_terms=_affinity_terms(obj),
         tolerations=_tolerations(obj),
         preemption_cost_milli=_cost(obj),
@@ -491,9 +558,8 @@ def parse_group(obj: Obj, priorities: _Priorities) -> tuple[s.Group, int | None]
     min_count = None
     if has_gang:
         field = "minCount" if kind == "PodGroup" else "minGroupCount"
-        min_count = _get(obj, f"spec.schedulingPolicy.gang.{field}", int)
-        if min_count is None or min_count < 1:
-            raise _fail(obj, f"spec.schedulingPolicy.gang.{field}", "must be a positive integer")
+        min_count = _positive_int32(obj, f"spec.schedulingPolicy.gang.{field}",
+                                    _get(obj, f"spec.schedulingPolicy.gang.{field}", int))
     topology = _get(obj, "spec.schedulingConstraints.topology", list, [])
     if len(topology) > 1:
         raise _fail(obj, "spec.schedulingConstraints.topology", "at most one topology constraint per group")
@@ -848,8 +914,7 @@ def _sub_request(obj: Obj, field: str, raw: Any, name: str, classes: Mapping[str
     count = raw.get("count")
     if count is None:
         count = 1
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise _fail(obj, f"{field}.count", f"must be a positive integer, got {count!r}")
+    _positive_int32(obj, f"{field}.count", count)
     return s.SubRequest(
         name=name, device_class=class_name,
         selectors=_selectors(obj, f"{field}.selectors", raw.get("selectors")),

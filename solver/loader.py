@@ -1,11 +1,20 @@
 """Read recorded snapshots from disk: a JSON List, multi-document YAML, or a directory.
 
-The only module of ``solver`` that reads snapshot files (and parses snapshot bytes).
+The only module of ``solver`` that reads snapshot files (and parses snapshot bytes). What it
+refuses before anything is built, each with one message naming the source:
+
+- bytes that are not UTF-8;
+- nesting deeper than the parser's recursion allows (JSON or YAML);
+- YAML whose aliases would expand past ``MAX_YAML_NODES`` nodes (an "alias bomb": a few
+  hundred bytes that grow to gigabytes), judged on the composed graph before it is expanded,
+  as go-yaml refuses "excessive aliasing" for kube-apiserver;
+- strings holding a lone surrogate (a JSON ``"\\ud800"``), which no UTF-8 output can carry.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +25,76 @@ from solver.model.errors import SnapshotInvalidError
 from solver.model.snapshot import ClusterSnapshot
 
 SUFFIXES = (".json", ".yaml", ".yml")
+MAX_YAML_NODES = 10_000_000  # a 15,000-node snapshot is ~5 million YAML nodes
+_SURROGATE_ESCAPE = re.compile(r"\\[uU]0{0,4}[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def parse_documents(text: str, source: str, fmt: str) -> list[Any]:
     """The objects of a JSON document (``fmt`` "json") or of multi-document YAML."""
     try:
         if fmt == "json":
-            return [json.loads(text)]
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+            docs = [json.loads(text)]
+        else:
+            if "*" in text and "&" in text:  # aliases need anchors: only then can it expand
+                _check_expansion(text, source)
+            docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise SnapshotInvalidError(source, "", f"not valid {fmt.upper()}: {exc}") from exc
+    except RecursionError:
+        raise SnapshotInvalidError(source, "", f"not valid {fmt.upper()}: nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text):
+        _check_text(docs, source)
+    return docs
+
+
+def _check_expansion(text: str, source: str) -> None:
+    """Count the nodes the YAML documents expand to, aliases counted at their full size."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 1  # a recursive alias counts once
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        sizes[id(node)] = total
+        return total
+
+    total = 0
+    for doc in yaml.compose_all(text, Loader=yaml.SafeLoader):
+        if doc is not None:
+            total += size(doc)
+        if total > MAX_YAML_NODES:
+            raise SnapshotInvalidError(source, "", f"YAML aliases expand past {MAX_YAML_NODES} nodes")
+
+
+def _check_text(value: Any, source: str) -> None:
+    """Every string (keys too) encodes as UTF-8; walked only when the text has a surrogate escape."""
+    stack = [value]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, str):
+            try:
+                cur.encode("utf-8")
+            except UnicodeEncodeError:
+                raise SnapshotInvalidError(source, "", f"a lone surrogate in the string {cur!r}") from None
+        elif isinstance(cur, dict):
+            stack.extend(cur.keys())
+            stack.extend(cur.values())
+        elif isinstance(cur, list):
+            stack.extend(cur)
 
 
 def read_documents(path: Path) -> list[Any]:
-    return parse_documents(path.read_text(encoding="utf-8"), str(path), path.suffix[1:])
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SnapshotInvalidError(str(path), "", f"not UTF-8: {exc}") from exc
+    return parse_documents(text, str(path), path.suffix[1:])
 
 
 def snapshot_from_bytes(data: bytes, source: str = "request") -> ClusterSnapshot:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import queue
@@ -120,26 +121,40 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"options.feature_gates: {exc.reason}")
         except SolverError as exc:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        limit = o.time_limit_seconds or self.config.default_time_limit
+        except RecursionError:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "request: nested too deeply")
+        except Exception as exc:  # a bug in reading the request
+            LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": repr(exc)}))
+            _abort(context, grpc.StatusCode.INTERNAL, f"internal error, please report (request {rid})")
+        stop = threading.Event()
+        context.add_callback(stop.set)  # cancelled, deadline passed, or server stopping
+        try:
+            options = api.PlanOptions(
+                workload=request.workload or None, time_limit=o.time_limit_seconds or self.config.default_time_limit,
+                workers=o.workers or 1, seed=o.seed, relative_gap=o.relative_gap, baseline_only=o.baseline_only,
+                decompose=not o.no_decompose, strict_pdbs=o.strict_pdbs, gates=gates,
+                dra_preemption=not o.no_dra_preemption, stop=stop, on_solution=on_solution)
+        except api.OptionError as exc:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"options.{exc.option}: {exc.reason}")
+        limit = options.time_limit
         remaining = context.time_remaining()
         if remaining is not None and remaining < 1e9:  # no deadline reads as ~9e18 s
             limit = max(0.05, min(limit, remaining - MARGIN - (time.perf_counter() - start)))
-        stop = threading.Event()
-        context.add_callback(stop.set)  # cancelled, deadline passed, or server stopping
-        options = api.PlanOptions(workload=request.workload or None, time_limit=limit, workers=o.workers or 1,
-                                  seed=o.seed, relative_gap=o.relative_gap, baseline_only=o.baseline_only,
-                                  decompose=not o.no_decompose, strict_pdbs=o.strict_pdbs, gates=gates,
-                                  dra_preemption=not o.no_dra_preemption, stop=stop,
-                                  on_solution=on_solution)
+            options = dataclasses.replace(options, time_limit=limit)
         try:
             plan = api.plan(snapshot, options)
         except api.UnknownWorkloadError as exc:
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"workload: {exc}")
+            _abort(context, grpc.StatusCode.NOT_FOUND, f"workload: {exc}")
         except api.PlanInvalidError as exc:
             LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": str(exc)}))
-            _abort(context, grpc.StatusCode.INTERNAL, str(exc))
+            _abort(context, grpc.StatusCode.INTERNAL, f"{exc} (request {rid})")
         except SolverError as exc:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except RecursionError:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "request: nested too deeply")
+        except Exception as exc:  # a bug: reported as one, with the request id to find its log
+            LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": repr(exc)}))
+            _abort(context, grpc.StatusCode.INTERNAL, f"internal error, please report (request {rid})")
         LOG.info(json.dumps({"event": "solved", "requestId": rid, "nodes": len(snapshot.nodes),
                              "pods": len(snapshot.pods), "status": plan.status,
                              "timeLimit": round(limit, 3), "seconds": round(time.perf_counter() - start, 4)}))

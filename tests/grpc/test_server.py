@@ -205,7 +205,16 @@ def test_graceful_shutdown_finishes_the_solve_in_flight() -> None:
     (lambda: pb.SolveRequest(state=pb.ClusterState(groups=[pb.Group(namespace="d", name="g")])),
      "groups[0].kind: must be POD_GROUP or COMPOSITE_POD_GROUP"),
     (lambda: pb.SolveRequest(kubernetes_objects=b"{not json"), "kubernetes_objects: request: : not valid JSON"),
-    (lambda: pb.SolveRequest(workload="d/none", state=pb.ClusterState()), "workload: no pending workload 'd/none'"),
+    (lambda: pb.SolveRequest(kubernetes_objects=b"[" * 100000), "kubernetes_objects: request: : not valid JSON: "
+     "nested too deeply"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(), options=pb.SolveOptions(time_limit_seconds=float("nan"))),
+     "options.time_limit: must be a number from 0.001 to 604800, got nan"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(), options=pb.SolveOptions(workers=2**31 - 1)),
+     "options.workers: must be an integer from 1 to 64, got 2147483647"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(), options=pb.SolveOptions(relative_gap=-1)),
+     "options.relative_gap: must be a number from 0 to 1, got -1.0"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(), options=pb.SolveOptions(seed=-5)),
+     "options.seed: must be an integer from 0 to 2147483647, got -5"),
 ])
 def test_bad_input_is_invalid_argument_naming_the_field(running: server.Running, make: Any, expected: str) -> None:
     with grpc.insecure_channel(_target(running)) as ch:
@@ -215,6 +224,17 @@ def test_bad_input_is_invalid_argument_naming_the_field(running: server.Running,
             pb_grpc.PlacementServiceStub(ch).Solve(make(), timeout=30)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert expected in err.value.details()
+
+
+def test_an_unknown_workload_is_not_found(running: server.Running) -> None:
+    with grpc.insecure_channel(_target(running)) as ch:
+        from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+
+        with pytest.raises(grpc.RpcError) as err:
+            pb_grpc.PlacementServiceStub(ch).Solve(pb.SolveRequest(workload="d/none", state=pb.ClusterState()),
+                                                   timeout=30)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "workload: no pending workload 'd/none'" in err.value.details()
 
 
 def test_a_15000_node_cluster_is_accepted(running: server.Running) -> None:

@@ -428,7 +428,7 @@ BAD: list[tuple[str, str, str, Any, str]] = [
      "unknown allocation mode 'Some'"),
     ("template-zero-count", "ResourceClaimTemplate", "two-gpus", _set(f"{GPU_TEMPLATE_REQ}.exactly.count", 0),
      "ResourceClaimTemplate/team/two-gpus: spec.spec.devices.requests[0].exactly.count: "
-     "must be a positive integer, got 0"),
+     "must be a positive 32-bit integer, got 0"),
     ("template-unqualified-match-attribute", "ResourceClaimTemplate", "two-gpus",
      _set("spec.spec.devices.constraints.0.matchAttribute", "pcieRoot"),
      "ResourceClaimTemplate/team/two-gpus: spec.spec.devices.constraints[0].matchAttribute: "
