@@ -873,7 +873,8 @@ def _selectors(obj: Obj, field: str, raw: Any) -> tuple[str, ...]:
     """CEL selectors, each compiled here so a bad one names its object and field."""
     out = []
     for i, sel in enumerate(_items(obj, field, raw)):
-        expr = (sel.get("cel") or {}).get("expression") if isinstance(sel, Mapping) else None
+        spec = sel.get("cel") if isinstance(sel, Mapping) else None
+        expr = spec.get("expression") if isinstance(spec, Mapping) else None
         if not isinstance(expr, str) or not expr:
             raise _fail(obj, f"{field}[{i}].cel.expression", "missing")
         try:
@@ -1174,7 +1175,7 @@ def flatten(objects: Iterable[Any]) -> list[Obj]:
             out.extend(flatten(obj["items"]))
         else:
             if not isinstance(kind, str) or not kind:
-                raise SnapshotInvalidError(f"?/{(obj.get('metadata') or {}).get('name', '?')}", "kind", "missing")
+                raise SnapshotInvalidError(_ident({**obj, "kind": "?"}), "kind", "missing")
             out.append(obj)
     return out
 

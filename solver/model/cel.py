@@ -852,19 +852,28 @@ def compile_expression(expr: str) -> object:
     return found
 
 
+# resource.k8s.io/v1 CELSelectorExpressionMaxLength (k8s.io/api/resource/v1/types.go)
+MAX_EXPRESSION_LENGTH = 10 * 1024
+
+
 def _compile(expr: str) -> object:
     if not isinstance(expr, str) or not expr.strip():
         raise CelError(str(expr), "empty expression")
+    if len(expr) > MAX_EXPRESSION_LENGTH:
+        raise CelError(expr[:40] + "...", f"longer than {MAX_EXPRESSION_LENGTH} characters "
+                                          "(resource.k8s.io CELSelectorExpressionMaxLength)")
     try:
         tree = _ENV.compile(expr)
+        result = _Checker(expr).visit(tree, {})
+        if result not in (BOOL, DYN):
+            raise CelError(expr, f"must evaluate to bool, not {result}")
+        return _Program(_ENV.program(_rewrite(copy.deepcopy(tree)), functions=_FUNCTIONS), _footprint(tree))
     except (celpy.CELParseError, lark.exceptions.LarkError) as exc:
         line, column = getattr(exc, "line", None), getattr(exc, "column", None)
         where = f" at line {line}, column {column}" if "\n" in expr else f" at column {column}"
         raise CelError(expr, "syntax error" + (where if column is not None else "")) from None
-    result = _Checker(expr).visit(tree, {})
-    if result not in (BOOL, DYN):
-        raise CelError(expr, f"must evaluate to bool, not {result}")
-    return _Program(_ENV.program(_rewrite(copy.deepcopy(tree)), functions=_FUNCTIONS), _footprint(tree))
+    except RecursionError:
+        raise CelError(expr[:40] + ("..." if len(expr) > 40 else ""), "nested too deeply") from None
 
 
 class _Program:

@@ -81,6 +81,45 @@ BAD = [
        "spec": {"selectors": [{"cel": {"expression": "device.driver =="}}]}}],
      "DeviceClass/gpu: spec.selectors[0].cel.expression: CEL: syntax error"),
     ("object-without-kind", [{"metadata": {"name": "x"}}], "?/x: kind: missing"),
+    # hostile values (issue 14): the wrong JSON type, numbers beyond what CP-SAT takes
+    ("metadata-a-string", [node("n1"), _with(pod("p"), "metadata", "p")], "Pod/?: metadata.name: expected an object"),
+    ("container-not-a-map", [node("n1"), _with(pod("p"), "spec.containers", ["c"])],
+     "Pod/default/p: spec.containers[0]: expected a container, got str"),
+    ("resources-a-number", [node("n1"), _with(pod("p"), "spec.containers", [{"name": "c", "resources": 5}])],
+     "Pod/default/p: spec.containers[0].resources: expected an object, got int"),
+    ("containers-not-a-list", [node("n1"), _with(pod("p"), "spec.containers", "c")],
+     "Pod/default/p: spec.containers: expected a list"),
+    ("annotations-a-string", [node("n1"), _with(pod("p"), "metadata.annotations", "x")],
+     "Pod/default/p: metadata.annotations: expected Mapping, got str"),
+    ("label-value-a-list", [node("n1").label("zone", ["a"])],  # type: ignore[arg-type]
+     "Node/n1: metadata.labels[zone]: expected a string, got list"),
+    ("taint-not-a-map", [_with(node("n1"), "spec.taints", ["NoSchedule"])],
+     "Node/n1: spec.taints[0]: expected a taint, got str"),
+    ("toleration-not-a-map", [node("n1"), _with(pod("p"), "spec.tolerations", [1])],
+     "Pod/default/p: spec.tolerations[0]: expected a toleration, got int"),
+    ("selector-values-not-a-list", [node("n1"), _with(pod("p"), "spec.affinity", {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "k", "operator": "In", "values": 5}]}]}}})],
+     "nodeSelectorTerms[0].matchExpressions[0].values: expected a list"),
+    ("quantity-beyond-the-bound", [node("n1"), pod("p").request("memory", "1e60")],
+     "Pod/default/p: spec.containers[0].resources.requests.memory: quantity '1e60' is beyond 1125899906842624 base units"),
+    ("cost-beyond-the-bound", [node("n1"), pod("p").on("n1").cost("1e300")],
+     "must be a number from 0 to 1000000000, got '1e300'"),
+    ("min-group-count-beyond-int32", [composite("c", 2**63)],
+     "CompositePodGroup/default/c: spec.schedulingPolicy.gang.minGroupCount: must be a positive 32-bit integer, "
+     "got 9223372036854775808"),
+    ("priority-beyond-int32", [node("n1"), pod("p").priority(2**40)],
+     "Pod/default/p: spec.priority: must be a 32-bit integer, got 1099511627776"),
+    ("name-with-a-lone-surrogate", [node("\ud800")], "lone surrogate"),
+    ("cel-nested-70-deep", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                             "spec": {"selectors": [{"cel": {"expression": "(" * 70 + "true" + ")" * 70}}]}}],
+     "DeviceClass/gpu: spec.selectors[0].cel.expression: CEL: nested too deeply"),
+    ("cel-longer-than-10-kib", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "g"},
+                                 "spec": {"selectors": [{"cel": {"expression": "true && " * 1500 + "true"}}]}}],
+     "CEL: longer than 10240 characters (resource.k8s.io CELSelectorExpressionMaxLength)"),
+    ("cel-a-number", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "g"},
+                       "spec": {"selectors": [{"cel": 5}]}}],
+     "DeviceClass/g: spec.selectors[0].cel.expression: missing"),
     # the inter-pod and admission fields (docs/fidelity.md)
     ("scheduling-gate-without-name", [node("n1"), _with(pod("p"), "spec.schedulingGates", [{"nam": "x"}])],
      "Pod/default/p: spec.schedulingGates[0].name: missing"),
@@ -136,6 +175,52 @@ def test_invalid_yaml_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path.write_text("kind: Node\nmetadata: [unclosed\n")
     assert cli.main(["solve", str(path)]) == 2
     assert "not valid YAML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, body, message", [
+    ("deep.json", b"[" * 100000 + b"]" * 100000, "not valid JSON: nested too deeply"),
+    ("deep.yaml", b"a:" + b" [" * 5000 + b"]" * 5000, "not valid YAML: nested too deeply"),
+    ("bomb.yaml", b"a: &a [x,x,x,x,x,x,x,x,x]\n" + b"".join(
+        f"{k}: &{k} [{', '.join(['*' + p] * 9)}]\n".encode() for p, k in zip("abcdefgh", "bcdefghi")),
+     "YAML aliases expand past 10000000 nodes"),
+    ("latin1.json", '{"kind": "Node", "metadata": {"name": "n\u00e9"}}'.encode("latin-1"), "not UTF-8"),
+    ("surrogate.json", b'{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "\\ud800"}}]}',
+     "a lone surrogate in the string"),
+])
+def test_hostile_files_exit_2_before_anything_is_built(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        name: str, body: bytes, message: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(body)
+    assert cli.main(["solve", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", "99999999999999999999"], "option seed: must be an integer from 0 to 2147483647"),
+    (["--time-limit", "nan"], "option time_limit: must be a number from 0.001 to 604800, got nan"),
+    (["--workers", "0"], "option workers: must be an integer from 1 to 64, got 0"),
+])
+def test_options_out_of_range_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                     message: str) -> None:
+    path = _write(tmp_path, [node("n1"), pod("p")])
+    assert cli.main(["solve", str(path), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_escaped_exception_is_an_internal_error_never_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from solver import api
+
+    def broken(*_: object, **__: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(api, "build_problem", broken)
+    path = _write(tmp_path, [node("n1"), pod("p")])
+    assert cli.main(["solve", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (f"gangplace: internal error, please report: KeyError: 'boom' (command solve, "
+                           f"input {path})")
 
 
 def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
