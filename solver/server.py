@@ -74,12 +74,14 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
 
     # ---- the two RPCs ----------------------------------------------------------------
     def Solve(self, request: pb.SolveRequest, context: grpc.ServicerContext) -> pb.SolveResponse:
+        self._refuse_malformed("Solve", request, context)
         rid = request.request_id or uuid.uuid4().hex[:12]
         with self._admitted("Solve", rid, context):
             plan = self._plan(request, rid, context, on_solution=None)
             return pb.SolveResponse(plan=convert.plan_to_proto(plan), request_id=rid)
 
     def SolveStream(self, request: pb.SolveRequest, context: grpc.ServicerContext) -> Iterator[pb.SolveEvent]:
+        self._refuse_malformed("SolveStream", request, context)
         rid = request.request_id or uuid.uuid4().hex[:12]
         events: queue.Queue[pb.SolveEvent | BaseException | None] = queue.Queue()
         start = time.perf_counter()
@@ -107,6 +109,13 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             worker.join()
 
     # ---- plumbing --------------------------------------------------------------------
+    def _refuse_malformed(self, method: str, request: Any, context: grpc.ServicerContext) -> None:
+        """Bytes that are no SolveRequest are bad input, not a server error (grpc's own
+        deserializer would answer INTERNAL)."""
+        if isinstance(request, _Malformed):
+            self.metrics.solves.labels(method, "INVALID_ARGUMENT").inc()
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"request: not a SolveRequest: {request.reason}")
+
     def _admitted(self, method: str, rid: str, context: grpc.ServicerContext) -> "_Admission":
         return _Admission(self, method, rid, context)
 
@@ -114,6 +123,9 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
               on_solution: Any) -> Any:
         start = time.perf_counter()
         o = request.options
+        stop = threading.Event()
+        if not context.add_callback(stop.set):  # cancelled, deadline passed, or server stopping
+            stop.set()  # the call ended already
         try:
             snapshot = convert.snapshot_from_request(request)
             gates = parse_feature_gates(o.feature_gates)
@@ -126,8 +138,8 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         except Exception as exc:  # a bug in reading the request
             LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": repr(exc)}))
             _abort(context, grpc.StatusCode.INTERNAL, f"internal error, please report (request {rid})")
-        stop = threading.Event()
-        context.add_callback(stop.set)  # cancelled, deadline passed, or server stopping
+        if stop.is_set() or not context.is_active():
+            _abort(context, grpc.StatusCode.CANCELLED, "the call ended while the request was read")
         try:
             options = api.PlanOptions(
                 workload=request.workload or None, time_limit=o.time_limit_seconds or self.config.default_time_limit,
@@ -139,7 +151,10 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         limit = options.time_limit
         remaining = context.time_remaining()
         if remaining is not None and remaining < 1e9:  # no deadline reads as ~9e18 s
-            limit = max(0.05, min(limit, remaining - MARGIN - (time.perf_counter() - start)))
+            if remaining <= MARGIN:  # reading the request used the deadline up: no plan could reach the caller
+                _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED,
+                       f"the deadline passed while the request was read ({time.perf_counter() - start:.2f} s)")
+            limit = max(0.05, min(limit, remaining - MARGIN))
             options = dataclasses.replace(options, time_limit=limit)
         try:
             plan = api.plan(snapshot, options)
@@ -186,7 +201,13 @@ class _Admission:
         self.s._slots.release()
         m.latency.labels(self.method).observe(time.perf_counter() - self.start)
         code = self.context.code()
-        status = code.name if code is not None and code != grpc.StatusCode.OK else ("ERROR" if exc else "OK")
+        if code is not None and code != grpc.StatusCode.OK:
+            status = code.name
+        elif not self.context.is_active():  # the caller went away or its deadline passed
+            remaining = self.context.time_remaining()
+            status = "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"
+        else:
+            status = "INTERNAL" if exc else "OK"
         m.solves.labels(self.method, status).inc()
 
 
@@ -213,6 +234,34 @@ class Running:
             self._httpd.server_close()
 
 
+class _Malformed:
+    """What the request deserializer hands on for bytes that do not parse."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _parse_request(data: bytes) -> pb.SolveRequest | _Malformed:
+    try:
+        return pb.SolveRequest.FromString(data)
+    except Exception as exc:  # protobuf's DecodeError, or a message nested past its limit
+        return _Malformed(f"{type(exc).__name__}: {exc}")
+
+
+def _register(service: PlacementService, server: grpc.Server) -> None:
+    """The generated registration, with a request deserializer that never raises."""
+    handlers = {
+        "Solve": grpc.unary_unary_rpc_method_handler(
+            service.Solve, request_deserializer=_parse_request,
+            response_serializer=pb.SolveResponse.SerializeToString),
+        "SolveStream": grpc.unary_stream_rpc_method_handler(
+            service.SolveStream, request_deserializer=_parse_request,
+            response_serializer=pb.SolveEvent.SerializeToString),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server.add_registered_method_handlers(SERVICE, handlers)
+
+
 def start(config: ServerConfig) -> Running:
     size = config.max_message_bytes
     server = grpc.server(
@@ -220,7 +269,7 @@ def start(config: ServerConfig) -> Running:
         options=[("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)],
     )
     metrics = Metrics()
-    pb_grpc.add_PlacementServiceServicer_to_server(PlacementService(config, metrics), server)
+    _register(PlacementService(config, metrics), server)
     hs = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(hs, server)
     reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)

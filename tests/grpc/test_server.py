@@ -273,3 +273,39 @@ def test_logs_are_json_lines_with_the_request_id(running: server.Running, caplog
     assert solved[1]["status"] == "OPTIMAL" and solved[1]["nodes"] == 4
     line = server.JsonLines().format(caplog.records[-1])
     assert json.loads(line)["level"] == "INFO"
+
+
+def _metrics(run: server.Running) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{run.metrics_port}/metrics") as reply:
+        return reply.read().decode()
+
+
+def test_bytes_that_are_no_request_are_invalid_argument_and_take_no_slot(running: server.Running) -> None:
+    with grpc.insecure_channel(_target(running)) as ch:
+        raw = ch.unary_unary("/gangplace.v1.PlacementService/Solve", request_serializer=lambda b: b,
+                             response_deserializer=lambda b: b)
+        with pytest.raises(grpc.RpcError) as err:
+            raw(b"\xff\xff\xff\xff garbage", timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.details().startswith("request: not a SolveRequest: DecodeError")
+    assert 'gangplace_solves_total{method="Solve",status="INVALID_ARGUMENT"} 1.0' in _metrics(running)
+    assert running.metrics.in_flight._value.get() == 0
+
+
+def test_a_cancelled_call_is_counted_cancelled_and_frees_its_slot(running: server.Running) -> None:
+    body = _hard()
+    with grpc.insecure_channel(_target(running)) as ch:
+        from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+
+        call = pb_grpc.PlacementServiceStub(ch).Solve.future(
+            pb.SolveRequest(kubernetes_objects=body, options=pb.SolveOptions(time_limit_seconds=60)), timeout=60)
+        deadline = time.monotonic() + 10
+        while running.metrics.in_flight._value.get() < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        start = time.monotonic()
+        call.cancel()
+        while running.metrics.in_flight._value.get() > 0 and time.monotonic() < start + 10:
+            time.sleep(0.02)
+        freed = time.monotonic() - start
+    assert freed < 5  # the solve stops at the cancellation, not at its 60 s limit
+    assert 'gangplace_solves_total{method="Solve",status="CANCELLED"} 1.0' in _metrics(running)
