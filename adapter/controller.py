@@ -276,6 +276,24 @@ class Executor:
                                 and k.split("/")[0] == ns:
                             self._event(ns, p, "FailedScheduling", cond["message"], "Warning", "Scheduling")
 
+    def isolated(self, objects: list[Obj], tree: set[str], bad: str, why: str) -> None:
+        """A workload left out because of a bad object: its PodGroups say so (condition False,
+        reason SchedulerError, as upstream's updatePodGroupConditionWithError), once."""
+        message = f"{bad} is invalid: {why}"
+        for o in objects:
+            if o.get("kind") != "PodGroup" or _key(o) not in tree:
+                continue
+            have = next((c for c in (o.get("status") or {}).get("conditions", []) if c.get("type") == CONDITION), None)
+            if have and have.get("status") == "False" and have.get("message") == message:
+                continue
+            ns, name = _key(o).split("/", 1)
+            try:
+                self.cluster.set_podgroup_condition(ns, name, {"type": CONDITION, "status": "False",
+                                                               "reason": "SchedulerError", "message": message,
+                                                               "lastTransitionTime": now()})
+            except Exception as exc:  # best effort: the next reconcile writes it again
+                LOG.info(json.dumps({"event": "condition-failed", "group": _key(o), "error": str(exc)}))
+
     def _allocate(self, allocs: list[Any], pods: dict[str, Obj], groups: dict[str, Obj], objects: list[Obj]) -> None:
         """Write one claim's allocation (every request of it): the claim, made from its template
         when needed and named in its owner's status.resourceClaimStatuses, then its status."""

@@ -13,10 +13,12 @@ import argparse
 import json
 import logging
 import os
+import re
 import socket
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -72,11 +74,12 @@ class Adapter:
                                      lease_duration=lease_duration)
         self.renew = renew
         self.backoff = backoff  # between plans abandoned midway, doubling (a race that does not end at once)
-        self.outcomes: list[Outcome] = []
+        self.outcomes: deque[Outcome] = deque(maxlen=HISTORY)  # the latest, for tests and debugging
         self._electing = False  # run() keeps the lease: reconcile acts only while it holds it
         self.executor.leading = lambda: not self._electing or self.elector.leading
         self.executor.lookup = lambda key: self.cache.get("Pod", key)
-        self.plans: list[Plan] = []
+        self.plans: deque[Plan] = deque(maxlen=HISTORY)
+        self.isolated: dict[str, str] = {}  # "Kind/ns/name" -> why, for the last plan (bad objects left out)
 
     def plan_once(self) -> Plan | None:
         """The plan for what the cache holds now; None when no workload is ready."""
@@ -91,10 +94,22 @@ class Adapter:
         sel = select(objects, self.scheduler_name)
         if not sel.ready:
             return None
-        try:
-            plan = self.solve(sel.objects)
-        except SolverError as exc:
-            LOG.warning(json.dumps({"event": "solve-failed", "error": str(exc)}))
+        solvable = sel.objects
+        self.isolated = {}
+        for _ in range(MAX_ISOLATED):
+            try:
+                plan = self.solve(solvable)
+                break
+            except SolverError as exc:
+                bad = _bad_object(exc)
+                if bad is None or bad in self.isolated:
+                    # the solver is down or busy (or the error names nothing to leave out): try again
+                    LOG.warning(json.dumps({"event": "solve-failed", "error": str(exc)}))
+                    return Outcome(replan=f"solve failed: {exc}")
+                solvable = self._isolate(solvable, bad, str(exc))
+        else:
+            return Outcome(replan="too many bad objects")
+        if not select(solvable, self.scheduler_name).ready:
             return None
         self.plans.append(plan)
         if self._electing and not self.elector.leading:
@@ -106,6 +121,39 @@ class Adapter:
                              "bound": len(outcome.bound), "replan": outcome.replan}))
         self._wait_seen(outcome)
         return outcome
+
+    def _isolate(self, objects: list[Obj], bad: str, why: str) -> list[Obj]:
+        """The objects without ``bad`` and what it touches: a pod of a pending workload takes the
+        workload's pending pods along (they get a condition and an Event naming the object); a
+        running pod takes its node along (its room cannot be counted); a node, its pods.
+        Everything else is still planned."""
+        self.isolated[bad] = why
+        LOG.warning(json.dumps({"event": "object-isolated", "object": bad, "error": why}))
+        kind, _, rest = bad.partition("/")
+        target = next((o for o in objects if o.get("kind") == kind and _ident(o) == bad), None)
+        drop = {bad}
+        if target is not None and kind == "Pod":
+            spec = target.get("spec") if isinstance(target.get("spec"), dict) else {}
+            group = (spec.get("schedulingGroup") or {}).get("podGroupName") if isinstance(
+                spec.get("schedulingGroup"), dict) else None
+            if spec.get("nodeName"):
+                drop.add(f"Node/{spec['nodeName']}")
+            elif group:
+                ns = rest.split("/")[0]
+                tree = _tree(objects, f"{ns}/{group}")
+                for o in objects:
+                    s = o.get("spec") if isinstance(o.get("spec"), dict) else {}
+                    g = (s.get("schedulingGroup") or {}).get("podGroupName") if isinstance(s.get("schedulingGroup"), dict) else None
+                    if o.get("kind") == "Pod" and not s.get("nodeName") and g and f"{ns}/{g}" in tree:
+                        drop.add(_ident(o))
+                self.executor.isolated(objects, tree, bad, why)
+        if kind == "Node":
+            drop |= {_ident(o) for o in objects if o.get("kind") == "Pod" and isinstance(o.get("spec"), dict)
+                     and o["spec"].get("nodeName") == rest}
+        if target is not None:
+            self.executor._event(rest.split("/")[0] if rest.count("/") else "default", target, "FailedScheduling",
+                                 f"gangplace left {bad} out: {why}", "Warning", "Scheduling")
+        return [o for o in objects if _ident(o) not in drop]
 
     def _wait_seen(self, outcome: Outcome, timeout: float = 10.0) -> None:
         """Let the cache catch up with what was just written, so the next plan is not stale (an
@@ -135,7 +183,8 @@ class Adapter:
 
     def run(self, stop: threading.Event) -> None:
         self.cache.start()
-        self.cache.wait_synced()
+        while not stop.is_set() and not self.cache.wait_synced(1.0):  # never plan on a partial view
+            LOG.warning(json.dumps({"event": "cache-not-synced"}))
         seen = -1
         retry = False  # the last plan was abandoned midway: plan again even if nothing changed
         delay = self.backoff[0]
@@ -164,6 +213,52 @@ class Adapter:
             keeper.join()
             self.elector.release()
             self.cache.stop()
+
+
+HISTORY = 100  # plans and outcomes kept
+MAX_ISOLATED = 20  # bad objects left out of one plan before giving up on it
+_IDENT = re.compile(r"\b([A-Z][A-Za-z]+/(?:[^/\s:]+/)?[^/\s:]+): ")
+
+
+def _bad_object(exc: SolverError) -> str | None:
+    """The "Kind/ns/name" a bad-input error names: the in-process error's field, or the first
+    object named in a remote INVALID_ARGUMENT's message."""
+    obj = getattr(exc, "obj", None)
+    if isinstance(obj, str) and "/" in obj and not obj.startswith("?"):
+        return obj
+    code = getattr(exc, "code", None)
+    if code is not None and getattr(code, "name", "") == "INVALID_ARGUMENT":
+        found = _IDENT.search(str(getattr(exc, "details", exc)))
+        return found.group(1) if found else None
+    return None
+
+
+def _ident(obj: Obj) -> str:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    ns = meta.get("namespace")
+    return f"{obj.get('kind')}/{ns}/{meta.get('name')}" if ns else f"{obj.get('kind')}/{meta.get('name')}"
+
+
+def _tree(objects: list[Obj], leaf: str) -> set[str]:
+    """Every group key of the tree ``leaf`` belongs to (root and all its descendants)."""
+    parent: dict[str, str] = {}
+    for o in objects:
+        if o.get("kind") in ("PodGroup", "CompositePodGroup") and isinstance(o.get("spec"), dict):
+            meta = o.get("metadata", {})
+            if p := o["spec"].get("parentCompositePodGroupName"):
+                parent[f"{meta.get('namespace', 'default')}/{meta.get('name')}"] = f"{meta.get('namespace', 'default')}/{p}"
+    root = leaf
+    while root in parent and parent[root] != leaf:
+        root = parent[root]
+    out = {root}
+    changed = True
+    while changed:
+        changed = False
+        for child, p in parent.items():
+            if p in out and child not in out:
+                out.add(child)
+                changed = True
+    return out
 
 
 # ---- the subcommand --------------------------------------------------------------------------
