@@ -8,12 +8,16 @@ them with the RBAC verb and resource each needs (deploy/ grants exactly those).
 
 from __future__ import annotations
 
+import functools
 import json
+import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
@@ -77,6 +81,40 @@ class Conflict(Exception):
 
 class Refused(Exception):
     """429 from the Eviction API: a PDB forbids it now."""
+
+
+class Unavailable(Exception):
+    """The API server answered 5xx or not at all, ``ATTEMPTS`` times in a row."""
+
+
+ATTEMPTS = 4  # a write is tried this often on a 5xx or a dropped connection, with jittered backoff
+_BACKOFF = 0.05  # seconds before the second attempt, doubling, each times a jitter in [0.5, 1.5)
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, ApiException):
+        return exc.status is None or exc.status >= 500
+    return isinstance(exc, (urllib3.exceptions.HTTPError, OSError))
+
+
+def retried(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Call ``fn`` again on a 5xx or a connection error (the writes are idempotent: a repeated
+    eviction finds the pod gone, a repeated binding a 409); Unavailable when it never answers."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        delay = _BACKOFF
+        for attempt in range(ATTEMPTS):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if not _transient(exc):
+                    raise
+                if attempt == ATTEMPTS - 1:
+                    raise Unavailable(f"{fn.__name__}: {exc}") from exc
+                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay *= 2
+        raise AssertionError("unreachable")
+    return call
 
 
 def now() -> str:
@@ -152,6 +190,7 @@ class Cluster:
             resp.release_conn()
 
     # ---- plan execution ----------------------------------------------------------------
+    @retried
     def get_pod(self, namespace: str, name: str) -> Obj | None:
         try:
             return json.loads(self.core.read_namespaced_pod(name, namespace, _preload_content=False).data)
@@ -160,6 +199,7 @@ class Cluster:
                 return None
             raise
 
+    @retried
     def evict(self, namespace: str, name: str) -> None:
         """Through the Eviction API; gone already is fine; Refused on 429 (a PDB)."""
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
@@ -172,6 +212,7 @@ class Cluster:
                 raise Refused(f"{namespace}/{name}: {exc.reason}") from exc
             raise
 
+    @retried
     def bind(self, namespace: str, name: str, node: str) -> None:
         """Through the Binding subresource; Conflict when the pod is bound already."""
         body = client.V1Binding(metadata=client.V1ObjectMeta(name=name, namespace=namespace),
@@ -184,17 +225,20 @@ class Cluster:
                 raise Conflict(f"{namespace}/{name}: {exc.reason}") from exc
             raise
 
+    @retried
     def set_podgroup_condition(self, namespace: str, name: str, condition: Obj) -> None:
         # strategic merge: conditions merge by type, other controllers' conditions stay
         patch = {"status": {"conditions": [condition]}}
         self.scheduling.patch_namespaced_pod_group_status(name, namespace, patch, _preload_content=False,
                                                           _content_type="application/strategic-merge-patch+json")
 
+    @retried
     def set_claim_allocation(self, namespace: str, name: str, status: Obj) -> None:
         self.resource.patch_namespaced_resource_claim_status(name, namespace, {"status": status},
                                                             _preload_content=False,
                                                             _content_type="application/merge-patch+json")
 
+    @retried
     def create_claim(self, namespace: str, obj: Obj) -> None:
         try:
             self.resource.create_namespaced_resource_claim(namespace, obj, _preload_content=False)
@@ -203,12 +247,14 @@ class Cluster:
                 raise Conflict(f"ResourceClaim {namespace}/{obj['metadata']['name']} exists") from exc
             raise
 
+    @retried
     def set_pod_claim_statuses(self, namespace: str, name: str, statuses: list[Obj]) -> None:
         # strategic merge: entries merge by name, a pod's other claims' entries stay
         self.core.patch_namespaced_pod_status(name, namespace, {"status": {"resourceClaimStatuses": statuses}},
                                               _preload_content=False,
                                               _content_type="application/strategic-merge-patch+json")
 
+    @retried
     def nominate(self, namespace: str, name: str, node: str) -> None:
         """status.nominatedNodeName, as kube-scheduler's preemption marks a preemptor waiting for
         its victims to go: a later plan then sees the preemption as under way."""
@@ -216,6 +262,7 @@ class Cluster:
                                               _preload_content=False,
                                               _content_type="application/strategic-merge-patch+json")
 
+    @retried
     def set_podgroup_claim_statuses(self, namespace: str, name: str, statuses: list[Obj]) -> None:
         self.scheduling.patch_namespaced_pod_group_status(
             name, namespace, {"status": {"resourceClaimStatuses": statuses}}, _preload_content=False,

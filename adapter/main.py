@@ -115,7 +115,11 @@ class Adapter:
         if self._electing and not self.elector.leading:
             LOG.warning(json.dumps({"event": "lease-lost-before-execution"}))
             return None  # another replica may be acting now: carry nothing out
-        outcome = self.executor.execute(plan, sel.objects)
+        try:
+            outcome = self.executor.execute(plan, sel.objects)
+        except Exception as exc:  # the API server failed past the retries: roll forward next time
+            LOG.warning(json.dumps({"event": "execute-failed", "error": f"{type(exc).__name__}: {exc}"}))
+            outcome = Outcome(replan=f"API error: {exc}")
         self.outcomes.append(outcome)
         LOG.info(json.dumps({"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
                              "bound": len(outcome.bound), "replan": outcome.replan}))
@@ -200,7 +204,11 @@ class Adapter:
                 now = self.cache.wait_change(seen, timeout=min(self.renew, 1.0))
                 if (now != seen or retry) and self.elector.leading:
                     seen = now
-                    outcome = self.reconcile()
+                    try:
+                        outcome = self.reconcile()
+                    except Exception as exc:  # never let one reconcile end the loop
+                        LOG.error(json.dumps({"event": "reconcile-failed", "error": f"{type(exc).__name__}: {exc}"}))
+                        outcome = Outcome(replan=f"reconcile failed: {exc}")
                     retry = outcome is not None and bool(outcome.replan)
                     if retry:
                         stop.wait(delay)

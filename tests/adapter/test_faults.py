@@ -83,3 +83,22 @@ def test_a_running_pod_on_a_deleted_node_takes_only_that_node_out(api: ApiServer
     api.put(_ours(pod("orphan").on("gone-node").cpu_m(100)))  # its node was deleted mid-plan
     adapter = _run(api, _bound(api, "train-0", "train-1"))
     assert "Pod/default/orphan" in adapter.isolated
+
+
+def test_a_5xx_on_an_eviction_and_on_bindings_is_retried_and_the_gang_bound(api: ApiServerDouble) -> None:
+    _cluster(api)
+    api.fail_next("POST", r"/pods/low-b/eviction$", 500)
+    api.fail_next("POST", r"/pods/train-\d/binding$", 503, times=2)
+    _run(api, _bound(api, "train-0", "train-1"))
+    assert (_node_of(api, "train-0"), _node_of(api, "train-1")) == ("n1", "n1")
+    assert len(_calls(api, "POST", r"/pods/low-b/eviction$")) == 2  # the 500, then the eviction
+
+
+def test_an_api_server_that_keeps_failing_abandons_the_plan_and_the_loop_lives_on(api: ApiServerDouble) -> None:
+    # every binding fails past the retries: the plan is abandoned (evicted pods stay evicted), the
+    # loop keeps going, and once the API answers again the next reconcile rolls forward
+    _cluster(api)
+    api.fail_next("POST", r"/pods/train-\d/binding$", 500, times=8)
+    adapter = _run(api, _bound(api, "train-0", "train-1"), timeout=30)
+    assert any(o.replan.startswith("API error: ") for o in adapter.outcomes)
+    assert len(_calls(api, "POST", r"/pods/[^/]+/eviction$", 201)) <= 1  # low-b once, never a second victim
