@@ -1,36 +1,62 @@
 """One active adapter: leader election on a coordination.k8s.io/v1 Lease.
 
-As client-go's leaderelection: acquire the Lease when it is free, expired (renewTime +
-leaseDurationSeconds in the past) or ours; renew it every ``renew`` seconds; every write
-carries the Lease's resourceVersion, so two candidates racing for it cannot both win (the
-loser gets a 409). On shutdown the leader releases it (empty holder, 1 s duration) so a
-standby takes over at once.
+As client-go's leaderelection (k8s.io/client-go/tools/leaderelection/leaderelection.go):
+
+- acquire the Lease when it is free, ours, or expired; expiry is judged by *observed* time:
+  a record (holder, renewTime, transitions, resourceVersion) unchanged for
+  leaseDurationSeconds on the local monotonic clock, never by comparing the holder's
+  renewTime with the local clock (a replica whose clock runs ahead would take the lease from
+  a healthy leader);
+- every write carries the Lease's resourceVersion, so two candidates racing for it cannot both
+  win (the loser gets a 409);
+- leadership ends by itself ``renew_deadline`` seconds after the last successful renewal, even
+  while a renewal hangs (renewDeadline < leaseDuration: the leader stops before anyone else may
+  start);
+- on shutdown the leader releases it (empty holder, 1 s duration) so a standby takes over at once.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import time
 from typing import Any
 
 from adapter.cluster import Cluster, Conflict, now
 
 
-def _parse(ts: str | None) -> datetime | None:
-    if not ts:
-        return None
-    return datetime.strptime(ts.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z") if "." in ts else \
-        datetime.strptime(ts.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
-
-
 class LeaderElector:
     def __init__(self, cluster: Cluster, *, namespace: str, name: str, identity: str,
-                 lease_duration: int = 15) -> None:
+                 lease_duration: int = 15, renew_deadline: float | None = None,
+                 clock: Any = time.monotonic) -> None:
         self.cluster = cluster
         self.namespace = namespace
         self.name = name
         self.identity = identity
         self.lease_duration = lease_duration
-        self.leading = False
+        # client-go's default ratio: renewDeadline 10 s for a 15 s lease
+        self.renew_deadline = renew_deadline if renew_deadline is not None else lease_duration * 2 / 3
+        self.clock = clock
+        self._renewed: float | None = None  # local time of the last successful acquire or renew
+        self._observed: tuple[tuple[Any, ...], float] | None = None  # (record, local time first seen)
+
+    @property
+    def leading(self) -> bool:
+        """True only within ``renew_deadline`` of the last successful renewal."""
+        return self._renewed is not None and self.clock() - self._renewed < self.renew_deadline
+
+    @leading.setter
+    def leading(self, value: bool) -> None:
+        self._renewed = self.clock() if value else None
+
+    def _expired(self, lease: dict[str, Any]) -> bool:
+        """The record has not changed for leaseDurationSeconds of our own time."""
+        spec = lease.get("spec", {})
+        record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseTransitions"),
+                  lease.get("metadata", {}).get("resourceVersion"))
+        now_ = self.clock()
+        if self._observed is None or self._observed[0] != record:
+            self._observed = (record, now_)
+        duration = int(spec.get("leaseDurationSeconds") or 0)
+        return now_ - self._observed[1] >= duration
 
     def _spec(self, lease: dict[str, Any] | None, acquire: bool) -> dict[str, Any]:
         spec = dict((lease or {}).get("spec", {}))
@@ -55,9 +81,7 @@ class LeaderElector:
                 return True
             spec = lease.get("spec", {})
             holder = spec.get("holderIdentity") or ""
-            renewed = _parse(spec.get("renewTime"))
-            expired = renewed is None or renewed + timedelta(seconds=int(spec.get("leaseDurationSeconds") or 0)) \
-                < datetime.now(UTC)
+            expired = self._expired(lease)
             if holder and holder != self.identity and not expired:
                 self.leading = False
                 return False

@@ -102,3 +102,64 @@ def test_an_api_server_that_keeps_failing_abandons_the_plan_and_the_loop_lives_o
     adapter = _run(api, _bound(api, "train-0", "train-1"), timeout=30)
     assert any(o.replan.startswith("API error: ") for o in adapter.outcomes)
     assert len(_calls(api, "POST", r"/pods/[^/]+/eviction$", 201)) <= 1  # low-b once, never a second victim
+
+
+def _lease(api: ApiServerDouble, holder: str, renew_time: str, duration: int = 1) -> None:
+    api.put({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "gangplace-adapter", "namespace": "kube-system"},
+             "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration, "renewTime": renew_time}})
+
+
+def test_a_lease_is_judged_expired_by_observed_time_not_by_comparing_clocks(api: ApiServerDouble) -> None:
+    # the healthy leader renews, but its clock is 60 s behind ours: its renewTime always looks a
+    # minute old. The record keeps changing, so it is not expired.
+    import threading
+    import time as _time
+    from datetime import UTC, datetime, timedelta
+
+    from adapter.leader import LeaderElector
+
+    def stamp() -> str:
+        return (datetime.now(UTC) - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    _lease(api, "other", stamp())
+    stop = threading.Event()
+
+    def leader() -> None:
+        while not stop.wait(0.2):
+            api.modify("leases", "kube-system", "gangplace-adapter", lambda o: o["spec"].update(renewTime=stamp()))
+
+    t = threading.Thread(target=leader, daemon=True)
+    t.start()
+    elector = LeaderElector(Cluster.at(api.url), namespace="kube-system", name="gangplace-adapter", identity="me",
+                            lease_duration=1)
+    try:
+        deadline = _time.monotonic() + 2.5
+        while _time.monotonic() < deadline:
+            assert not elector.try_acquire_or_renew()
+            _time.sleep(0.1)
+    finally:
+        stop.set()
+        t.join()
+    # once the leader stops renewing, the unchanged record expires after a lease duration of ours
+    assert not elector.try_acquire_or_renew()  # observes the last record
+    _time.sleep(1.2)
+    assert elector.try_acquire_or_renew()
+
+
+def test_a_renewal_that_hangs_ends_leadership_at_the_renew_deadline(api: ApiServerDouble) -> None:
+    import threading
+    import time as _time
+
+    from adapter.leader import LeaderElector
+
+    elector = LeaderElector(Cluster.at(api.url), namespace="kube-system", name="gangplace-adapter", identity="me",
+                            lease_duration=2, renew_deadline=1.0)
+    assert elector.try_acquire_or_renew() and elector.leading
+    api.delay_next("GET", r"/leases/gangplace-adapter$", 4.0)
+    hung = threading.Thread(target=elector.try_acquire_or_renew, daemon=True)
+    hung.start()
+    _time.sleep(1.3)
+    assert hung.is_alive()  # the renewal still hangs...
+    assert not elector.leading  # ...and this replica has stopped counting itself the leader
+    hung.join(6)
