@@ -152,16 +152,31 @@ class Cluster:
         self.api.close()
 
     # ---- list and watch ----------------------------------------------------------------
+    PAGE = 500  # objects per list request, as client-go's reflector pages its lists
+
     def list(self, kind: Kind) -> tuple[list[Obj], str]:
-        """Every object of ``kind`` and the list's resourceVersion."""
-        try:
-            body = json.loads(kind.list_call(self.api)(_preload_content=False).data)
-        except ApiException as exc:
-            if exc.status == 404:  # the API group is not served: nothing of that kind
-                return [], ""
-            raise
-        items = [{"kind": kind.name, "apiVersion": kind.api_version, **item} for item in body.get("items", [])]
-        return items, body.get("metadata", {}).get("resourceVersion", "")
+        """Every object of ``kind`` and the list's resourceVersion, ``PAGE`` at a time
+        (limit/continue: the pages are one consistent snapshot; an expired continue token is
+        a 410, Gone, and the caller lists again)."""
+        items: list[Obj] = []
+        token = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": self.PAGE, "_preload_content": False}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                body = json.loads(kind.list_call(self.api)(**kwargs).data)
+            except ApiException as exc:
+                if exc.status == 404 and not token:  # the API group is not served: nothing of that kind
+                    return [], ""
+                if exc.status == 410:
+                    raise Gone() from exc
+                raise
+            items += [{"kind": kind.name, "apiVersion": kind.api_version, **item} for item in body.get("items", [])]
+            meta = body.get("metadata", {})
+            token = meta.get("continue")
+            if not token:
+                return items, meta.get("resourceVersion", "")
 
     def watch(self, kind: Kind, resource_version: str, timeout: int = 60) -> Iterator[tuple[str, Obj]]:
         """(type, object) events after ``resource_version``, each object the dict the API printed

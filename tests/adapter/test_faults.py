@@ -163,3 +163,15 @@ def test_a_renewal_that_hangs_ends_leadership_at_the_renew_deadline(api: ApiServ
     assert hung.is_alive()  # the renewal still hangs...
     assert not elector.leading  # ...and this replica has stopped counting itself the leader
     hung.join(6)
+
+
+def test_lists_are_paginated(api: ApiServerDouble) -> None:
+    from adapter.cluster import KINDS
+
+    for k in range(1201):
+        api.put(pod(f"p{k:04d}").build())
+    items, rv = Cluster.at(api.url).list(next(k for k in KINDS if k.name == "Pod"))
+    assert len(items) == 1201 and len({i["metadata"]["name"] for i in items}) == 1201 and rv
+    pages = [r for r in api.requests if r.verb == "list" and r.path.endswith("/pods")]
+    assert [r.query.get("limit") for r in pages] == ["500", "500", "500"]
+    assert [bool(r.query.get("continue")) for r in pages] == [False, True, True]
