@@ -63,10 +63,24 @@ class PlacementError(SolverError):
 
 
 class PlacementClient:
-    def __init__(self, target: str, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE) -> None:
-        self.channel = grpc.insecure_channel(target, options=[
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.max_send_message_length", max_message_bytes)])
+    def __init__(self, target: str, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE, tls_ca: str | None = None,
+                 tls_cert: str | None = None, tls_key: str | None = None, token: str | None = None) -> None:
+        """``tls_ca``: TLS, trusting that CA (PEM file); ``tls_cert`` and ``tls_key``: this
+        client's certificate for mutual TLS; ``token``: sent as ``authorization: Bearer``."""
+        options = [("grpc.max_receive_message_length", max_message_bytes),
+                   ("grpc.max_send_message_length", max_message_bytes)]
+        if tls_ca or tls_cert:
+            def read(path: str | None) -> bytes | None:
+                if path is None:
+                    return None
+                with open(path, "rb") as fh:
+                    return fh.read()
+
+            creds = grpc.ssl_channel_credentials(read(tls_ca), read(tls_key), read(tls_cert))
+            self.channel = grpc.secure_channel(target, creds, options=options)
+        else:
+            self.channel = grpc.insecure_channel(target, options=options)
+        self.metadata = [("authorization", f"Bearer {token}")] if token else None
         self.stub = pb_grpc.PlacementServiceStub(self.channel)
 
     def __enter__(self) -> "PlacementClient":
@@ -93,7 +107,7 @@ class PlacementClient:
         """``cluster``: Kubernetes objects (a JSON List or YAML documents) as bytes, or typed state."""
         timeout = options.deadline if options.deadline is not None else options.time_limit + 30
         try:
-            reply = self.stub.Solve(self.request(cluster, options, request_id), timeout=timeout)
+            reply = self.stub.Solve(self.request(cluster, options, request_id), timeout=timeout, metadata=self.metadata)
         except grpc.RpcError as exc:
             raise PlacementError(exc.code(), exc.details()) from exc
         return convert.plan_from_proto(reply.plan)
@@ -102,7 +116,8 @@ class PlacementClient:
                      request_id: str = "") -> Iterator[Progress | Plan]:
         timeout = options.deadline if options.deadline is not None else options.time_limit + 30
         try:
-            for event in self.stub.SolveStream(self.request(cluster, options, request_id), timeout=timeout):
+            for event in self.stub.SolveStream(self.request(cluster, options, request_id), timeout=timeout,
+                                               metadata=self.metadata):
                 if event.WhichOneof("event") == "progress":
                     pr = event.progress
                     yield Progress(stage=pr.stage, objective=pr.objective, bound=pr.bound, seconds=pr.seconds)

@@ -17,8 +17,10 @@
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -53,6 +55,12 @@ class ServerConfig:
     default_time_limit: float = 10.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE
     metrics_address: str | None = None  # "host:port" for Prometheus; None: no metrics endpoint
+    # TLS: PEM files, read again when they change (a rotated certificate is used by the next
+    # connection); with tls_client_ca every client must present a certificate it signed (mTLS)
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_client_ca: str | None = None
+    token_file: str | None = None  # a bearer token every PlacementService call must carry
 
 
 class Metrics:
@@ -262,18 +270,96 @@ def _register(service: PlacementService, server: grpc.Server) -> None:
     server.add_registered_method_handlers(SERVICE, handlers)
 
 
+class _Watched:
+    """A file's bytes, read again when its modification time or size changes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._stamp: tuple[float, int] | None = None
+        self.data = b""
+        self.changed()
+
+    def changed(self) -> bool:
+        st = os.stat(self.path)
+        stamp = (st.st_mtime, st.st_size)
+        if stamp == self._stamp:
+            return False
+        with open(self.path, "rb") as fh:
+            self.data = fh.read()
+        self._stamp = stamp
+        return True
+
+
+def _credentials(config: ServerConfig) -> grpc.ServerCredentials:
+    files = [_Watched(p) for p in (config.tls_key, config.tls_cert) if p]
+    ca = _Watched(config.tls_client_ca) if config.tls_client_ca else None
+
+    def current() -> Any:
+        key, cert = (f.data for f in files)
+        return grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=ca.data if ca else None)
+
+    def fetch() -> Any:  # called for each new connection: a new configuration only when a file changed
+        try:
+            changed = [f.changed() for f in [*files, *([ca] if ca else [])]]
+        except OSError as exc:  # mid-rotation: keep serving with what was read before
+            LOG.warning(json.dumps({"event": "tls-reload-failed", "error": str(exc)}))
+            return None
+        if any(changed):
+            LOG.info(json.dumps({"event": "tls-reloaded"}))
+            return current()
+        return None
+
+    return grpc.dynamic_ssl_server_credentials(current(), fetch, require_client_authentication=ca is not None)
+
+
+class _TokenCheck(grpc.ServerInterceptor):
+    """Every PlacementService call carries ``authorization: Bearer <token>`` (health checks and
+    reflection stay open for probes); the token file is read again when it changes."""
+
+    def __init__(self, path: str) -> None:
+        self.token = _Watched(path)
+
+    def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        handler = continuation(details)
+        if handler is None or not details.method.startswith(f"/{SERVICE}/"):
+            return handler
+        try:
+            self.token.changed()
+        except OSError:
+            pass
+        want = b"Bearer " + self.token.data.strip()
+        got = dict(details.invocation_metadata or ()).get("authorization", "")
+        if hmac.compare_digest(got.encode(), want) and self.token.data.strip():
+            return handler
+
+        def refuse(request: Any, context: grpc.ServicerContext) -> Any:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
+
+        if handler.response_streaming:
+            return grpc.unary_stream_rpc_method_handler(refuse, request_deserializer=handler.request_deserializer)
+        return grpc.unary_unary_rpc_method_handler(refuse, request_deserializer=handler.request_deserializer)
+
+
 def start(config: ServerConfig) -> Running:
     size = config.max_message_bytes
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise OSError("--tls-cert and --tls-key go together")
+    if config.tls_client_ca and not config.tls_cert:
+        raise OSError("--tls-client-ca needs --tls-cert and --tls-key")
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=config.max_inflight + 8, thread_name_prefix="grpc"),
         options=[("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)],
+        interceptors=[_TokenCheck(config.token_file)] if config.token_file else None,
     )
     metrics = Metrics()
     _register(PlacementService(config, metrics), server)
     hs = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(hs, server)
     reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(config.address)
+    if config.tls_cert:
+        port = server.add_secure_port(config.address, _credentials(config))
+    else:
+        port = server.add_insecure_port(config.address)
     if port == 0:
         raise OSError(f"cannot listen on {config.address}")
     server.start()
