@@ -47,10 +47,15 @@ def in_process(time_limit: float = 10.0) -> Solve:
     return solve
 
 
-def remote(target: str, time_limit: float = 10.0) -> Solve:
+def remote(target: str, time_limit: float = 10.0, *, tls_ca: str | None = None, tls_cert: str | None = None,
+           tls_key: str | None = None, token_file: str | None = None) -> Solve:
     from solver import client
 
-    conn = client.PlacementClient(target)
+    token = None
+    if token_file:
+        with open(token_file, encoding="utf-8") as fh:
+            token = fh.read().strip()
+    conn = client.PlacementClient(target, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key, token=token)
 
     def solve(objects: list[Obj]) -> Plan:
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).encode()
@@ -281,6 +286,10 @@ def register(sub: Any) -> None:
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--solver", metavar="HOST:PORT", help="a running `gangplace serve`")
     how.add_argument("--in-process", action="store_true", help="solve in this process")
+    p.add_argument("--solver-ca", metavar="PEM", help="reach the solver over TLS, trusting this CA")
+    p.add_argument("--solver-cert", metavar="PEM", help="this adapter's client certificate (mutual TLS)")
+    p.add_argument("--solver-key", metavar="PEM", help="its private key")
+    p.add_argument("--solver-token-file", metavar="FILE", help="a bearer token the solver requires")
     p.add_argument("--scheduler-name", default="gangplace")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S")
     p.add_argument("--lease-namespace", default="kube-system")
@@ -296,7 +305,9 @@ def main(args: argparse.Namespace) -> int:
         cluster = Cluster.at(args.api_server)
     else:
         cluster = Cluster.connect(args.kubeconfig, args.in_cluster)
-    solve = in_process(args.time_limit) if args.in_process else remote(args.solver, args.time_limit)
+    solve = in_process(args.time_limit) if args.in_process else remote(
+        args.solver, args.time_limit, tls_ca=args.solver_ca, tls_cert=args.solver_cert, tls_key=args.solver_key,
+        token_file=args.solver_token_file)
     adapter = Adapter(cluster, solve, scheduler_name=args.scheduler_name, lease_namespace=args.lease_namespace)
     if args.dry_run:
         return dry_run(adapter)

@@ -107,3 +107,16 @@ def test_a_rotated_token_is_read_again(mtls: server.Running, pki: Path) -> None:
     (pki / "token").write_text("rotated-token\n")
     with client.PlacementClient(f"localhost:{mtls.port}", **good, token="rotated-token") as c:
         assert c.solve(BODY).status == "OPTIMAL"
+
+
+def test_the_adapter_reaches_a_mutual_tls_solver_with_its_token(mtls: server.Running, pki: Path) -> None:
+    from adapter.main import remote
+    from solver import loader
+
+    docs = loader.read_documents(ROOT / "examples" / "gang-preemption.yaml")
+    solve = remote(f"localhost:{mtls.port}", 5.0, tls_ca=str(pki / "ca.crt"), tls_cert=str(pki / "client.crt"),
+                   tls_key=str(pki / "client.key"), token_file=str(pki / "token"))
+    plan = solve(docs)
+    from adapter.main import in_process
+    assert plan.status == "OPTIMAL" and plan.stats["strictPdbs"] is True
+    assert plan.objective == in_process(5.0)(docs).objective  # the same plan as solving in the adapter
