@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import copy
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -829,7 +830,64 @@ def _rewrite(tree: lark.Tree) -> lark.Tree:
 
 # ---- compile and evaluate --------------------------------------------------------------
 
-_ENV = celpy.Environment()
+# resource.k8s.io/v1 CELSelectorExpressionMaxCost (k8s.io/api/resource/v1/types.go): the cost
+# limit of one selector evaluation, which kube-scheduler also applies at run time. Here the cost
+# is one per evaluated node of the expression plus the size of every string or list a function
+# or method returns (so a chain of replace() calls that grows its string is stopped early);
+# past it the evaluation aborts, and the device does not match (upstream aborts the allocation).
+MAX_COST = 1_000_000
+_BUDGET = threading.local()
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _charge(amount: int) -> None:
+    left = getattr(_BUDGET, "left", None)
+    if left is None:
+        return
+    left -= amount
+    _BUDGET.left = left
+    if left < 0:
+        raise _OverBudget()
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, bytes, list, tuple, dict)) else 0
+
+
+class _CostedEvaluator(celpy.evaluation.Evaluator):
+    """celpy's evaluator, charging each visit and each function result to ``_BUDGET``."""
+
+    def visit_children(self, tree: lark.Tree) -> Any:
+        _charge(1)
+        return super().visit_children(tree)
+
+    def sub_evaluator(self, ast: lark.Tree) -> Any:
+        return _CostedEvaluator(ast, activation=self.activation)
+
+    def function_eval(self, name_token: Any, exprlist: Any = None) -> Any:
+        result = super().function_eval(name_token, exprlist)
+        _charge(_size(result))
+        return result
+
+    def method_eval(self, object: Any, method_ident: Any, exprlist: Any = None) -> Any:  # noqa: A002
+        result = super().method_eval(object, method_ident, exprlist)
+        _charge(_size(result))
+        return result
+
+
+class _CostedRunner(celpy.InterpretedRunner):
+    def evaluate(self, context: Any) -> Any:
+        _BUDGET.left = MAX_COST
+        try:
+            return _CostedEvaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
+        finally:
+            _BUDGET.left = None
+
+
+_ENV = celpy.Environment(runner_class=_CostedRunner)
 _COMPILED: dict[str, Any] = {}  # expression -> runner, or the CelError it raised
 _RESULTS: dict[tuple[str, tuple[object, ...]], bool | str] = {}  # a str: the runtime error's reason
 _VIEWS: dict[tuple[object, ...], ct.MapType] = {}
@@ -1056,6 +1114,10 @@ def _evaluate(program: Any, device: Device, sig: tuple[object, ...]) -> bool | s
                 _VIEWS.clear()
             _VIEWS[sig] = view
         result = program.evaluate({"device": view})
+    except _OverBudget:
+        return f"cost limit {MAX_COST} exceeded (resource.k8s.io CELSelectorExpressionMaxCost)"
+    except RecursionError:
+        return "nested too deeply"
     except ValueError as exc:  # a version attribute that is no semver
         return str(exc)
     except (CELEvalError, TypeError, ArithmeticError, LookupError, InvalidOperation) as exc:

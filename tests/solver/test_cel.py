@@ -210,3 +210,15 @@ def test_quantity_grammar(raw: object, want: object) -> None:
 def test_quantity_grammar_refuses(raw: object) -> None:
     with pytest.raises(ValueError):
         parse_quantity(raw)
+
+
+def test_an_evaluation_past_the_cost_limit_aborts_and_the_device_does_not_match() -> None:
+    # resource.k8s.io's CELSelectorExpressionMaxCost: each replace() quadruples the string, and
+    # the sizes it returns are charged, so the chain stops long before memory runs out
+    dev = Device(driver=GPU, pool="n1", name="gpu-3", attributes={GPU: {"model": "abcd"}})
+    grow = '.replace("a", "aaaa")' * 12
+    with pytest.raises(cel.CelRuntimeError) as err:
+        cel.selects(f'device.attributes["{GPU}"].model{grow}.size() > 0', dev)
+    assert "cost limit 1000000 exceeded (resource.k8s.io CELSelectorExpressionMaxCost)" in str(err.value)
+    few = '.replace("a", "aa")' * 3
+    assert cel.selects(f'device.attributes["{GPU}"].model{few}.size() == 11', dev) is True
