@@ -22,12 +22,6 @@ CONDITION = "PodGroupInitiallyScheduled"
 
 
 @pytest.fixture()
-def api() -> Iterator[ApiServerDouble]:
-    with ApiServerDouble() as server:
-        yield server
-
-
-@pytest.fixture()
 def k8s(api: ApiServerDouble) -> Iterator[client.ApiClient]:
     c = client.ApiClient(client.Configuration(host=api.url))
     yield c

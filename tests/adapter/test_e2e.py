@@ -7,7 +7,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,14 +19,6 @@ from tests.apiserver import ApiServerDouble
 from tests.builders import RACK, node, pdb, pod, pod_group
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
-
-
-@pytest.fixture()
-def api() -> Iterator[ApiServerDouble]:
-    server = ApiServerDouble()
-    server.start()
-    yield server
-    server.stop()
 
 
 def _ours(builder: Any) -> dict[str, Any]:

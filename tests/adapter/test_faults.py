@@ -3,11 +3,9 @@ test fails on the adapter before these fixes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
-import pytest
 
 from adapter.cache import WatchCache
 from adapter.cluster import Cluster
@@ -16,14 +14,6 @@ from solver.client import PlacementError
 from tests.adapter.test_e2e import _bound, _calls, _cluster, _condition, _node_of, _ours, _run
 from tests.apiserver import ApiServerDouble
 from tests.builders import node, pod, pod_group
-
-
-@pytest.fixture()
-def api() -> Iterator[ApiServerDouble]:
-    server = ApiServerDouble()
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_no_plan_is_made_before_every_kind_has_synced(api: ApiServerDouble) -> None:
