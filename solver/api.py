@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from solver import verify as verify_mod
-from solver.model import decompose, greedy
+from solver.model import cel, decompose, greedy
 from solver.model import snapshot as s
 from solver.model.build import build_model
 from solver.model.decode import Assignment, evaluate, make_plan, tier_key
@@ -121,6 +121,12 @@ def reaches_ideal(problem: Problem, assignment: Assignment) -> bool:
 
 
 def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> Plan:
+    """The plan, verified. A set ``options.stop`` ends a CEL evaluation too (CelInterrupted)."""
+    with cel.interruptible(options.stop):
+        return _plan(snapshot, options)
+
+
+def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
     if options.workload:
         snapshot = select_workload(snapshot, options.workload)
     start = time.perf_counter()

@@ -39,6 +39,7 @@ from solver import api
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+from solver.model.cel import CelInterrupted
 from solver.model.errors import SolverError
 from solver.model.features import FeatureGateError, parse_feature_gates
 
@@ -166,6 +167,11 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             options = dataclasses.replace(options, time_limit=limit)
         try:
             plan = api.plan(snapshot, options)
+        except CelInterrupted:
+            remaining = context.time_remaining()
+            expired = remaining is not None and remaining <= MARGIN
+            _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED,
+                   "stopped while evaluating CEL selectors")
         except api.UnknownWorkloadError as exc:
             _abort(context, grpc.StatusCode.NOT_FOUND, f"workload: {exc}")
         except api.PlanInvalidError as exc:

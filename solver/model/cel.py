@@ -843,10 +843,37 @@ class _OverBudget(Exception):
     pass
 
 
+class CelInterrupted(SolverError):
+    """The caller's stop event was set during an evaluation (a cancelled or expired call): no
+    result, cached or returned; the plan is abandoned, not answered with a wrong match."""
+
+    def __init__(self) -> None:
+        super().__init__("stopped during a CEL evaluation")
+
+
+def interruptible(stop: threading.Event | None) -> Any:
+    """A context in which this thread's evaluations stop (CelInterrupted) once ``stop`` is set."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope() -> Any:
+        before = getattr(_BUDGET, "stop", None)
+        _BUDGET.stop = stop
+        try:
+            yield
+        finally:
+            _BUDGET.stop = before
+    return scope()
+
+
 def _charge(amount: int) -> None:
     left = getattr(_BUDGET, "left", None)
     if left is None:
         return
+    if (left & 1023) < amount or amount > 1023:  # about every thousand steps: has the caller gone?
+        stop = getattr(_BUDGET, "stop", None)
+        if stop is not None and stop.is_set():
+            raise CelInterrupted()
     left -= amount
     _BUDGET.left = left
     if left < 0:

@@ -309,3 +309,32 @@ def test_a_cancelled_call_is_counted_cancelled_and_frees_its_slot(running: serve
         freed = time.monotonic() - start
     assert freed < 5  # the solve stops at the cancellation, not at its 60 s limit
     assert 'gangplace_solves_total{method="Solve",status="CANCELLED"} 1.0' in _metrics(running)
+
+
+def test_a_deadline_stops_the_solve_inside_a_slow_cel_selector(running: server.Running) -> None:
+    # a selector of 10^5 iterations takes ~15 s in cel-python (within upstream's cost limit): the
+    # call's 2 s deadline ends it there, and its slot is free again at once
+    slow = "[1,2,3,4,5,6,7,8,9,10]"
+    expr = f"{slow}.all(a, {slow}.all(b, {slow}.all(c, {slow}.all(d, {slow}.all(e, a+b+c+d+e > 0)))))"
+    objs = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "pods": "10"}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "slow"},
+         "spec": {"selectors": [{"cel": {"expression": expr}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+         "spec": {"driver": "d.example.com", "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 1},
+                  "nodeName": "n0", "devices": [{"name": "g0"}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t", "namespace": "d"},
+         "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "slow"}}]}}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                  "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}]}, "status": {"phase": "Pending"}},
+    ]
+    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}).encode()
+    start = time.perf_counter()
+    with client.PlacementClient(_target(running)) as c, pytest.raises(client.PlacementError) as err:
+        c.solve(body, client.SolveOptions(time_limit=60, deadline=2.0))
+    assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    deadline = time.monotonic() + 3
+    while running.metrics.in_flight._value.get() > 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert running.metrics.in_flight._value.get() == 0 and time.perf_counter() - start < 5
