@@ -120,3 +120,23 @@ def test_the_adapter_reaches_a_mutual_tls_solver_with_its_token(mtls: server.Run
     from adapter.main import in_process
     assert plan.status == "OPTIMAL" and plan.stats["strictPdbs"] is True
     assert plan.objective == in_process(5.0)(docs).objective  # the same plan as solving in the adapter
+
+
+def test_a_rotated_server_certificate_is_used_by_the_next_connection(pki: Path) -> None:
+    # the server starts with a certificate from one CA, which is then replaced on disk by one
+    # from another CA: a new client that trusts only the new CA gets in
+    old_ca = _cert("old-ca", None, ca=True)
+    _write(pki, "server", *_cert("gangplace-solver", old_ca))
+    run = _serve(pki)
+    try:
+        with client.PlacementClient(f"localhost:{run.port}", tls_ca=str(pki / "ca.crt")) as c, \
+                pytest.raises(client.PlacementError):
+            c.solve(BODY, client.SolveOptions(deadline=3))  # the server still shows the old CA's certificate
+        new_ca = _cert("gangplace-ca-2", None, ca=True)
+        _write(pki, "ca2", new_ca[0])
+        time.sleep(0.02)
+        _write(pki, "server", *_cert("gangplace-solver", new_ca))
+        with client.PlacementClient(f"localhost:{run.port}", tls_ca=str(pki / "ca2.crt")) as c:
+            assert c.solve(BODY).status == "OPTIMAL"
+    finally:
+        run.stop(2)
