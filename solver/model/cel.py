@@ -884,6 +884,37 @@ def _size(value: Any) -> int:
     return len(value) if isinstance(value, (str, bytes, list, tuple, dict)) else 0
 
 
+# a device has at most 32 attributes and capacities together (resource.k8s.io/v1
+# ResourceSliceMaxAttributesAndCapacitiesPerDevice): the largest collection a selector reads,
+# the bound taken for any collection whose size the text does not give
+_COLLECTION_BOUND = 32
+
+
+def estimate_cost(tree: lark.Tree) -> int:
+    """An upper bound on the runtime charge of one evaluation, in the budget's unit (a visited
+    node): a comprehension costs its range's size bound times its body. Worst case, so an
+    expression is refused at parse time only when it could exceed the budget."""
+    def size(node: Any) -> int:
+        while isinstance(node, lark.Tree) and node.data != "list_lit" and len(node.children) == 1:
+            node = node.children[0]
+        if isinstance(node, lark.Tree) and node.data == "list_lit":
+            items = node.children[0].children if node.children and isinstance(node.children[0], lark.Tree) else []
+            return len(items)
+        return _COLLECTION_BOUND
+
+    def cost(node: Any) -> int:
+        if not isinstance(node, lark.Tree):
+            return 0
+        kids = node.children
+        if node.data == "member_dot_arg" and len(kids) >= 3 and str(kids[1]) in _MACROS \
+                and isinstance(kids[2], lark.Tree):
+            args = kids[2].children
+            return 1 + cost(kids[0]) + size(kids[0]) * (1 + sum(cost(a) for a in args[1:]))
+        return 1 + sum(cost(c) for c in kids)
+
+    return cost(tree)
+
+
 class _CostedEvaluator(celpy.evaluation.Evaluator):
     """celpy's evaluator, charging each visit and each function result to ``_BUDGET``."""
 
@@ -949,6 +980,11 @@ def _compile(expr: str) -> object:
                                           "(resource.k8s.io CELSelectorExpressionMaxLength)")
     try:
         tree = _ENV.compile(expr)
+        cost = estimate_cost(tree)
+        if cost > MAX_COST:
+            raise CelError(expr[:40] + ("..." if len(expr) > 40 else ""),
+                           f"estimated cost {cost} exceeds the limit {MAX_COST} "
+                           "(resource.k8s.io CELSelectorExpressionMaxCost)")
         result = _Checker(expr).visit(tree, {})
         if result not in (BOOL, DYN):
             raise CelError(expr, f"must evaluate to bool, not {result}")

@@ -312,17 +312,19 @@ def test_a_cancelled_call_is_counted_cancelled_and_frees_its_slot(running: serve
 
 
 def test_a_deadline_stops_the_solve_inside_a_slow_cel_selector(running: server.Running) -> None:
-    # a selector of 10^5 iterations takes ~15 s in cel-python (within upstream's cost limit): the
-    # call's 2 s deadline ends it there, and its slot is free again at once
+    # a selector of 10^4 iterations, within the cost limit, read for each of 12 devices that
+    # differ in the attribute it reads: ~20 s of cel-python. The call's 2 s deadline ends it
+    # there, and its slot is free again at once
     slow = "[1,2,3,4,5,6,7,8,9,10]"
-    expr = f"{slow}.all(a, {slow}.all(b, {slow}.all(c, {slow}.all(d, {slow}.all(e, a+b+c+d+e > 0)))))"
+    expr = (f'device.attributes["d.example.com"].v >= 0 && '
+            f"{slow}.all(a, {slow}.all(b, {slow}.all(c, {slow}.all(d, a+b+c+d > 0))))")
     objs = [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "pods": "10"}}},
         {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "slow"},
          "spec": {"selectors": [{"cel": {"expression": expr}}]}},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
          "spec": {"driver": "d.example.com", "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 1},
-                  "nodeName": "n0", "devices": [{"name": "g0"}]}},
+                  "nodeName": "n0", "devices": [{"name": f"g{i}", "attributes": {"v": {"int": i}}} for i in range(12)]}},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t", "namespace": "d"},
          "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "slow"}}]}}}},
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
