@@ -13,7 +13,7 @@ One ``check_*`` function per rule; each returns ``list[Violation]``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from solver.model import cel, selectors
@@ -50,6 +50,7 @@ class _View:
         self._policy: dict[str, str] = {}
         self._ongoing: dict[str, bool] = {}
         self._pending_by_root: dict[str, list[s.Pod]] | None = None
+        self._present: list[s.Pod] | None = None
         self.nodes = snapshot.node_by_name()
         self.pods = {p.key: p for p in snapshot.pods}
         self.groups = snapshot.group_by_key()
@@ -192,8 +193,10 @@ class _View:
         return [p for p in self.snapshot.pods if self.running_after(p)]
 
     def present(self) -> list[s.Pod]:
-        """The plan's end state: running pods not evicted, and the pods it binds."""
-        return self.running_after_all() + self.new_pods
+        """The plan's end state: running pods not evicted, and the pods it binds (read once)."""
+        if self._present is None:
+            self._present = self.running_after_all() + self.new_pods
+        return self._present
 
 
 def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False,
@@ -283,8 +286,8 @@ def _port_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
     if a.key == b.key or not a.host_ports or not b.host_ports:
         return False
     na, nb = _where_now(view, a), _where_now(view, b)
-    return na is not None and nb is not None and na.name == nb.name and any(
-        selectors.ports_conflict(x, y) for x in a.host_ports for y in b.host_ports)
+    return na is not None and nb is not None and na.name == nb.name and selectors.host_ports_clash(
+        a.host_ports, b.host_ports)
 
 
 def _in_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
@@ -319,18 +322,19 @@ def check_pod_anti_affinity(view: _View) -> list[Violation]:
     return out
 
 
-def _spread_counts(view: _View, c: s.SpreadConstraint, owner: s.Pod, also: list[s.Pod]) -> tuple[dict[str, int], int]:
+def _spread_counts(view: _View, c: s.SpreadConstraint, owner: s.Pod, also: Iterable[s.Pod] = ()
+                   ) -> tuple[dict[str, int], int, set[str]]:
     """(matching pods per eligible domain of ``owner``'s constraint, the fewest: 0 below
-    minDomains) on the end state with ``also`` (evicted pods put back) counted too."""
-    eligible = {n.name: n for n in view.snapshot.nodes if selectors.spread_eligible(c, owner, n)
-                and all(x.topology_key in n.labels for x in owner.spread)}
+    minDomains, the eligible nodes) on the end state, with ``also`` (evicted pods put back)
+    counted too."""
+    eligible = {n.name: n for n in view.snapshot.nodes if selectors.spread_eligible(c, owner, n)}
     counts = {n.labels[c.topology_key]: 0 for n in eligible.values()}
-    for q in [p for p in view.present() if not p.terminating] + also:
+    for q in [p for p in view.present() if not p.terminating] + list(also):
         where = _where_now(view, q)
         if where is not None and where.name in eligible and selectors.spread_matches(c, owner, q):
             counts[where.labels[c.topology_key]] += 1
     low = 0 if len(counts) < (c.min_domains or 1) else min(counts.values(), default=0)
-    return counts, low
+    return counts, low, set(eligible)
 
 
 def _needed_for_spread(view: _View, members: list[s.Pod], prio: int) -> bool:
@@ -343,7 +347,7 @@ def _needed_for_spread(view: _View, members: list[s.Pod], prio: int) -> bool:
         for c in p.spread:
             if node is None or not any(selectors.spread_matches(c, p, q) for q in members):
                 continue
-            counts, low = _spread_counts(view, c, p, members)
+            counts, low, _ = _spread_counts(view, c, p, members)
             value = node.labels.get(c.topology_key)
             if value in counts and counts[value] - low > c.max_skew:
                 return True
@@ -422,30 +426,20 @@ def check_topology_spread(view: _View) -> list[Violation]:
     state: for each bound pod's constraint, the matching pods in its domain exceed the fewest
     in any eligible domain (0 when there are fewer than minDomains) by at most maxSkew."""
     out = []
-    spreading = [p for p in view.new_pods if p.spread]
-    present = [p for p in view.present() if not p.terminating] if spreading else []
-    cache: dict[tuple[object, ...], tuple[dict[str, int], set[str]]] = {}
-    for p in spreading:
+    # pods alike in namespace and node eligibility see the same counts: read them once
+    cache: dict[tuple[object, ...], tuple[dict[str, int], int, set[str]]] = {}
+    for p in (p for p in view.new_pods if p.spread):
         node = _where_now(view, p)
         for c in p.spread:
             key = (c, p.namespace, tuple(sorted(p.node_selector.items())), p.affinity_terms, p.tolerations,
                    tuple(x.topology_key for x in p.spread))
             if key not in cache:
-                eligible = [n for n in view.snapshot.nodes if selectors.spread_eligible(c, p, n)
-                            and all(x.topology_key in n.labels for x in p.spread)]
-                tally: dict[str, int] = {n.labels[c.topology_key]: 0 for n in eligible}
-                names = {n.name for n in eligible}
-                for q in present:
-                    where = _where_now(view, q)
-                    if where is not None and where.name in names and selectors.spread_matches(c, p, q):
-                        tally[where.labels[c.topology_key]] += 1
-                cache[key] = (tally, names)
-            counts, eligible_names = cache[key]
-            if node is None or node.name not in eligible_names:
+                cache[key] = _spread_counts(view, c, p)
+            counts, low, eligible = cache[key]
+            if node is None or node.name not in eligible:
                 out.append(Violation(rule="topology-spread", subject=p.key,
                                      detail=f"node lacks {c.topology_key} or is not one of its domains"))
                 continue
-            low = 0 if len(counts) < (c.min_domains or 1) else min(counts.values())
             have = counts[node.labels[c.topology_key]]
             if have - low > c.max_skew:
                 out.append(Violation(rule="topology-spread", subject=p.key,

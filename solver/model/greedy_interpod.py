@@ -140,13 +140,11 @@ class InterPodRules:
         if not ports:
             return True
 
-        def clash(other: tuple[s.HostPort, ...]) -> bool:
-            return any(selectors.ports_conflict(a, b) for a in ports for b in other)
-
-        if any(n > 0 and clash(self.problem.classes[c].pods[0].host_ports)
+        if any(n > 0 and selectors.host_ports_clash(ports, self.problem.classes[c].pods[0].host_ports)
                for c, n in self.placed.get(node.name, {}).items()):
             return False
-        return not any(self._stays(q) and clash(q.host_ports) for q in self.port_holders.get(node.name, ()))
+        return not any(self._stays(q) and selectors.host_ports_clash(ports, q.host_ports)
+                       for q in self.port_holders.get(node.name, ()))
 
     def _first_node(self, family: tuple[int, ...]) -> s.NodeName | None:
         for op, c, name, _ in self.log():
@@ -158,22 +156,11 @@ class InterPodRules:
         terms = cls.pods[0].pod_affinity
         if not terms:
             return True
-        family = self.family[cls.index]
-        first = self._first_node(family)
-        first_free = first is None and self.first_allowed[family]
-        base = self.base[family]
-        for t in terms:
-            if t.topology_key not in node.labels:
-                return False
-            if first_free or (first is not None and self._same(t.topology_key, node, self.nodes[first])
-                              and self.first_allowed[family]):
-                continue
-            if self._placed_in(base, t.topology_key, node):
-                continue
-            if any(self._stays(q) and self.ip.matches_all(terms, q) for q in self.running_in(t.topology_key, node)):
-                continue
+        if any(t.topology_key not in node.labels for t in terms):
             return False
-        return True
+        family = self.family[cls.index]
+        first_free = self.first_allowed[family] and self._first_node(family) is None
+        return first_free or self._supported(cls, node)  # the family's first pod, or supported
 
     # ---- the end state --------------------------------------------------------------
     def holds(self) -> bool:
@@ -212,8 +199,7 @@ class InterPodRules:
             key = constraint.topology_key
             if (cls.index, i) not in self._spread_cache:
                 matcher = ip.SpreadMatcher(constraint, rep.namespace)
-                eligible = [n for n in self.problem.nodes if selectors.spread_eligible(constraint, rep, n)
-                            and all(x.topology_key in n.labels for x in rep.spread)]
+                eligible = [n for n in self.problem.nodes if selectors.spread_eligible(constraint, rep, n)]
                 counted = [(q, self.nodes[q.node].labels[key]) for q in self.running  # type: ignore[index]
                            if q.node in {n.name for n in eligible} and self.ip.matches(matcher, q)]
                 self._spread_cache[cls.index, i] = ({n.name for n in eligible}, sorted({n.labels[key] for n in eligible}),
@@ -245,7 +231,7 @@ class InterPodRules:
                 return True
             if any(self._same(t.topology_key, qn, node) and self.ip.matches(t, rep) for t in q.pod_anti_affinity):
                 return True
-            if q.node == name and any(selectors.ports_conflict(a, b) for a in rep.host_ports for b in q.host_ports):
+            if q.node == name and selectors.host_ports_clash(rep.host_ports, q.host_ports):
                 return True
         return False
 

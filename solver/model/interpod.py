@@ -137,8 +137,7 @@ def blocked(interpod: InterPod, pod: s.Pod, fixed: Sequence[tuple[s.Pod, s.Node]
         for t in q.pod_anti_affinity:
             if t.topology_key in node.labels and interpod.matches(t, pod):
                 out.add((t.topology_key, node.labels[t.topology_key]))
-        if pod.host_ports and q.host_ports and any(selectors.ports_conflict(a, b)
-                                                   for a in pod.host_ports for b in q.host_ports):
+        if selectors.host_ports_clash(pod.host_ports, q.host_ports):
             out.add(("", node.name))
     return out
 

@@ -113,9 +113,10 @@ def spread_matches(constraint: s.SpreadConstraint, owner: s.Pod, pod: s.Pod) -> 
 
 
 def spread_eligible(constraint: s.SpreadConstraint, owner: s.Pod, node: s.Node) -> bool:
-    """The node is one of the constraint's domains for ``owner``: it has the key, and passes the
-    owner's node affinity (nodeAffinityPolicy Honor) and taints (nodeTaintsPolicy Honor)."""
-    if constraint.topology_key not in node.labels:
+    """The node is one of the constraint's domains for ``owner``: it has the key of every one of
+    the owner's constraints (nodeLabelsMatchSpreadConstraints), and passes the owner's node
+    affinity (nodeAffinityPolicy Honor) and taints (nodeTaintsPolicy Honor)."""
+    if constraint.topology_key not in node.labels or any(c.topology_key not in node.labels for c in owner.spread):
         return False
     if constraint.honor_node_affinity and not affinity_matches(owner, node):
         return False
@@ -126,6 +127,12 @@ def ports_conflict(a: s.HostPort, b: s.HostPort) -> bool:
     """upstream HostPortInfo.CheckConflict: same protocol and port, and the same IP or either
     one 0.0.0.0."""
     return a.protocol == b.protocol and a.port == b.port and (a.ip == b.ip or "0.0.0.0" in (a.ip, b.ip))
+
+
+def host_ports_clash(a: Iterable[s.HostPort], b: Iterable[s.HostPort]) -> bool:
+    """Two pods' host ports cannot share a node: one of each conflicts."""
+    theirs = tuple(b)
+    return any(ports_conflict(x, y) for x in a for y in theirs)
 
 
 def label_selector_matches(selector: s.LabelSelector, labels: Mapping[str, str]) -> bool:

@@ -123,18 +123,15 @@ class _Context:
             if q.host_ports and q.node is not None:
                 running_ports[q.node].append(q)
 
-        def clash(a: tuple[s.HostPort, ...], b: tuple[s.HostPort, ...]) -> bool:
-            return any(selectors.ports_conflict(x, y) for x in a for y in b)
-
         for i, a in enumerate(classes):
             pa = a.pods[0].host_ports
             for node, var in self.vars.nodes_of(a.index).items():
                 for b in classes[i + 1:]:
                     other = self.vars.count(b.index, node)
-                    if other is not None and clash(pa, b.pods[0].host_ports):
+                    if other is not None and selectors.host_ports_clash(pa, b.pods[0].host_ports):
                         self.model.add(var + other <= 1)
                 for q in running_ports.get(node, ()):
-                    if clash(pa, q.host_ports):
+                    if selectors.host_ports_clash(pa, q.host_ports):
                         self.conflict(self.vars.present((a.index,), "", node), a.index, q)
 
     def affinity(self) -> None:
@@ -186,8 +183,7 @@ class _Context:
             for constraint in rep.spread:
                 matcher = ip.SpreadMatcher(constraint, rep.namespace)
                 key = constraint.topology_key
-                eligible = {n.name for n in problem.nodes if selectors.spread_eligible(constraint, rep, n)
-                            and all(c.topology_key in n.labels for c in rep.spread)}
+                eligible = {n.name for n in problem.nodes if selectors.spread_eligible(constraint, rep, n)}
                 domains = sorted({self.nodes[n].labels[key] for n in eligible})
                 matching = self.matching(matcher)
                 counted: dict[str, list[s.Pod]] = defaultdict(list)
