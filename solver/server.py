@@ -363,7 +363,11 @@ def start(config: ServerConfig) -> Running:
     health_pb2_grpc.add_HealthServicer_to_server(hs, server)
     reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     if config.tls_cert:
-        port = server.add_secure_port(config.address, _credentials(config))
+        try:
+            port = server.add_secure_port(config.address, _credentials(config))
+        except RuntimeError as exc:  # grpc refuses the credentials when they are not usable PEM
+            raise OSError(f"cannot serve TLS on {config.address} with {config.tls_cert} and {config.tls_key}: "
+                          "not a usable PEM certificate and key") from exc
     else:
         port = server.add_insecure_port(config.address)
     if port == 0:

@@ -140,3 +140,10 @@ def test_a_rotated_server_certificate_is_used_by_the_next_connection(pki: Path) 
             assert c.solve(BODY).status == "OPTIMAL"
     finally:
         run.stop(2)
+
+
+def test_a_certificate_that_is_no_pem_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.pem").write_text("not a certificate\n")
+    with pytest.raises(OSError, match="not a usable PEM certificate and key"):
+        server.start(server.ServerConfig(address="127.0.0.1:0", tls_cert=str(tmp_path / "bad.pem"),
+                                         tls_key=str(tmp_path / "bad.pem")))
