@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="solve time when the request sets none (10)")
     serve.add_argument("--grace", type=float, default=30.0, metavar="S",
                        help="seconds in-flight solves get to finish on SIGTERM (30)")
+    serve.add_argument("--health-port", type=int, default=0, metavar="PORT",
+                       help="also serve grpc.health.v1 alone, plaintext, on this port, for kubelet's gRPC probe "
+                            "when the main port speaks TLS or wants a token (0: none)")
     serve.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (read again on change)")
     serve.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     serve.add_argument("--tls-client-ca", metavar="PEM", help="require client certificates this CA signed (mTLS)")
@@ -286,7 +289,8 @@ def _serve(args: argparse.Namespace) -> int:
         address=f"{args.host}:{args.port}", max_inflight=args.max_inflight, default_time_limit=args.time_limit,
         max_message_bytes=args.max_message_mb * 1024 * 1024,
         metrics_address=f"{args.host}:{args.metrics_port}" if args.metrics_port else None,
-        tls_cert=args.tls_cert, tls_key=args.tls_key, tls_client_ca=args.tls_client_ca, token_file=args.token_file)
+        tls_cert=args.tls_cert, tls_key=args.tls_key, tls_client_ca=args.tls_client_ca, token_file=args.token_file,
+        health_address=f"{args.host}:{args.health_port}" if args.health_port else None)
     running = server.start(config)
     stopped = threading.Event()
 

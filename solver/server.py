@@ -62,6 +62,9 @@ class ServerConfig:
     tls_key: str | None = None
     tls_client_ca: str | None = None
     token_file: str | None = None  # a bearer token every PlacementService call must carry
+    # "host:port" of a second, plaintext listener that serves only grpc.health.v1 (the same
+    # statuses): kubelet's native gRPC probe speaks neither TLS nor tokens. None: no listener.
+    health_address: str | None = None
 
 
 class Metrics:
@@ -237,12 +240,17 @@ class Running:
     health: health.HealthServicer
     metrics: Metrics
     metrics_port: int | None
+    health_port: int | None = None
     _httpd: Any = None
+    _health_server: grpc.Server | None = None
 
     def stop(self, grace: float = 30.0) -> None:
-        """Refuse new calls, let in-flight solves finish (up to ``grace`` seconds)."""
+        """Refuse new calls, let in-flight solves finish (up to ``grace`` seconds); the health
+        listener answers NOT_SERVING throughout and closes last."""
         self.health.enter_graceful_shutdown()
         self.server.stop(grace).wait()
+        if self._health_server is not None:
+            self._health_server.stop(0).wait()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -372,6 +380,14 @@ def start(config: ServerConfig) -> Running:
         port = server.add_insecure_port(config.address)
     if port == 0:
         raise OSError(f"cannot listen on {config.address}")
+    health_server = health_port = None
+    if config.health_address:
+        health_server = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="health"))
+        health_pb2_grpc.add_HealthServicer_to_server(hs, health_server)
+        health_port = health_server.add_insecure_port(config.health_address)
+        if health_port == 0:
+            raise OSError(f"cannot listen on {config.health_address}")
+        health_server.start()
     server.start()
     for name in ("", SERVICE):
         hs.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -380,9 +396,10 @@ def start(config: ServerConfig) -> Running:
         host, _, mport = config.metrics_address.rpartition(":")
         httpd, _ = start_http_server(int(mport), addr=host or "0.0.0.0", registry=metrics.registry)
         metrics_port = httpd.server_port
-    LOG.info(json.dumps({"event": "serving", "port": port, "metricsPort": metrics_port,
-                         "maxInflight": config.max_inflight}))
-    return Running(server=server, port=port, health=hs, metrics=metrics, metrics_port=metrics_port, _httpd=httpd)
+    LOG.info(json.dumps({"event": "serving", "port": port, "metricsPort": metrics_port, "healthPort": health_port,
+                         "tls": bool(config.tls_cert), "maxInflight": config.max_inflight}))
+    return Running(server=server, port=port, health=hs, metrics=metrics, metrics_port=metrics_port,
+                   health_port=health_port, _httpd=httpd, _health_server=health_server)
 
 
 class JsonLines(logging.Formatter):

@@ -378,12 +378,15 @@ def test_solver_deployment_serves_probes_and_drains() -> None:
     assert (args.port, args.metrics_port, args.max_inflight) == (50051, 9090, 2)
     assert solver["spec"]["replicas"] == 2
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert ports == {"grpc": args.port, "metrics": args.metrics_port}
+    assert ports == {"grpc": args.port, "metrics": args.metrics_port, "health": args.health_port}
     assert c["image"] == "gangplace:latest"
     assert c["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}
-    # native gRPC probes on the gRPC port: readiness asks for the placement service itself
-    assert c["readinessProbe"]["grpc"] == {"port": args.port, "service": "gangplace.v1.PlacementService"}
-    assert c["livenessProbe"]["grpc"].get("service", "") == "" and c["livenessProbe"]["grpc"]["port"] == args.port
+    # native gRPC probes on the plaintext health port (the main port speaks mutual TLS and wants a
+    # token, which kubelet's probe cannot): readiness asks for the placement service itself
+    assert args.health_port not in (0, args.port)
+    assert c["readinessProbe"]["grpc"] == {"port": args.health_port, "service": "gangplace.v1.PlacementService"}
+    assert c["livenessProbe"]["grpc"].get("service", "") == ""
+    assert c["livenessProbe"]["grpc"]["port"] == args.health_port
     # the drain (preStop, then --grace) fits in the grace period, and liveness cannot cut it short
     grace = pod["terminationGracePeriodSeconds"]
     pre_stop = c.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
@@ -409,6 +412,34 @@ def test_solver_service_and_pdb_select_the_solver_pods() -> None:
         assert p["targetPort"] in ports and ports[p["targetPort"]] == p["port"]
     pdb = _one(BASE_DOCS, "PodDisruptionBudget", SOLVER)
     assert pdb["spec"]["minAvailable"] == 1 and pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+
+
+def _mounted_secrets(workload: Obj, container: Obj) -> dict[str, str]:
+    """mount path → Secret name, for the container's read-only Secret volumes."""
+    secrets = {v["name"]: v["secret"]["secretName"] for v in _pod_spec(workload)["volumes"] if "secret" in v}
+    return {m["mountPath"]: secrets[m["name"]] for m in container.get("volumeMounts", [])
+            if m["name"] in secrets and m.get("readOnly")}
+
+
+def _secret_of(path: str, mounts: dict[str, str]) -> str:
+    folder = path.rsplit("/", 1)[0]
+    assert folder in mounts, f"{path} is not in a mounted Secret ({mounts})"
+    return mounts[folder]
+
+
+def test_the_solver_and_adapter_speak_mutual_tls_with_a_token() -> None:
+    solver, adapter = _one(BASE_DOCS, "Deployment", SOLVER), _one(BASE_DOCS, "Deployment", ADAPTER)
+    sc, ac = _container(solver, "solver"), _container(adapter, "adapter")
+    s, a = _parse(_argv(sc)), _parse(_argv(ac))
+    smounts, amounts = _mounted_secrets(solver, sc), _mounted_secrets(adapter, ac)
+    # the solver: its certificate, the CA its clients must be signed by, and the token
+    assert all((s.tls_cert, s.tls_key, s.tls_client_ca, s.token_file))
+    assert {_secret_of(p, smounts) for p in (s.tls_cert, s.tls_key, s.tls_client_ca)} == {"gangplace-solver-tls"}
+    # the adapter: the CA of the solver's certificate, a client certificate, the same token Secret
+    assert all((a.solver_ca, a.solver_cert, a.solver_key, a.solver_token_file))
+    assert {_secret_of(p, amounts) for p in (a.solver_ca, a.solver_cert, a.solver_key)} == {"gangplace-adapter-tls"}
+    assert _secret_of(a.solver_token_file, amounts) == _secret_of(s.token_file, smounts) == "gangplace-solver-token"
+    assert a.solver_token_file.rsplit("/", 1)[1] == s.token_file.rsplit("/", 1)[1]  # the same key of it
 
 
 def test_the_adapter_reaches_the_solver_service() -> None:

@@ -147,3 +147,23 @@ def test_a_certificate_that_is_no_pem_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="not a usable PEM certificate and key"):
         server.start(server.ServerConfig(address="127.0.0.1:0", tls_cert=str(tmp_path / "bad.pem"),
                                          tls_key=str(tmp_path / "bad.pem")))
+
+
+def test_the_plaintext_health_port_answers_probes_and_nothing_else(pki: Path) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    run = _serve(pki, tls_client_ca=str(pki / "ca.crt"), token_file=str(pki / "token"),
+                 health_address="127.0.0.1:0")
+    assert run.health_port and run.health_port != run.port
+    Check = health_pb2.HealthCheckRequest
+    with grpc.insecure_channel(f"127.0.0.1:{run.health_port}") as channel:
+        probe = health_pb2_grpc.HealthStub(channel)
+        for service in ("", server.SERVICE):  # liveness and readiness, as kubelet asks them: no TLS, no token
+            assert probe.Check(Check(service=service), timeout=3).status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as err:  # the placement service itself is not on this port
+            channel.unary_unary(f"/{server.SERVICE}/Solve")(b"", timeout=3)
+        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        run.health.enter_graceful_shutdown()  # what stop() does first: the probe sees the drain
+        assert probe.Check(Check(service=server.SERVICE), timeout=3).status == \
+            health_pb2.HealthCheckResponse.NOT_SERVING
+    run.stop(2)
