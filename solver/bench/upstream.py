@@ -1,0 +1,366 @@
+"""The real kube-scheduler 1.37 on a recorded snapshot, scored like any plan.
+
+``run_kube_scheduler(objects)`` loads the snapshot into a fresh real control plane
+(``solver.bench.controlplane``): namespaces, PriorityClasses, nodes, DRA objects, the groups,
+PDBs with their recorded status, the running pods bound where they run, then, with the
+scheduler started, the pending pods for ``default-scheduler``. It lets the scheduler run until
+nothing has changed for ``settle`` seconds (gangs, workload-aware preemption, victims deleted,
+next cycles), and reads back the bindings and the pods it deleted. ``score`` turns that outcome
+into a Plan on the original snapshot through the product's own evaluation, so the verifier
+judges it and the tiers compare with gangplace's and the baseline's.
+
+How a recorded object becomes one the real API server takes (each a rule of the apiserver,
+not of gangplace):
+
+- server-set metadata (uid, resourceVersion, managedFields, ownerReferences…) is dropped;
+- a pod's ``spec.priority`` must come from its PriorityClass (Priority admission refuses a
+  pod that sets another): a pod whose class is missing, or that has none, gets a class
+  ``gangplace-priority-<value>`` made for its value;
+- a running pod is created bound (``spec.nodeName``) and given status Running and Ready (a
+  kubelet would); its ``terminationGracePeriodSeconds`` is 0, so a victim the scheduler
+  deletes is gone at once, as a kubelet that confirms at once would make it;
+- a pod recorded terminating is created with a finalizer and deleted, so it stays
+  terminating and keeps its room;
+- recorded ``status`` (a PDB's disruptionsAllowed, a claim's allocation) is written through
+  the status subresource; no disruption controller runs, so it stays as recorded;
+- every create uses ``fieldValidation=Strict``: a field the 1.37 API does not have is an
+  error naming the object, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from solver.bench.controlplane import ControlPlane
+
+Obj = dict[str, Any]
+
+# (apiVersion, kind) -> (API path prefix, plural, namespaced)
+KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
+    ("v1", "Namespace"): ("/api/v1", "namespaces", False),
+    ("v1", "Node"): ("/api/v1", "nodes", False),
+    ("v1", "Pod"): ("/api/v1", "pods", True),
+    ("scheduling.k8s.io/v1", "PriorityClass"): ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
+    ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets", True),
+    ("scheduling.k8s.io/v1beta1", "PodGroup"): ("/apis/scheduling.k8s.io/v1beta1", "podgroups", True),
+    ("scheduling.k8s.io/v1beta1", "Workload"): ("/apis/scheduling.k8s.io/v1beta1", "workloads", True),
+    ("scheduling.k8s.io/v1alpha3", "PodGroup"): ("/apis/scheduling.k8s.io/v1alpha3", "podgroups", True),
+    ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"): (
+        "/apis/scheduling.k8s.io/v1alpha3", "compositepodgroups", True),
+    ("resource.k8s.io/v1", "DeviceClass"): ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    ("resource.k8s.io/v1", "ResourceSlice"): ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    ("resource.k8s.io/v1", "ResourceClaim"): ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+}
+# creation order: what an object refers to exists before it
+ORDER = ("Namespace", "PriorityClass", "DeviceClass", "Node", "ResourceSlice", "Workload", "CompositePodGroup",
+         "PodGroup", "PodDisruptionBudget", "ResourceClaimTemplate", "ResourceClaim")
+HOLD = "gangplace.io/hold"  # the finalizer that keeps a recorded terminating pod terminating
+_SERVER_SET = ("uid", "resourceVersion", "managedFields", "generation", "creationTimestamp", "selfLink",
+               "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+class LoadError(RuntimeError):
+    """The real API server refused an object of the snapshot (the message names it)."""
+
+
+class Rest:
+    """Plain JSON calls on the API server with the admin's credentials."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        from kubernetes import config
+
+        self.api = config.new_client_from_config(str(plane.admin_kubeconfig))
+        self.api.configuration.connection_pool_maxsize = 16
+
+    def call(self, method: str, path: str, body: Any = None, query: Iterable[tuple[str, str]] = ()) -> Any:
+        from urllib.parse import urlencode
+
+        url = self.api.configuration.host + path + (f"?{urlencode(list(query))}" if query else "")
+        resp = self.api.call_api(method, url, header_params={"Content-Type": "application/json",
+                                                             "Accept": "application/json"},
+                                 body=body, _request_timeout=60)
+        data = resp.read()
+        if resp.status >= 300:
+            raise LoadError(f"{method} {path}: {resp.status} {_reason(data)}")
+        return json.loads(data) if data else None
+
+    def close(self) -> None:
+        self.api.close()
+
+
+def _reason(body: Any) -> str:
+    try:
+        return str(json.loads(body).get("message", body))
+    except (TypeError, ValueError):
+        return str(body)
+
+
+def path_of(obj: Obj, *, named: bool = False, sub: str = "") -> str:
+    key = (obj.get("apiVersion", ""), obj.get("kind", ""))
+    if key not in KINDS:
+        raise LoadError(f"{key[1]} {obj.get('metadata', {}).get('name')}: kind {key[0]}/{key[1]} is not loaded")
+    prefix, plural, namespaced = KINDS[key]
+    meta = obj["metadata"]
+    where = f"{prefix}/namespaces/{meta.get('namespace') or 'default'}/{plural}" if namespaced else f"{prefix}/{plural}"
+    if named or sub:
+        where += f"/{meta['name']}"
+    return where + (f"/{sub}" if sub else "")
+
+
+def _clean(obj: Obj) -> Obj:
+    out = copy.deepcopy(obj)
+    for k in _SERVER_SET:
+        out.get("metadata", {}).pop(k, None)
+    out.pop("status", None)
+    return out
+
+
+@dataclass
+class Loaded:
+    pending: list[str] = field(default_factory=list)  # ns/name of the pending pods created
+    running: list[str] = field(default_factory=list)
+    priority_classes: dict[int, str] = field(default_factory=dict)  # made for a value
+
+
+def _class_for(value: int, classes: Mapping[str, int], made: dict[int, str], rest: Rest) -> str:
+    if value not in made:
+        name = f"gangplace-priority-{value}" if value >= 0 else f"gangplace-priority-minus-{-value}"
+        rest.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority"})
+        made[value] = name
+    return made[value]
+
+
+def prepare_pod(pod: Obj, classes: Mapping[str, int], made: dict[int, str], rest: Rest,
+                scheduler_name: str | None) -> Obj:
+    out = _clean(pod)
+    spec = out.setdefault("spec", {})
+    value = spec.pop("priority", None)
+    name = spec.get("priorityClassName")
+    if name is not None and (name not in classes or (value is not None and classes[name] != value)):
+        spec.pop("priorityClassName")
+        name = None
+    if name is None and value not in (None, 0):
+        spec["priorityClassName"] = _class_for(int(value), classes, made, rest)
+    if spec.get("nodeName"):
+        spec["terminationGracePeriodSeconds"] = 0
+    elif scheduler_name:
+        spec["schedulerName"] = scheduler_name
+    return out
+
+
+def _running_status(pod: Obj) -> Obj:
+    recorded = pod.get("status") or {}
+    started = recorded.get("startTime") or pod.get("metadata", {}).get("creationTimestamp") or "2026-01-01T00:00:00Z"
+    return {"phase": "Running", "startTime": started,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started},
+                           {"type": "PodScheduled", "status": "True", "lastTransitionTime": started}]}
+
+
+def load_background(rest: Rest, objects: list[Obj], *, status: bool = True) -> tuple[Loaded, list[Obj]]:
+    """Everything but the pending pods; returns them (prepared later, once the scheduler runs)."""
+    loaded = Loaded()
+    by_kind: dict[str, list[Obj]] = {}
+    for o in objects:
+        by_kind.setdefault(o.get("kind", ""), []).append(o)
+    namespaces = {o.get("metadata", {}).get("namespace") for o in objects} - {None, "", "default"}
+    existing = {o["metadata"]["name"] for o in by_kind.get("Namespace", [])}
+    for ns in sorted(namespaces - existing):
+        by_kind.setdefault("Namespace", []).append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    classes = {o["metadata"]["name"]: int(o.get("value", 0)) for o in by_kind.get("PriorityClass", [])}
+    for kind in ORDER:
+        for o in by_kind.get(kind, []):
+            if kind == "Namespace" and o["metadata"]["name"] in ("default", "kube-system", "kube-public"):
+                continue
+            body = _clean(o)
+            if kind == "Node":
+                body["status"] = o.get("status", {})  # a node's status is kept on create
+            rest.call("POST", path_of(o), body, [("fieldValidation", "Strict")])
+            if status and kind in ("PodDisruptionBudget", "ResourceClaim") and o.get("status"):
+                current = rest.call("GET", path_of(o, named=True))
+                current["status"] = o["status"]
+                if kind == "PodDisruptionBudget":
+                    current["status"].setdefault("observedGeneration", current["metadata"].get("generation", 1))
+                rest.call("PUT", path_of(o, sub="status"), current)
+    pending = []
+    for o in by_kind.get("Pod", []):
+        if not o.get("spec", {}).get("nodeName"):
+            pending.append(o)
+            continue
+        if (o.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        body = prepare_pod(o, classes, loaded.priority_classes, rest, None)
+        terminating = bool(o.get("metadata", {}).get("deletionTimestamp"))
+        if terminating:
+            body["metadata"].setdefault("finalizers", []).append(HOLD)
+        rest.call("POST", path_of(o), body, [("fieldValidation", "Strict")])
+        current = rest.call("GET", path_of(o, named=True))
+        current["status"] = _running_status(o)
+        rest.call("PUT", path_of(o, sub="status"), current)
+        if terminating:
+            rest.call("DELETE", path_of(o, named=True), {"gracePeriodSeconds": 30})
+        loaded.running.append(_key(o))
+    return loaded, [prepare_pod(o, classes, loaded.priority_classes, rest, "default-scheduler") for o in pending]
+
+
+def _key(o: Obj) -> str:
+    return f"{o['metadata'].get('namespace') or 'default'}/{o['metadata']['name']}"
+
+
+@dataclass
+class Outcome:
+    """What the real scheduler did: pod -> node for the pods it bound, the running pods it
+    deleted, and when (seconds after the first pending pod was created)."""
+
+    bindings: dict[str, str]
+    deleted: list[str]
+    seconds_to_last_binding: float
+    settled: bool  # nothing changed for the settle time (else the timeout ended the run)
+    podgroup_attempts: int = 0
+    podgroup_attempt_seconds_mean: float | None = None
+    scheduler_version: str = ""
+
+
+class _Watch(threading.Thread):
+    """Pods as the API server reports them, from a resourceVersion on: binding and deletion
+    times, without listing every pod again and again."""
+
+    def __init__(self, rest: Rest, resource_version: str) -> None:
+        super().__init__(daemon=True)
+        self.rest, self.rv = rest, resource_version
+        self.bound: dict[str, tuple[str, float]] = {}
+        self.deleted: dict[str, float] = {}
+        self.last_change = time.monotonic()
+        self.stop_event = threading.Event()
+        self.error: str | None = None
+
+    def run(self) -> None:
+        from kubernetes import client, watch
+
+        core = client.CoreV1Api(self.rest.api)
+        while not self.stop_event.is_set():
+            w = watch.Watch()
+            try:
+                for ev in w.stream(core.list_pod_for_all_namespaces, resource_version=self.rv,
+                                   timeout_seconds=5, _request_timeout=10):
+                    pod = ev["object"]
+                    self.rv = pod.metadata.resource_version
+                    key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+                    now = time.monotonic()
+                    if ev["type"] == "DELETED":
+                        self.deleted[key] = now
+                        self.last_change = now
+                    elif pod.spec.node_name and key not in self.bound:
+                        self.bound[key] = (pod.spec.node_name, now)
+                        self.last_change = now
+                    if self.stop_event.is_set():
+                        break
+            except Exception as exc:  # a dropped watch: resume from the last version seen
+                self.error = str(exc)
+                time.sleep(0.2)
+            finally:
+                w.stop()
+
+
+def run_kube_scheduler(objects: list[Obj], *, gates: Mapping[str, bool] | None = None, settle: float = 10.0,
+                       timeout: float = 600.0) -> Outcome:
+    plane = ControlPlane.start()
+    rest = Rest(plane)
+    try:
+        loaded, pending = load_background(rest, objects)
+        plane.start_scheduler(gates or {})
+        rv = rest.call("GET", "/api/v1/pods", query=[("limit", "1")])["metadata"]["resourceVersion"]
+        watcher = _Watch(rest, rv)
+        watcher.start()
+        start = time.monotonic()
+        for body in pending:
+            rest.call("POST", path_of(body), body, [("fieldValidation", "Strict")])
+        deadline = start + timeout
+        settled = False
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            if time.monotonic() - max(watcher.last_change, start) >= settle:
+                settled = True
+                break
+        watcher.stop_event.set()
+        pending_keys = {_key(o) for o in pending}
+        bindings = {k: node for k, (node, _) in watcher.bound.items() if k in pending_keys}
+        times = [t for k, (_, t) in watcher.bound.items() if k in pending_keys]
+        deleted = sorted(k for k in watcher.deleted if k in set(loaded.running))
+        attempts, mean = _podgroup_latency(plane.scheduler_metrics())
+        return Outcome(bindings=bindings, deleted=deleted,
+                       seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
+                       settled=settled, podgroup_attempts=attempts, podgroup_attempt_seconds_mean=mean)
+    finally:
+        rest.close()
+        plane.stop()
+
+
+def _podgroup_latency(metrics: str) -> tuple[int, float | None]:
+    """scheduler_podgroup_scheduling_attempt_duration_seconds: attempts and their mean."""
+    total = count = 0.0
+    for line in metrics.splitlines():
+        if line.startswith("scheduler_podgroup_scheduling_attempt_duration_seconds_sum"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("scheduler_podgroup_scheduling_attempt_duration_seconds_count"):
+            count += float(line.rsplit(" ", 1)[1])
+    return int(count), (round(total / count, 6) if count else None)
+
+
+@dataclass
+class Scored:
+    plan: Any  # solver.model.plan.Plan
+    violations: list[str]
+    unplanned: list[str]  # what the scheduler did that no plan of the snapshot can say
+
+
+def score(snapshot: Any, outcome: Outcome, *, gates: Any = None, dra_preemption: bool = False) -> Scored:
+    """The real scheduler's outcome as a Plan on ``snapshot``, checked by the verifier.
+
+    Bindings count per pod class and node (a class's pods are interchangeable, so the tiers
+    are exactly the outcome's); a deleted running pod evicts its whole victim unit, and a unit
+    only part of which was deleted is named in ``unplanned``. Devices the scheduler allocated
+    are not read back, so the device checks judge only bindings on DRA snapshots.
+    """
+    from collections import defaultdict
+
+    from solver import verify
+    from solver.model.decode import Assignment, make_plan
+    from solver.model.features import FeatureGates
+    from solver.model.plan import FEASIBLE
+    from solver.model.problem import build_problem
+
+    gates = gates or FeatureGates()
+    problem = build_problem(snapshot, gates=gates, dra_preemption=dra_preemption)
+    class_of = {p.key: c.index for c in problem.classes for p in c.pods}
+    unit_of = {p.key: u.index for u in problem.units for p in u.members}
+    counts: dict[tuple[int, Any], int] = defaultdict(int)
+    unplanned = []
+    for pod, node in sorted(outcome.bindings.items()):
+        if pod in class_of:
+            counts[class_of[pod], node] += 1
+        else:
+            unplanned.append(f"bound {pod} to {node}, which the snapshot holds back")
+    evicted = set()
+    for pod in outcome.deleted:
+        if pod in unit_of:
+            evicted.add(unit_of[pod])
+        else:
+            unplanned.append(f"deleted {pod}, which is no victim unit")
+    deleted = set(outcome.deleted)
+    for u in evicted:
+        missing = [p.key for p in problem.units[u].members if p.key not in deleted]
+        if missing:
+            unplanned.append(f"deleted part of victim unit {problem.units[u].key} (not {', '.join(missing)})")
+    assignment = Assignment(counts=dict(counts), evicted=frozenset(evicted))
+    plan = make_plan(problem, assignment, status=FEASIBLE, stats={"solver": "kube-scheduler"}, cost_bound_milli=0)
+    violations = verify.verify(snapshot, plan, gates=gates, dra_preemption=dra_preemption)
+    return Scored(plan=plan, violations=[str(v) for v in violations], unplanned=unplanned)
