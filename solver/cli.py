@@ -100,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, default=0, metavar="N")
     bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
     bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
+    bench.add_argument("--upstream", choices=["kube-scheduler"],
+                       help="also run each case through the real kube-scheduler 1.37 (a fresh control plane "
+                            "per case, binaries from scripts/build-control-plane.sh) and show every tier "
+                            "three ways: gangplace / kube-scheduler / baseline")
+    bench.add_argument("--upstream-settle", type=float, default=10.0, metavar="S",
+                       help="the real scheduler's run ends after S seconds without a binding or deletion (10)")
     rp = sub.add_parser("replan", help="plan every pending workload of each snapshot; write one report each")
     rp.add_argument("snapshots", nargs="+", help="snapshot files or directories (each file is one snapshot)")
     rp.add_argument("--shard", default="0/1", metavar="I/N", help="take the I-th of N shards (an Indexed Job's index)")
@@ -129,13 +135,14 @@ def _bench_cases(args: argparse.Namespace) -> list[runner.Case]:
     cases = []
     for arg in args.snapshots:
         for path in loader.snapshot_files(Path(arg)):
-            cases.append(runner.Case(name=path.stem, load=lambda p=path: loader.load_snapshot(p)))
+            cases.append(runner.Case(name=path.stem, load=lambda p=path: loader.load_snapshot(p),
+                                     objects=lambda p=path: loader.read_documents(p)))
     suites = [runner.SUITES[s] for s in args.suite]
     if args.alibaba:
         suites.append(runner.alibaba_suite(Path(args.alibaba)))
     for suite in suites:
         for name, build in suite:
-            cases.append(runner.Case(name=name, load=lambda b=build: kube.snapshot_from_objects(b())))
+            cases.append(runner.Case(name=name, load=lambda b=build: kube.snapshot_from_objects(b()), objects=build))
     return cases
 
 
@@ -155,8 +162,14 @@ def _bench(args: argparse.Namespace) -> int:
     if args.plot:
         plot.require()
     options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers, seed=args.seed)
+    up = None
+    if args.upstream:
+        from solver.bench import controlplane
+
+        controlplane.find_binaries()  # ControlPlaneError: exit 2 saying how to build them
+        up = runner.Upstream(settle=args.upstream_settle)
     rows = []
-    for row in runner.run(cases, repeat=args.repeat, options=options, progress=_progress):
+    for row in runner.run(cases, repeat=args.repeat, options=options, progress=_progress, up=up):
         rows.append(row)
         if args.out:
             with open(args.out, "a", encoding="utf-8") as fh:
@@ -165,6 +178,9 @@ def _bench(args: argparse.Namespace) -> int:
     if args.plot:
         plot.render(rows, args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
+    for row in rows:  # the real scheduler's outcome against our rules: a finding, not our bug
+        for what in row.get("upstreamViolations", []) + row.get("upstreamUnplanned", []):
+            print(f"gangplace: {row['case']}: kube-scheduler: {what}", file=sys.stderr)
     return 0 if all(r["verified"] for r in rows) else 1
 
 

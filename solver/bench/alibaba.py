@@ -71,6 +71,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from solver.bench import generate
 from solver.model.errors import SolverError
 
 
@@ -351,7 +352,7 @@ def _pod_object(task: _Task, *, priority_class: str, node: str | None = None,
         meta["creationTimestamp"] = _timestamp(task.created)
     spec: dict[str, Any] = {"priorityClassName": priority_class,
                             "containers": [{"name": "main", "image": "trace",
-                                            "resources": {"requests": requests}}]}
+                                            "resources": generate.resources(requests)}]}
     if task.models:
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": [

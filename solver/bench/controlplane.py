@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from solver.model.errors import SolverError
+
 K8S_VERSION = "v1.37.2"
 ETCD_VERSION = "v3.7.3"
 # what scripts/build-control-plane.sh writes: $GANGPLACE_CONTROL_PLANE_CACHE/<key>/bin
@@ -62,7 +64,7 @@ CONTROLLERS = ("resourceclaim-controller", "garbage-collector-controller", "name
                "podgroup-protection-controller", "disruption-controller")
 
 
-class ControlPlaneError(RuntimeError):
+class ControlPlaneError(SolverError):
     """The control plane could not be had: binaries missing, a component that would not start."""
 
 

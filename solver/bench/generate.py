@@ -114,6 +114,13 @@ def _node(name: str, zone: str, block: str, rack: str, gpu: bool, dra: bool = Fa
     }
 
 
+def resources(requests: dict[str, str]) -> dict[str, Any]:
+    """Requests, with the limits the API server requires of an extended resource (it cannot be
+    overcommitted, so its limit must be set and equal its request: pod validation)."""
+    limits = {k: v for k, v in requests.items() if "/" in k and not k.startswith("hugepages-")}
+    return {"requests": requests, "limits": limits} if limits else {"requests": requests}
+
+
 def _pod(name: str, *, cpu_m: int, mem_mi: int, gpus: int = 0, node: str | None = None,
          priority_class: str, group: str | None = None, labels: dict[str, str] | None = None,
          start: str = "2026-12-01T00:00:00Z") -> dict[str, Any]:
@@ -124,7 +131,7 @@ def _pod(name: str, *, cpu_m: int, mem_mi: int, gpus: int = 0, node: str | None 
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
         "spec": {"priorityClassName": priority_class,
-                 "containers": [{"name": "main", "image": "app", "resources": {"requests": requests}}]},
+                 "containers": [{"name": "main", "image": "app", "resources": resources(requests)}]},
         "status": {"phase": "Pending"},
     }
     if node is not None:
@@ -145,6 +152,8 @@ def _pod_group(name: str, *, min_count: int | None, priority_class: str, topolog
         spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
     if parent:
         spec["parentCompositePodGroupName"] = parent
+        # the API server requires the Workload a child group was made from (validatePodGroup)
+        spec["workloadRef"] = {"workloadName": parent, "templateName": name}
     if disruption_all:
         spec["disruptionMode"] = {"all": {}}
     return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",

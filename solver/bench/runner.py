@@ -86,6 +86,15 @@ def alibaba_suite(trace_dir: Path) -> tuple[tuple[str, Callable[[], Objects]], .
 class Case:
     name: str
     load: Callable[[], ClusterSnapshot]
+    objects: Callable[[], Objects] | None = None  # the Kubernetes objects, for the real scheduler
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Upstream:
+    """Run each case through the real kube-scheduler too (``solver.bench.upstream``)."""
+
+    settle: float = 10.0  # seconds without a binding or deletion that end its run
+    timeout: float = 900.0
 
 
 def versions() -> dict[str, str]:
@@ -104,7 +113,25 @@ def _tiers(plan: Any) -> dict[str, Any]:
             "pdbViolations": o.pdb_violations, "preemptionCost": o.preemption_cost, "evictedPods": o.evicted_pods}
 
 
-def run_case(case: Case, *, repeat: int, options: api.PlanOptions) -> dict[str, Any]:
+def run_upstream(case: Case, snap: ClusterSnapshot, options: api.PlanOptions, up: Upstream) -> dict[str, Any]:
+    """The real kube-scheduler's outcome on the case, scored on the same snapshot."""
+    from solver import kube
+    from solver.bench import upstream
+
+    if case.objects is None:
+        raise upstream.LoadError(f"{case.name}: no objects to load into a control plane")
+    gates = {"PodGroupPreemptionPolicy": options.gates.pod_group_preemption_policy}
+    outcome = upstream.run_kube_scheduler(kube.flatten(case.objects()), gates=gates, settle=up.settle,
+                                          timeout=up.timeout)
+    scored = upstream.score(snap, outcome, gates=options.gates, dra_preemption=False)
+    return {"upstream": _tiers(scored.plan), "upstreamSeconds": outcome.seconds_to_last_binding,
+            "upstreamSettled": outcome.settled, "upstreamVerified": not scored.violations,
+            "upstreamViolations": scored.violations[:20], "upstreamUnplanned": scored.unplanned[:20],
+            "podGroupAttempts": outcome.podgroup_attempts,
+            "podGroupAttemptSeconds": outcome.podgroup_attempt_seconds_mean}
+
+
+def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream | None = None) -> dict[str, Any]:
     load_start = time.perf_counter()
     snap = case.load()
     load_seconds = time.perf_counter() - load_start
@@ -124,6 +151,7 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions) -> dict[str, 
     better = plan.objective.key() > base.objective.key()
     worse = plan.objective.key() < base.objective.key()
     st = plan.stats
+    extra = run_upstream(case, snap, options, up) if up is not None else {}
     return {
         "case": case.name,
         "nodes": st["nodes"], "runningPods": st["runningPods"], "pendingPods": st["pendingPods"],
@@ -142,16 +170,18 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions) -> dict[str, 
         "decomposedBy": st.get("decomposedBy"),
         "solver": st.get("solver"),
         "versions": versions(),
+        **extra,
     }
 
 
 def run(cases: Iterable[Case], *, repeat: int, options: api.PlanOptions,
-        progress: Callable[[int, int, str], None] | None = None) -> Iterator[dict[str, Any]]:
+        progress: Callable[[int, int, str], None] | None = None, up: Upstream | None = None
+        ) -> Iterator[dict[str, Any]]:
     listed = list(cases)
     for i, case in enumerate(listed):
         if progress:
             progress(i, len(listed), case.name)
-        yield run_case(case, repeat=repeat, options=options)
+        yield run_case(case, repeat=repeat, options=options, up=up)
     if progress:
         progress(len(listed), len(listed), "done")
 
@@ -169,12 +199,30 @@ COLUMNS = (
 )
 
 
+# with the real kube-scheduler: each tier three ways (gangplace / kube-scheduler / baseline)
+# and the time each took (kube-scheduler: first pending pod created to last binding)
+THREE_WAY = (
+    ("case", "{case}"), ("nodes", "{nodes}"), ("running", "{runningPods}"), ("pending", "{pendingPods}"),
+    ("status", "{status}"), ("gap", "{gap:.2%}"),
+    ("sat gp/ks/bl", "{gangplace[satisfiedWorkloads]}/{upstream[satisfiedWorkloads]}/{baseline[satisfiedWorkloads]}"),
+    ("placed gp/ks/bl", "{gangplace[placedPods]}/{upstream[placedPods]}/{baseline[placedPods]}"),
+    ("pdb gp/ks/bl", "{gangplace[pdbViolations]}/{upstream[pdbViolations]}/{baseline[pdbViolations]}"),
+    ("cost gp/ks/bl", "{gangplace[preemptionCost]:g}/{upstream[preemptionCost]:g}/{baseline[preemptionCost]:g}"),
+    ("evicted gp/ks/bl", "{gangplace[evictedPods]}/{upstream[evictedPods]}/{baseline[evictedPods]}"),
+    ("s gp/ks/bl", "{totalSeconds:.2f}/{upstreamSeconds:.2f}/{baselineSeconds:.2f}"),
+    ("ks podgroup ms", "{pg_ms}"), ("verified gp/ks/bl", "{verified}/{upstreamVerified}/{verified}"),
+)
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    cells = [[h for h, _ in COLUMNS]]
+    columns = THREE_WAY if rows and all("upstream" in r for r in rows) else COLUMNS
+    cells = [[h for h, _ in columns]]
     for row in rows:
         ratio = "-" if row["costRatio"] is None else f"{row['costRatio']:.3f}"
-        cells.append([fmt.format(**row, ratio=ratio) for _, fmt in COLUMNS])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+        pg = row.get("podGroupAttemptSeconds")
+        pg_ms = "-" if pg is None else f"{pg * 1000:.1f} x{row['podGroupAttempts']}"
+        cells.append([fmt.format(**row, ratio=ratio, pg_ms=pg_ms) for _, fmt in columns])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     return "\n".join(lines)

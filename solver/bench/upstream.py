@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solver.bench.controlplane import ControlPlane
+from solver.model.errors import SolverError
 
 Obj = dict[str, Any]
 
@@ -66,7 +67,7 @@ _SERVER_SET = ("uid", "resourceVersion", "managedFields", "generation", "creatio
                "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
-class LoadError(RuntimeError):
+class LoadError(SolverError):
     """The real API server refused an object of the snapshot (the message names it)."""
 
 
@@ -272,7 +273,9 @@ class _Watch(threading.Thread):
 
 def run_kube_scheduler(objects: list[Obj], *, gates: Mapping[str, bool] | None = None, settle: float = 10.0,
                        timeout: float = 600.0) -> Outcome:
-    plane = ControlPlane.start()
+    # the resourceclaim controller makes a pod's claims from its templates (the scheduler waits
+    # for them); the disruption controller does not run, so PDB status stays as recorded
+    plane = ControlPlane.start(controller_manager=True, controllers=("resourceclaim-controller",))
     rest = Rest(plane)
     try:
         loaded, pending = load_background(rest, objects)
