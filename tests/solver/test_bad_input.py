@@ -121,7 +121,7 @@ BAD = [
                                             "metadata": {"name": "g"}, "spec": {"selectors": [{"cel": {"expression": (
         "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "
         "[1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, a+b+c+d+e > 0)))))")}}]}}],
-     "DeviceClass/g: spec.selectors[0].cel.expression: CEL: estimated cost 5966653 exceeds the limit 1000000 "
+     "DeviceClass/g: spec.selectors[0].cel.expression: CEL: estimated cost 1455551 exceeds the limit 1000000 "
      "(resource.k8s.io CELSelectorExpressionMaxCost)"),
     ("cel-a-number", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "g"},
                        "spec": {"selectors": [{"cel": 5}]}}],
