@@ -286,9 +286,12 @@ class Cluster:
     def event(self, *, namespace: str, regarding: Obj, reason: str, note: str, type_: str = "Normal",
               action: str = "Scheduling", reporter: str = "gangplace") -> None:
         meta = regarding["metadata"]
+        # named as client-go's event recorder names them (tools/events makeEvent: the object's
+        # name, a dot, the time in hex nanoseconds); a generateName ending in "." is refused by
+        # the API server's validation (found on the real kube-apiserver)
         body = {
             "apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": namespace},
+            "metadata": {"name": f"{meta['name']}.{time.time_ns():x}", "namespace": namespace},
             "eventTime": now(), "reportingController": f"gangplace.io/{reporter}", "reportingInstance": reporter,
             "action": action, "reason": reason, "note": note[:1024], "type": type_,
             "regarding": {"kind": regarding.get("kind", "Pod"), "apiVersion": regarding.get("apiVersion", "v1"),

@@ -245,3 +245,26 @@ def admitted(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def snapshot(*objects: Any) -> ClusterSnapshot:
     """Objects or builders -> ClusterSnapshot through the real parser (pods ``admitted``)."""
     return kube.snapshot_from_objects(admitted([o.build() if isinstance(o, _Builder) else o for o in objects]))
+
+
+def ours(builder: Any) -> dict[str, Any]:
+    """A pod for the gangplace adapter (schedulerName gangplace)."""
+    obj = builder.build()
+    obj["spec"]["schedulerName"] = "gangplace"
+    return obj
+
+
+def gang_scenario(put: Any, *, gang: int = 2, cpu: int = 2000) -> None:
+    """The adapter's end-to-end cluster, written through ``put`` (the double or a real API server).
+    Rack r0: n0, n1 (4 cpu each) with low-priority pods labelled app=batch; rack r1: n2 full of
+    a high-priority pod. Two 2-cpu gang pods fit in r0 only, and only by evicting low-b (n1 then
+    holds both)."""
+    for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
+        put(node(name).rack(rack).cpu_m(4000).build())
+    put(pod("low-a").on("n0").cpu_m(3000).priority(1).label("app", "batch").build())
+    put(pod("low-b").on("n1").cpu_m(3000).priority(1).label("app", "batch").build())
+    put(pod("keep").on("n0").cpu_m(500).priority(1000).build())
+    put(pod("vip").on("n2").cpu_m(3500).priority(1000).build())
+    put(pod_group("train", gang).topology(RACK).priority(100).build())
+    for k in range(gang):
+        put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(cpu)))

@@ -58,6 +58,12 @@ KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("resource.k8s.io/v1", "ResourceSlice"): ("/apis/resource.k8s.io/v1", "resourceslices", False),
     ("resource.k8s.io/v1", "ResourceClaim"): ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+    ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): (
+        "/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    ("rbac.authorization.k8s.io/v1", "Role"): ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
 }
 # creation order: what an object refers to exists before it
 ORDER = ("Namespace", "PriorityClass", "DeviceClass", "Node", "ResourceSlice", "Workload", "CompositePodGroup",
@@ -140,9 +146,12 @@ def _class_for(value: int, classes: Mapping[str, int], made: dict[int, str], res
     return made[value]
 
 
-def prepare_pod(pod: Obj, classes: Mapping[str, int], made: dict[int, str], rest: Rest,
-                scheduler_name: str | None) -> Obj:
-    out = _clean(pod)
+def prepare(obj: Obj, classes: Mapping[str, int], made: dict[int, str], rest: Rest) -> Obj:
+    """The object to create; a pod's or group's priority comes from a PriorityClass, since
+    Priority admission refuses one that sets a value its class (or the default 0) does not give."""
+    out = _clean(obj)
+    if obj.get("kind") not in ("Pod", "PodGroup", "CompositePodGroup"):
+        return out
     spec = out.setdefault("spec", {})
     value = spec.pop("priority", None)
     name = spec.get("priorityClassName")
@@ -151,6 +160,13 @@ def prepare_pod(pod: Obj, classes: Mapping[str, int], made: dict[int, str], rest
         name = None
     if name is None and value not in (None, 0):
         spec["priorityClassName"] = _class_for(int(value), classes, made, rest)
+    return out
+
+
+def prepare_pod(pod: Obj, classes: Mapping[str, int], made: dict[int, str], rest: Rest,
+                scheduler_name: str | None) -> Obj:
+    out = prepare(pod, classes, made, rest)
+    spec = out["spec"]
     if spec.get("nodeName"):
         spec["terminationGracePeriodSeconds"] = 0
     elif scheduler_name:
@@ -181,7 +197,7 @@ def load_background(rest: Rest, objects: list[Obj], *, status: bool = True) -> t
         for o in by_kind.get(kind, []):
             if kind == "Namespace" and o["metadata"]["name"] in ("default", "kube-system", "kube-public"):
                 continue
-            body = _clean(o)
+            body = prepare(o, classes, loaded.priority_classes, rest)
             if kind == "Node":
                 body["status"] = o.get("status", {})  # a node's status is kept on create
             rest.call("POST", path_of(o), body, [("fieldValidation", "Strict")])
@@ -198,18 +214,24 @@ def load_background(rest: Rest, objects: list[Obj], *, status: bool = True) -> t
             continue
         if (o.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        body = prepare_pod(o, classes, loaded.priority_classes, rest, None)
-        terminating = bool(o.get("metadata", {}).get("deletionTimestamp"))
-        if terminating:
-            body["metadata"].setdefault("finalizers", []).append(HOLD)
-        rest.call("POST", path_of(o), body, [("fieldValidation", "Strict")])
-        current = rest.call("GET", path_of(o, named=True))
-        current["status"] = _running_status(o)
-        rest.call("PUT", path_of(o, sub="status"), current)
-        if terminating:
-            rest.call("DELETE", path_of(o, named=True), {"gracePeriodSeconds": 30})
+        create_running_pod(rest, o, classes, loaded.priority_classes)
         loaded.running.append(_key(o))
     return loaded, [prepare_pod(o, classes, loaded.priority_classes, rest, "default-scheduler") for o in pending]
+
+
+def create_running_pod(rest: Rest, o: Obj, classes: Mapping[str, int], made: dict[int, str]) -> None:
+    """A pod bound where it runs, Running and Ready as its kubelet would report it; a pod recorded
+    terminating is held by a finalizer and deleted, so it stays terminating."""
+    body = prepare_pod(o, classes, made, rest, None)
+    terminating = bool(o.get("metadata", {}).get("deletionTimestamp"))
+    if terminating:
+        body["metadata"].setdefault("finalizers", []).append(HOLD)
+    rest.call("POST", path_of(o), body, [("fieldValidation", "Strict")])
+    current = rest.call("GET", path_of(o, named=True))
+    current["status"] = _running_status(o)
+    rest.call("PUT", path_of(o, sub="status"), current)
+    if terminating:
+        rest.call("DELETE", path_of(o, named=True), {"gracePeriodSeconds": 30})
 
 
 def _key(o: Obj) -> str:

@@ -16,31 +16,16 @@ from adapter.cluster import Cluster
 from adapter.controller import CONDITION
 from adapter.main import Adapter, dry_run, in_process
 from tests.apiserver import ApiServerDouble
-from tests.builders import RACK, node, pdb, pod, pod_group
+from tests.builders import RACK, gang_scenario, node, ours, pdb, pod, pod_group
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
 
-def _ours(builder: Any) -> dict[str, Any]:
-    obj = builder.build()
-    obj["spec"]["schedulerName"] = "gangplace"
-    return obj
-
-
 def _cluster(server: ApiServerDouble, *, gang: int = 2, cpu: int = 2000, pdb_allowed: int | None = None) -> None:
-    """Rack r0: n0, n1 (4 cpu each) with low-priority pods; rack r1: n2 full of a high-priority pod.
-    Two 2-cpu gang pods fit in r0 only, and only by evicting low-b (n1 then holds both)."""
-    for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
-        server.put(node(name).rack(rack).cpu_m(4000).build())
-    server.put(pod("low-a").on("n0").cpu_m(3000).priority(1).label("app", "batch").build())
-    server.put(pod("low-b").on("n1").cpu_m(3000).priority(1).label("app", "batch").build())
-    server.put(pod("keep").on("n0").cpu_m(500).priority(1000).build())
-    server.put(pod("vip").on("n2").cpu_m(3500).priority(1000).build())
+    """builders.gang_scenario on the double, with a PDB over app=batch when asked."""
     if pdb_allowed is not None:
         server.put(pdb("batch", pdb_allowed, app="batch").build())
-    server.put(pod_group("train", gang).topology(RACK).priority(100).build())
-    for k in range(gang):
-        server.put(_ours(pod(f"train-{k}").group("train").priority(100).cpu_m(cpu)))
+    gang_scenario(server.put, gang=gang, cpu=cpu)
 
 
 def _run(server: ApiServerDouble, until: Callable[[], bool], *, timeout: float = 30.0,
@@ -168,7 +153,7 @@ def test_a_dropped_watch_and_410_gone_still_converge(api: ApiServerDouble) -> No
         api.compact()
         api.put(pod_group("train", 2).topology(RACK).priority(100).build())
         for k in range(2):
-            api.put(_ours(pod(f"train-{k}").group("train").priority(100).cpu_m(2000)))
+            api.put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(2000)))
         api.drop_watches()
         deadline = time.monotonic() + 30
         while not _bound(api, "train-0", "train-1")():
@@ -306,7 +291,7 @@ def test_dra_claims_are_created_from_templates_and_allocated_before_binding(api:
     api.put(claim_template("one-gpu", request("gpu", count=1)).build())
     api.put(pod_group("train", 2).priority(100).build())
     for k in range(2):
-        api.put(_ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), gpu="one-gpu")))
+        api.put(ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), gpu="one-gpu")))
     _run(api, _bound(api, "train-0", "train-1"))
     devices = []
     for k in range(2):
@@ -331,7 +316,7 @@ def test_a_group_shared_claim_with_two_requests_is_written_whole_and_named_in_th
     api.put(claim_template("one", request("gpu", count=1)).build())
     api.put(group_claims(pod_group("train", 2).priority(100), shared="pair").build())
     for k in range(2):
-        api.put(_ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), shared="pair", own="one")))
+        api.put(ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), shared="pair", own="one")))
     _run(api, _bound(api, "train-0", "train-1"))
     shared = api.get("resourceclaims", "default", "train-shared")
     assert shared is not None

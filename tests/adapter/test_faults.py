@@ -11,9 +11,9 @@ from adapter.cache import WatchCache
 from adapter.cluster import Cluster
 from adapter.main import Adapter, in_process
 from solver.client import PlacementError
-from tests.adapter.test_e2e import _bound, _calls, _cluster, _condition, _node_of, _ours, _run
+from tests.adapter.test_e2e import _bound, _calls, _cluster, _condition, _node_of, _run
 from tests.apiserver import ApiServerDouble
-from tests.builders import node, pod, pod_group
+from tests.builders import node, ours, pod, pod_group
 
 
 def test_no_plan_is_made_before_every_kind_has_synced(api: ApiServerDouble) -> None:
@@ -52,11 +52,11 @@ def test_a_bad_object_isolates_its_workload_and_the_rest_is_planned(api: ApiServ
     # left out with a condition naming it; the good gang is placed as if it were not there
     api.put(node("n0").build())
     api.put(pod_group("bad", 1).build())
-    broken = _ours(pod("bad-0").group("bad").cpu_m(500))
+    broken = ours(pod("bad-0").group("bad").cpu_m(500))
     broken["spec"]["priorityClassName"] = "gone"
     api.put(broken)
     api.put(pod_group("good", 1).priority(5).build())
-    api.put(_ours(pod("good-0").group("good").cpu_m(500).priority(5)))
+    api.put(ours(pod("good-0").group("good").cpu_m(500).priority(5)))
     adapter = _run(api, lambda: _node_of(api, "good-0") is not None and _condition(api, "bad") is not None)
     assert _node_of(api, "bad-0") is None
     cond = _condition(api, "bad")
@@ -70,7 +70,7 @@ def test_a_bad_object_isolates_its_workload_and_the_rest_is_planned(api: ApiServ
 
 def test_a_running_pod_on_a_deleted_node_takes_only_that_node_out(api: ApiServerDouble) -> None:
     _cluster(api)
-    api.put(_ours(pod("orphan").on("gone-node").cpu_m(100)))  # its node was deleted mid-plan
+    api.put(ours(pod("orphan").on("gone-node").cpu_m(100)))  # its node was deleted mid-plan
     adapter = _run(api, _bound(api, "train-0", "train-1"))
     assert "Pod/default/orphan" in adapter.isolated
 

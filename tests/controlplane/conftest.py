@@ -1,0 +1,170 @@
+"""A real control plane (etcd, kube-apiserver and kube-controller-manager 1.37.2, built by
+scripts/build-control-plane.sh) for the whole session, and the adapter's credentials on it: the
+ServiceAccount and RBAC of deploy/base, applied as they are, and a token issued to that account.
+The adapter never runs as cluster-admin here, so a permission it lacks fails its test.
+
+Without the binaries every test here fails with the command that builds them; set
+GANGPLACE_SKIP_CONTROL_PLANE=1 to skip this tier knowingly."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solver.bench import controlplane, upstream
+from solver.bench.controlplane import ControlPlane
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+ADAPTER_USER = "system:serviceaccount:gangplace:gangplace-adapter"
+NS = "default"
+
+
+@pytest.fixture(scope="session")
+def plane() -> Iterator[ControlPlane]:
+    if os.environ.get("GANGPLACE_SKIP_CONTROL_PLANE"):
+        pytest.skip("GANGPLACE_SKIP_CONTROL_PLANE is set")
+    running = ControlPlane.start(controller_manager=True)
+    yield running
+    running.stop()
+
+
+def _base_rbac() -> list[dict[str, Any]]:
+    from tests.deploy.test_manifests import BASE_DOCS
+
+    kinds = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    return [d for d in BASE_DOCS if d["kind"] in kinds]
+
+
+@pytest.fixture(scope="session")
+def adapter_kubeconfig(plane: ControlPlane) -> Path:
+    """deploy/base's ServiceAccount with its RBAC, and a kubeconfig holding a token issued to it."""
+    rest = upstream.Rest(plane)
+    try:
+        for obj in _base_rbac():
+            rest.call("POST", upstream.path_of(obj), obj, [("fieldValidation", "Strict")])
+        sa = next(o for o in _base_rbac() if o["kind"] == "ServiceAccount")["metadata"]
+        token = rest.call("POST", f"/api/v1/namespaces/{sa['namespace']}/serviceaccounts/{sa['name']}/token", {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 7200}})["status"]["token"]
+    finally:
+        rest.close()
+    return controlplane.write_kubeconfig(plane.workdir / "adapter.kubeconfig", plane.url,
+                                         plane.pki / "ca.crt", token=token)
+
+
+class Real:
+    """One test's objects on the real API server, created as a cluster would hold them
+    (solver.bench.upstream's rules) and all removed afterwards."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+        self.rest = upstream.Rest(plane)
+        self.classes: dict[str, int] = {}
+        self.made: dict[int, str] = {}
+        self.created: list[dict[str, Any]] = []
+        self.started = time.time()
+
+    def put(self, obj: dict[str, Any]) -> None:
+        self.created.append(obj)
+        if obj["kind"] == "Pod" and obj["spec"].get("nodeName"):
+            upstream.create_running_pod(self.rest, obj, self.classes, self.made)
+            return
+        if obj["kind"] == "Pod":
+            body = upstream.prepare_pod(obj, self.classes, self.made, self.rest, obj["spec"].get("schedulerName"))
+        else:
+            body = upstream.prepare(obj, self.classes, self.made, self.rest)
+            if obj["kind"] == "Node":
+                body["status"] = obj.get("status", {})
+        if obj["kind"] == "PriorityClass":
+            self.classes[obj["metadata"]["name"]] = int(obj["value"])
+        self.rest.call("POST", upstream.path_of(obj), body, [("fieldValidation", "Strict")])
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        try:
+            return self.rest.call("GET", path)
+        except upstream.LoadError as exc:
+            if " 404 " in str(exc):
+                return None
+            raise
+
+    def pod(self, name: str) -> dict[str, Any] | None:
+        return self.get(f"/api/v1/namespaces/{NS}/pods/{name}")
+
+    def node_of(self, name: str) -> str | None:
+        obj = self.pod(name)
+        return None if obj is None else obj["spec"].get("nodeName")
+
+    def podgroup(self, name: str) -> dict[str, Any] | None:
+        return self.get(f"/apis/scheduling.k8s.io/v1beta1/namespaces/{NS}/podgroups/{name}")
+
+    def events(self) -> list[dict[str, Any]]:
+        return self.rest.call("GET", f"/apis/events.k8s.io/v1/namespaces/{NS}/events")["items"]
+
+    def adapter_calls(self, wait: float = 1.5) -> list[tuple[str, str, str, int]]:
+        """(verb, resource, subresource or "", code) of every request the adapter's account made
+        during this test, from the audit log (written within a second of the request)."""
+        time.sleep(wait)
+        out = []
+        for ev in self.plane.audit():
+            if ev.get("user", {}).get("username") != ADAPTER_USER or ev.get("stage") != "ResponseComplete":
+                continue
+            stamp = ev.get("requestReceivedTimestamp", "")
+            if stamp and _epoch(stamp) < self.started:
+                continue
+            ref = ev.get("objectRef", {})
+            out.append((ev["verb"], ref.get("resource", ""), ref.get("subresource", ""),
+                        int(ev.get("responseStatus", {}).get("code", 0)), ref.get("name", "")))
+        return out
+
+    def cleanup(self) -> None:
+        # pods first (held ones let go), then everything else; cluster-scoped objects too
+        for obj in reversed(self.created):
+            if obj["kind"] == "Pod":
+                cur = self.pod(obj["metadata"]["name"])
+                if cur and cur["metadata"].get("finalizers"):
+                    cur["metadata"]["finalizers"] = []
+                    self.rest.call("PUT", upstream.path_of(obj, named=True), cur)
+        lists = ["/api/v1/namespaces/default/pods", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"]
+        for path in lists:
+            for item in self.rest.call("GET", path)["items"]:
+                self.rest.call("DELETE", f"{path}/{item['metadata']['name']}", {"gracePeriodSeconds": 0})
+        for obj in reversed(self.created):
+            if obj["kind"] != "Pod":
+                try:
+                    self.rest.call("DELETE", upstream.path_of(obj, named=True), {"gracePeriodSeconds": 0})
+                except upstream.LoadError:
+                    pass
+        for value, name in self.made.items():
+            self.rest.call("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+        deadline = time.monotonic() + 30
+        while self.rest.call("GET", "/api/v1/namespaces/default/pods")["items"]:
+            assert time.monotonic() < deadline, "pods of the last test did not go"
+            time.sleep(0.1)
+        deadline = time.monotonic() + 30
+        while self.rest.call("GET", "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups")["items"]:
+            assert time.monotonic() < deadline, "podgroups of the last test did not go"
+            time.sleep(0.1)
+        self.rest.close()
+
+
+def _epoch(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.fixture()
+def real(plane: ControlPlane) -> Iterator[Real]:
+    cluster = Real(plane)
+    yield cluster
+    cluster.cleanup()
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1)[:2000]

@@ -1,0 +1,166 @@
+"""The adapter end to end on the real kube-apiserver 1.37.2, as deploy/base's ServiceAccount.
+
+What the API server double (tests/apiserver.py) cannot show is shown here: the real RBAC, the
+Eviction API judged against PDB status the disruption controller computed, strict field
+validation of every object the adapter writes, the real watch and Lease semantics. Faults that
+cannot be injected into the real server (a hung renewal, a 500 on one request) stay on the
+double (tests/adapter/test_faults.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from adapter.cluster import Cluster
+from adapter.controller import CONDITION
+from adapter.main import Adapter, in_process
+from tests.builders import RACK, gang_scenario, node, ours, pod, pod_group
+from tests.controlplane.conftest import Real
+
+LEASE_NS = "gangplace"
+
+
+def _pdb(name: str, min_available: int, **labels: str) -> dict[str, Any]:
+    """A PDB without status: the disruption controller computes disruptionsAllowed (an integer
+    minAvailable, since the bare pods here have no controller to give an expected count)."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": labels}}}
+
+
+def _cluster(real: Real, *, pdb_min_available: int | None = None) -> None:
+    """builders.gang_scenario on the real API server, with a PDB over app=batch when asked."""
+    if pdb_min_available is not None:
+        real.put(_pdb("batch", pdb_min_available, app="batch"))
+    gang_scenario(real.put)
+
+
+def _adapter(kubeconfig: Path, identity: str = "a", **kw: Any) -> Adapter:
+    return Adapter(Cluster.connect(str(kubeconfig)), in_process(5.0), renew=0.2, identity=identity,
+                   lease_namespace=LEASE_NS, **kw)
+
+
+def _run(adapter: Adapter, until: Callable[[], bool], *, timeout: float = 60.0) -> Adapter:
+    stop = threading.Event()
+    t = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
+    t.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not until():
+            assert time.monotonic() < deadline, f"the adapter did not converge: {list(adapter.outcomes)}"
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        t.join(15)
+    return adapter
+
+
+def _condition(real: Real, group: str) -> dict[str, Any] | None:
+    obj = real.podgroup(group) or {}
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == CONDITION), None)
+
+
+def _pdb_allowed(real: Real, name: str) -> int | None:
+    obj = real.get(f"/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}") or {}
+    status = obj.get("status", {})
+    return status.get("disruptionsAllowed") if status.get("observedGeneration") else None
+
+
+def _no_refusals(real: Real) -> list[tuple[str, str, str, int, str]]:
+    calls = real.adapter_calls()
+    assert not [c for c in calls if c[3] in (401, 403)], f"the adapter's RBAC refused: {calls}"
+    return calls
+
+
+def test_a_gang_is_bound_with_the_victims_it_needs_evicted_through_the_eviction_api(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    _cluster(real, pdb_min_available=1)  # 2 Ready batch pods: 1 may go
+    deadline = time.monotonic() + 30
+    while _pdb_allowed(real, "batch") != 1:  # the disruption controller counts the Ready pods
+        assert time.monotonic() < deadline, "the disruption controller never computed the PDB"
+        time.sleep(0.2)
+    _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("train-0") and real.node_of("train-1")
+                                                    and _condition(real, "train")))
+    assert (real.node_of("train-0"), real.node_of("train-1")) == ("n1", "n1")
+    assert real.pod("low-b") is None and all(real.pod(p) for p in ("low-a", "keep", "vip"))
+    calls = _no_refusals(real)
+    assert [(c[4], c[3]) for c in calls if c[2] == "eviction"] == [("low-b", 201)]
+    assert sorted((c[4], c[3]) for c in calls if c[2] == "binding") == [("train-0", 201), ("train-1", 201)]
+    cond = _condition(real, "train")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Scheduled")
+    assert [c[3] for c in calls if c[1] == "events"] == [201] * 3, calls
+    reasons = sorted(e["reason"] for e in real.events())
+    assert reasons.count("Scheduled") == 2 and reasons.count("Preempted") == 1
+
+
+def test_a_pdb_the_disruption_controller_closed_keeps_the_gang_pending_without_evicting(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    _cluster(real, pdb_min_available=2)  # neither may go
+    deadline = time.monotonic() + 30
+    while _pdb_allowed(real, "batch") != 0:
+        assert time.monotonic() < deadline, "the disruption controller never computed the PDB"
+        time.sleep(0.2)
+    _run(_adapter(adapter_kubeconfig), lambda: _condition(real, "train") is not None)
+    cond = _condition(real, "train")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    assert real.node_of("train-0") is None and real.node_of("train-1") is None
+    assert not [c for c in _no_refusals(real) if c[2] in ("eviction", "binding")]
+
+
+def test_a_pod_stuck_terminating_keeps_its_room_and_is_not_evicted_again(real: Real, adapter_kubeconfig: Path) -> None:
+    # low-b hangs on a finalizer (no kubelet, and a finalizer nobody removes): its 3 cpu stay
+    # taken, so the gang must not be bound into that room, nor low-b evicted again
+    for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
+        real.put(node(name).rack(rack).cpu_m(4000).build())
+    real.put(pod("low-a").on("n0").cpu_m(3000).priority(1000).build())
+    stuck = pod("low-b").on("n1").cpu_m(3000).priority(1).build()
+    stuck["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:30Z"  # created held, then deleted
+    real.put(stuck)
+    real.put(pod("vip").on("n2").cpu_m(3500).priority(1000).build())
+    real.put(pod_group("train", 2).topology(RACK).priority(100).build())
+    for k in range(2):
+        real.put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(2000)))
+    assert (real.pod("low-b") or {}).get("metadata", {}).get("deletionTimestamp")
+    _run(_adapter(adapter_kubeconfig), lambda: _condition(real, "train") is not None)
+    cond = _condition(real, "train")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    assert real.node_of("train-0") is None and real.node_of("train-1") is None
+    assert not [c for c in _no_refusals(real) if c[2] == "eviction"]
+
+
+def test_restarted_it_relists_and_binds_only_what_is_left(real: Real, adapter_kubeconfig: Path) -> None:
+    _cluster(real)
+    _run(_adapter(adapter_kubeconfig, identity="first"), lambda: bool(real.node_of("train-0")))
+    # a second gang arrives while no adapter runs; a new process lists everything again
+    real.put(pod_group("infer", 1).priority(100).build())
+    real.put(ours(pod("infer-0").group("infer").priority(100).cpu_m(500)))
+    _run(_adapter(adapter_kubeconfig, identity="second"),
+         lambda: bool(real.node_of("infer-0") and real.node_of("train-1")))
+    bindings = sorted(c[4] for c in _no_refusals(real) if c[2] == "binding" and c[3] == 201)
+    assert bindings == ["infer-0", "train-0", "train-1"]  # each pod bound once, by either process
+
+
+def test_two_adapters_only_the_lease_holder_acts(real: Real, adapter_kubeconfig: Path) -> None:
+    _cluster(real)
+    a, b = _adapter(adapter_kubeconfig, identity="a"), _adapter(adapter_kubeconfig, identity="b")
+    stop = threading.Event()
+    threads = [threading.Thread(target=x.run, args=(stop,), daemon=True) for x in (a, b)]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (real.node_of("train-0") and real.node_of("train-1")):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        lease = real.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/gangplace-adapter")
+        assert lease is not None and lease["spec"]["holderIdentity"] in ("a", "b")
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(15)
+    acted = [x.elector.identity for x in (a, b) if x.outcomes]
+    assert acted == [lease["spec"]["holderIdentity"]]
+    assert len([c for c in _no_refusals(real) if c[2] == "binding" and c[3] == 201]) == 2
