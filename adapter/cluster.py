@@ -62,6 +62,10 @@ CALLS: tuple[tuple[str, str, str], ...] = (
     ("create", "", "pods/binding"),
     ("patch", "scheduling.k8s.io", "podgroups/status"),
     ("patch", "resource.k8s.io", "resourceclaims/status"),
+    # not a request of its own: kube-apiserver checks it on that status patch, which writes
+    # status.allocation and status.reservedFor (pkg/registry/resource/utils.go; the scheduler's
+    # bootstrap role holds the same, found on the real API server)
+    ("patch", "resource.k8s.io", "resourceclaims/binding"),
     ("create", "resource.k8s.io", "resourceclaims"),
     ("patch", "", "pods/status"),
     ("create", "events.k8s.io", "events"),

@@ -313,16 +313,25 @@ class Executor:
                     if first.pod else
                     [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": owner_name,
                       "uid": owner["metadata"].get("uid", "")}])
-        if claim_name is None:  # from a template: create the owner's claim as the claim controller would
+        if claim_name is None:  # from a template: the claim its owner's status names (kube-controller-
+            # manager's resourceclaim controller makes it, as for kube-scheduler, which only waits)
+            made = owner.get("status", {}).get("resourceClaimStatuses", [])
+            claim_name = next((m.get("resourceClaimName") for m in made if m.get("name") == first.claim), None)
+        if claim_name is None:  # no controller has made it yet: make it as that controller would
             template = next((o for o in objects if o["kind"] == "ResourceClaimTemplate"
                              and _key(o) == f"{ns}/{entry['resourceClaimTemplateName']}"), None)
             if template is None:
                 return
             claim_name = f"{owner_name}-{first.claim}"
+            meta: dict[str, Any] = {"name": claim_name, "namespace": ns}
+            if first.pod and owner["metadata"].get("uid"):  # owned by the pod, so the controller adopts it
+                meta["annotations"] = {"resource.kubernetes.io/pod-claim-name": first.claim}
+                meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": owner_name,
+                                            "uid": owner["metadata"]["uid"], "controller": True,
+                                            "blockOwnerDeletion": True}]
             try:
                 self.cluster.create_claim(ns, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                                               "metadata": {"name": claim_name, "namespace": ns},
-                                               "spec": template.get("spec", {}).get("spec", {})})
+                                               "metadata": meta, "spec": template.get("spec", {}).get("spec", {})})
             except Conflict:
                 pass  # made before a crash: fill it in
             status = [{"name": first.claim, "resourceClaimName": claim_name}]

@@ -73,7 +73,8 @@ class Real:
     def put(self, obj: dict[str, Any]) -> None:
         self.created.append(obj)
         if obj["kind"] == "Pod" and obj["spec"].get("nodeName"):
-            upstream.create_running_pod(self.rest, obj, self.classes, self.made)
+            upstream.create_running_pod(self.rest, obj, upstream.prepare_pod(obj, self.classes, self.made,
+                                                                              self.rest, None))
             return
         if obj["kind"] == "Pod":
             body = upstream.prepare_pod(obj, self.classes, self.made, self.rest, obj["spec"].get("schedulerName"))
@@ -122,6 +123,13 @@ class Real:
                         int(ev.get("responseStatus", {}).get("code", 0)), ref.get("name", "")))
         return out
 
+    def _delete(self, path: str) -> None:
+        try:
+            self.rest.call("DELETE", path, {"gracePeriodSeconds": 0})
+        except upstream.LoadError as exc:  # gone already (the garbage collector, a namespace)
+            if " 404 " not in str(exc):
+                raise
+
     def cleanup(self) -> None:
         # pods first (held ones let go), then everything else; cluster-scoped objects too
         for obj in reversed(self.created):
@@ -133,13 +141,10 @@ class Real:
         lists = ["/api/v1/namespaces/default/pods", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"]
         for path in lists:
             for item in self.rest.call("GET", path)["items"]:
-                self.rest.call("DELETE", f"{path}/{item['metadata']['name']}", {"gracePeriodSeconds": 0})
+                self._delete(f"{path}/{item['metadata']['name']}")
         for obj in reversed(self.created):
             if obj["kind"] != "Pod":
-                try:
-                    self.rest.call("DELETE", upstream.path_of(obj, named=True), {"gracePeriodSeconds": 0})
-                except upstream.LoadError:
-                    pass
+                self._delete(upstream.path_of(obj, named=True))
         for value, name in self.made.items():
             self.rest.call("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
         deadline = time.monotonic() + 30

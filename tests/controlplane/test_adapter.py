@@ -164,3 +164,28 @@ def test_two_adapters_only_the_lease_holder_acts(real: Real, adapter_kubeconfig:
     acted = [x.elector.identity for x in (a, b) if x.outcomes]
     assert acted == [lease["spec"]["holderIdentity"]]
     assert len([c for c in _no_refusals(real) if c[2] == "binding" and c[3] == 201]) == 2
+
+
+def test_dra_claims_from_templates_are_allocated_and_reserved_before_binding(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    from tests.dra_builders import DRIVER, claim_template, device_class, gpu_slice, request, with_claims
+
+    real.put(node("n0").rack("r0").cpu_m(8000).build())
+    real.put(gpu_slice("n0", 2).build())
+    real.put(device_class("gpu", f'device.driver == "{DRIVER}"').build())
+    real.put(claim_template("one-gpu", request("gpu", count=1)).build())
+    real.put(pod_group("train", 2).priority(100).build())
+    for k in range(2):
+        real.put(ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), gpu="one-gpu")))
+    _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("train-0") and real.node_of("train-1")))
+    devices = []
+    for k in range(2):
+        status = (real.pod(f"train-{k}") or {})["status"]
+        (entry,) = status["resourceClaimStatuses"]
+        claim = real.get(f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{entry['resourceClaimName']}")
+        assert claim is not None and [r["name"] for r in claim["status"]["reservedFor"]] == [f"train-{k}"]
+        devices += [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]]
+    assert sorted(devices) == ["gpu-0", "gpu-1"]
+    claims = real.rest.call("GET", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims")["items"]
+    assert len(claims) == 2, [c["metadata"]["name"] for c in claims]  # one claim per pod, no duplicate
+    _no_refusals(real)
