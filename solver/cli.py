@@ -112,6 +112,10 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="replan", metavar="DIR", help="reports go here as NAME.json (replan/)")
     rp.add_argument("--time-limit", type=float, default=60.0, metavar="S")
     rp.add_argument("--workers", type=int, default=1, metavar="N")
+    rp.add_argument("--upstream", choices=["kube-scheduler"],
+                    help="add what the real kube-scheduler 1.37 does to each snapshot (report key `upstream`)")
+    rp.add_argument("--upstream-settle", type=float, default=10.0, metavar="S",
+                    help="the real scheduler's run ends after S seconds without a binding or deletion (10)")
     _feature_gates_arg(rp)
     for entry in metadata.entry_points(group="gangplace.commands"):  # e.g. `adapter`, from the adapter package
         entry.load()(sub)
@@ -254,6 +258,21 @@ def _solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replan_upstream(path: Path, snapshot: Any, options: api.PlanOptions, settle: float) -> dict[str, Any]:
+    """The real kube-scheduler on the snapshot, reported in the plan's own terms."""
+    from solver import replan
+    from solver.bench import upstream
+
+    docs = kube.flatten(loader.read_documents(path))
+    gates = {"PodGroupPreemptionPolicy": options.gates.pod_group_preemption_policy}
+    outcome = upstream.run_kube_scheduler(docs, gates=gates, settle=settle)
+    scored = upstream.score(snapshot, outcome, gates=options.gates, dra_preemption=False)
+    body = replan.report(str(path), snapshot, scored.plan)
+    keep = ("admitted", "notAdmitted", "evictions", "preemptionCost", "pdbViolations", "fragmentationAfter")
+    return {**{k: body[k] for k in keep}, "secondsToLastBinding": outcome.seconds_to_last_binding,
+            "settled": outcome.settled, "violations": scored.violations, "unplanned": scored.unplanned}
+
+
 def _replan(args: argparse.Namespace) -> int:
     from solver import replan
 
@@ -264,10 +283,16 @@ def _replan(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers,
                               gates=args.feature_gates or FeatureGates())
+    if args.upstream:
+        from solver.bench import controlplane
+
+        controlplane.find_binaries()  # ControlPlaneError: exit 2 saying how to build them
     for path in mine:
         snapshot = loader.load_snapshot(path)
         plan = api.plan(snapshot, options)
         body = replan.report(str(path), snapshot, plan)
+        if args.upstream:
+            body["upstream"] = _replan_upstream(path, snapshot, options, args.upstream_settle)
         (out / f"{path.stem}.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
         print(f"{path}: {plan.status}, {len(body['admitted'])}/{len(plan.workloads)} admitted, "
               f"{len(body['evictions'])} evicted", file=sys.stderr)

@@ -25,10 +25,14 @@ ADAPTER_USER = "system:serviceaccount:gangplace:gangplace-adapter"
 NS = "default"
 
 
-@pytest.fixture(scope="session")
-def plane() -> Iterator[ControlPlane]:
+@pytest.fixture(autouse=True)
+def _tier() -> None:
     if os.environ.get("GANGPLACE_SKIP_CONTROL_PLANE"):
         pytest.skip("GANGPLACE_SKIP_CONTROL_PLANE is set")
+
+
+@pytest.fixture(scope="session")
+def plane() -> Iterator[ControlPlane]:
     running = ControlPlane.start(controller_manager=True)
     yield running
     running.stop()
