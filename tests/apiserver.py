@@ -1,5 +1,14 @@
 """A Kubernetes API server double for the adapter's tests: a real HTTP server on 127.0.0.1.
 
+Where it is still used, and why: tests/controlplane runs the adapter end to end on the real
+kube-apiserver 1.37.2; this double stays for what cannot be made to happen there on demand:
+one request failing with a 500 or 503 (``fail_next``), a lease renewal that hangs
+(``delay_next``), a watch dropped or compacted mid-stream (``drop_watches``, ``compact``), a
+kubelet that finishes a deletion at a chosen moment (``kubelet_paused``), and a crash after
+exactly the k-th write (tests/adapter/test_e2e.py, test_faults.py). What the real server
+showed that this double did not (an event name it refuses, a permission it checks on a status
+write, claims the resourceclaim controller makes) is listed in docs/control-plane.md.
+
 It speaks the REST and watch protocol of kube-apiserver for the resources the adapter uses,
 so the official ``kubernetes`` client works against it unmodified::
 
