@@ -183,6 +183,8 @@ def _bench(args: argparse.Namespace) -> int:
         plot.render(rows, args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
     for row in rows:  # the real scheduler's outcome against our rules: a finding, not our bug
+        if "upstreamError" in row:
+            print(f"gangplace: {row['case']}: kube-scheduler not run: {row['upstreamError']}", file=sys.stderr)
         for what in row.get("upstreamViolations", []) + row.get("upstreamUnplanned", []):
             print(f"gangplace: {row['case']}: kube-scheduler: {what}", file=sys.stderr)
     return 0 if all(r["verified"] for r in rows) else 1

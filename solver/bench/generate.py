@@ -243,7 +243,8 @@ def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
                      "metadata": {"name": "pipeline", "namespace": NS},
                      "spec": {"schedulingPolicy": {"gang": {"minGroupCount": spec.composite_groups}},
                               "priorityClassName": "training",
-                              "schedulingConstraints": {"topology": [{"key": ZONE}]}}})
+                              "schedulingConstraints": {"topology": [{"key": ZONE}]},
+                              "workloadRef": {"workloadName": "pipeline", "templateName": "pipeline"}}})
         for g in range(spec.composite_groups):
             gname = f"pipeline-{g}"
             objs.append(_pod_group(gname, min_count=spec.composite_pods, priority_class="training",

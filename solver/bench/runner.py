@@ -20,6 +20,7 @@ from typing import Any
 
 from solver import api, verify
 from solver.bench import alibaba, generate
+from solver.model.errors import SolverError
 from solver.model.snapshot import ClusterSnapshot
 
 Objects = list[dict[str, Any]]
@@ -151,7 +152,12 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
     better = plan.objective.key() > base.objective.key()
     worse = plan.objective.key() < base.objective.key()
     st = plan.stats
-    extra = run_upstream(case, snap, options, up) if up is not None else {}
+    extra: dict[str, Any] = {}
+    if up is not None:
+        try:
+            extra = run_upstream(case, snap, options, up)
+        except SolverError as exc:  # the case could not be run upstream: say why, keep the others
+            extra = {"upstreamError": str(exc)}
     return {
         "case": case.name,
         "nodes": st["nodes"], "runningPods": st["runningPods"], "pendingPods": st["pendingPods"],
@@ -215,9 +221,12 @@ THREE_WAY = (
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    columns = THREE_WAY if rows and all("upstream" in r for r in rows) else COLUMNS
+    columns = THREE_WAY if rows and any("upstream" in r or "upstreamError" in r for r in rows) else COLUMNS
     cells = [[h for h, _ in columns]]
     for row in rows:
+        if columns is THREE_WAY and "upstream" not in row:  # upstream failed on it: "!" in its place
+            row = {**row, "upstream": {**dict.fromkeys(row["baseline"], "!"), "preemptionCost": float("nan")},
+                   "upstreamSeconds": float("nan"), "upstreamVerified": "!"}
         ratio = "-" if row["costRatio"] is None else f"{row['costRatio']:.3f}"
         pg = row.get("podGroupAttemptSeconds")
         pg_ms = "-" if pg is None else f"{pg * 1000:.1f} x{row['podGroupAttempts']}"
