@@ -142,3 +142,17 @@ def reserved_for_groups(builder: _Builder, *groups: str) -> _Builder:
     builder.obj["status"]["reservedFor"] += [
         {"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": g, "uid": f"uid-{g}"} for g in groups]
     return builder
+
+
+def two_gpu_gang(put: Any) -> None:
+    """The adapter's DRA end-to-end cluster, written through ``put``: node n0 with 2 GPUs, and a
+    gang of two gangplace pods each claiming one from the template one-gpu."""
+    from tests.builders import node, ours, pod, pod_group
+
+    put(node("n0").rack("r0").cpu_m(8000).build())
+    put(gpu_slice("n0", 2).build())
+    put(device_class("gpu", f'device.driver == "{DRIVER}"').build())
+    put(claim_template("one-gpu", request("gpu", count=1)).build())
+    put(pod_group("train", 2).priority(100).build())
+    for k in range(2):
+        put(ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), gpu="one-gpu")))

@@ -4,8 +4,10 @@
 (``solver.bench.controlplane``): namespaces, PriorityClasses, nodes, DRA objects, the groups,
 PDBs with their recorded status, the running pods bound where they run, then, with the
 scheduler started, the pending pods for ``default-scheduler``. It lets the scheduler run until
-nothing has changed for ``settle`` seconds (gangs, workload-aware preemption, victims deleted,
-next cycles), and reads back the bindings and the pods it deleted. ``score`` turns that outcome
+it has been idle for ``settle`` seconds (no pod in its active or backoff queue, none under an
+attempt — from its ``scheduler_pending_pods`` — and no binding or deletion: gangs,
+workload-aware preemption, victims deleted, next cycles), and reads back the bindings and the
+pods it deleted. ``score`` turns that outcome
 into a Plan on the original snapshot through the product's own evaluation, so the verifier
 judges it and the tiers compare with gangplace's and the baseline's.
 
@@ -327,13 +329,20 @@ def run_kube_scheduler(objects: list[Obj], *, gates: Mapping[str, bool] | None =
         _each(lambda body: rest.call("POST", path_of(body), body, [("fieldValidation", "Strict")]), pending)
         deadline = start + timeout
         settled = False
+        pending_keys = {_key(o) for o in pending}
+        quiet_since: float | None = None
         while time.monotonic() < deadline:
-            time.sleep(0.25)
-            if time.monotonic() - max(watcher.last_change, start) >= settle:
+            time.sleep(0.5)
+            now = time.monotonic()
+            waiting = len(pending_keys - watcher.bound.keys())
+            if not _idle(plane.scheduler_metrics(), waiting):
+                quiet_since = None
+                continue
+            quiet_since = quiet_since or now
+            if now - max(watcher.last_change, quiet_since) >= settle:
                 settled = True
                 break
         watcher.stop_event.set()
-        pending_keys = {_key(o) for o in pending}
         bindings = {k: node for k, (node, _) in watcher.bound.items() if k in pending_keys}
         times = [t for k, (_, t) in watcher.bound.items() if k in pending_keys]
         deleted = sorted(k for k in watcher.deleted if k in set(loaded.running))
@@ -344,6 +353,18 @@ def run_kube_scheduler(objects: list[Obj], *, gates: Mapping[str, bool] | None =
     finally:
         rest.close()
         plane.stop()
+
+
+def _idle(metrics: str, waiting: int) -> bool:
+    """The scheduler has nothing to do now: no pod in its active or backoff queue, and every pod
+    still pending sits in one of its queues (a pod under an attempt, or waiting at Permit, is in
+    none; an attempt at a PodGroup on thousands of nodes can run for many seconds)."""
+    queues: dict[str, float] = {}
+    for line in metrics.splitlines():
+        if line.startswith("scheduler_pending_pods{"):
+            name = line.split('queue="', 1)[1].split('"', 1)[0]
+            queues[name] = float(line.rsplit(" ", 1)[1])
+    return queues.get("active", 0) == 0 and queues.get("backoff", 0) == 0 and sum(queues.values()) >= waiting
 
 
 def _podgroup_latency(metrics: str) -> tuple[int, float | None]:

@@ -28,21 +28,25 @@ def _cluster(server: ApiServerDouble, *, gang: int = 2, cpu: int = 2000, pdb_all
     gang_scenario(server.put, gang=gang, cpu=cpu)
 
 
-def _run(server: ApiServerDouble, until: Callable[[], bool], *, timeout: float = 30.0,
-         adapter: Adapter | None = None) -> Adapter:
-    adapter = adapter or Adapter(Cluster.at(server.url), in_process(5.0), renew=0.1)
+def run_until(adapter: Adapter, until: Callable[[], bool], *, timeout: float, poll: float = 0.05) -> Adapter:
+    """``adapter.run`` on a thread until ``until()`` holds (the test fails past ``timeout``), then stopped."""
     stop = threading.Event()
     t = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
     t.start()
     deadline = time.monotonic() + timeout
     try:
         while not until():
-            assert time.monotonic() < deadline, "the adapter did not converge"
-            time.sleep(0.05)
+            assert time.monotonic() < deadline, f"the adapter did not converge: {list(adapter.outcomes)}"
+            time.sleep(poll)
     finally:
         stop.set()
-        t.join(10)
+        t.join(15)
     return adapter
+
+
+def _run(server: ApiServerDouble, until: Callable[[], bool], *, timeout: float = 30.0,
+         adapter: Adapter | None = None) -> Adapter:
+    return run_until(adapter or Adapter(Cluster.at(server.url), in_process(5.0), renew=0.1), until, timeout=timeout)
 
 
 def _node_of(server: ApiServerDouble, name: str) -> str | None:
@@ -283,15 +287,9 @@ def test_dry_run_prints_the_plan_and_writes_nothing(api: ApiServerDouble) -> Non
 
 
 def test_dra_claims_are_created_from_templates_and_allocated_before_binding(api: ApiServerDouble) -> None:
-    from tests.dra_builders import DRIVER, claim_template, device_class, gpu_slice, request, with_claims
+    from tests.dra_builders import two_gpu_gang
 
-    api.put(node("n0").rack("r0").cpu_m(8000).build())
-    api.put(gpu_slice("n0", 2).build())
-    api.put(device_class("gpu", f'device.driver == "{DRIVER}"').build())
-    api.put(claim_template("one-gpu", request("gpu", count=1)).build())
-    api.put(pod_group("train", 2).priority(100).build())
-    for k in range(2):
-        api.put(ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), gpu="one-gpu")))
+    two_gpu_gang(api.put)
     _run(api, _bound(api, "train-0", "train-1"))
     devices = []
     for k in range(2):

@@ -17,6 +17,7 @@ from typing import Any
 from adapter.cluster import Cluster
 from adapter.controller import CONDITION
 from adapter.main import Adapter, in_process
+from tests.adapter.test_e2e import run_until
 from tests.builders import RACK, gang_scenario, node, ours, pod, pod_group
 from tests.controlplane.conftest import Real
 
@@ -43,18 +44,7 @@ def _adapter(kubeconfig: Path, identity: str = "a", **kw: Any) -> Adapter:
 
 
 def _run(adapter: Adapter, until: Callable[[], bool], *, timeout: float = 60.0) -> Adapter:
-    stop = threading.Event()
-    t = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
-    t.start()
-    deadline = time.monotonic() + timeout
-    try:
-        while not until():
-            assert time.monotonic() < deadline, f"the adapter did not converge: {list(adapter.outcomes)}"
-            time.sleep(0.1)
-    finally:
-        stop.set()
-        t.join(15)
-    return adapter
+    return run_until(adapter, until, timeout=timeout, poll=0.1)
 
 
 def _condition(real: Real, group: str) -> dict[str, Any] | None:
@@ -168,15 +158,9 @@ def test_two_adapters_only_the_lease_holder_acts(real: Real, adapter_kubeconfig:
 
 def test_dra_claims_from_templates_are_allocated_and_reserved_before_binding(
         real: Real, adapter_kubeconfig: Path) -> None:
-    from tests.dra_builders import DRIVER, claim_template, device_class, gpu_slice, request, with_claims
+    from tests.dra_builders import two_gpu_gang
 
-    real.put(node("n0").rack("r0").cpu_m(8000).build())
-    real.put(gpu_slice("n0", 2).build())
-    real.put(device_class("gpu", f'device.driver == "{DRIVER}"').build())
-    real.put(claim_template("one-gpu", request("gpu", count=1)).build())
-    real.put(pod_group("train", 2).priority(100).build())
-    for k in range(2):
-        real.put(ours(with_claims(pod(f"train-{k}").group("train").priority(100).cpu_m(1000), gpu="one-gpu")))
+    two_gpu_gang(real.put)
     _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("train-0") and real.node_of("train-1")))
     devices = []
     for k in range(2):
