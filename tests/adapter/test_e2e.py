@@ -179,8 +179,7 @@ class CrashingCluster(Cluster):
     WRITES = ("evict", "bind", "set_podgroup_condition", "set_claim_allocation", "create_claim",
               "set_pod_claim_statuses", "event")
 
-    def __init__(self, url: str, after: int) -> None:
-        other = Cluster.at(url)
+    def __init__(self, other: Cluster, after: int) -> None:
         super().__init__(other.api)
         self.left = after
 
@@ -201,7 +200,7 @@ class CrashingCluster(Cluster):
 def test_killed_after_any_write_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
         api: ApiServerDouble, after: int) -> None:
     _cluster(api)
-    crashing = Adapter(CrashingCluster(api.url, after), in_process(5.0), renew=0.1, identity="first",
+    crashing = Adapter(CrashingCluster(Cluster.at(api.url), after), in_process(5.0), renew=0.1, identity="first",
                        lease_duration=1)
     crashing.cache.start()
     assert crashing.cache.wait_synced(10)

@@ -14,10 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from adapter.cluster import Cluster
 from adapter.controller import CONDITION
 from adapter.main import Adapter, in_process
-from tests.adapter.test_e2e import run_until
+from tests.adapter.test_e2e import Crash, CrashingCluster, run_until
 from tests.builders import RACK, gang_scenario, node, ours, pod, pod_group
 from tests.controlplane.conftest import Real
 
@@ -173,3 +175,28 @@ def test_dra_claims_from_templates_are_allocated_and_reserved_before_binding(
     claims = real.rest.call("GET", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims")["items"]
     assert len(claims) == 2, [c["metadata"]["name"] for c in claims]  # one claim per pod, no duplicate
     _no_refusals(real)
+
+
+@pytest.mark.parametrize("after", [2, 3])
+def test_killed_mid_plan_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
+        real: Real, adapter_kubeconfig: Path, after: int) -> None:
+    # a clean run writes: a Preempted event, the eviction, then bindings and Scheduled events;
+    # the process dies before write `after` (after the eviction / after the first binding) and
+    # never releases its Lease, so the second process waits for it to expire
+    _cluster(real)
+    crashing = Adapter(CrashingCluster(Cluster.connect(str(adapter_kubeconfig)), after), in_process(5.0),
+                       renew=0.2, identity="first", lease_namespace=LEASE_NS, lease_duration=2)
+    crashing.cache.start()
+    assert crashing.cache.wait_synced(20)
+    with pytest.raises(Crash):
+        for _ in range(20):
+            crashing.elector.try_acquire_or_renew()
+            crashing.reconcile()
+            time.sleep(0.2)
+    crashing.cache.stop()
+    _run(_adapter(adapter_kubeconfig, identity="second"),
+         lambda: bool(real.node_of("train-0") and real.node_of("train-1") and _condition(real, "train")))
+    calls = _no_refusals(real)
+    assert sorted(c[4] for c in calls if c[2] == "binding" and c[3] == 201) == ["train-0", "train-1"]
+    assert {c[4] for c in calls if c[2] == "eviction"} == {"low-b"}
+    assert all(real.pod(p) for p in ("low-a", "keep", "vip"))
