@@ -101,6 +101,19 @@ def test_a_pdb_the_disruption_controller_closed_keeps_the_gang_pending_without_e
     assert not [c for c in _no_refusals(real) if c[2] in ("eviction", "binding")]
 
 
+def test_a_gang_that_cannot_fit_stays_pending_with_its_condition_false(real: Real, adapter_kubeconfig: Path) -> None:
+    for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
+        real.put(node(name).rack(rack).cpu_m(4000).build())
+    real.put(pod_group("train", 3).topology(RACK).priority(100).build())
+    for k in range(3):  # 3 pods of 3 cpu in one rack of two 4-cpu nodes: never
+        real.put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(3000)))
+    _run(_adapter(adapter_kubeconfig), lambda: _condition(real, "train") is not None)
+    cond = _condition(real, "train")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable") and cond["message"]
+    assert not [c for c in _no_refusals(real) if c[2] in ("binding", "eviction")]
+    assert "FailedScheduling" in {e["reason"] for e in real.events()}
+
+
 def test_a_pod_stuck_terminating_keeps_its_room_and_is_not_evicted_again(real: Real, adapter_kubeconfig: Path) -> None:
     # low-b hangs on a finalizer (no kubelet, and a finalizer nobody removes): its 3 cpu stay
     # taken, so the gang must not be bound into that room, nor low-b evicted again
