@@ -6,10 +6,33 @@ Workloads are taken one at a time, highest priority first (then by name). For ea
    (MostAllocated over cpu and memory); topology domains are tried best-fit
    first (least free room that may hold the group);
 2. if that fails and the workload may preempt: remove every candidate victim
-   (strictly lower priority, cluster-wide), place the tree once, then reprieve
-   victims one at a time in upstream order — PDB-violating first, then higher
-   priority, larger group, earlier start — keeping each one whose return still
-   leaves every node's placement feasible.
+   (strictly lower priority, on a node the workload could use), place the tree once,
+   then reprieve victims one at a time as upstream's selectVictimsOnDomain does
+   (framework/preemption/podgrouppreemption.go): the victims are classified by
+   FilterVictimsWithPDBViolation (each budget spent over every potential victim
+   cluster-wide in importance order; ``pdb_violating``), the violating ones are tried
+   first, then the others, each in MoreImportantVictim order (priority, victim rank —
+   CompositePodGroup > PodGroup > pod, a pod of a `single` group ranking as a PodGroup —
+   more pods, earlier start; ``importance``), keeping each one whose return still leaves
+   every node's placement feasible.
+
+Where it still differs from kube-scheduler 1.37 (issue 16 closes these one by one; the
+cross-check against the real scheduler is tests/controlplane/test_baseline_vs_upstream.py):
+
+- nodes are filled fullest first (MostAllocated); upstream's default profile scores
+  LeastAllocated and BalancedAllocation and scores a share of the nodes
+  (percentageOfNodesToScore);
+- a topology domain is taken first-fit, least free room first; upstream generates every
+  placement and scores them (PlacementScore: NodeResourcesFit bin-packing and
+  PodGroupPodsCount);
+- once a gang's minCount is met nothing is preempted for its remaining pods; upstream's next
+  cycle does;
+- workloads of equal priority go by name; upstream's queue goes by the time each was queued,
+  which a snapshot does not record;
+- ties upstream leaves to sort.Slice or to random node choice are broken by key and name;
+- the extras the solver's hint relies on: a final reprieve over all workloads' victims,
+  dropping and re-running a workload whose victim became unnecessary, and the strict-PDB
+  retry within the budgets.
 
 It honours the rules the CP-SAT model encodes (capacity, gangs, topology,
 victim units; a victim that cannot be reprieved is exactly a necessary one),
@@ -27,6 +50,7 @@ from solver.model.decode import Assignment, pdb_taken
 from solver.model.greedy_devices import Devices, Take
 from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
+from solver.model.selectors import label_selector_matches
 
 
 class _State:
@@ -281,11 +305,19 @@ def _candidate_victims(problem: Problem, workload: Workload, state: _State) -> l
     return sorted(out)
 
 
+def _potential_victims(problem: Problem, workload: Workload, state: _State) -> list[int]:
+    """Every victim the workload may preempt cluster-wide that a budget covers: upstream's
+    potential victims for the PDB classification (the others never spend a budget)."""
+    return [u.index for u in problem.units if u.pdb_counts and u.index not in state.evicted
+            and any(problem.eligible(problem.classes[c], u) for c in workload.classes)]
+
+
 def _try_with(state: _State, workload: Workload, victims: list[int], point: int) -> bool:
+    potential = sorted(set(_potential_victims(state.problem, workload, state)) | set(victims))
     for u in victims:
         state.evict(u)
     if _place_workload(state, workload):
-        _reprieve(state, victims)
+        _reprieve(state, victims, potential)
         if not (state.problem.strict_pdbs and _breaks_a_pdb(state.problem, state.evicted)):
             return True
     state.rollback(point)
@@ -315,24 +347,63 @@ def _allowed(problem: Problem) -> dict[str, int]:
     return {p.key: max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs}
 
 
-def _reprieve(state: _State, victims: list[int]) -> None:
+def victim_rank(problem: Problem, unit: VictimUnit) -> int:
+    """victimRank (framework/preemption/util.go): a CompositePodGroup victim 3, a PodGroup 2, a
+    pod 1; a pod with a scheduling group that is its own victim (a `single` group) ranks as a
+    PodGroup, as NewPodVictim types it."""
+    group = problem.groups.get(s.GroupKey(unit.key))
+    if group is not None:
+        return 3 if group.kind == s.COMPOSITE_POD_GROUP else 2
+    return 2 if unit.members[0].group is not None else 1
+
+
+def importance(problem: Problem, u: int) -> tuple[object, ...]:
+    """MoreImportantVictim's order (framework/preemption/util.go), most important first:
+    higher priority, then victim rank, then more pods, then the earlier start; the unit key
+    breaks the ties upstream leaves to sort.Slice."""
+    unit = problem.units[u]
+    return (-unit.priority, -victim_rank(problem, unit), -len(unit.members), unit.start_time, unit.key)
+
+
+def pdb_violating(problem: Problem, ordered: Iterable[int]) -> set[int]:
+    """FilterVictimsWithPDBViolation (framework/preemption/util.go): each budget's
+    disruptionsAllowed is spent over the victims' pods in the given (importance) order; a victim
+    with a pod beyond a budget violates. A pod without labels, and a budget with an empty
+    selector, match nothing there."""
+    pdbs = [p for p in problem.snapshot.pdbs if p.selector.match_labels or p.selector.match_expressions]
+    allowed = {p.key: p.disruptions_allowed for p in pdbs}
+    out = set()
+    for u in ordered:
+        unit = problem.units[u]
+        if not unit.pdb_counts:
+            continue
+        for pod in unit.members:
+            if not pod.labels:
+                continue
+            for pdb in pdbs:
+                if pdb.namespace != pod.namespace or not label_selector_matches(pdb.selector, pod.labels):
+                    continue
+                allowed[pdb.key] -= 1
+                if allowed[pdb.key] < 0:
+                    out.add(u)
+                    break
+    return out
+
+
+def _reprieve(state: _State, victims: list[int], potential: Iterable[int] | None = None) -> None:
+    """selectVictimsOnDomain's reprieve (framework/preemption/podgrouppreemption.go): the
+    victims classified by pdb_violating over every ``potential`` victim (default: these) in
+    importance order; the violating ones tried first, then the others, each most important
+    first, and each put back when everything placed still fits."""
     problem = state.problem
-    evicted_by_pdb = pdb_taken(problem, state.evicted)
-    allowed = _allowed(problem)
-
-    def violating(u: int) -> bool:
-        return any(evicted_by_pdb[p] > allowed[p] for p in problem.units[u].pdb_counts)
-
-    order = sorted(
-        victims,
-        key=lambda u: (not violating(u), -problem.units[u].priority, -len(problem.units[u].members),
-                       problem.units[u].start_time, problem.units[u].key),
-    )
+    order = sorted(victims, key=lambda u: importance(problem, u))
+    violating = pdb_violating(problem, sorted(potential if potential is not None else victims,
+                                              key=lambda u: importance(problem, u)))
+    order = [u for u in order if u in violating] + [u for u in order if u not in violating]
     for u in order:
         state.unevict(u)
         if all(state.node_feasible(node) for node in problem.units[u].usage) and state.dev.feasible(
                 list(problem.dra.unit_types.get(u, {}))) and not state.rules.blocks_return(problem.units[u]):
-            evicted_by_pdb.update({p: evicted_by_pdb[p] - n for p, n in problem.units[u].pdb_counts.items()})
             continue  # reprieved
         state.evict(u, logged=False)
 
