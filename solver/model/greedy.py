@@ -14,7 +14,10 @@ Workloads are taken one at a time, highest priority first (then by name). For ea
    first, then the others, each in MoreImportantVictim order (priority, victim rank —
    CompositePodGroup > PodGroup > pod, a pod of a `single` group ranking as a PodGroup —
    more pods, earlier start; ``importance``), keeping each one whose return still leaves
-   every node's placement feasible.
+   every node's placement feasible;
+3. when the tree was placed without preemption but some of its pods were not, preempt for
+   those as upstream's next cycle does, inside the domains the placed pods fix
+   (``_preempt_for_remainder``).
 
 Where it still differs from kube-scheduler 1.37 (issue 16 closes these one by one; the
 cross-check against the real scheduler is tests/controlplane/test_baseline_vs_upstream.py):
@@ -25,8 +28,6 @@ cross-check against the real scheduler is tests/controlplane/test_baseline_vs_up
 - a topology domain is taken first-fit, least free room first; upstream generates every
   placement and scores them (PlacementScore: NodeResourcesFit bin-packing and
   PodGroupPodsCount);
-- once a gang's minCount is met nothing is preempted for its remaining pods; upstream's next
-  cycle does;
 - workloads of equal priority go by name; upstream's queue goes by the time each was queued,
   which a snapshot does not record;
 - ties upstream leaves to sort.Slice or to random node choice are broken by key and name;
@@ -258,6 +259,8 @@ def _greedy(problem: Problem, skip: set[int]) -> _State:
             continue
         point = state.savepoint()
         if _place_workload(state, workload):
+            if workload.power is not None:
+                _preempt_for_remainder(state, workload)
             continue
         state.rollback(point)
         if workload.power is None:
@@ -322,6 +325,55 @@ def _try_with(state: _State, workload: Workload, victims: list[int], point: int)
             return True
     state.rollback(point)
     return False
+
+
+def _preempt_for_remainder(state: _State, workload: Workload) -> None:
+    """Upstream's next cycle for a gang whose minCount is met but whose other pods are still
+    pending: they are scheduled as a group again, and when they do not fit the group preempts
+    (PodGroupPostFilter, framework/preemption/podgrouppreemption.go), inside the domains its
+    placed pods already fix. Kept only if it places at least one more pod."""
+    problem = state.problem
+    placed: Counter[int] = Counter()
+    for by_class in state.placed.values():
+        placed.update({c: n for c, n in by_class.items() if c in workload.classes})
+    left = {c: len(problem.classes[c].pods) - placed[c] for c in workload.classes}
+    if not any(left.values()):
+        return
+    victims = _candidate_victims(problem, workload, state)
+    if not victims:
+        return
+    point = state.savepoint()
+    potential = sorted(set(_potential_victims(problem, workload, state)) | set(victims))
+    for u in victims:
+        state.evict(u)
+    more = 0
+    for c, n in left.items():
+        if n:
+            more += _fill(state, [c], _fixed_nodes(state, problem.classes[c].group), limit=n)
+    if more and state.rules.holds():
+        _reprieve(state, victims, potential)
+        if not (problem.strict_pdbs and _breaks_a_pdb(problem, state.evicted)):
+            return
+    state.rollback(point)
+
+
+def _fixed_nodes(state: _State, group: s.GroupKey | None) -> set[s.NodeName] | None:
+    """The nodes a pod of ``group`` may still use: those in every topology domain its ancestors'
+    placed or running pods fix (None: no domain is fixed)."""
+    problem = state.problem
+    allowed: set[s.NodeName] | None = None
+    while group is not None:
+        g = problem.groups[group]
+        if g.topology_key is not None:
+            under = set(problem.classes_under(g.key))
+            nodes = [n for n, by_class in state.placed.items() if any(c in under for c in by_class)]
+            nodes += [p.node for p in problem.running_under(g.key) if p.node]
+            values = {state.nodes[n].labels.get(g.topology_key) for n in nodes if n in state.nodes}
+            if values:
+                keep = {n for n, node in state.nodes.items() if node.labels.get(g.topology_key) in values}
+                allowed = keep if allowed is None else allowed & keep
+        group = g.parent
+    return allowed
 
 
 def _within_budgets(problem: Problem, state: _State, victims: list[int]) -> list[int]:
@@ -500,13 +552,14 @@ def _fullest_first(state: _State, cand: dict[s.NodeName, int],
     yield from (n for n in state.by_name if n in cand and scores.get(n, 0.0) == 0.0)
 
 
-def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None) -> int:
-    """Place as many pods of the classes as fit, fullest nodes first; returns pods placed."""
+def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None, *, limit: int | None = None) -> int:
+    """Place as many pods of the classes as fit (at most ``limit`` of each), fullest nodes first;
+    returns pods placed."""
     problem = state.problem
     total = 0
     for c in classes:
         cls = problem.classes[c]
-        left = len(cls.pods)
+        left = len(cls.pods) if limit is None else limit
         again = c in state.rules.constrained  # such a class takes a node one pod at a time, in rounds
         while True:
             before = left
@@ -520,5 +573,5 @@ def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None
                         break
             if not again or left in (0, before):
                 break
-        total += len(cls.pods) - left
+        total += (len(cls.pods) if limit is None else limit) - left
     return total

@@ -48,10 +48,20 @@ def pdb_spending_case() -> Objs:
             *_preemptor()]
 
 
+def remainder_case() -> Objs:
+    """A gang's next cycle: minCount 1 is met by the pod that fits, and the cycle after preempts
+    r for the second pod (the old baseline stopped at minCount)."""
+    return [node("b").label("pool", "target").cpu_m(4000).build(),
+            pod("r").on("b").cpu_m(2000).priority(1).build(),
+            *_preemptor(),
+            pod("pre-1").group("pre").priority(100).cpu_m(2000).selector("pool", "target").build()]
+
+
 CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     # case: (objects, evicted pods, bindings)
     "victim rank": (rank_case, {"default/a-plain"}, {"default/pre-0": "b"}),
     "pdb spending": (pdb_spending_case, {"default/r"}, {"default/pre-0": "b"}),
+    "remainder": (remainder_case, {"default/r"}, {"default/pre-0": "b", "default/pre-1": "b"}),
 }
 
 
