@@ -347,9 +347,21 @@ def _preempt_for_remainder(state: _State, workload: Workload) -> None:
     for u in victims:
         state.evict(u)
     more = 0
+    by_group: dict[s.GroupKey | None, list[int]] = defaultdict(list)
     for c, n in left.items():
         if n:
-            more += _fill(state, [c], _fixed_nodes(state, problem.classes[c].group), limit=n)
+            by_group[problem.classes[c].group].append(c)
+    for key, classes in sorted(by_group.items(), key=lambda item: str(item[0])):
+        group_point = state.savepoint()
+        got = sum(_fill(state, [c], _fixed_nodes(state, key), limit=left[c]) for c in classes)
+        if key is not None and got:  # the leaf's gang rule holds for what it binds, or none of it lands
+            group = problem.groups[key]
+            floor = group.min_count if group.min_count is not None else 1
+            if len(problem.running_in_group.get(key, ())) + sum(placed[c] for c in problem.classes_under(key)) \
+                    + got < floor:
+                state.rollback(group_point)
+                got = 0
+        more += got
     if more and state.rules.holds():
         _reprieve(state, victims, potential)
         if not (problem.strict_pdbs and _breaks_a_pdb(problem, state.evicted)):
