@@ -43,15 +43,16 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from solver.model import snapshot as s
 from solver.model.decode import Assignment, pdb_taken
 from solver.model.greedy_devices import Devices, Take
 from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
-from solver.model.selectors import label_selector_matches
 
 
 class _State:
@@ -308,15 +309,23 @@ def _candidate_victims(problem: Problem, workload: Workload, state: _State) -> l
     return sorted(out)
 
 
-def _potential_victims(problem: Problem, workload: Workload, state: _State) -> list[int]:
-    """Every victim the workload may preempt cluster-wide that a budget covers: upstream's
-    potential victims for the PDB classification (the others never spend a budget)."""
-    return [u.index for u in problem.units if u.pdb_counts and u.index not in state.evicted
-            and any(problem.eligible(problem.classes[c], u) for c in workload.classes)]
+@dataclass(frozen=True, slots=True)
+class Potential:
+    """Upstream's potential victims for the PDB classification: every unit cluster-wide that the
+    preemptor may preempt (below its strongest power, not protected) and that was not evicted
+    before this preemption, plus the candidates themselves."""
+
+    top: int
+    before: frozenset[int]  # evicted before this preemption (by earlier workloads)
+
+    @staticmethod
+    def of(problem: Problem, workload: Workload, state: _State) -> "Potential | None":
+        powers = [p for c in workload.classes if (p := problem.classes[c].power) is not None]
+        return Potential(max(powers), frozenset(state.evicted)) if powers else None
 
 
 def _try_with(state: _State, workload: Workload, victims: list[int], point: int) -> bool:
-    potential = sorted(set(_potential_victims(state.problem, workload, state)) | set(victims))
+    potential = Potential.of(state.problem, workload, state)
     for u in victims:
         state.evict(u)
     if _place_workload(state, workload):
@@ -343,7 +352,7 @@ def _preempt_for_remainder(state: _State, workload: Workload) -> None:
     if not victims:
         return
     point = state.savepoint()
-    potential = sorted(set(_potential_victims(problem, workload, state)) | set(victims))
+    potential = Potential.of(problem, workload, state)
     for u in victims:
         state.evict(u)
     more = 0
@@ -429,40 +438,87 @@ def importance(problem: Problem, u: int) -> tuple[object, ...]:
     return (-unit.priority, -victim_rank(problem, unit), -len(unit.members), unit.start_time, unit.key)
 
 
-def pdb_violating(problem: Problem, ordered: Iterable[int]) -> set[int]:
-    """FilterVictimsWithPDBViolation (framework/preemption/util.go): each budget's
-    disruptionsAllowed is spent over the victims' pods in the given (importance) order; a victim
-    with a pod beyond a budget violates. A pod without labels, and a budget with an empty
-    selector, match nothing there."""
-    pdbs = [p for p in problem.snapshot.pdbs if p.selector.match_labels or p.selector.match_expressions]
-    allowed = {p.key: p.disruptions_allowed for p in pdbs}
-    out = set()
-    for u in ordered:
-        unit = problem.units[u]
-        if not unit.pdb_counts:
-            continue
-        for pod in unit.members:
-            if not pod.labels:
+def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential | None = None) -> set[int]:
+    """Which ``victims`` FilterVictimsWithPDBViolation (framework/preemption/util.go) classifies
+    as violating: each budget's disruptionsAllowed is spent over the pods of every potential
+    victim (``potential``, else the victims alone) in importance order, and a victim with a pod
+    beyond a budget violates. A budget with an empty selector matches nothing there. Spent per
+    victim from its per-budget counts: a pod under two budgets spends both, where upstream stops
+    at the first one it exhausts (the only difference, and only for such pods)."""
+    units = problem.units
+    live = {p.key: p.disruptions_allowed for p in problem.snapshot.pdbs
+            if p.selector.match_labels or p.selector.match_expressions}
+    mine = sorted(set(victims), key=lambda u: importance(problem, u))
+    out: set[int] = set()
+    if potential is None:  # only the victims spend, most important first
+        for u in mine:
+            for pdb, n in units[u].pdb_counts.items():
+                if pdb in live:
+                    live[pdb] -= n
+                    if live[pdb] < 0:
+                        out.add(u)
+        return out
+    ranked = _covered_in_order(problem)
+    for u in mine:
+        for pdb, n in units[u].pdb_counts.items():
+            if pdb not in live:
                 continue
-            for pdb in pdbs:
-                if pdb.namespace != pod.namespace or not label_selector_matches(pdb.selector, pod.labels):
-                    continue
-                allowed[pdb.key] -= 1
-                if allowed[pdb.key] < 0:
-                    out.add(u)
-                    break
+            r = ranked[pdb]
+            i = r.pos[u]
+            # the potential victims before u under this budget: below the preemptor's power (a
+            # suffix of the priority-descending order), not protected, not evicted already
+            first = bisect.bisect_left(r.neg_priority, -potential.top + 1)
+            spent = r.prefix[i] - r.prefix[min(first, i)]
+            spent -= sum(units[b].pdb_counts[pdb] for b in potential.before
+                         if (j := r.pos.get(b)) is not None and first <= j < i and not units[b].protected)
+            if live[pdb] - spent - n < 0:
+                out.add(u)
     return out
 
 
-def _reprieve(state: _State, victims: list[int], potential: Iterable[int] | None = None) -> None:
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    """The units one budget covers, in importance order: each unit's position, the cumulated
+    counts of the unprotected ones before each position, and the (descending) priorities."""
+
+    pos: dict[int, int]
+    prefix: list[int]
+    neg_priority: list[int]
+
+
+# per budget, for the last Problem's units (the per-domain sub-problems of a decomposition
+# share them): ranked once, not once per preemption
+_RANKED: list[object] = [None, {}]
+
+
+def _covered_in_order(problem: Problem) -> dict[str, _Ranked]:
+    if _RANKED[0] is not problem.units:
+        by_pdb: dict[str, list[int]] = defaultdict(list)
+        for u in sorted((u.index for u in problem.units if u.pdb_counts), key=lambda u: importance(problem, u)):
+            for pdb in problem.units[u].pdb_counts:
+                by_pdb[pdb].append(u)
+        ranked = {}
+        for pdb, order in by_pdb.items():
+            prefix = [0]
+            for u in order:
+                unit = problem.units[u]
+                prefix.append(prefix[-1] + (0 if unit.protected else unit.pdb_counts[pdb]))
+            ranked[pdb] = _Ranked(pos={u: i for i, u in enumerate(order)}, prefix=prefix,
+                                  neg_priority=[-problem.units[u].priority for u in order])
+        _RANKED[:] = [problem.units, ranked]
+    out = _RANKED[1]
+    assert isinstance(out, dict)
+    return out
+
+
+def _reprieve(state: _State, victims: list[int], potential: Potential | None = None) -> None:
     """selectVictimsOnDomain's reprieve (framework/preemption/podgrouppreemption.go): the
-    victims classified by pdb_violating over every ``potential`` victim (default: these) in
-    importance order; the violating ones tried first, then the others, each most important
-    first, and each put back when everything placed still fits."""
+    victims classified by pdb_violating over every ``potential`` victim (default: these alone);
+    the violating ones tried first, then the others, each most important first, and each put
+    back when everything placed still fits."""
     problem = state.problem
     order = sorted(victims, key=lambda u: importance(problem, u))
-    violating = pdb_violating(problem, sorted(potential if potential is not None else victims,
-                                              key=lambda u: importance(problem, u)))
+    violating = pdb_violating(problem, victims, potential)
     order = [u for u in order if u in violating] + [u for u in order if u not in violating]
     for u in order:
         state.unevict(u)
