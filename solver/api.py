@@ -1,10 +1,11 @@
 """plan(snapshot, options) -> Plan: the one pipeline behind every entry point.
 
-problem -> greedy baseline -> (done, when the baseline meets every tier's trivial
-bound) -> build_model -> staged solve -> decode -> verify.
-When a time limit leaves the solver with a plan worse than the baseline's, the
-baseline's plan is returned (a hint alone does not guarantee it). A plan that
-fails the verifier is an internal error, never a result.
+problem -> greedy hint -> (done, when the hint meets every tier's trivial bound) ->
+build_model -> staged solve -> decode -> verify. ``baseline_only`` answers with the
+greedy baseline (upstream's choice of nodes) instead.
+When a time limit leaves the solver with a plan worse than the hint's or the baseline's,
+the better of those is returned (a hint alone does not guarantee it). A plan that fails
+the verifier is an internal error, never a result.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
     start = time.perf_counter()
     problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs, gates=options.gates,
                             dra_preemption=options.dra_preemption)
-    baseline = greedy.baseline(problem)
+    # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
+    baseline = greedy.baseline(problem) if options.baseline_only else greedy.hint(problem)
     baseline_seconds = time.perf_counter() - start
     stats: dict[str, object] = {
         "nodes": len(snapshot.nodes),
@@ -184,11 +186,15 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         assignment, status, bound = solved.assignment, solved.status, solved.cost_bound_milli
         if assignment is not None and status != OPTIMAL:
             assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
-        if assignment is None or tier_key(problem, evaluate(problem, assignment)) < tier_key(
-            problem, evaluate(problem, baseline)
-        ):
-            # a hint alone does not guarantee the solver keeps the baseline's quality
-            assignment, status, bound, stats["fromBaseline"] = baseline, FEASIBLE, 0, True
+        fallbacks = [baseline]
+        if status != OPTIMAL:  # an optimum is never worse than upstream's plan; a cut-short one may be
+            fallbacks.append(greedy.baseline(problem))
+        for fallback in fallbacks:
+            if assignment is None or tier_key(problem, evaluate(problem, assignment)) < tier_key(
+                problem, evaluate(problem, fallback)
+            ):
+                # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
+                assignment, status, bound, stats["fromBaseline"] = fallback, FEASIBLE, 0, True
         result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
     violations = verify_mod.verify(snapshot, result, strict_pdbs=options.strict_pdbs, gates=options.gates,
                                    dra_preemption=options.dra_preemption)

@@ -64,7 +64,7 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     start = time.perf_counter()
     values = domains(problem, key)
     subs = {v: restrict(problem, key, v) for v in values}
-    hints = {v: greedy.baseline(sub) for v, sub in subs.items()}
+    hints = {v: greedy.hint(sub) for v, sub in subs.items()}
     sizes = _Sizes()
     certain = True
     first: dict[str, tuple[object, bool]] = {}  # domain -> (tiers 1-3, proven)

@@ -2,9 +2,11 @@
 
 Workloads are taken one at a time, highest priority first (then by name). For each:
 
-1. place the whole tree without preemption, preferring fuller nodes
-   (MostAllocated over cpu and memory); topology domains are tried best-fit
-   first (least free room that may hold the group);
+1. place the whole tree without preemption: ``baseline`` puts each pod on the node the
+   default profile scores best (NodeResourcesFit LeastAllocated + BalancedAllocation,
+   ``_node_score``), ``hint`` (the solver's hint) packs each class on the fullest nodes
+   (MostAllocated); topology domains are tried best-fit first (least free room that may
+   hold the group);
 2. if that fails and the workload may preempt: remove every candidate victim
    (strictly lower priority, on a node the workload could use), place the tree once,
    then reprieve victims one at a time as upstream's selectVictimsOnDomain does
@@ -22,18 +24,23 @@ Workloads are taken one at a time, highest priority first (then by name). For ea
 Where it still differs from kube-scheduler 1.37 (issue 16 closes these one by one; the
 cross-check against the real scheduler is tests/controlplane/test_baseline_vs_upstream.py):
 
-- nodes are filled fullest first (MostAllocated); upstream's default profile scores
-  LeastAllocated and BalancedAllocation and scores a share of the nodes
-  (percentageOfNodesToScore);
+- node scores: the ``nodes_to_score`` feasible nodes are found walking the nodes in name
+  order from where the last search stopped, where upstream walks its zone-interleaved node
+  tree, and they are found once for all the pods of a class that fit on them, where upstream
+  searches again for each pod; a running pod's real requests
+  count, where upstream counts the non-zero defaults (100m cpu, 200Mi memory) for a container
+  without requests; ties go by name, where upstream picks at random; the other score plugins
+  (taints, preferred affinity and spread, image locality) are not scored;
 - a topology domain is taken first-fit, least free room first; upstream generates every
   placement and scores them (PlacementScore: NodeResourcesFit bin-packing and
   PodGroupPodsCount);
 - workloads of equal priority go by name; upstream's queue goes by the time each was queued,
   which a snapshot does not record;
 - ties upstream leaves to sort.Slice or to random node choice are broken by key and name;
-- the extras the solver's hint relies on: a final reprieve over all workloads' victims,
-  dropping and re-running a workload whose victim became unnecessary, and the strict-PDB
-  retry within the budgets.
+- kept in both because every plan must pass the verifier: a final reprieve over all
+  workloads' victims, dropping and re-running a workload whose victim became unnecessary
+  (upstream evicts in sequence and never looks back), and with strict PDBs the retry within
+  the budgets.
 
 It honours the rules the CP-SAT model encodes (capacity, gangs, topology,
 victim units; a victim that cannot be reprieved is exactly a necessary one),
@@ -56,8 +63,10 @@ from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_
 
 
 class _State:
-    def __init__(self, problem: Problem, *, frees_devices: bool = False) -> None:
+    def __init__(self, problem: Problem, *, frees_devices: bool = False, spread: bool = False) -> None:
         self.problem = problem
+        self.spread = spread  # upstream's node scores (baseline) instead of fullest first (hint)
+        self.next_start = 0  # where upstream's next search for feasible nodes starts
         self.nodes = {n.name: n for n in problem.nodes}
         self.placed: dict[s.NodeName, dict[int, int]] = defaultdict(dict)
         self.evicted: set[int] = set()  # change it only through evict / unevict
@@ -241,20 +250,33 @@ class _State:
 
 
 def baseline(problem: Problem) -> Assignment:
-    """The greedy plan. A lower-priority workload may lean on room a victim left for a
-    higher one; when a later eviction then makes that victim unnecessary, the
-    lowest-priority workload on its node is dropped and the greedy run again."""
+    """Upstream's plan as this module follows it: each pod on the node the default profile
+    scores best (``_spread_fill``). The bench's and ``--baseline``'s yardstick."""
+    return _run(problem, spread=True)
+
+
+def hint(problem: Problem) -> Assignment:
+    """The solver's complete hint: the same walk, but each class packed on the fullest nodes
+    first, which leaves more room for later workloads and usually evicts less. Not upstream's
+    choice of node, so never reported as the baseline."""
+    return _run(problem, spread=False)
+
+
+def _run(problem: Problem, *, spread: bool) -> Assignment:
+    """A lower-priority workload may lean on room a victim left for a higher one; when a later
+    eviction then makes that victim unnecessary, the lowest-priority workload on its node is
+    dropped and the greedy run again (every eviction of a plan must be necessary)."""
     skip: set[int] = set()
     while True:
-        state = _greedy(problem, skip)
+        state = _greedy(problem, skip, spread)
         blamed = state.blame_unnecessary()
         if blamed is None:
             return state.assignment()
         skip.add(blamed)
 
 
-def _greedy(problem: Problem, skip: set[int]) -> _State:
-    state = _State(problem)
+def _greedy(problem: Problem, skip: set[int], spread: bool = False) -> _State:
+    state = _State(problem, spread=spread)
     for workload in sorted(problem.workloads, key=lambda w: (-w.priority, w.key)):
         if workload.index in skip or workload.rejected:
             continue
@@ -620,14 +642,85 @@ def _fullest_first(state: _State, cand: dict[s.NodeName, int],
     yield from (n for n in state.by_name if n in cand and scores.get(n, 0.0) == 0.0)
 
 
+def _node_score(state: _State, cls: PodClass, node: s.NodeName) -> int:
+    """The default profile's score of one more pod of ``cls`` on ``node``: NodeResourcesFit
+    LeastAllocated plus NodeResourcesBalancedAllocation over cpu and memory, weight 1 each
+    (plugins/noderesources least_allocated.go, balanced_allocation.go), with the non-zero
+    defaults a pod without a request is scored with (100m cpu, 200Mi memory)."""
+    alloc = state.nodes[node].allocatable
+    fractions, least = [], 0
+    for res, default in (("cpu", 100), ("memory", 200 * 1024 * 1024)):
+        capacity = alloc.get(res, 0)
+        requested = state.used(node, res) + (cls.requests.get(res) or default)
+        least += (capacity - requested) * 100 // capacity if 0 < capacity and requested <= capacity else 0
+        fractions.append(min(1.0, requested / capacity) if capacity > 0 else 1.0)
+    balanced = int((1 - abs(fractions[0] - fractions[1]) / 2) * 100)
+    return least // 2 + balanced
+
+
+def nodes_to_score(all_nodes: int) -> int:
+    """numFeasibleNodesToFind (schedule_one.go), percentageOfNodesToScore unset: every node of
+    a cluster under 100, else (50 - nodes/125) % of them, at least 5 % and at least 100."""
+    if all_nodes < 100:
+        return all_nodes
+    percentage = max(5, 50 - all_nodes // 125)
+    return max(100, all_nodes * percentage // 100)
+
+
+def _spread_fill(state: _State, c: int, allowed: set[s.NodeName] | None, left: int) -> int:
+    """Pods of class ``c`` one at a time, each on the feasible node with the best _node_score.
+    As upstream, only ``nodes_to_score`` feasible nodes are looked at, found walking the
+    nodes (here in name order) from where the previous search stopped; ties go by name, where
+    upstream picks at random among the best. Returns pods placed."""
+    import heapq
+
+    cls = state.problem.classes[c]
+    cand = state.problem.candidates[c]
+    nodes = [n for n in state.by_name if n in cand and (allowed is None or n in allowed)]
+    want = nodes_to_score(len(state.nodes))
+    placed, seen, start = 0, 0, state.next_start
+    constrained = c in state.rules.constrained
+    while left and seen < len(nodes):
+        sample: list[s.NodeName] = []
+        while len(sample) < want and seen < len(nodes):
+            node = nodes[(start + seen) % len(nodes)]
+            seen += 1
+            # a class under inter-pod rules may fit later where it does not yet: keep every node
+            if constrained or state.room_for(cls, node) > 0:
+                sample.append(node)
+        heap = [(-_node_score(state, cls, n), n) for n in sample if not constrained or state.room_for(cls, n) > 0]
+        state.next_start = (start + seen) % max(1, len(nodes))
+        heapq.heapify(heap)
+        while left and heap:
+            score, node = heapq.heappop(heap)
+            if state.room_for(cls, node) <= 0:
+                continue
+            now = -_node_score(state, cls, node)
+            if now != score:  # stale: this node took pods since
+                heapq.heappush(heap, (now, node))
+                continue
+            state.place(c, node, 1)
+            left -= 1
+            placed += 1
+            if state.room_for(cls, node) > 0:
+                heapq.heappush(heap, (-_node_score(state, cls, node), node))
+            if constrained:  # placing may change where its class can go: look again
+                heap = [(-_node_score(state, cls, n), n) for n in sample if state.room_for(cls, n) > 0]
+                heapq.heapify(heap)
+    return placed
+
+
 def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None, *, limit: int | None = None) -> int:
-    """Place as many pods of the classes as fit (at most ``limit`` of each), fullest nodes first;
-    returns pods placed."""
+    """Place as many pods of the classes as fit (at most ``limit`` of each): on upstream's best
+    scored node one pod at a time (baseline), or fullest nodes first (hint); returns pods placed."""
     problem = state.problem
     total = 0
     for c in classes:
         cls = problem.classes[c]
         left = len(cls.pods) if limit is None else limit
+        if state.spread:
+            total += _spread_fill(state, c, allowed, left)
+            continue
         again = c in state.rules.constrained  # such a class takes a node one pod at a time, in rounds
         while True:
             before = left

@@ -57,10 +57,20 @@ def remainder_case() -> Objs:
             pod("pre-1").group("pre").priority(100).cpu_m(2000).selector("pool", "target").build()]
 
 
+def spread_case() -> Objs:
+    """The default profile's node scores (NodeResourcesFit LeastAllocated + BalancedAllocation):
+    a pod goes to the emptier node (the old baseline packed it beside the running one)."""
+    return [node("a").cpu_m(4000).build(), node("b").cpu_m(4000).build(),
+            pod("busy").on("a").cpu_m(1000).memory_mi(1024).priority(1).build(),
+            pod_group("solo").priority(100).build(),
+            pod("solo-0").group("solo").priority(100).cpu_m(1000).memory_mi(1024).build()]
+
+
 CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     # case: (objects, evicted pods, bindings)
     "victim rank": (rank_case, {"default/a-plain"}, {"default/pre-0": "b"}),
     "pdb spending": (pdb_spending_case, {"default/r"}, {"default/pre-0": "b"}),
+    "spread": (spread_case, set(), {"default/solo-0": "b"}),
     "remainder": (remainder_case, {"default/r"}, {"default/pre-0": "b", "default/pre-1": "b"}),
 }
 
