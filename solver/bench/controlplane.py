@@ -86,16 +86,6 @@ def find_binaries(bin_dir: Path | None = None) -> Path:
     return folder
 
 
-def version(bin_dir: Path | None = None) -> dict[str, str]:
-    """``--version`` of each binary."""
-    folder = find_binaries(bin_dir)
-    out = {}
-    for name in ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "etcd"):
-        text = subprocess.run([str(folder / name), "--version"], capture_output=True, text=True, timeout=30).stdout
-        out[name] = text.strip().splitlines()[0] if text.strip() else "?"
-    return out
-
-
 def known_gates(binary: Path) -> set[str]:
     """The feature gates a component accepts, read from its ``--help`` (unknown ones abort it)."""
     text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=30).stdout

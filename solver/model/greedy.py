@@ -51,12 +51,13 @@ Pure: no I/O.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from solver.model import snapshot as s
-from solver.model.decode import Assignment, pdb_taken
+from solver.model.decode import Assignment, group_ok, pdb_taken
 from solver.model.greedy_devices import Devices, Take
 from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
@@ -385,13 +386,11 @@ def _preempt_for_remainder(state: _State, workload: Workload) -> None:
     for key, classes in sorted(by_group.items(), key=lambda item: str(item[0])):
         group_point = state.savepoint()
         got = sum(_fill(state, [c], _fixed_nodes(state, key), limit=left[c]) for c in classes)
-        if key is not None and got:  # the leaf's gang rule holds for what it binds, or none of it lands
-            group = problem.groups[key]
-            floor = group.min_count if group.min_count is not None else 1
-            if len(problem.running_in_group.get(key, ())) + sum(placed[c] for c in problem.classes_under(key)) \
-                    + got < floor:
-                state.rollback(group_point)
-                got = 0
+        # the leaf's gang rule holds for what it binds, or none of it lands
+        if key is not None and got and not group_ok(
+                problem, problem.groups[key], sum(placed[c] for c in problem.classes_under(key)) + got, {}):
+            state.rollback(group_point)
+            got = 0
         more += got
     if more and state.rules.holds():
         _reprieve(state, victims, potential)
@@ -672,8 +671,6 @@ def _spread_fill(state: _State, c: int, allowed: set[s.NodeName] | None, left: i
     As upstream, only ``nodes_to_score`` feasible nodes are looked at, found walking the
     nodes (here in name order) from where the previous search stopped; ties go by name, where
     upstream picks at random among the best. Returns pods placed."""
-    import heapq
-
     cls = state.problem.classes[c]
     cand = state.problem.candidates[c]
     nodes = [n for n in state.by_name if n in cand and (allowed is None or n in allowed)]

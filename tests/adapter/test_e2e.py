@@ -149,6 +149,23 @@ class CrashingCluster(Cluster):
         return attr
 
 
+def die_mid_plan(adapter: Adapter, *, rounds: int, pause: float = 0.0, sync: float = 10.0,
+                 may_finish: bool = False) -> None:
+    """Run ``adapter`` (on a CrashingCluster) until its cluster kills it, then leave it as a dead
+    process leaves: its watch gone, its Lease never released. With ``may_finish`` a run that
+    never reaches the fatal write counts as dead after ``rounds``; without it the test fails."""
+    adapter.cache.start()
+    assert adapter.cache.wait_synced(sync)
+    with pytest.raises(Crash):
+        for _ in range(rounds):
+            adapter.elector.try_acquire_or_renew()
+            adapter.reconcile()
+            time.sleep(pause)
+        if may_finish:
+            raise Crash("finished without dying")
+    adapter.cache.stop()
+
+
 # a clean run makes 7 writes: a Preempted event, an eviction, 2 bindings + 2 Scheduled events, a condition
 @pytest.mark.parametrize("after", range(0, 8))
 def test_killed_after_any_write_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
@@ -156,14 +173,8 @@ def test_killed_after_any_write_and_restarted_it_binds_each_pod_once_and_evicts_
     _cluster(api)
     crashing = Adapter(CrashingCluster(Cluster.at(api.url), after), in_process(5.0), renew=0.1, identity="first",
                        lease_duration=1)
-    crashing.cache.start()
-    assert crashing.cache.wait_synced(10)
-    with pytest.raises(Crash):
-        for _ in range(3):
-            crashing.elector.try_acquire_or_renew()
-            crashing.reconcile()
-        raise Crash("finished without dying")  # `after` beyond the last write: a clean run
-    crashing.cache.stop()  # dead: its lease expires after 1 s
+    die_mid_plan(crashing, rounds=3, may_finish=True)  # `after` beyond the last write: a clean run
+    # dead: its lease expires after 1 s
     _run(api, lambda: _bound(api, "train-0", "train-1")() and _condition(api, "train") is not None,
          adapter=Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1, identity="second"))
     bindings = _calls(api, "POST", r"/pods/train-\d/binding$", 201)

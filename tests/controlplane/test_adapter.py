@@ -19,7 +19,7 @@ import pytest
 from adapter.cluster import Cluster
 from adapter.controller import CONDITION
 from adapter.main import Adapter, in_process
-from tests.adapter.test_e2e import Crash, CrashingCluster, run_until
+from tests.adapter.test_e2e import CrashingCluster, die_mid_plan, run_until
 from tests.builders import RACK, gang_scenario, node, ours, pod, pod_group
 from tests.controlplane.conftest import Real
 
@@ -199,14 +199,7 @@ def test_killed_mid_plan_and_restarted_it_binds_each_pod_once_and_evicts_nothing
     _cluster(real)
     crashing = Adapter(CrashingCluster(Cluster.connect(str(adapter_kubeconfig)), after), in_process(5.0),
                        renew=0.2, identity="first", lease_namespace=LEASE_NS, lease_duration=2)
-    crashing.cache.start()
-    assert crashing.cache.wait_synced(20)
-    with pytest.raises(Crash):
-        for _ in range(20):
-            crashing.elector.try_acquire_or_renew()
-            crashing.reconcile()
-            time.sleep(0.2)
-    crashing.cache.stop()
+    die_mid_plan(crashing, rounds=20, pause=0.2, sync=20)
     _run(_adapter(adapter_kubeconfig, identity="second"),
          lambda: bool(real.node_of("train-0") and real.node_of("train-1") and _condition(real, "train")))
     calls = _no_refusals(real)
