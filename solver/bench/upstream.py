@@ -114,6 +114,19 @@ class Rest:
             raise LoadError(f"{method} {path}: {resp.status} {_reason(data)}")
         return json.loads(data) if data else None
 
+    def create(self, obj: Obj, body: Obj | None = None) -> Any:
+        """POST ``body`` (default: ``obj``) where ``obj`` lives, fieldValidation=Strict. Priority
+        admission reads PriorityClasses from an informer, so a pod or group naming a class
+        created a moment ago can be refused as naming none: that refusal is retried, for 10 s."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                return self.call("POST", path_of(obj), obj if body is None else body, [("fieldValidation", "Strict")])
+            except LoadError as exc:
+                if "no PriorityClass with name" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
     def close(self) -> None:
         self.api.close()
 
@@ -147,8 +160,7 @@ def _clean(obj: Obj) -> Obj:
 
 @dataclass
 class Loaded:
-    pending: list[str] = field(default_factory=list)  # ns/name of the pending pods created
-    running: list[str] = field(default_factory=list)
+    running: list[str] = field(default_factory=list)  # ns/name of the running pods created
     priority_classes: dict[int, str] = field(default_factory=dict)  # made for a value
 
 
@@ -209,9 +221,10 @@ def load_background(rest: Rest, objects: list[Obj], *, status: bool = True) -> t
     for ns in sorted(namespaces - existing):
         by_kind.setdefault("Namespace", []).append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     classes = {o["metadata"]["name"]: int(o.get("value", 0)) for o in by_kind.get("PriorityClass", [])}
+
     def create(pair: tuple[Obj, Obj]) -> None:
         o, body = pair
-        created = rest.call("POST", path_of(o), body, [("fieldValidation", "Strict")])
+        created = rest.create(o, body)
         if status and o["kind"] in ("PodDisruptionBudget", "ResourceClaim") and o.get("status"):
             recorded = dict(o["status"])
             if o["kind"] == "PodDisruptionBudget":
@@ -247,7 +260,7 @@ def create_running_pod(rest: Rest, o: Obj, body: Obj) -> None:
     terminating = bool(o.get("metadata", {}).get("deletionTimestamp"))
     if terminating:
         body["metadata"].setdefault("finalizers", []).append(HOLD)
-    rest.call("POST", path_of(o), body, [("fieldValidation", "Strict")])
+    rest.create(o, body)
     rest.call("PATCH", path_of(o, sub="status"), {"status": _running_status(o)},
               content_type="application/merge-patch+json")
     if terminating:
@@ -269,7 +282,6 @@ class Outcome:
     settled: bool  # nothing changed for the settle time (else the timeout ended the run)
     podgroup_attempts: int = 0
     podgroup_attempt_seconds_mean: float | None = None
-    scheduler_version: str = ""
 
 
 class _Watch(threading.Thread):
@@ -326,7 +338,7 @@ def run_kube_scheduler(objects: list[Obj], *, gates: Mapping[str, bool] | None =
         watcher = _Watch(rest, rv)
         watcher.start()
         start = time.monotonic()
-        _each(lambda body: rest.call("POST", path_of(body), body, [("fieldValidation", "Strict")]), pending)
+        _each(rest.create, pending)
         deadline = start + timeout
         settled = False
         pending_keys = {_key(o) for o in pending}

@@ -51,7 +51,7 @@ def adapter_kubeconfig(plane: ControlPlane) -> Path:
     rest = upstream.Rest(plane)
     try:
         for obj in _base_rbac():
-            rest.call("POST", upstream.path_of(obj), obj, [("fieldValidation", "Strict")])
+            rest.create(obj)
         sa = next(o for o in _base_rbac() if o["kind"] == "ServiceAccount")["metadata"]
         token = rest.call("POST", f"/api/v1/namespaces/{sa['namespace']}/serviceaccounts/{sa['name']}/token", {
             "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
@@ -88,7 +88,7 @@ class Real:
                 body["status"] = obj.get("status", {})
         if obj["kind"] == "PriorityClass":
             self.classes[obj["metadata"]["name"]] = int(obj["value"])
-        self.rest.call("POST", upstream.path_of(obj), body, [("fieldValidation", "Strict")])
+        self.rest.create(obj, body)
 
     def get(self, path: str) -> dict[str, Any] | None:
         try:

@@ -29,7 +29,7 @@ def test_every_shipped_snapshot_is_one_the_real_api_server_accepts(plane: Contro
         docs = kube.flatten(loader.read_documents(path))
         loaded, pending = upstream.load_background(rest, docs)
         for body in pending:
-            rest.call("POST", upstream.path_of(body), body, [("fieldValidation", "Strict")])
+            rest.create(body)
         pods = rest.call("GET", "/api/v1/pods")["items"]
         assert len(pods) == len(loaded.running) + len(pending)
         assert len(loaded.running) == sum(1 for d in docs if d["kind"] == "Pod" and d["spec"].get("nodeName"))
