@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 from importlib import metadata
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +41,34 @@ def _feature_gates_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--feature-gates", default="", metavar="GATE=BOOL,...", type=_gates,
                    help="kube-scheduler feature gates that change plans, as its --feature-gates "
                         f"({', '.join(sorted(GATE_NAMES))}); default: 1.37's")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port (0-65535)")
+    return port
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds (finite, >= 0)")
+    return value
+
+
+def _upstream_args(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--upstream", choices=["kube-scheduler"],
+                   help=f"{what} (the real kube-scheduler 1.37 in a fresh control plane per snapshot, binaries "
+                        "from scripts/build-control-plane.sh)")
+    p.add_argument("--upstream-settle", type=_seconds, default=10.0, metavar="S",
+                   help="the real scheduler's run ends once it has been idle for S seconds (10)")
 
 
 def _gates(text: str) -> FeatureGates:
@@ -70,9 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
-    serve.add_argument("--port", type=int, default=50051, help="gRPC port (50051)")
+    serve.add_argument("--port", type=_port, default=50051, help="gRPC port (50051)")
     serve.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0)")
-    serve.add_argument("--metrics-port", type=int, default=9090, help="Prometheus metrics port (9090; 0: none)")
+    serve.add_argument("--metrics-port", type=_port, default=9090, help="Prometheus metrics port (9090; 0: none)")
     serve.add_argument("--max-inflight", type=int, default=2, metavar="N",
                        help="solves at once; more get RESOURCE_EXHAUSTED (2)")
     serve.add_argument("--max-message-mb", type=int, default=512, metavar="MB", help="largest request/reply (512)")
@@ -80,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="solve time when the request sets none (10)")
     serve.add_argument("--grace", type=float, default=30.0, metavar="S",
                        help="seconds in-flight solves get to finish on SIGTERM (30)")
-    serve.add_argument("--health-port", type=int, default=0, metavar="PORT",
+    serve.add_argument("--health-port", type=_port, default=0, metavar="PORT",
                        help="also serve grpc.health.v1 alone, plaintext, on this port, for kubelet's gRPC probe "
                             "when the main port speaks TLS or wants a token (0: none)")
     serve.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (read again on change)")
@@ -100,22 +129,15 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, default=0, metavar="N")
     bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
     bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
-    bench.add_argument("--upstream", choices=["kube-scheduler"],
-                       help="also run each case through the real kube-scheduler 1.37 (a fresh control plane "
-                            "per case, binaries from scripts/build-control-plane.sh) and show every tier "
-                            "three ways: gangplace / kube-scheduler / baseline")
-    bench.add_argument("--upstream-settle", type=float, default=10.0, metavar="S",
-                       help="the real scheduler's run ends after S seconds without a binding or deletion (10)")
+    _upstream_args(bench, "also run each case upstream and show every tier three ways: gangplace / "
+                          "kube-scheduler / baseline")
     rp = sub.add_parser("replan", help="plan every pending workload of each snapshot; write one report each")
     rp.add_argument("snapshots", nargs="+", help="snapshot files or directories (each file is one snapshot)")
     rp.add_argument("--shard", default="0/1", metavar="I/N", help="take the I-th of N shards (an Indexed Job's index)")
     rp.add_argument("--out", default="replan", metavar="DIR", help="reports go here as NAME.json (replan/)")
     rp.add_argument("--time-limit", type=float, default=60.0, metavar="S")
     rp.add_argument("--workers", type=int, default=1, metavar="N")
-    rp.add_argument("--upstream", choices=["kube-scheduler"],
-                    help="add what the real kube-scheduler 1.37 does to each snapshot (report key `upstream`)")
-    rp.add_argument("--upstream-settle", type=float, default=10.0, metavar="S",
-                    help="the real scheduler's run ends after S seconds without a binding or deletion (10)")
+    _upstream_args(rp, "add what upstream does to each snapshot (report key `upstream`)")
     _feature_gates_arg(rp)
     for entry in metadata.entry_points(group="gangplace.commands"):  # e.g. `adapter`, from the adapter package
         entry.load()(sub)

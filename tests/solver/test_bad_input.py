@@ -214,6 +214,23 @@ def test_options_out_of_range_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["serve", "--port", "70000"], "argument --port: 70000 is not a port (0-65535)"),
+    (["serve", "--metrics-port", "-1"], "argument --metrics-port: -1 is not a port (0-65535)"),
+    (["serve", "--health-port", "x"], "argument --health-port: x is not a port (0-65535)"),
+    (["bench", "--upstream", "kube-scheduler", "--upstream-settle", "nan"],
+     "argument --upstream-settle: nan is not a number of seconds (finite, >= 0)"),
+    (["replan", "examples", "--upstream-settle", "-1"],
+     "argument --upstream-settle: -1 is not a number of seconds (finite, >= 0)"),
+])
+def test_ports_and_settle_times_out_of_range_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                    message: str) -> None:
+    # grpc would wrap 70000 to 4464 and bind there; a NaN settle time would never settle
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_an_escaped_exception_is_an_internal_error_never_a_traceback(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from solver import api
