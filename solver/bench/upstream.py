@@ -326,19 +326,31 @@ class _Watch(threading.Thread):
 
 
 def run_kube_scheduler(objects: list[Obj], *, gates: Mapping[str, bool] | None = None, settle: float = 10.0,
-                       timeout: float = 600.0) -> Outcome:
+                       timeout: float = 600.0, pending_first: bool = False) -> Outcome:
+    """Load ``objects`` on a fresh control plane, run kube-scheduler until it has been idle for
+    ``settle`` seconds, and read back what it bound and deleted.
+
+    The pending pods are created once the scheduler runs, as a controller would, so a gang's
+    first cycle may start when its minCount pods exist and before the others do. With
+    ``pending_first`` they all exist before the scheduler starts (its informers list them
+    before the first cycle), which is the state the baseline models: the choice then depends
+    on the pods, not on the order the API server took them in.
+    """
     # the resourceclaim controller makes a pod's claims from its templates (the scheduler waits
     # for them); the disruption controller does not run, so PDB status stays as recorded
     plane = ControlPlane.start(controller_manager=True, controllers=("resourceclaim-controller",))
     rest = Rest(plane)
     try:
         loaded, pending = load_background(rest, objects)
-        plane.start_scheduler(gates or {})
         rv = rest.call("GET", "/api/v1/pods", query=[("limit", "1")])["metadata"]["resourceVersion"]
         watcher = _Watch(rest, rv)
         watcher.start()
+        if pending_first:
+            _each(rest.create, pending)
+        plane.start_scheduler(gates or {})
         start = time.monotonic()
-        _each(rest.create, pending)
+        if not pending_first:
+            _each(rest.create, pending)
         deadline = start + timeout
         settled = False
         pending_keys = {_key(o) for o in pending}

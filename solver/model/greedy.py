@@ -1,12 +1,16 @@
-"""The upstream-greedy baseline: kube-scheduler 1.37 workload-aware preemption, in bulk.
+"""The upstream-greedy baseline: kube-scheduler 1.37 workload-aware scheduling, in bulk.
 
 Workloads are taken one at a time, highest priority first (then by name). For each:
 
-1. place the whole tree without preemption: ``baseline`` puts each pod on the node the
-   default profile scores best (NodeResourcesFit LeastAllocated + BalancedAllocation,
-   ``_node_score``), ``hint`` (the solver's hint) packs each class on the fullest nodes
-   (MostAllocated); topology domains are tried best-fit first (least free room that may
-   hold the group);
+1. place the whole tree without preemption. ``baseline`` follows upstream's placement
+   algorithm (schedule_one_podgroup.go): a group with a topology key is placed in each domain
+   in turn, nested for CompositePodGroups, and the feasible placements are scored by the
+   default PlacementScore plugins (``_best_placement``); inside a placement each pod goes to
+   the node the default profile scores best (NodeResourcesFit LeastAllocated +
+   BalancedAllocation, ``_node_score``) among the ``nodes_to_score`` feasible nodes found
+   walking the snapshot's node order (``node_tree_order``) from where the last search
+   stopped. ``hint`` (the solver's hint, not upstream's choice) takes domains best-fit first
+   (least free room) and packs each class on the fullest nodes (MostAllocated);
 2. if that fails and the workload may preempt: remove every candidate victim
    (strictly lower priority, on a node the workload could use), place the tree once,
    then reprieve victims one at a time as upstream's selectVictimsOnDomain does
@@ -21,26 +25,32 @@ Workloads are taken one at a time, highest priority first (then by name). For ea
    those as upstream's next cycle does, inside the domains the placed pods fix
    (``_preempt_for_remainder``).
 
-Where it still differs from kube-scheduler 1.37 (issue 16 closes these one by one; the
-cross-check against the real scheduler is tests/controlplane/test_baseline_vs_upstream.py):
+Where it still differs from kube-scheduler 1.37, and why (the cross-check against the real
+scheduler is tests/controlplane/test_baseline_vs_upstream.py):
 
-- node scores: the ``nodes_to_score`` feasible nodes are found walking the nodes in name
-  order from where the last search stopped, where upstream walks its zone-interleaved node
-  tree, and they are found once for all the pods of a class that fit on them, where upstream
-  searches again for each pod; a running pod's real requests
-  count, where upstream counts the non-zero defaults (100m cpu, 200Mi memory) for a container
-  without requests; ties go by name, where upstream picks at random; the other score plugins
-  (taints, preferred affinity and spread, image locality) are not scored;
-- a topology domain is taken first-fit, least free room first; upstream generates every
-  placement and scores them (PlacementScore: NodeResourcesFit bin-packing and
-  PodGroupPodsCount);
-- workloads of equal priority go by name; upstream's queue goes by the time each was queued,
-  which a snapshot does not record;
-- ties upstream leaves to sort.Slice or to random node choice are broken by key and name;
-- kept in both because every plan must pass the verifier: a final reprieve over all
-  workloads' victims, dropping and re-running a workload whose victim became unnecessary
-  (upstream evicts in sequence and never looks back), and with strict PDBs the retry within
-  the budgets.
+- random tie-breaks made deterministic: between nodes of equal score upstream draws at random
+  (sorted_nodes.go, Randomizer), here the first in the walk wins; between placements of equal
+  score (findBestPlacement) the domain first by name; victims sort.Slice leaves equal go by
+  key;
+- queue order: workloads of equal priority go by name; upstream's queue goes by the time each
+  was queued, which a snapshot does not record, and a gang's first cycle may start before all
+  its pods exist (the cross-check creates them first);
+- node order: nodes are taken as added in name order (the informer's first list); a cluster
+  whose nodes were added over time lists them in creation order;
+- node scores: only the resource plugins are scored; TaintToleration (PreferNoSchedule),
+  preferred node and pod affinity, PodTopologySpread's soft and default constraints, image
+  locality and DynamicResources scoring are not, as a snapshot's pending pods rarely carry
+  them. A pod's non-zero defaults apply per pod, where upstream applies them per container
+  (a snapshot keeps pod totals). A pod of a class takes the best of one sample of candidates
+  until they are used up, as OpportunisticBatching does for pods of one signature; a pod under
+  inter-pod rules has no signature and upstream searches afresh for it, here the same sample
+  is scored again;
+- kept because every plan must pass the verifier: a final reprieve over all workloads'
+  victims, dropping and re-running a workload whose victim became unnecessary (upstream
+  evicts in sequence and never looks back), and with strict PDBs the retry within the
+  budgets;
+- not upstream: ``hint`` packs fullest first and takes best-fit domains; it is the solver's
+  starting point only.
 
 It honours the rules the CP-SAT model encodes (capacity, gangs, topology,
 victim units; a victim that cannot be reprieved is exactly a necessary one),
@@ -75,6 +85,9 @@ class _State:
         # running[n][r]: requests of the running pods not evicted; new[n][r]: of the pods placed
         self._running: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._new: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        # what the non-zero defaults add to those requests, for the node scores (baseline only)
+        self._nonzero: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self._unit_nonzero = [_nonzero_extra(unit.members) for unit in problem.units] if spread else []
         for unit in problem.units:
             self._bump_unit(unit.index, 1)
         self.dev = Devices(problem.dra, self.evicted, frees=frees_devices)
@@ -82,6 +95,8 @@ class _State:
         # nodes that hold or held something: every other node is empty (fullness 0)
         self.touched: set[s.NodeName] = set(self._running)
         self.by_name = sorted(self.nodes)
+        self.order = node_tree_order(problem.nodes) if spread else self.by_name
+        self.position = {n: i for i, n in enumerate(self.order)}
         self.rules = InterPodRules(problem, self.evicted, self.placed, lambda: self.log)
 
     def _bump_unit(self, u: int, sign: int) -> None:
@@ -89,11 +104,20 @@ class _State:
             running = self._running[node]
             for res, amount in usage.items():
                 running[res] += sign * amount
+        if self._unit_nonzero:
+            for node, extra in self._unit_nonzero[u].items():
+                for res, amount in extra.items():
+                    self._nonzero[node][res] += sign * amount
 
     def _bump_class(self, cls: int, node: s.NodeName, n: int) -> None:
         new = self._new[node]
-        for res, amount in self.problem.classes[cls].requests.items():
+        requests = self.problem.classes[cls].requests
+        for res, amount in requests.items():
             new[res] += amount * n
+        if self.spread:
+            for res, default in NON_ZERO_DEFAULTS:
+                if not requests.get(res):
+                    self._nonzero[node][res] += default * n
 
     # ---- transactions -------------------------------------------------------------
     def savepoint(self) -> int:
@@ -162,6 +186,17 @@ class _State:
         """Requests on ``node`` of placed pods (unless ``placed`` is False) and running pods left."""
         running = self._running[node].get(res, 0)
         return running + self._new[node].get(res, 0) if placed else running
+
+    def nonzero_used(self, node: s.NodeName, res: str) -> int:
+        """``used`` as the node scores count it: a pod without a cpu or memory request counts
+        the non-zero default (NodeInfo.NonZeroRequested)."""
+        return self.used(node, res) + self._nonzero[node].get(res, 0)
+
+    def ordered(self, nodes: set[s.NodeName] | None) -> list[s.NodeName]:
+        """``nodes`` (every node if None) in the order upstream's snapshot lists them."""
+        if nodes is None:
+            return self.order
+        return sorted(nodes, key=self.position.__getitem__)
 
     def room_for(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only)."""
@@ -572,24 +607,85 @@ def _place_group(state: _State, key: s.GroupKey, allowed: set[s.NodeName] | None
         return _place_inner(state, group, allowed)
     possible, fixed = fixed_domain(problem, group)
     if possible:
-        for _, nodes in _domains(state, group, allowed, fixed):
-            point = state.savepoint()
-            if _place_inner(state, group, nodes):
+        domains = _domains(state, group, allowed, fixed)
+        if state.spread:
+            if _best_placement(state, group, domains):
                 return True
-            state.rollback(point)
+        else:
+            for _, nodes in domains:
+                point = state.savepoint()
+                if _place_inner(state, group, nodes):
+                    return True
+                state.rollback(point)
     # nothing new may land under the group; its running members may still satisfy it
     return _place_inner(state, group, set())
+
+
+def _best_placement(state: _State, group: s.Group, domains: list[tuple[str, set[s.NodeName]]]) -> bool:
+    """Upstream's placement algorithm (schedule_one_podgroup.go,
+    podGroupSchedulingPlacementAlgorithm and its CompositePodGroup twin): the group is placed
+    in each domain of its topology key in turn (TopologyPlacementGenerator), each result taken
+    back, and the feasible ones scored (``_placement_score``); the best is placed again from
+    the same search position. Ties go to the domain first by name, where upstream draws at
+    random. The search position afterwards is where the last evaluation left it, as upstream's
+    nextStartNodeIndex is."""
+    scored: list[tuple[int, str, set[s.NodeName], int, list[tuple[int, s.NodeName, int]]]] = []
+    for value, nodes in domains:
+        start, point = state.next_start, state.savepoint()
+        if _place_inner(state, group, nodes):
+            proposed = [(c, node, n) for op, c, node, n in state.log[point:] if op == "place"]
+            state.rollback(point)
+            scored.append((0, value, nodes, start, proposed))
+        else:
+            state.rollback(point)
+    if not scored:
+        return False
+    scores = _placement_scores(state, group, [(nodes, proposed) for _, _, nodes, _, proposed in scored])
+    best = min(range(len(scored)), key=lambda i: (-scores[i], scored[i][1]))
+    end = state.next_start
+    state.next_start = scored[best][3]
+    placed = _place_inner(state, group, scored[best][2])
+    assert placed, "a placement evaluated feasible is placed again the same way"
+    state.next_start = end
+    return True
+
+
+def _placement_scores(state: _State, group: s.Group,
+                      placements: list[tuple[set[s.NodeName], list[tuple[int, s.NodeName, int]]]]) -> list[int]:
+    """The default PlacementScore plugins, weight 1 each (apis/config/v1/default_plugins.go):
+    NodeResourcesFit's ScorePlacement (plugins/noderesources/resource_allocation.go,
+    scorePlacement: MostAllocated over the placement's nodes summed, cpu and memory, with the
+    proposed pods added and non-zero defaults) plus PodGroupPodsCount (scheduled pods of the
+    group plus those proposed, normalised to 0-100 by the best placement's count)."""
+    problem = state.problem
+    scheduled = len(problem.running_under(group.key))
+    counts, fits = [], []
+    for nodes, proposed in placements:
+        total = 0
+        weights = 0
+        for res, default in NON_ZERO_DEFAULTS:
+            allocatable = sum(state.nodes[n].allocatable.get(res, 0) for n in nodes)
+            if allocatable == 0:
+                continue
+            requested = sum(state.nonzero_used(n, res) for n in nodes)
+            requested += sum((problem.classes[c].requests.get(res) or default) * k for c, _, k in proposed)
+            total += min(requested, allocatable) * 100 // allocatable
+            weights += 1
+        fits.append(total // weights if weights else 0)
+        counts.append(scheduled + sum(k for _, _, k in proposed))
+    most = max(counts)
+    return [fit + (count * 100 // most if most else 0) for fit, count in zip(fits, counts)]
 
 
 def _domains(
     state: _State, group: s.Group, allowed: set[s.NodeName] | None, fixed: str | None
 ) -> list[tuple[str, set[s.NodeName]]]:
-    """Domains of the group's key, least free room first (best fit)."""
+    """Domains of the group's key that some pod under it may use, each with every node of
+    the domain inside ``allowed``; least free room first (the hint's best fit)."""
     problem = state.problem
     key = group.topology_key
     assert key is not None
     classes = problem.classes_under(group.key)
-    by_value: dict[str, set[s.NodeName]] = defaultdict(set)
     room: dict[str, int] = defaultdict(int)
     for c in classes:
         for node in problem.candidates[c]:
@@ -598,9 +694,13 @@ def _domains(
             value = state.nodes[node].labels.get(key)
             if value is None or (fixed is not None and value != fixed):
                 continue
-            by_value[value].add(node)
             room[value] += state.room_for(problem.classes[c], node)
-    return sorted(((v, nodes) for v, nodes in by_value.items()), key=lambda item: (room[item[0]], item[0]))
+    by_value: dict[str, set[s.NodeName]] = defaultdict(set)
+    for name in (state.nodes if allowed is None else allowed):
+        value = state.nodes[name].labels.get(key)
+        if value in room:
+            by_value[value].add(name)
+    return sorted(by_value.items(), key=lambda item: (room[item[0]], item[0]))
 
 
 def _place_inner(state: _State, group: s.Group, allowed: set[s.NodeName] | None) -> bool:
@@ -641,20 +741,69 @@ def _fullest_first(state: _State, cand: dict[s.NodeName, int],
     yield from (n for n in state.by_name if n in cand and scores.get(n, 0.0) == 0.0)
 
 
+NON_ZERO_DEFAULTS = (("cpu", 100), ("memory", 200 * 1024 * 1024))  # scheduler/util DefaultMilliCPURequest, DefaultMemoryRequest
+
+
+def _nonzero_extra(pods: Iterable[s.Pod]) -> dict[s.NodeName, dict[str, int]]:
+    """What the non-zero defaults add, per node, for running pods without a cpu or memory request."""
+    out: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pod in pods:
+        for res, default in NON_ZERO_DEFAULTS:
+            if pod.node is not None and not pod.requests.get(res):
+                out[pod.node][res] += default
+    return {n: dict(extra) for n, extra in out.items()}
+
+
+ZONE_LABELS = (("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region"),
+               ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"))
+
+
+def node_tree_order(nodes: Iterable[s.Node]) -> list[s.NodeName]:
+    """The order kube-scheduler's snapshot lists nodes in (backend/cache/node_tree.go,
+    nodeTree.list): zones (region and zone labels, utilnode.GetZoneKey) in the order their first
+    node was added, one node of each zone in turn. Nodes are taken as added in name order, the
+    order of the informer's first list (etcd keys); a cluster that grew later added them in
+    creation order, which a snapshot does not record."""
+    zones: dict[tuple[str, str], list[s.NodeName]] = {}
+    for node in sorted(nodes, key=lambda n: n.name):
+        key = tuple(next((node.labels[k] for k in keys if node.labels.get(k)), "") for keys in ZONE_LABELS)
+        zones.setdefault((key[0], key[1]), []).append(node.name)
+    out: list[s.NodeName] = []
+    lists = list(zones.values())
+    for i in range(max((len(z) for z in lists), default=0)):
+        out.extend(z[i] for z in lists if i < len(z))
+    return out
+
+
 def _node_score(state: _State, cls: PodClass, node: s.NodeName) -> int:
-    """The default profile's score of one more pod of ``cls`` on ``node``: NodeResourcesFit
-    LeastAllocated plus NodeResourcesBalancedAllocation over cpu and memory, weight 1 each
-    (plugins/noderesources least_allocated.go, balanced_allocation.go), with the non-zero
-    defaults a pod without a request is scored with (100m cpu, 200Mi memory)."""
+    """The default profile's score of one more pod of ``cls`` on ``node``, weight 1 each
+    (plugins/noderesources): NodeResourcesFit LeastAllocated over cpu and memory with the
+    non-zero defaults (least_allocated.go), plus NodeResourcesBalancedAllocation over the real
+    requests, 50 + (50 + balance with the pod - balance without it) / 2 (balanced_allocation.go,
+    balancedResourceScorer; a pod without requests scores 0)."""
     alloc = state.nodes[node].allocatable
-    fractions, least = [], 0
-    for res, default in (("cpu", 100), ("memory", 200 * 1024 * 1024)):
+    least, weights = 0, 0
+    with_pod, without = [], []
+    for res, default in NON_ZERO_DEFAULTS:
         capacity = alloc.get(res, 0)
-        requested = state.used(node, res) + (cls.requests.get(res) or default)
-        least += (capacity - requested) * 100 // capacity if 0 < capacity and requested <= capacity else 0
-        fractions.append(min(1.0, requested / capacity) if capacity > 0 else 1.0)
-    balanced = int((1 - abs(fractions[0] - fractions[1]) / 2) * 100)
-    return least // 2 + balanced
+        if capacity <= 0:
+            continue
+        requested = state.nonzero_used(node, res) + (cls.requests.get(res) or default)
+        least += (capacity - requested) * 100 // capacity if requested <= capacity else 0
+        weights += 1
+        used = state.used(node, res)
+        without.append(min(1.0, used / capacity))
+        with_pod.append(min(1.0, (used + cls.requests.get(res, 0)) / capacity))
+    score = least // weights if weights else 0
+    if any(cls.requests.get(res) for res, _ in NON_ZERO_DEFAULTS):
+        score += 50 + (50 + _balance(with_pod) - _balance(without)) // 2
+    return score
+
+
+def _balance(fractions: list[float]) -> int:
+    """balancedResourceScore for up to two resources: (1 - std) * 100."""
+    std = abs(fractions[0] - fractions[1]) / 2 if len(fractions) == 2 else 0.0
+    return int((1 - std) * 100)
 
 
 def nodes_to_score(all_nodes: int) -> int:
@@ -668,41 +817,51 @@ def nodes_to_score(all_nodes: int) -> int:
 
 def _spread_fill(state: _State, c: int, allowed: set[s.NodeName] | None, left: int) -> int:
     """Pods of class ``c`` one at a time, each on the feasible node with the best _node_score.
-    As upstream, only ``nodes_to_score`` feasible nodes are looked at, found walking the
-    nodes (here in name order) from where the previous search stopped; ties go by name, where
-    upstream picks at random among the best. Returns pods placed."""
+    As upstream (schedule_one.go, findNodesThatPassFilters), the nodes of the placement are
+    walked in the snapshot's order from nextStartNodeIndex until ``nodes_to_score`` of them
+    are feasible, and the walk moves the index on. As upstream's OpportunisticBatching (beta,
+    on by default; framework/runtime/batch.go), the next pod of the class takes the best of
+    the same candidates with the chosen node scored again, and a new search starts only when
+    they are used up. Ties go by the walk's order, where upstream draws at random. Returns
+    pods placed."""
     cls = state.problem.classes[c]
     cand = state.problem.candidates[c]
-    nodes = [n for n in state.by_name if n in cand and (allowed is None or n in allowed)]
-    want = nodes_to_score(len(state.nodes))
-    placed, seen, start = 0, 0, state.next_start
+    nodes = state.ordered(allowed)
+    total = len(nodes)
+    want = nodes_to_score(total)
+    placed, seen = 0, 0
     constrained = c in state.rules.constrained
-    while left and seen < len(nodes):
+    while left and seen < total:
+        start = state.next_start
         sample: list[s.NodeName] = []
-        while len(sample) < want and seen < len(nodes):
-            node = nodes[(start + seen) % len(nodes)]
+        walked = 0
+        while len(sample) < want and seen < total:
+            node = nodes[(start + walked) % total]
+            walked += 1
             seen += 1
             # a class under inter-pod rules may fit later where it does not yet: keep every node
-            if constrained or state.room_for(cls, node) > 0:
+            if node in cand and (constrained or state.room_for(cls, node) > 0):
                 sample.append(node)
-        heap = [(-_node_score(state, cls, n), n) for n in sample if not constrained or state.room_for(cls, n) > 0]
-        state.next_start = (start + seen) % max(1, len(nodes))
+        state.next_start = (start + walked) % total
+        rank = {n: i for i, n in enumerate(sample)}
+        heap = [(-_node_score(state, cls, n), rank[n], n) for n in sample
+                if not constrained or state.room_for(cls, n) > 0]
         heapq.heapify(heap)
         while left and heap:
-            score, node = heapq.heappop(heap)
+            score, i, node = heapq.heappop(heap)
             if state.room_for(cls, node) <= 0:
                 continue
             now = -_node_score(state, cls, node)
             if now != score:  # stale: this node took pods since
-                heapq.heappush(heap, (now, node))
+                heapq.heappush(heap, (now, i, node))
                 continue
             state.place(c, node, 1)
             left -= 1
             placed += 1
             if state.room_for(cls, node) > 0:
-                heapq.heappush(heap, (-_node_score(state, cls, node), node))
+                heapq.heappush(heap, (-_node_score(state, cls, node), i, node))
             if constrained:  # placing may change where its class can go: look again
-                heap = [(-_node_score(state, cls, n), n) for n in sample if state.room_for(cls, n) > 0]
+                heap = [(-_node_score(state, cls, n), rank[n], n) for n in sample if state.room_for(cls, n) > 0]
                 heapq.heapify(heap)
     return placed
 

@@ -12,7 +12,7 @@ import pytest
 
 from solver import api, kube
 from solver.bench import upstream
-from tests.builders import admitted, node, pdb, pod, pod_group
+from tests.builders import RACK, ZONE, admitted, composite, node, pdb, pod, pod_group
 
 Objs = list[dict[str, Any]]
 
@@ -66,11 +66,50 @@ def spread_case() -> Objs:
             pod("solo-0").group("solo").priority(100).cpu_m(1000).memory_mi(1024).build()]
 
 
+def _rack_gang(n: int, cpu_m: int, memory_mi: int) -> Objs:
+    return [pod_group("g", 2).priority(100).topology(RACK).build(),
+            *(pod(f"g-{i}").group("g").priority(100).cpu_m(cpu_m).memory_mi(memory_mi).build() for i in range(n))]
+
+
+def placement_count_case() -> Objs:
+    """PodGroupPodsCount: rack r1 holds 2 of the gang's 4 pods (its minCount), r2 all 4; upstream
+    evaluates both placements and takes r2 (the old baseline took the least free room, r1)."""
+    return [node("a").rack("r1").cpu_m(2000).build(), node("b").rack("r2").cpu_m(4000).build(),
+            *_rack_gang(4, 1000, 100)]
+
+
+def placement_packing_case() -> Objs:
+    """NodeResourcesFit's ScorePlacement (MostAllocated over the rack): r1 has the least room for
+    the gang (2 pods) but ends half used, its memory idle; r2 (room for 3) ends about 72 % used,
+    so upstream takes r2 where best fit took r1."""
+    return [node("a").rack("r1").cpu_m(2000).memory_mi(65536).build(),
+            node("b").rack("r2").cpu_m(4000).memory_mi(1024).build(),
+            pod("busy").on("b").cpu_m(1000).memory_mi(512).priority(1000).build(),
+            *_rack_gang(2, 1000, 100)]
+
+
+def composite_placement_case() -> Objs:
+    """The CompositePodGroup's own placements: each zone is evaluated with its child gang's rack
+    placements inside it and scored on all the pods proposed; zone z2 holds all 4 pods, z1 only
+    minCount's 2 (the old baseline took the zone with the least free room, z1)."""
+    pipeline = composite("c", 1).priority(100).topology(ZONE).build()
+    child = pod_group("g", 2).priority(100).topology(RACK).parent("c").build()
+    for group in (pipeline, child):  # the API server requires a child's Workload (validatePodGroup)
+        group["spec"]["workloadRef"] = {"workloadName": "c", "templateName": group["metadata"]["name"]}
+    return [node("a").zone("z1").rack("r1").cpu_m(2000).build(),
+            node("b").zone("z2").rack("r2").cpu_m(4000).build(),
+            pipeline, child,
+            *(pod(f"g-{i}").group("g").priority(100).cpu_m(1000).memory_mi(100).build() for i in range(4))]
+
+
 CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     # case: (objects, evicted pods, bindings)
     "victim rank": (rank_case, {"default/a-plain"}, {"default/pre-0": "b"}),
     "pdb spending": (pdb_spending_case, {"default/r"}, {"default/pre-0": "b"}),
     "spread": (spread_case, set(), {"default/solo-0": "b"}),
+    "composite placement": (composite_placement_case, set(), {f"default/g-{i}": "b" for i in range(4)}),
+    "placement count": (placement_count_case, set(), {f"default/g-{i}": "b" for i in range(4)}),
+    "placement packing": (placement_packing_case, set(), {"default/g-0": "b", "default/g-1": "b"}),
     "remainder": (remainder_case, {"default/r"}, {"default/pre-0": "b", "default/pre-1": "b"}),
 }
 
@@ -82,5 +121,5 @@ def test_the_baseline_evicts_and_binds_what_the_real_scheduler_does(name: str) -
     snap = kube.snapshot_from_objects(docs)
     base = api.plan(snap, api.PlanOptions(baseline_only=True))
     assert ({e.pod for e in base.evictions}, {b.pod: b.node for b in base.bindings}) == (evicted, bindings)
-    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3)
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=120)
     assert (set(outcome.deleted), outcome.bindings) == (evicted, bindings)
