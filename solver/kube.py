@@ -48,6 +48,10 @@ INT32_MAX = 2**31 - 1
 
 
 def _ident(obj: Obj) -> str:
+    if type(obj) is dict and type(meta := obj.get("metadata")) is dict:  # the common case, cheaply
+        kind, ns, name = obj.get("kind", "?"), meta.get("namespace") or "", meta.get("name", "?")
+        if type(kind) is str and type(ns) is str and type(name) is str and (kind + ns + name).isascii():
+            return f"{kind}/{ns}/{name}" if ns else f"{kind}/{name}"
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     meta = meta if isinstance(meta, Mapping) else {}
     kind = obj.get("kind", "?") if isinstance(obj, Mapping) else "?"
@@ -70,6 +74,8 @@ def _encodable(text: str) -> bool:
 
 def _text(obj: Obj, field: str, raw: Any) -> str:
     """A string field: a str that UTF-8 can carry."""
+    if type(raw) is str and raw.isascii():
+        return raw
     if not isinstance(raw, str):
         raise _fail(obj, field, f"expected a string, got {type(raw).__name__}")
     if not _encodable(raw):
@@ -81,6 +87,9 @@ def _string_map(obj: Obj, field: str, raw: Any) -> dict[str, str]:
     """A map of strings to strings (labels, nodeSelector, matchLabels); absent is empty."""
     if raw is None:
         return {}
+    if type(raw) is dict and all(type(k) is str and type(v) is str and k.isascii() and v.isascii()
+                                 for k, v in raw.items()):
+        return dict(raw)
     if not isinstance(raw, Mapping):
         raise _fail(obj, field, f"expected a map of strings, got {type(raw).__name__}")
     out = {}
@@ -100,14 +109,22 @@ def _fail(obj: Obj, field: str, reason: str) -> SnapshotInvalidError:
     return SnapshotInvalidError(_ident(obj), field, reason)
 
 
+_PATHS: dict[str, tuple[str, ...]] = {}
+
+
 def _get(obj: Obj, path: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+    parts = _PATHS.get(path)
+    if parts is None:
+        parts = _PATHS[path] = tuple(path.split("."))
     cur: Any = obj
-    for part in path.split("."):
-        if not isinstance(cur, Mapping):
+    for part in parts:
+        if type(cur) is not dict and not isinstance(cur, Mapping):
             raise _fail(obj, path, "expected an object")
         cur = cur.get(part)
         if cur is None:
             return default
+    if type(cur) is kind or (kind is Mapping and type(cur) is dict):  # the common cases, cheaply
+        return cur
     if not isinstance(cur, kind) or (kind is int and isinstance(cur, bool)):
         raise _fail(obj, path, f"expected {getattr(kind, '__name__', kind)}, got {type(cur).__name__}")
     return cur
@@ -118,6 +135,10 @@ def quantity(obj: Obj, field: str, resource: str, raw: Any) -> int:
 
     Example: cpu "250m" -> 250, cpu "1.5" -> 1500, memory "1Gi" -> 1073741824.
     """
+    if type(raw) is str:
+        known = _BASE_UNITS.get((raw, resource == "cpu"))
+        if known is not None:
+            return known
     try:
         value = parse_quantity(raw)
     except ValueError as exc:
@@ -128,7 +149,14 @@ def quantity(obj: Obj, field: str, resource: str, raw: Any) -> int:
         value = value.scaleb(3, Context(prec=200))
     if value > MAX_QUANTITY:
         raise _fail(obj, field, f"quantity {raw!r} is beyond {MAX_QUANTITY} base units (the most gangplace plans with)")
-    return math.ceil(value)
+    units = math.ceil(value)
+    if type(raw) is str and len(_BASE_UNITS) < 65536:
+        _BASE_UNITS[raw, resource == "cpu"] = units
+    return units
+
+
+# (quantity text, is cpu) -> base units: a snapshot repeats a few quantities many times
+_BASE_UNITS: dict[tuple[str, bool], int] = {}
 
 
 def _resources(obj: Obj, field: str, raw: Any) -> dict[str, int]:
@@ -476,42 +504,56 @@ class _Priorities:
         return prio, policy
 
 
+def _field(obj: Obj, section: Mapping[str, Any], prefix: str, key: str, kind: type, default: Any = None) -> Any:
+    """``_get(obj, f"{prefix}.{key}", kind, default)`` where ``section`` is the object at prefix."""
+    value = section.get(key)
+    if value is None:
+        return default
+    if type(value) is kind or (kind is Mapping and type(value) is dict):
+        return value
+    return _get(obj, f"{prefix}.{key}", kind, default)
+
+
 def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
     """None for a finished pod (phase Succeeded or Failed): it holds nothing."""
     ns, name = _meta(obj, namespaced=True)
-    phase = _get(obj, "status.phase", str, "")
+    meta = _get(obj, "metadata", Mapping, {})
+    spec = _get(obj, "spec", Mapping, {})
+    status = _get(obj, "status", Mapping, {})
+    phase = _field(obj, status, "status", "phase", str, "")
     if phase in ("Succeeded", "Failed"):
         return None
     prio, policy = priorities.resolve(obj, "spec")
-    group = _get(obj, "spec.schedulingGroup.podGroupName", str)
-    start = _get(obj, "status.startTime", str) or _get(obj, "metadata.creationTimestamp", str, "")
-    node = _get(obj, "spec.nodeName", str)
-    nominated = _get(obj, "status.nominatedNodeName", str)
+    group = _get(obj, "spec.schedulingGroup.podGroupName", str) if "schedulingGroup" in spec else None
+    start = _field(obj, status, "status", "startTime", str) or _field(obj, meta, "metadata", "creationTimestamp", str, "")
+    node = _field(obj, spec, "spec", "nodeName", str)
+    nominated = _field(obj, status, "status", "nominatedNodeName", str)
+    affinity = spec.get("affinity") is not None
     return s.Pod(
         key=s.PodKey(f"{ns}/{name}"),
         namespace=ns,
         name=name,
-        uid=_get(obj, "metadata.uid", str, ""),
-        labels=_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {})),
+        uid=_field(obj, meta, "metadata", "uid", str, ""),
+        labels=_string_map(obj, "metadata.labels", _field(obj, meta, "metadata", "labels", Mapping, {})),
         node=s.NodeName(_text(obj, "spec.nodeName", node)) if node else None,
         requests=pod_requests(obj),
         group=s.GroupKey(f"{ns}/{group}") if group else None,
         priority=prio or 0,
         preemption_policy=policy or s.PREEMPT_LOWER,
-        node_selector=_string_map(obj, "spec.nodeSelector", _get(obj, "spec.nodeSelector", Mapping, {})),
-        affinity_terms=_affinity_terms(obj),
-        tolerations=_tolerations(obj),
-        preemption_cost_milli=_cost(obj),
+        node_selector=_string_map(obj, "spec.nodeSelector", _field(obj, spec, "spec", "nodeSelector", Mapping, {})),
+        affinity_terms=_affinity_terms(obj) if affinity else (),
+        tolerations=_tolerations(obj) if spec.get("tolerations") is not None else (),
+        preemption_cost_milli=_cost(obj) if meta.get("annotations") is not None else None,
         start_time=start,
-        has_resource_claims=bool(_get(obj, "spec.resourceClaims", list, [])),
-        scheduler_name=_get(obj, "spec.schedulerName", str) or s.DEFAULT_SCHEDULER,
-        scheduling_gates=_scheduling_gates(obj),
-        terminating=(terminating := bool(_get(obj, "metadata.deletionTimestamp", str))),
+        has_resource_claims=bool(_field(obj, spec, "spec", "resourceClaims", list, [])),
+        scheduler_name=_field(obj, spec, "spec", "schedulerName", str) or s.DEFAULT_SCHEDULER,
+        scheduling_gates=_scheduling_gates(obj) if spec.get("schedulingGates") is not None else (),
+        terminating=(terminating := bool(_field(obj, meta, "metadata", "deletionTimestamp", str))),
         preempted=terminating and _preempted(obj),
         nominated_node=s.NodeName(nominated) if nominated and not node else None,
-        pod_affinity=_pod_affinity_terms(obj, ns, "podAffinity"),
-        pod_anti_affinity=_pod_affinity_terms(obj, ns, "podAntiAffinity"),
-        spread=_spread(obj),
+        pod_affinity=_pod_affinity_terms(obj, ns, "podAffinity") if affinity else (),
+        pod_anti_affinity=_pod_affinity_terms(obj, ns, "podAntiAffinity") if affinity else (),
+        spread=_spread(obj) if spec.get("topologySpreadConstraints") is not None else (),
         host_ports=_host_ports(obj),
     )
 
