@@ -133,9 +133,12 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
     start = time.perf_counter()
     problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs, gates=options.gates,
                             dra_preemption=options.dra_preemption)
+    problem_done = time.perf_counter()
     # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
     baseline = greedy.baseline(problem) if options.baseline_only else greedy.hint(problem)
     baseline_seconds = time.perf_counter() - start
+    # where a plan's time goes, for the bench's profile (everything after the snapshot is read)
+    phases: dict[str, float] = {"problem": problem_done - start, "hint": time.perf_counter() - problem_done}
     stats: dict[str, object] = {
         "nodes": len(snapshot.nodes),
         "runningPods": sum(1 for p in snapshot.pods if p.node is not None),
@@ -183,6 +186,8 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
             "constraints": size[1],
             "stages": list(solved.stages),
         })
+        phases.update(build=size[2], solve=solved.solve_seconds)
+        fallback_start = time.perf_counter()
         assignment, status, bound = solved.assignment, solved.status, solved.cost_bound_milli
         if assignment is not None and status != OPTIMAL:
             assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
@@ -195,9 +200,15 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
             ):
                 # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
                 assignment, status, bound, stats["fromBaseline"] = fallback, FEASIBLE, 0, True
+        phases["fallback"] = time.perf_counter() - fallback_start
+        decode_start = time.perf_counter()
         result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
+        phases["decode"] = time.perf_counter() - decode_start
+    verify_start = time.perf_counter()
     violations = verify_mod.verify(snapshot, result, strict_pdbs=options.strict_pdbs, gates=options.gates,
                                    dra_preemption=options.dra_preemption)
     if violations:
         raise PlanInvalidError(violations)
+    phases["verify"] = time.perf_counter() - verify_start
+    stats["phaseSeconds"] = {name: round(seconds, 4) for name, seconds in phases.items()}
     return result

@@ -166,6 +166,9 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
         "solveSeconds": statistics.median(float(p.stats["solveSeconds"]) for p in plans),
         "totalSeconds": statistics.median(totals),
         "loadSeconds": round(load_seconds, 4),
+        # median of each phase over the repeats: problem, hint, build, solve, fallback, decode, verify
+        "phaseSeconds": {name: statistics.median(float(p.stats["phaseSeconds"].get(name, 0.0)) for p in plans)
+                         for name in plans[0].stats["phaseSeconds"]},
         "status": plan.status, "gap": plan.objective.gap,
         "gangplace": mine, "baseline": theirs, "baselineSeconds": round(base_seconds, 4),
         "costRatio": ratio, "betterThanBaseline": better, "worseThanBaseline": worse,

@@ -24,6 +24,8 @@ def test_bench_prints_the_table_and_writes_json_lines(tmp_path: Path, capsys: py
         assert row["verified"] is True and row["status"] == "OPTIMAL" and row["repeat"] == 2
         assert row["worseThanBaseline"] is False
         assert {"ortools", "kubernetes", "gangplace", "python"} <= set(row["versions"])
+        assert set(row["phaseSeconds"]) == {"problem", "hint", "build", "solve", "fallback", "decode", "verify"}
+        assert all(v >= 0 for v in row["phaseSeconds"].values())
         assert row["gangplace"]["placedPods"] == 4
         # upstream 1.37 cannot free a victim's devices (no DRA preemption): its baseline places nothing
         assert row["baseline"]["placedPods"] == (0 if row["case"] == "dra-gpus" else 4)
@@ -41,10 +43,12 @@ def test_bench_without_cases_exits_2(capsys: pytest.CaptureFixture[str]) -> None
 MINI = {
     # case: (solver, gangplace (placed, pdb, cost, evicted), baseline (placed, pdb, cost, evicted))
     "mini-gang-scheduling-50": ("baseline-at-ideal", (60, 0, 0, 0), (60, 0, 0, 0)),
-    # the baseline places each pod on the node upstream's default profile scores best; on the
-    # two cases below it then evicts exactly what the real kube-scheduler 1.37.2 did
-    "mini-podgroup-preemption-20-all": ("cp-sat", (4, 0, 132, 12), (4, 0, 896, 16)),
-    "mini-podgroup-preemption-20-single": ("cp-sat", (4, 0, 88, 8), (4, 0, 358, 8)),
+    # the baseline places each pod on the node upstream's default profile scores best, its ties
+    # broken by a fixed pseudo-random draw; the real kube-scheduler 1.37.2 draws at random and
+    # gave 1,388-1,748 / 28 and 358-448 / 8 on the two preemption cases (docs/control-plane.md);
+    # on mini-rack-gang-64, which has no ties, it evicted exactly what the baseline does
+    "mini-podgroup-preemption-20-all": ("cp-sat", (4, 0, 132, 12), (4, 0, 712, 32)),
+    "mini-podgroup-preemption-20-single": ("cp-sat", (4, 0, 88, 8), (4, 0, 178, 8)),
     "mini-rack-gang-64": ("cp-sat", (16, 0, 176, 16), (16, 2, 578, 28)),
 }
 
