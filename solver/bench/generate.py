@@ -310,3 +310,58 @@ def podgroup_preemption(*, nodes: int = 1000, groups: int = 1000, group_size: in
     objs.extend(_pod(f"preemptor-{k:03d}", cpu_m=2000, mem_mi=1024, priority_class="serving-high",
                      group="preemptor") for k in range(preemptors))
     return objs
+
+
+def contention(*, nodes: int = 5000, workloads: int = 200, demand: float = 1.3, seed: int = 0) -> list[dict[str, Any]]:
+    """Many gangs competing for one busy cluster (issue 17's ``contention`` suite).
+
+    The cluster is ``generate``'s: CPU racks of 16 nodes (64 cores each), 4 racks a block,
+    4 blocks a zone, 70 % of the cpu held by a background of three priorities, some of it in
+    ``disruptionMode: all`` groups, some under PDBs. Then ``workloads`` pending workloads, one
+    in five a CompositePodGroup (block) of 2-4 PodGroups (rack) of 4-32 pods, the others
+    PodGroups of 4-256 pods (rack up to 64 pods, block above), each at one of three
+    priorities (batch-mid 100, training 1000, serving-high 10000), their gangs whole
+    (minCount = size). Every pending pod asks the same cpu, set so that all of them together
+    ask ``demand`` times the cpu the background leaves free: they cannot all fit, so the
+    plan chooses which workloads go and whom they evict.
+    """
+    spec = GenerateSpec(nodes=nodes, pods_per_node=10, utilisation=0.7, gpu_fraction=0.0, gang_pods=0, seed=seed)
+    objs = generate(spec)
+    rng = random.Random(seed + 1)
+    held_m = sum(int(o["spec"]["containers"][0]["resources"]["requests"]["cpu"][:-1])
+                 for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName"))
+    free_m = 64000 * nodes - held_m
+    sizes = (4, 8, 16, 32, 64, 128, 256)
+    priorities = ("batch-mid", "training", "serving-high")
+    shapes: list[tuple[str, str, list[int]]] = []  # (kind, priority class, pods per PodGroup)
+    for _ in range(workloads):
+        cls = rng.choices(priorities, weights=(2, 2, 1))[0]
+        if rng.random() < 0.2:
+            shapes.append(("composite", cls, [rng.choice(sizes[:4]) for _ in range(rng.randint(2, 4))]))
+        else:
+            shapes.append(("podgroup", cls, [rng.choice(sizes)]))
+    total_pods = sum(sum(groups) for _, _, groups in shapes)
+    cpu_m = max(100, int(demand * free_m / total_pods) // 100 * 100)
+    for w, (kind, cls, groups) in enumerate(shapes):
+        name = f"job-{w:03d}"
+        if kind == "podgroup":
+            size = groups[0]
+            objs.append(_pod_group(name, min_count=size, priority_class=cls, topology=RACK if size <= 64 else BLOCK))
+            objs.extend(_pod(f"{name}-{k}", cpu_m=cpu_m, mem_mi=cpu_m // 4, priority_class=cls, group=name)
+                        for k in range(size))
+            continue
+        objs.append({"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+                     "metadata": {"name": name, "namespace": NS},
+                     "spec": {"schedulingPolicy": {"gang": {"minGroupCount": len(groups)}},
+                              "priorityClassName": cls,
+                              "schedulingConstraints": {"topology": [{"key": BLOCK}]},
+                              "workloadRef": {"workloadName": name, "templateName": name}}})
+        for g, size in enumerate(groups):
+            gname = f"{name}-g{g}"
+            group = _pod_group(gname, min_count=size, priority_class=cls, topology=RACK)
+            group["spec"]["parentCompositePodGroupName"] = name
+            group["spec"]["workloadRef"] = {"workloadName": name, "templateName": gname}
+            objs.append(group)
+            objs.extend(_pod(f"{gname}-{k}", cpu_m=cpu_m, mem_mi=cpu_m // 4, priority_class=cls, group=gname)
+                        for k in range(size))
+    return objs

@@ -10,7 +10,7 @@ import pytest
 
 from solver import api, cli, kube, verify
 from solver.bench import runner
-from solver.bench.generate import GenerateSpec, gang_scheduling, generate, podgroup_preemption
+from solver.bench.generate import GenerateSpec, contention, gang_scheduling, generate, podgroup_preemption
 
 SMALL = GenerateSpec(nodes=64, pods_per_node=4, nodes_per_rack=8, racks_per_block=2, blocks_per_zone=2,
                      gang_pods=8, seed=3)
@@ -69,3 +69,27 @@ def test_podgroup_preemption_shape_fills_every_node_with_victim_groups() -> None
     assert not any(g.disruption_all for g in single.groups)
     with pytest.raises(ValueError, match="mode must be"):
         podgroup_preemption(mode="some")
+
+
+def test_contention_asks_130_percent_of_the_free_cpu_in_many_gangs() -> None:
+    objs = contention(nodes=256, workloads=30, seed=2)
+    assert json.dumps(objs) == json.dumps(contention(nodes=256, workloads=30, seed=2))
+    snap = kube.snapshot_from_objects(objs)
+    pending = [p for p in snap.pods if p.node is None]
+    free = sum(n.allocatable["cpu"] for n in snap.nodes) - sum(p.requests["cpu"] for p in snap.pods if p.node)
+    asked = sum(p.requests["cpu"] for p in pending)
+    assert 1.25 <= asked / free <= 1.3  # rounded down to 100m a pod
+    assert 0.68 <= 1 - free / sum(n.allocatable["cpu"] for n in snap.nodes) <= 0.75
+    groups = {g.key: g for g in snap.groups}
+    roots = {g.key for g in snap.groups if g.key.startswith("bench/job-") and g.parent is None}
+    assert len(roots) == 30
+    assert {groups[r].kind for r in roots} == {"PodGroup", "CompositePodGroup"}
+    assert {groups[r].priority for r in roots} == {100, 1000, 10000}
+    for key in roots:
+        g = groups[key]
+        leaves = [c for c in snap.groups if c.parent == key] if g.kind == "CompositePodGroup" else [g]
+        assert g.topology_key == ("topology.kubernetes.io/block" if g.kind == "CompositePodGroup" or
+                                  g.min_count > 64 else "topology.kubernetes.io/rack")
+        for leaf in leaves:  # whole gangs
+            assert leaf.min_count == sum(1 for p in pending if p.group == leaf.key)
+    assert any(g.disruption_all for g in snap.groups)  # victims evicted whole
