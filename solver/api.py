@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from solver import verify as verify_mod
+from solver.gcpause import without_gc
 from solver.model import cel, decompose, greedy
 from solver.model import snapshot as s
 from solver.model.build import build_model
@@ -131,11 +132,12 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
     if options.workload:
         snapshot = select_workload(snapshot, options.workload)
     start = time.perf_counter()
-    problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs, gates=options.gates,
-                            dra_preemption=options.dra_preemption)
-    problem_done = time.perf_counter()
-    # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
-    baseline = greedy.baseline(problem) if options.baseline_only else greedy.hint(problem)
+    with without_gc():  # not around the solve: a server's other threads keep collecting then
+        problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs, gates=options.gates,
+                                dra_preemption=options.dra_preemption)
+        problem_done = time.perf_counter()
+        # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
+        baseline = greedy.baseline(problem) if options.baseline_only else greedy.hint(problem)
     baseline_seconds = time.perf_counter() - start
     # where a plan's time goes, for the bench's profile (everything after the snapshot is read)
     phases: dict[str, float] = {"problem": problem_done - start, "hint": time.perf_counter() - problem_done}

@@ -13,18 +13,15 @@ refuses before anything is built, each with one message naming the source:
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from solver import kube
+from solver.gcpause import without_gc
 from solver.model.errors import SnapshotInvalidError
 from solver.model.snapshot import ClusterSnapshot
 
@@ -33,36 +30,6 @@ MAX_YAML_NODES = 10_000_000  # a 15,000-node snapshot is ~5 million YAML nodes
 # libyaml's parser when PyYAML was built with it (the wheels are): 10x the pure-Python one
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SURROGATE_ESCAPE = re.compile(r"\\[uU]0{0,4}[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-_gc_lock = threading.Lock()
-_gc_holders = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def without_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a snapshot is read.
-
-    Decoding and parsing a snapshot make millions of small dicts, lists and tuples, none of
-    them in a cycle; each 700 allocations start a collection that walks the ever larger young
-    heap, so on a 15,000-node snapshot the collector took most of the time (json.loads of its
-    72 MB: 3.2 s with it, 0.5 s without). Reference counting still frees everything; the
-    collector resumes when the last reader (of any thread) is done.
-    """
-    global _gc_holders, _gc_was_enabled
-    with _gc_lock:
-        if _gc_holders == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_holders += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_holders -= 1
-            if _gc_holders == 0 and _gc_was_enabled:
-                gc.enable()
 
 
 def parse_documents(text: str, source: str, fmt: str) -> list[Any]:
