@@ -519,6 +519,19 @@ def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential
                         out.add(u)
         return out
     ranked = _covered_in_order(problem)
+    gone: dict[str, tuple[list[int], list[int]]] = {}  # per budget: positions evicted before, cumulated counts
+
+    def spent_before(pdb: str, r: _Ranked, lo: int, hi: int) -> int:
+        if pdb not in gone:
+            pairs = sorted((r.pos[b], units[b].pdb_counts[pdb]) for b in potential.before
+                           if b in r.pos and not units[b].protected)
+            cumulated = [0]
+            for _, n in pairs:
+                cumulated.append(cumulated[-1] + n)
+            gone[pdb] = ([j for j, _ in pairs], cumulated)
+        positions, cumulated = gone[pdb]
+        return cumulated[bisect.bisect_left(positions, hi)] - cumulated[bisect.bisect_left(positions, lo)]
+
     for u in mine:
         for pdb, n in units[u].pdb_counts.items():
             if pdb not in live:
@@ -527,10 +540,8 @@ def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential
             i = r.pos[u]
             # the potential victims before u under this budget: below the preemptor's power (a
             # suffix of the priority-descending order), not protected, not evicted already
-            first = bisect.bisect_left(r.neg_priority, -potential.top + 1)
-            spent = r.prefix[i] - r.prefix[min(first, i)]
-            spent -= sum(units[b].pdb_counts[pdb] for b in potential.before
-                         if (j := r.pos.get(b)) is not None and first <= j < i and not units[b].protected)
+            first = min(bisect.bisect_left(r.neg_priority, -potential.top + 1), i)
+            spent = r.prefix[i] - r.prefix[first] - spent_before(pdb, r, first, i)
             if live[pdb] - spent - n < 0:
                 out.add(u)
     return out
