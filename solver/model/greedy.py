@@ -498,6 +498,23 @@ def importance(problem: Problem, u: int) -> tuple[object, ...]:
     return (-unit.priority, -victim_rank(problem, unit), -len(unit.members), unit.start_time, unit.key)
 
 
+# the last Problem's units (shared by a decomposition's sub-problems) ranked by importance
+_RANK: list[object] = [None, []]
+
+
+def importance_rank(problem: Problem) -> list[int]:
+    """rank[u]: the unit's place in ``importance`` order, worked out once per set of units."""
+    if _RANK[0] is not problem.units:
+        order = sorted(range(len(problem.units)), key=lambda u: importance(problem, u))
+        rank = [0] * len(order)
+        for i, u in enumerate(order):
+            rank[u] = i
+        _RANK[:] = [problem.units, rank]
+    out = _RANK[1]
+    assert isinstance(out, list)
+    return out
+
+
 def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential | None = None) -> set[int]:
     """Which ``victims`` FilterVictimsWithPDBViolation (framework/preemption/util.go) classifies
     as violating: each budget's disruptionsAllowed is spent over the pods of every potential
@@ -508,7 +525,7 @@ def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential
     units = problem.units
     live = {p.key: p.disruptions_allowed for p in problem.snapshot.pdbs
             if p.selector.match_labels or p.selector.match_expressions}
-    mine = sorted(set(victims), key=lambda u: importance(problem, u))
+    mine = sorted(set(victims), key=importance_rank(problem).__getitem__)
     out: set[int] = set()
     if potential is None:  # only the victims spend, most important first
         for u in mine:
@@ -565,7 +582,7 @@ _RANKED: list[object] = [None, {}]
 def _covered_in_order(problem: Problem) -> dict[str, _Ranked]:
     if _RANKED[0] is not problem.units:
         by_pdb: dict[str, list[int]] = defaultdict(list)
-        for u in sorted((u.index for u in problem.units if u.pdb_counts), key=lambda u: importance(problem, u)):
+        for u in sorted((u.index for u in problem.units if u.pdb_counts), key=importance_rank(problem).__getitem__):
             for pdb in problem.units[u].pdb_counts:
                 by_pdb[pdb].append(u)
         ranked = {}
@@ -588,7 +605,7 @@ def _reprieve(state: _State, victims: list[int], potential: Potential | None = N
     the violating ones tried first, then the others, each most important first, and each put
     back when everything placed still fits."""
     problem = state.problem
-    order = sorted(victims, key=lambda u: importance(problem, u))
+    order = sorted(victims, key=importance_rank(problem).__getitem__)
     violating = pdb_violating(problem, victims, potential)
     order = [u for u in order if u in violating] + [u for u in order if u not in violating]
     for u in order:
