@@ -322,14 +322,19 @@ def contention(*, nodes: int = 5000, workloads: int = 200, demand: float = 1.3, 
     PodGroups of 4-256 pods (rack up to 64 pods, block above), each at one of three
     priorities (batch-mid 100, training 1000, serving-high 10000), their gangs whole
     (minCount = size). Every pending pod asks the same cpu, set so that all of them together
-    ask ``demand`` times the cpu the background leaves free: they cannot all fit, so the
-    plan chooses which workloads go and whom they evict.
+    ask ``demand`` times what can fit: the free cpu plus the cpu of the background pods the
+    strongest pending priority may preempt. They cannot all fit, so the plan chooses which
+    workloads go and whom they evict.
     """
     spec = GenerateSpec(nodes=nodes, pods_per_node=10, utilisation=0.7, gpu_fraction=0.0, gang_pods=0, seed=seed)
     objs = generate(spec)
     rng = random.Random(seed + 1)
+    # what can fit: the free cpu and the cpu of every background pod the strongest pending
+    # priority may preempt (all but serving-high's)
+    values = dict(PRIORITIES)
     held_m = sum(int(o["spec"]["containers"][0]["resources"]["requests"]["cpu"][:-1])
-                 for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName"))
+                 for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName")
+                 and values[o["spec"]["priorityClassName"]] >= values["serving-high"])
     free_m = 64000 * nodes - held_m
     sizes = (4, 8, 16, 32, 64, 128, 256)
     priorities = ("batch-mid", "training", "serving-high")

@@ -69,7 +69,7 @@ SUITES["mini"] = (
     ("mini-rack-gang-64", _spec(generate.GenerateSpec(nodes=64, pods_per_node=9, utilisation=0.9, gang_pods=16))),
 )
 # 200 workloads (PodGroups and CompositePodGroups, rack and block, three priorities) asking 130 %
-# of the room a 70 %-busy 5,000-node cluster has: planned jointly
+# of what can fit on a 70 %-busy 5,000-node cluster: planned jointly
 SUITES["contention"] = (("contention-5000", lambda: generate.contention(nodes=5000, workloads=200)),)
 SUITES["all"] = SUITES["rack-gang"] + SUITES["dra"] + SUITES["scheduler-perf"] + SUITES["scale"]
 
