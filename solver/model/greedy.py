@@ -814,18 +814,20 @@ def _node_score(state: _State, cls: PodClass, node: s.NodeName) -> int:
     requests, 50 + (50 + balance with the pod - balance without it) / 2 (balanced_allocation.go,
     balancedResourceScorer; a pod without requests scores 0)."""
     alloc = state.nodes[node].allocatable
+    running, new, nonzero = state._running.get(node, {}), state._new.get(node, {}), state._nonzero.get(node, {})
     least, weights = 0, 0
     with_pod, without = [], []
     for res, default in NON_ZERO_DEFAULTS:
         capacity = alloc.get(res, 0)
         if capacity <= 0:
             continue
-        requested = state.nonzero_used(node, res) + (cls.requests.get(res) or default)
+        used = running.get(res, 0) + new.get(res, 0)
+        asked = cls.requests.get(res, 0)
+        requested = used + nonzero.get(res, 0) + (asked or default)
         least += (capacity - requested) * 100 // capacity if requested <= capacity else 0
         weights += 1
-        used = state.used(node, res)
         without.append(min(1.0, used / capacity))
-        with_pod.append(min(1.0, (used + cls.requests.get(res, 0)) / capacity))
+        with_pod.append(min(1.0, (used + asked) / capacity))
     score = least // weights if weights else 0
     if any(cls.requests.get(res) for res, _ in NON_ZERO_DEFAULTS):
         score += 50 + (50 + _balance(with_pod) - _balance(without)) // 2
