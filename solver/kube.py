@@ -440,6 +440,10 @@ def _host_ports(obj: Obj) -> tuple[s.HostPort, ...]:
     """hostPorts of the containers and of sidecar init containers (restartPolicy Always), as
     upstream GetHostPorts; hostPort 0 asks for none."""
     spec = obj.get("spec") or {}
+    containers = spec.get("containers") if type(spec) is dict else None
+    if type(containers) is list and not spec.get("initContainers") and all(
+            type(c) is dict and "ports" not in c for c in containers):
+        return ()  # no ports anywhere
     out = []
     for kind in ("containers", "initContainers"):
         for i, c in enumerate(_items(obj, f"spec.{kind}", spec.get(kind))):
@@ -493,15 +497,19 @@ class _Priorities:
             if _get(obj, "globalDefault", bool, False):
                 self.default = entry
 
-    def resolve(self, obj: Obj, spec_path: str) -> tuple[int | None, str | None]:
-        """(priority, preemptionPolicy) from spec.priority / priorityClassName / global default."""
-        prio = _get(obj, f"{spec_path}.priority", int)
+    def resolve(self, obj: Obj, spec_path: str,
+                spec: Mapping[str, Any] | None = None) -> tuple[int | None, str | None]:
+        """(priority, preemptionPolicy) from spec.priority / priorityClassName / global default;
+        ``spec``, when given, is the object at ``spec_path``."""
+        if spec is None:
+            spec = _get(obj, spec_path, Mapping, {})
+        prio = _field(obj, spec, spec_path, "priority", int)
         if prio is not None:
             _int32(obj, f"{spec_path}.priority", prio)
-        policy = _get(obj, f"{spec_path}.preemptionPolicy", str)
+        policy = _field(obj, spec, spec_path, "preemptionPolicy", str)
         if policy is not None and policy not in (s.PREEMPT_LOWER, s.PREEMPT_NEVER):
             raise _fail(obj, f"{spec_path}.preemptionPolicy", f"unknown policy {policy!r}")
-        class_name = _get(obj, f"{spec_path}.priorityClassName", str)
+        class_name = _field(obj, spec, spec_path, "priorityClassName", str)
         entry = None
         if class_name:
             entry = self.values.get(class_name)
@@ -536,14 +544,17 @@ def _field(obj: Obj, section: Mapping[str, Any], prefix: str, key: str, kind: ty
 
 def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
     """None for a finished pod (phase Succeeded or Failed): it holds nothing."""
-    ns, name = _meta(obj, namespaced=True)
-    meta = _get(obj, "metadata", Mapping, {})
+    meta = obj.get("metadata")
+    name, ns = (meta.get("name"), meta.get("namespace") or "default") if type(meta) is dict else (None, None)
+    if type(name) is not str or not name or not name.isascii() or type(ns) is not str or not ns.isascii():
+        ns, name = _meta(obj, namespaced=True)  # the checking path names what is wrong
+        meta = _get(obj, "metadata", Mapping, {})
     spec = _get(obj, "spec", Mapping, {})
     status = _get(obj, "status", Mapping, {})
     phase = _field(obj, status, "status", "phase", str, "")
     if phase in ("Succeeded", "Failed"):
         return None
-    prio, policy = priorities.resolve(obj, "spec")
+    prio, policy = priorities.resolve(obj, "spec", spec)
     group = _get(obj, "spec.schedulingGroup.podGroupName", str) if "schedulingGroup" in spec else None
     start = _field(obj, status, "status", "startTime", str) or _field(obj, meta, "metadata", "creationTimestamp", str, "")
     node = _field(obj, spec, "spec", "nodeName", str)
