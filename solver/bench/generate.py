@@ -160,6 +160,16 @@ def _pod_group(name: str, *, min_count: int | None, priority_class: str, topolog
             "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
+def _composite_pod_group(name: str, *, min_groups: int, priority_class: str, topology: str) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
+                     "priorityClassName": priority_class,
+                     "schedulingConstraints": {"topology": [{"key": topology}]},
+                     # the root of its own Workload, as the API server wants a group's Workload named
+                     "workloadRef": {"workloadName": name, "templateName": name}}}
+
+
 def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
     rng = random.Random(spec.seed)
     objs: list[dict[str, Any]] = [
@@ -239,12 +249,8 @@ def generate(spec: GenerateSpec) -> list[dict[str, Any]]:
                 _with_claim(gang_pod, "gpu", template="train-gpus")
             objs.append(gang_pod)
     if spec.composite_groups:
-        objs.append({"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
-                     "metadata": {"name": "pipeline", "namespace": NS},
-                     "spec": {"schedulingPolicy": {"gang": {"minGroupCount": spec.composite_groups}},
-                              "priorityClassName": "training",
-                              "schedulingConstraints": {"topology": [{"key": ZONE}]},
-                              "workloadRef": {"workloadName": "pipeline", "templateName": "pipeline"}}})
+        objs.append(_composite_pod_group("pipeline", min_groups=spec.composite_groups, priority_class="training",
+                                         topology=ZONE))
         for g in range(spec.composite_groups):
             gname = f"pipeline-{g}"
             objs.append(_pod_group(gname, min_count=spec.composite_pods, priority_class="training",
@@ -355,18 +361,10 @@ def contention(*, nodes: int = 5000, workloads: int = 200, demand: float = 1.3, 
             objs.extend(_pod(f"{name}-{k}", cpu_m=cpu_m, mem_mi=cpu_m // 4, priority_class=cls, group=name)
                         for k in range(size))
             continue
-        objs.append({"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
-                     "metadata": {"name": name, "namespace": NS},
-                     "spec": {"schedulingPolicy": {"gang": {"minGroupCount": len(groups)}},
-                              "priorityClassName": cls,
-                              "schedulingConstraints": {"topology": [{"key": BLOCK}]},
-                              "workloadRef": {"workloadName": name, "templateName": name}}})
+        objs.append(_composite_pod_group(name, min_groups=len(groups), priority_class=cls, topology=BLOCK))
         for g, size in enumerate(groups):
             gname = f"{name}-g{g}"
-            group = _pod_group(gname, min_count=size, priority_class=cls, topology=RACK)
-            group["spec"]["parentCompositePodGroupName"] = name
-            group["spec"]["workloadRef"] = {"workloadName": name, "templateName": gname}
-            objs.append(group)
+            objs.append(_pod_group(gname, min_count=size, priority_class=cls, topology=RACK, parent=name))
             objs.extend(_pod(f"{gname}-{k}", cpu_m=cpu_m, mem_mi=cpu_m // 4, priority_class=cls, group=gname)
                         for k in range(size))
     return objs
