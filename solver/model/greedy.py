@@ -66,14 +66,17 @@ import bisect
 import heapq
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from solver.model import snapshot as s
 from solver.model.decode import Assignment, group_ok, pdb_taken
 from solver.model.greedy_devices import Devices, Take
 from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
+
+T = TypeVar("T")
 
 
 class _State:
@@ -498,21 +501,31 @@ def importance(problem: Problem, u: int) -> tuple[object, ...]:
     return (-unit.priority, -victim_rank(problem, unit), -len(unit.members), unit.start_time, unit.key)
 
 
-# the last Problem's units (shared by a decomposition's sub-problems) ranked by importance
-_RANK: list[object] = [None, []]
+# name -> (the units it was worked out for, the value): the per-domain sub-problems of a
+# decomposition share their Problem's units, so each is worked out once, not once per
+# preemption. Read and replaced as one tuple, so a concurrent solve never sees another's.
+_PER_UNITS: dict[str, tuple[object, object]] = {}
+
+
+def _per_units(problem: Problem, name: str, work: Callable[[], T]) -> T:
+    hit = _PER_UNITS.get(name)
+    if hit is not None and hit[0] is problem.units:
+        return hit[1]  # type: ignore[return-value]  # stored by this function under this name
+    value = work()
+    _PER_UNITS[name] = (problem.units, value)
+    return value
 
 
 def importance_rank(problem: Problem) -> list[int]:
     """rank[u]: the unit's place in ``importance`` order, worked out once per set of units."""
-    if _RANK[0] is not problem.units:
-        order = sorted(range(len(problem.units)), key=lambda u: importance(problem, u))
-        rank = [0] * len(order)
-        for i, u in enumerate(order):
+
+    def work() -> list[int]:
+        rank = [0] * len(problem.units)
+        for i, u in enumerate(sorted(range(len(problem.units)), key=lambda u: importance(problem, u))):
             rank[u] = i
-        _RANK[:] = [problem.units, rank]
-    out = _RANK[1]
-    assert isinstance(out, list)
-    return out
+        return rank
+
+    return _per_units(problem, "rank", work)
 
 
 def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential | None = None) -> set[int]:
@@ -574,13 +587,10 @@ class _Ranked:
     neg_priority: list[int]
 
 
-# per budget, for the last Problem's units (the per-domain sub-problems of a decomposition
-# share them): ranked once, not once per preemption
-_RANKED: list[object] = [None, {}]
-
-
 def _covered_in_order(problem: Problem) -> dict[str, _Ranked]:
-    if _RANKED[0] is not problem.units:
+    """Per budget, the units it covers ranked (once per set of units)."""
+
+    def work() -> dict[str, _Ranked]:
         by_pdb: dict[str, list[int]] = defaultdict(list)
         for u in sorted((u.index for u in problem.units if u.pdb_counts), key=importance_rank(problem).__getitem__):
             for pdb in problem.units[u].pdb_counts:
@@ -593,10 +603,9 @@ def _covered_in_order(problem: Problem) -> dict[str, _Ranked]:
                 prefix.append(prefix[-1] + (0 if unit.protected else unit.pdb_counts[pdb]))
             ranked[pdb] = _Ranked(pos={u: i for i, u in enumerate(order)}, prefix=prefix,
                                   neg_priority=[-problem.units[u].priority for u in order])
-        _RANKED[:] = [problem.units, ranked]
-    out = _RANKED[1]
-    assert isinstance(out, dict)
-    return out
+        return ranked
+
+    return _per_units(problem, "covered", work)
 
 
 def _reprieve(state: _State, victims: list[int], potential: Potential | None = None) -> None:
@@ -657,26 +666,24 @@ def _best_placement(state: _State, group: s.Group, domains: list[tuple[str, set[
     """Upstream's placement algorithm (schedule_one_podgroup.go,
     podGroupSchedulingPlacementAlgorithm and its CompositePodGroup twin): the group is placed
     in each domain of its topology key in turn (TopologyPlacementGenerator), each result taken
-    back, and the feasible ones scored (``_placement_score``); the best is placed again from
+    back, and the feasible ones scored (``_placement_scores``); the best is placed again from
     the same search position. Ties go to the domain first by name, where upstream draws at
     random. The search position afterwards is where the last evaluation left it, as upstream's
     nextStartNodeIndex is."""
-    scored: list[tuple[int, str, set[s.NodeName], int, list[tuple[int, s.NodeName, int]]]] = []
+    feasible: list[tuple[str, set[s.NodeName], int, list[tuple[int, s.NodeName, int]]]] = []
     for value, nodes in domains:
         start, point = state.next_start, state.savepoint()
         if _place_inner(state, group, nodes):
             proposed = [(c, node, n) for op, c, node, n in state.log[point:] if op == "place"]
-            state.rollback(point)
-            scored.append((0, value, nodes, start, proposed))
-        else:
-            state.rollback(point)
-    if not scored:
+            feasible.append((value, nodes, start, proposed))
+        state.rollback(point)
+    if not feasible:
         return False
-    scores = _placement_scores(state, group, [(nodes, proposed) for _, _, nodes, _, proposed in scored])
-    best = min(range(len(scored)), key=lambda i: (-scores[i], scored[i][1]))
+    scores = _placement_scores(state, group, [(nodes, proposed) for _, nodes, _, proposed in feasible])
+    best = min(range(len(feasible)), key=lambda i: (-scores[i], feasible[i][0]))
     end = state.next_start
-    state.next_start = scored[best][3]
-    placed = _place_inner(state, group, scored[best][2])
+    _, nodes, state.next_start, _ = feasible[best]
+    placed = _place_inner(state, group, nodes)
     assert placed, "a placement evaluated feasible is placed again the same way"
     state.next_start = end
     return True
