@@ -428,9 +428,11 @@ def _preempt_for_remainder(state: _State, workload: Workload) -> None:
     for key, classes in sorted(by_group.items(), key=lambda item: str(item[0])):
         group_point = state.savepoint()
         got = sum(_fill(state, [c], _fixed_nodes(state, key), limit=left[c]) for c in classes)
-        # the leaf's gang rule holds for what it binds, or none of it lands
-        if key is not None and got and not group_ok(
-                problem, problem.groups[key], sum(placed[c] for c in problem.classes_under(key)) + got, {}):
+        # the leaf's gang rule holds for what it binds, and its pods share one domain of every
+        # key above them (a group none of whose pods had landed has no domain fixed), or none of it lands
+        if key is not None and got and (not group_ok(
+                problem, problem.groups[key], sum(placed[c] for c in problem.classes_under(key)) + got, {})
+                or not _in_one_domain(state, key)):
             state.rollback(group_point)
             got = 0
         more += got
@@ -439,6 +441,22 @@ def _preempt_for_remainder(state: _State, workload: Workload) -> None:
         if not (problem.strict_pdbs and _breaks_a_pdb(problem, state.evicted)):
             return
     state.rollback(point)
+
+
+def _in_one_domain(state: _State, group: s.GroupKey) -> bool:
+    """Do the placed and running pods under each topology group above ``group`` (itself
+    included) share one value of its key?"""
+    problem = state.problem
+    for key in problem.ancestors_or_self(group):
+        g = problem.groups[key]
+        if g.topology_key is None:
+            continue
+        under = set(problem.classes_under(key))
+        nodes = [n for n, by_class in state.placed.items() if any(c in under and k for c, k in by_class.items())]
+        nodes += [p.node for p in problem.running_under(key) if p.node]
+        if len({state.nodes[n].labels.get(g.topology_key) for n in nodes}) > 1:
+            return False
+    return True
 
 
 def _fixed_nodes(state: _State, group: s.GroupKey | None) -> set[s.NodeName] | None:
