@@ -6,13 +6,14 @@ benchmarks).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from solver.model import objective
+from solver.model import bounds, objective
 from solver.model.constraints import DEFAULT_CONSTRAINTS
 from solver.model.errors import ModelTooLargeError
 from solver.model.problem import Problem
@@ -28,6 +29,7 @@ class BuiltModel:
     vars: PlacementVars
     stages: tuple[objective.Stage, ...]
     build_seconds: float
+    pdb_floor: bounds.PdbFloor | None = None  # proven floor on tier 3 when every pod is placed
 
     @property
     def variables(self) -> int:
@@ -52,7 +54,9 @@ def build_model(problem: Problem, *, max_variables: int | None = None) -> BuiltM
         model=model,
         vars=vars,
         stages=tuple(objective.stages(problem, vars)),
-        build_seconds=time.perf_counter() - start,
+        build_seconds=0.0,
+        pdb_floor=bounds.pdb_floor(problem) if vars.all_pdb_violations() else None,
     )
+    built = dataclasses.replace(built, build_seconds=time.perf_counter() - start)
     _LOGGER.debug("built model: %d variables, %d constraints", built.variables, built.constraints)
     return built

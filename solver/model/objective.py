@@ -27,6 +27,7 @@ from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
 
 INT64_SAFE = 2**62
+PDB_STAGE = "pdbViolations"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ def _tier_stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
     violations = vars.all_pdb_violations()
     if violations:
         most = sum(problem.units[u].pdb_counts.get(p.key, 0) for u, _ in evictions for p in problem.snapshot.pdbs)
-        out.append(Stage("pdbViolations", cp_model.LinearExpr.sum(violations), False, (1,), (most,)))
+        out.append(Stage(PDB_STAGE, cp_model.LinearExpr.sum(violations), False, (1,), (most,)))
     cost = cp_model.LinearExpr.sum([problem.units[u].cost_milli * e for u, e in evictions])
     evicted = cp_model.LinearExpr.sum([len(problem.units[u].members) * e for u, e in evictions])
     most_cost = sum(problem.units[u].cost_milli for u, _ in evictions)

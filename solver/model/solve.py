@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from solver.model import objective
 from solver.model import snapshot as s
 from solver.model.build import BuiltModel
 from solver.model.decode import Assignment, evaluate, tier_key
@@ -69,6 +70,9 @@ def solve(
     model = built.model
     start = time.perf_counter()
     stop = stop if stop is not None else params.stop
+    floor = built.pdb_floor
+    if floor is not None and floor.plan is not None and (hint is None or _at_least_as_good(built, floor.plan, hint)):
+        hint = floor.plan  # the per-domain programs' plan leads on tiers 1-3 (solver/model/bounds.py)
     if hint is not None:
         _hint_assignment(built, hint)
     values: list[int] | None = None
@@ -91,6 +95,12 @@ def solve(
         if limit is not None:
             model.add(stage.expr <= limit)
             cut = True
+        floored = None
+        if floor is not None and stage.name == objective.PDB_STAGE and values is not None \
+                and _places_every_pod(built, _decode(built, values)):
+            # stage 1 placed every pod, so every plan this stage may return does: the floor holds
+            model.add(stage.expr >= floor.violations)
+            floored = floor.violations
         remaining = params.time_limit - (time.perf_counter() - start)
         if remaining <= 0.01 or (stop is not None and stop.is_set()):
             all_optimal = False
@@ -113,7 +123,8 @@ def solve(
         name = solver.status_name(code)
         reports.append({"stage": stage.name, "status": name, "seconds": round(solver.wall_time, 4),
                         "objective": solver.objective_value if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None,
-                        "bound": solver.best_objective_bound})
+                        "bound": solver.best_objective_bound,
+                        **({"floor": floored} if floored is not None else {})})
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             pruned = code == cp_model.INFEASIBLE and cut
             all_optimal = False
@@ -180,6 +191,12 @@ def _watch(stop: threading.Event | None, solver: cp_model.CpSolver) -> threading
 def _at_least_as_good(built: BuiltModel, a: Assignment, b: Assignment) -> bool:
     problem = built.problem
     return tier_key(problem, evaluate(problem, a)) >= tier_key(problem, evaluate(problem, b))
+
+
+def _places_every_pod(built: BuiltModel, assignment: Assignment) -> bool:
+    problem = built.problem
+    ev = evaluate(problem, assignment)
+    return all(ev.satisfied.values()) and ev.placed == sum(len(c.pods) for c in problem.classes)
 
 
 def _decode(built: BuiltModel, values: list[int]) -> Assignment:
