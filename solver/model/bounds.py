@@ -32,21 +32,25 @@ Anything else gets no floor (None), never a wrong one.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from solver.model import snapshot as s
 from solver.model.decode import Assignment
 from solver.model.problem import PodClass, Problem
 
-_INF = 1 << 60
+_INF = float("inf")
 
 
 @dataclass(frozen=True, slots=True)
 class PdbFloor:
     evictions: int  # fewest budget-counted evictions of a plan placing every pending pod
     violations: int  # the floor on tier 3: max(0, evictions − Σ disruptionsAllowed)
+    evicted_pods: int  # the floor on tier 5: evictions, when no pod is counted by two budgets, else 0
     plan: Assignment | None  # a plan with that many budget-counted evictions, if one was built
 
 
@@ -61,35 +65,176 @@ class _Node:
 def pdb_floor(problem: Problem) -> PdbFloor | None:
     """The floor on PDB violations of any plan that places every pending pod, or None."""
     tree = _shape(problem)
-    if tree is None:
+    if tree is None or problem.strict_pdbs or not problem.snapshot.pdbs:
         return None
-    root, leaves, pods = tree
     cls = problem.classes[problem.workloads[0].classes[0]]
     nodes = {n.name: n for n in problem.nodes}
-    labels = {n.name: n.labels for n in problem.nodes}
     per_node = {name: _node(problem, cls, nodes[name], most) for name, most in _candidates(problem).items()}
-    root_key = problem.groups[root].topology_key
-    leaf_key = problem.groups[leaves[0]].topology_key if leaves[0] != root else None
-    best: tuple[int, list[tuple[list[_Node], int]]] | None = None
-    for outer in _split(per_node, root_key, labels).values():
-        if leaves[0] == root:
-            found = (_domain(outer, pods)[0], [(outer, 1)])
+    options = {name: tuple((x, cap) for x, cap in enumerate(node.caps) if cap and (x == 0 or cap > node.caps[x - 1]))
+               for name, node in per_node.items()}
+    found = _tree(problem, tree, options)
+    if found is None:
+        return None
+    evictions, parts = found
+    plan = _build(problem, cls, tree, parts, per_node, options)
+    once = all(sum(u.pdb_counts.values()) <= len(u.members) for u in problem.units)
+    return PdbFloor(evictions=int(evictions), violations=max(0, int(evictions) - _allowed(problem)),
+                    evicted_pods=int(evictions) if once else 0, plan=plan)
+
+
+def cost_floor(problem: Problem, violations: int) -> int | None:
+    """A floor on the preemption cost (thousandths) of any plan that places every pending pod
+    with ``violations`` PDB violations, or None when the programs do not apply.
+
+    Such a plan evicts at most ``X = violations + Σ allowed`` budget-counted pods, so the
+    floor is the least cost over the relaxation with at most X of them. Per node every subset
+    of its eligible units is tried (exact; a unit over several nodes is paid in shares by its
+    members there, its budget count on its first node); per rack a program over its nodes
+    gives the least cost of each number of groups for every count ≤ X (past
+    ``_RACK_PODS`` pods, more groups are priced as fewer: more pods never cost less); per zone a program over its racks. A node with more
+    than ``_EXACT_UNITS`` eligible units, or an X beyond ``_MOST_COUNTED``, gives no floor.
+    """
+    tree = _shape(problem)
+    if tree is None:
+        return None
+    most_counted = violations + _allowed(problem)
+    if most_counted > _MOST_COUNTED:
+        return None
+    cls = problem.classes[problem.workloads[0].classes[0]]
+    nodes = {n.name: n for n in problem.nodes}
+    tables: dict[s.NodeName, np.ndarray] = {}
+    for name, most in _candidates(problem).items():
+        table = _node_costs(problem, cls, nodes[name], most, most_counted)
+        if table is None:
+            return None
+        tables[name] = table
+    labels = {n.name: n.labels for n in problem.nodes}
+    best = _INF
+    for outer in _split(sorted(tables), tree.root_key, labels).values():
+        if tree.leaf_key is _ROOT:
+            found = _pods_table(outer, tables, tree.pods, most_counted)[tree.pods]
         else:
-            found = _racks(_split({n.name: n for n in outer}, leaf_key, labels), len(leaves), pods)
-        if found[0] < _INF and (best is None or found[0] < best[0]):
-            best = found
-    if best is None:
+            racks = _split(outer, tree.leaf_key, labels).values()
+            found = _groups_table([_rack_table(r, tables, tree.pods, len(tree.leaves), most_counted) for r in racks],
+                                  len(tree.leaves), most_counted)
+        best = min(best, float(found.min()))
+    if best == _INF:
         return None
-    allowed = sum(max(0, b.disruptions_allowed) for b in problem.snapshot.pdbs)
-    plan = _build(problem, cls, root, leaves, best[1], pods, labels, leaf_key)
-    return PdbFloor(evictions=best[0], violations=max(0, best[0] - allowed), plan=plan)
+    return max(0, math.ceil(best - 1e-6))  # a plan's cost is whole thousandths; shares need not be
 
 
-def _shape(problem: Problem) -> tuple[s.GroupKey, list[s.GroupKey], int] | None:
-    """(root, leaf groups, pending pods per leaf) when the floor applies, else None."""
-    if len(problem.workloads) != 1 or problem.strict_pdbs or not problem.snapshot.pdbs:
+_EXACT_UNITS = 16  # 2^16 subsets of a node's units, at most
+_MOST_COUNTED = 4096
+_RACK_PODS = 128  # pods per rack priced exactly (more groups in one rack cost at least as much)
+
+
+def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_counted: int) -> np.ndarray | None:
+    """cost[k, x]: the least cost of the node's units to evict so k pods fit, with at most x
+    budget-counted pods among them (inf: impossible)."""
+    resources = sorted(cls.requests)
+    room = np.array([node.allocatable.get(r, 0) for r in resources], dtype=np.int64)
+    need = np.array([cls.requests[r] for r in resources], dtype=np.int64)
+    costs: list[float] = []
+    weights: list[int] = []
+    uses: list[list[int]] = []
+    for u in problem.units_on_node.get(node.name, ()):
+        unit = problem.units[u]
+        use = [unit.usage[node.name].get(r, 0) for r in resources]
+        room -= np.array(use, dtype=np.int64)
+        if problem.eligible(cls, unit):
+            here = sum(1 for p in unit.members if p.node == node.name)
+            costs.append(unit.cost_milli * here / len(unit.members))
+            weights.append(sum(unit.pdb_counts.values()) if node.name == min(unit.usage) else 0)
+            uses.append(use)
+    if len(costs) > _EXACT_UNITS:
         return None
-    if problem.dra.active or problem.interpod.active:
+    n = len(costs)
+    bits = ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1).astype(np.int64)
+    freed = bits @ np.array(uses, dtype=np.int64).reshape(n, len(resources))
+    paid = bits @ np.array(costs, dtype=np.float64).reshape(n)
+    counted = bits @ np.array(weights, dtype=np.int64).reshape(n)
+    table = np.full((most + 1, most_counted + 1), _INF)
+    for k in range(most + 1):
+        fits = np.all(room + freed >= k * need, axis=1) & (counted <= most_counted)
+        if not fits.any():
+            break
+        row = np.full(most_counted + 1, _INF)
+        np.minimum.at(row, counted[fits], paid[fits])
+        table[k] = np.minimum.accumulate(row)
+    return table
+
+
+def _steps(row: np.ndarray) -> list[int]:
+    """The counts x where a non-increasing row drops (and 0): the only ones worth combining."""
+    finite = row < _INF
+    drops = np.flatnonzero(finite[1:] & (row[1:] < row[:-1])) + 1
+    return ([0] if finite[0] else []) + drops.tolist()
+
+
+def _pods_table(names: list[s.NodeName], tables: dict[s.NodeName, np.ndarray], pods: int, most_counted: int
+                ) -> np.ndarray:
+    """cost[f, x]: the least cost for f pods (the last row: at least ``pods``) on the nodes with
+    at most x budget-counted evictions."""
+    dp = np.full((pods + 1, most_counted + 1), _INF)
+    dp[0] = 0.0
+    for name in names:
+        table = tables[name]
+        new = dp.copy()
+        for k in range(1, table.shape[0]):
+            row = table[k]
+            if row[-1] == _INF:
+                break
+            for x in _steps(row):
+                shifted = dp[:, : most_counted + 1 - x] + row[x]
+                if k < pods:  # rows f land at f + k; those past the last row collect in it
+                    np.minimum(new[k:, x:], shifted[: pods + 1 - k], out=new[k:, x:])
+                np.minimum(new[pods, x:], shifted[max(0, pods - k):].min(axis=0), out=new[pods, x:])
+        dp = new
+    return dp
+
+
+def _rack_table(names: list[s.NodeName], tables: dict[s.NodeName, np.ndarray], pods: int, groups: int,
+                most_counted: int) -> list[np.ndarray]:
+    """cost[j][x] for j = 0..groups groups in the rack: exact up to ``_RACK_PODS`` pods (and
+    for two groups at least), more groups priced as the most computed."""
+    exact = min(groups, max(2, _RACK_PODS // pods))
+    table = _pods_table(names, tables, exact * pods, most_counted)
+    rows = [np.zeros(most_counted + 1)] + [table[j * pods] for j in range(1, exact + 1)]
+    return rows + [rows[-1]] * (groups - exact)
+
+
+def _groups_table(racks: list[list[np.ndarray]], groups: int, most_counted: int) -> np.ndarray:
+    """cost[x]: the least cost for every group, each in one rack, with at most x counted."""
+    dp = np.full((groups + 1, most_counted + 1), _INF)
+    dp[0] = 0.0
+    for rows in racks:
+        new = dp.copy()
+        for j in range(1, groups + 1):
+            for x in _steps(rows[j]):
+                shifted = dp[: groups + 1 - j, : most_counted + 1 - x] + rows[j][x]
+                np.minimum(new[j:, x:], shifted, out=new[j:, x:])
+        dp = new
+    return dp[groups]
+
+
+def _allowed(problem: Problem) -> int:
+    return sum(max(0, b.disruptions_allowed) for b in problem.snapshot.pdbs)
+
+
+_ROOT = "\0root"  # leaf_key of a tree whose root is its only group
+
+
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    root_key: str | None  # every pod in one domain of it (None: anywhere)
+    leaf_key: str | None  # each leaf group's pods in one domain of it; _ROOT: the root is the leaf
+    leaves: tuple[s.GroupKey, ...]  # in the parent's order, as constraints/symmetry.py orders them
+    pods: int  # pending pods of each leaf
+
+
+def _shape(problem: Problem) -> _Tree | None:
+    """The tree when the programs apply, else None."""
+    if len(problem.workloads) != 1 or problem.dra.active or problem.interpod.active:
         return None
     workload = problem.workloads[0]
     classes = [problem.classes[c] for c in workload.classes]
@@ -98,9 +243,10 @@ def _shape(problem: Problem) -> tuple[s.GroupKey, list[s.GroupKey], int] | None:
     if len({tuple(sorted(c.requests.items())) for c in classes}) != 1 or not classes[0].requests:
         return None
     root = workload.groups[0]
+    root_key = problem.groups[root].topology_key
     children = problem.children.get(root, [])
     if not children:
-        return root, [root], sum(len(c.pods) for c in classes)
+        return _Tree(root_key, _ROOT, (root,), sum(len(c.pods) for c in classes))
     if any(problem.children.get(g) for g in children):
         return None  # deeper trees: not handled
     if len({problem.groups[g].topology_key for g in children}) != 1:
@@ -108,8 +254,10 @@ def _shape(problem: Problem) -> tuple[s.GroupKey, list[s.GroupKey], int] | None:
     pending = {g: sum(len(c.pods) for c in classes if c.group == g) for g in children}
     if any(c.group not in pending for c in classes) or len(set(pending.values())) != 1:
         return None
-    leaves = [g for g in children if pending[g]]  # in the children's order, as constraints/symmetry.py
-    return (root, leaves, pending[leaves[0]]) if leaves else None
+    leaves = tuple(g for g in children if pending[g])
+    if not leaves:
+        return None
+    return _Tree(root_key, problem.groups[leaves[0]].topology_key, leaves, pending[leaves[0]])
 
 
 def _candidates(problem: Problem) -> dict[s.NodeName, int]:
@@ -161,64 +309,81 @@ def _most_freed(items: Sequence[tuple[int, int]], total: int) -> list[int]:
     return best
 
 
-def _split(per_node: dict[s.NodeName, _Node], key: str | None,
-           labels: dict[s.NodeName, dict[str, str]]) -> dict[str, list[_Node]]:
+Options = tuple[tuple[float, int], ...]  # per node: (weight, pods) of each way to use it
+
+
+def _tree(problem: Problem, tree: _Tree, options: dict[s.NodeName, Options]
+          ) -> tuple[float, list[tuple[list[s.NodeName], int]]] | None:
+    """The least total weight placing every pending pod, and the domains (node lists) used with
+    the number of leaf groups each takes, by the tree's keys: one domain of the root's key,
+    each leaf group in one domain of the leaves' key."""
+    labels = {n.name: n.labels for n in problem.nodes}
+    best: tuple[float, list[tuple[list[s.NodeName], int]]] | None = None
+    for outer in _split(sorted(options), tree.root_key, labels).values():
+        if tree.leaf_key is _ROOT:
+            found = (_domain(outer, options, tree.pods)[0], [(outer, 1)])
+        else:
+            found = _racks(_split(outer, tree.leaf_key, labels), options, len(tree.leaves), tree.pods)
+        if found[0] < _INF and (best is None or found[0] < best[0]):
+            best = found
+    return best
+
+
+def _split(names: list[s.NodeName], key: str | None,
+           labels: dict[s.NodeName, dict[str, str]]) -> dict[str, list[s.NodeName]]:
     """Nodes by their value of ``key`` (one domain without a key); unlabelled nodes left out."""
-    out: dict[str, list[_Node]] = defaultdict(list)
-    for name in sorted(per_node):
+    out: dict[str, list[s.NodeName]] = defaultdict(list)
+    for name in names:
         value = "" if key is None else labels[name].get(key)
         if value is not None:
-            out[value].append(per_node[name])
+            out[value].append(name)
     return out
 
 
-def _domain(nodes: list[_Node], pods: int) -> tuple[int, list[tuple[int, int]]]:
-    """Fewest budget-counted evictions for ``pods`` pods on ``nodes``, and per node (x, pods)."""
-    dp = [0] + [_INF] * pods
+def _domain(names: list[s.NodeName], options: dict[s.NodeName, Options], pods: int
+            ) -> tuple[float, list[tuple[float, int]]]:
+    """The least total weight for ``pods`` pods on the nodes, and per node (weight, pods) taken."""
+    dp = [0.0] + [_INF] * pods
     choices: list[list[tuple[int, int]]] = []
-    for node in nodes:
-        options = [(x, cap) for x, cap in enumerate(node.caps) if cap and (x == 0 or cap > node.caps[x - 1])]
+    for name in names:
         new = dp[:]
-        took = [(-1, 0)] * (pods + 1)  # (previous filled, option) per filled
-        for filled in range(pods + 1):
+        took = [(-1, 0)] * (pods + 1)  # (previous filled, option + 1) per filled
+        for filled in range(pods):
             if dp[filled] >= _INF:
                 continue
-            for i, (x, cap) in enumerate(options):
+            for i, (weight, cap) in enumerate(options[name]):
                 t = min(pods, filled + cap)
-                if dp[filled] + x < new[t]:
-                    new[t] = dp[filled] + x
+                if dp[filled] + weight < new[t]:
+                    new[t] = dp[filled] + weight
                     took[t] = (filled, i + 1)
-        choices.append([(p, options[i - 1][1] if i else 0) for p, i in took])
+        choices.append(took)
         dp = new
     if dp[pods] >= _INF:
         return _INF, []
-    # walk back: which nodes took how many pods
-    out: list[tuple[int, int]] = [(0, 0)] * len(nodes)
+    out: list[tuple[float, int]] = [(0.0, 0)] * len(names)
     filled = pods
-    for i in range(len(nodes) - 1, -1, -1):
-        prev, cap = choices[i][filled]
+    for i in range(len(names) - 1, -1, -1):
+        prev, option = choices[i][filled]
         if prev < 0:
             continue  # this node took nothing
-        out[i] = (_x_for(nodes[i], cap), min(cap, filled - prev))
+        weight, cap = options[names[i]][option - 1]
+        out[i] = (weight, min(cap, filled - prev))
         filled = prev
     return dp[pods], out
 
 
-def _x_for(node: _Node, cap: int) -> int:
-    return next(x for x, c in enumerate(node.caps) if c >= cap)
-
-
-def _racks(racks: dict[str, list[_Node]], groups: int, pods: int) -> tuple[int, list[tuple[list[_Node], int]]]:
-    """Fewest budget-counted evictions for ``groups`` groups of ``pods`` pods, each inside one
-    rack, and the racks used with their pods."""
+def _racks(racks: dict[str, list[s.NodeName]], options: dict[s.NodeName, Options], groups: int, pods: int
+           ) -> tuple[float, list[tuple[list[s.NodeName], int]]]:
+    """The least total weight for ``groups`` groups of ``pods`` pods, each inside one rack, and
+    the racks used with the groups each takes."""
     names = sorted(racks)
-    cost = {r: [_domain(racks[r], j * pods)[0] if j else 0 for j in range(groups + 1)] for r in names}
-    dp = [0] + [_INF] * groups
+    cost = {r: [_domain(racks[r], options, j * pods)[0] if j else 0.0 for j in range(groups + 1)] for r in names}
+    dp = [0.0] + [_INF] * groups
     took: list[list[tuple[int, int]]] = []
     for r in names:
         new = dp[:]
         step = [(-1, 0)] * (groups + 1)
-        for done in range(groups + 1):
+        for done in range(groups):
             if dp[done] >= _INF:
                 continue
             for j in range(1, groups - done + 1):
@@ -229,7 +394,7 @@ def _racks(racks: dict[str, list[_Node]], groups: int, pods: int) -> tuple[int, 
         dp = new
     if dp[groups] >= _INF:
         return _INF, []
-    out: list[tuple[list[_Node], int]] = []
+    out: list[tuple[list[s.NodeName], int]] = []
     done = groups
     for i in range(len(names) - 1, -1, -1):
         prev, j = took[i][done]
@@ -240,37 +405,36 @@ def _racks(racks: dict[str, list[_Node]], groups: int, pods: int) -> tuple[int, 
     return dp[groups], out
 
 
-def _build(problem: Problem, cls: PodClass, root: s.GroupKey, leaves: list[s.GroupKey],
-           parts: list[tuple[list[_Node], int]], pods: int, labels: dict[s.NodeName, dict[str, str]],
-           leaf_key: str | None) -> Assignment | None:
+def _build(problem: Problem, cls: PodClass, tree: _Tree, parts: list[tuple[list[s.NodeName], int]],
+           per_node: dict[s.NodeName, _Node], options: dict[s.NodeName, Options]) -> Assignment | None:
     """The plan behind the programs' choice, or None when a node's real room falls short."""
     from solver.model import greedy  # the greedy imports nothing from here; late to keep the core acyclic
 
     allocatable = {n.name: n.allocatable for n in problem.nodes}
     counts: dict[tuple[int, s.NodeName], int] = {}
     evicted: set[int] = set()
-    by_group = {g: [c for c in problem.workloads[0].classes if problem.classes[c].group == g] for g in leaves}
-    queue = list(leaves)
-    for nodes, groups in parts:
-        per_rack = groups if leaves[0] != root else 1
-        want = per_rack * pods
-        _, picks = _domain(nodes, want)
+    workload = problem.workloads[0].classes
+    queue = list(tree.leaves)
+    for names, groups in parts:
+        _, picks = _domain(names, options, groups * tree.pods)
         if not picks:
             return None
         slots: list[tuple[s.NodeName, int]] = []
-        for node, (x, k) in zip(nodes, picks, strict=True):
+        for name, (x, k) in zip(names, picks, strict=True):
             if not k:
                 continue
-            chosen = _evictions(problem, cls, node, allocatable[node.name], x, k)
+            chosen = _evictions(problem, cls, per_node[name], allocatable[name], int(x), k)
             if chosen is None:
                 return None
             evicted.update(chosen)
-            slots.append((node.name, k))
-        for _ in range(per_rack):
+            slots.append((name, k))
+        for _ in range(groups):
             group = queue.pop(0)
-            left = pods
+            left = tree.pods
             for i, (name, room) in enumerate(slots):
-                for c in by_group[group] if leaves[0] != root else problem.workloads[0].classes:
+                for c in workload:
+                    if problem.classes[c].group != group and tree.leaf_key is not _ROOT:
+                        continue
                     take = min(room, left, len(problem.classes[c].pods) - _placed(counts, c))
                     if take > 0:
                         counts[c, name] = counts.get((c, name), 0) + take

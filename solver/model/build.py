@@ -40,7 +40,12 @@ class BuiltModel:
         return len(self.model.proto.constraints)
 
 
-def build_model(problem: Problem, *, max_variables: int | None = None) -> BuiltModel:
+_COMPUTE = bounds.PdbFloor(evictions=-1, violations=-1, evicted_pods=-1, plan=None)  # build_model's default: compute the floor
+
+
+def build_model(problem: Problem, *, max_variables: int | None = None,
+                pdb_floor: bounds.PdbFloor | None = _COMPUTE) -> BuiltModel:
+    """The model; ``pdb_floor`` when the caller has it already (``bounds.pdb_floor(problem)``)."""
     start = time.perf_counter()
     planned = sum(len(c) for c in problem.candidates)
     if max_variables is not None and planned > max_variables:
@@ -55,7 +60,8 @@ def build_model(problem: Problem, *, max_variables: int | None = None) -> BuiltM
         vars=vars,
         stages=tuple(objective.stages(problem, vars)),
         build_seconds=0.0,
-        pdb_floor=bounds.pdb_floor(problem) if vars.all_pdb_violations() else None,
+        pdb_floor=None if not vars.all_pdb_violations() else
+        bounds.pdb_floor(problem) if pdb_floor is _COMPUTE else pdb_floor,
     )
     built = dataclasses.replace(built, build_seconds=time.perf_counter() - start)
     _LOGGER.debug("built model: %d variables, %d constraints", built.variables, built.constraints)

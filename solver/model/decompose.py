@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from solver.model import greedy
+from solver.model import bounds, greedy
 from solver.model import snapshot as s
 from solver.model.build import BuiltModel, build_model
 from solver.model.decode import Assignment, evaluate, tier_key
@@ -64,8 +64,9 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     start = time.perf_counter()
     values = domains(problem, key)
     subs = {v: restrict(problem, key, v) for v in values}
-    hints = {v: greedy.hint(sub) for v, sub in subs.items()}
-    sizes = _Sizes()
+    floors = {v: bounds.pdb_floor(sub) for v, sub in subs.items()}
+    hints = {v: _better(sub, greedy.hint(sub), floors[v]) for v, sub in subs.items()}
+    sizes = _Sizes(floors)
     certain = True
     first: dict[str, tuple[object, bool]] = {}  # domain -> (tiers 1-3, proven)
     incumbent: list[tuple[int, int]] = []  # (stage-1 value, PDB violations) of the best domain so far
@@ -86,7 +87,7 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         if share is None:
             certain = False
             break
-        result = solve(sizes.build(subs[v]), share, hint=hints[v], upto_cost=True, stage_cutoff=pdb_cutoff)
+        result = solve(sizes.build(subs[v], v), share, hint=hints[v], upto_cost=True, stage_cutoff=pdb_cutoff)
         if result.pruned:
             pruned13.append(v)
             continue
@@ -111,18 +112,25 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     best13 = max(k for k, _ in first.values())
     certain = certain and all(proven for k, proven in first.values() if k < best13)
     finalists = [v for v, (k, _) in first.items() if k == best13]
-    finalists.sort(key=lambda v: _greedy_cost(problem, hints[v], best13))
+    # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every pod
+    cost_floors = {v: _cost_floor(problem, subs[v], best13) for v in finalists}
+    finalists.sort(key=lambda v: (cost_floors[v] or 0, _greedy_cost(problem, hints[v], best13)))
     reports: list[dict[str, object]] = [{"domain": v, "status": "PRUNED", "tier": 3} for v in pruned13]
     done: list[tuple[tuple[object, ...], SolveResult]] = []
     best: tuple[tuple[object, ...], SolveResult] | None = None
+    unsolved: list[str] = []
     for i, v in enumerate(finalists):
         share = _share(params, start, len(finalists) - i, 1.0)
         if share is None:
             certain = False
+            unsolved = finalists[i:]
             break
         # the cost cutoff only applies where tiers 1-3 are proven equal to the incumbent's
         cutoff = None if best is None else (best[0][:3], -int(best[0][3]))  # type: ignore[call-overload]
-        result = solve(sizes.build(subs[v]), share, hint=hints[v], cost_cutoff=cutoff)
+        if best is not None and first[v][1] and _cannot_beat(best[0], cost_floors[v], floors[v]):
+            reports.append({"domain": v, "status": "PRUNED", "tier": 4, "floor": cost_floors[v]})
+            continue  # proven by its floors: at best as costly as the incumbent
+        result = solve(sizes.build(subs[v], v), share, hint=hints[v], cost_cutoff=cutoff)
         reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
                         "seconds": round(result.solve_seconds, 4)})
         if result.pruned:
@@ -140,16 +148,18 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         least = 0
     else:
         full, assignment = best[0], best[1].assignment  # type: ignore[assignment]
-        bounds = [] if certain else [0]
+        # a finalist never solved is bounded by its floor; a domain cut short in pass 1, by 0
+        lows = [] if certain or unsolved else [0]
+        lows += [cost_floors[v] or 0 for v in unsolved]
         for key, result in done:
             proven = result.status == OPTIMAL
             certain = certain and proven
             if key[:3] < full[:3]:
                 if not proven:
-                    bounds.append(0)  # cut short: it might still reach the best tiers, at any cost
+                    lows.append(0)  # cut short: it might still reach the best tiers, at any cost
                 continue
-            bounds.append(-int(key[3]) if result.cost_bound_milli is None else result.cost_bound_milli)  # type: ignore[call-overload]
-        least = min(bounds) if bounds else -int(full[3])  # type: ignore[call-overload]
+            lows.append(-int(key[3]) if result.cost_bound_milli is None else result.cost_bound_milli)  # type: ignore[call-overload]
+        least = min(lows) if lows else -int(full[3])  # type: ignore[call-overload]
     combined = SolveResult(
         assignment=assignment,
         status=OPTIMAL if certain and best is not None else FEASIBLE,
@@ -160,15 +170,39 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     return sizes.result(combined, len(values))
 
 
+def _better(sub: Problem, hint: Assignment, floor: bounds.PdbFloor | None) -> Assignment:
+    """The floor's plan when it leads the greedy hint on the tiers."""
+    if floor is None or floor.plan is None:
+        return hint
+    return floor.plan if tier_key(sub, evaluate(sub, floor.plan)) > tier_key(sub, evaluate(sub, hint)) else hint
+
+
+def _cannot_beat(incumbent: tuple[object, ...], cost: int | None, floor: bounds.PdbFloor | None) -> bool:
+    """True when a domain with these floors (tiers 1-3 equal) cannot beat the incumbent."""
+    if cost is None:
+        return False
+    best_cost, best_evicted = -int(incumbent[3]), -int(incumbent[4])  # type: ignore[call-overload]
+    pods = floor.evicted_pods if floor is not None else 0
+    return cost > best_cost or (cost == best_cost and pods >= best_evicted)
+
+
+def _cost_floor(problem: Problem, sub: Problem, best13: tuple[object, ...]) -> int | None:
+    """The domain's floor on cost at tiers 1-3 ``best13``, when those place every pending pod."""
+    if best13[1] != sum(len(c.pods) for c in problem.classes):
+        return None
+    return bounds.cost_floor(sub, -int(best13[2]))  # type: ignore[call-overload]
+
+
 class _Sizes:
     """Builds sub-models and remembers the largest and the total build time."""
 
-    def __init__(self) -> None:
+    def __init__(self, floors: dict[str, bounds.PdbFloor | None]) -> None:
         self.variables = self.constraints = 0
         self.build_seconds = 0.0
+        self._floors = floors
 
-    def build(self, sub: Problem) -> BuiltModel:
-        built = build_model(sub)
+    def build(self, sub: Problem, domain: str) -> BuiltModel:
+        built = build_model(sub, pdb_floor=self._floors[domain])
         self.build_seconds += built.build_seconds
         self.variables = max(self.variables, built.variables)
         self.constraints = max(self.constraints, built.constraints)

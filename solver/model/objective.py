@@ -28,6 +28,7 @@ from solver.model.vars import PlacementVars
 
 INT64_SAFE = 2**62
 PDB_STAGE = "pdbViolations"
+COST_STAGE = "preemptionCost"  # the cost alone: split from the evicted pods, or reaching its floor first
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,6 @@ def _tier_stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
                   (most_evicted + 1, 1), (most_cost, most_evicted), cost)
         )
     else:
-        out.append(Stage("preemptionCost", cost, False, (1,), (most_cost,), cost))
+        out.append(Stage(COST_STAGE, cost, False, (1,), (most_cost,), cost))
         out.append(Stage("evictedPods", evicted, False, (1,), (most_evicted,)))
     return out

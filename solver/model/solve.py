@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from solver.model import objective
+from solver.model import bounds, objective
 from solver.model import snapshot as s
 from solver.model.build import BuiltModel
 from solver.model.decode import Assignment, evaluate, tier_key
@@ -92,34 +92,43 @@ def solve(
             model.add(stage.cost <= cost_cutoff[1])
             cut = True
         limit = stage_cutoff(i, found_values) if stage_cutoff is not None and not stage.maximize else None
+        floored = _floor(built, stage, values)
+        if limit is not None and floored is not None and floored > limit and stage.cost is None:
+            reports.append({"stage": stage.name, "status": "INFEASIBLE", "seconds": 0.0, "floor": floored})
+            pruned, all_optimal = True, False  # proven by the floor, without a search
+            break
         if limit is not None:
             model.add(stage.expr <= limit)
             cut = True
-        floored = None
-        if floor is not None and stage.name == objective.PDB_STAGE and values is not None \
-                and _places_every_pod(built, _decode(built, values)):
-            # stage 1 placed every pod, so every plan this stage may return does: the floor holds
-            model.add(stage.expr >= floor.violations)
-            floored = floor.violations
         remaining = params.time_limit - (time.perf_counter() - start)
         if remaining <= 0.01 or (stop is not None and stop.is_set()):
             all_optimal = False
             break
         share = remaining if i == len(built.stages) - 1 else remaining * 0.6
-        if stage.maximize:
-            model.maximize(stage.expr)
+        if floored is not None and stage.cost is not None and len(stage.weights) == 2:
+            # the floor bounds the cost alone: reach it first, then the evicted pods at that cost
+            floored_cost: int | None = floored
+            cost_bound = max(cost_bound or 0, floored)
+            code, early = _run(model, stage.cost, False, params, share * 0.5, stop, objective.COST_STAGE, floored)
+            share -= early.wall_time
+            floored = None
+            if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                if round(early.objective_value) <= floored_cost:
+                    model.add(stage.cost <= floored_cost)
+                    # and the evicted pods at their own floor, when there is one, end the stage
+                    pods = built.pdb_floor.evicted_pods if built.pdb_floor is not None else 0
+                    floored = stage.weights[0] * floored_cost + pods if pods else None
+                model.clear_hints()
+                for var_index, value in enumerate(early.response_proto.solution):
+                    model.proto.solution_hint.vars.append(var_index)
+                    model.proto.solution_hint.values.append(value)
         else:
-            model.minimize(stage.expr)
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = share
-        solver.parameters.num_workers = params.workers
-        solver.parameters.random_seed = params.seed
-        solver.parameters.relative_gap_limit = params.relative_gap
-        solver.parameters.linearization_level = params.linearization_level
-        watcher = _watch(stop, solver)
-        code = solver.solve(model, _Progress(stage.name, params.on_solution) if params.on_solution else None)
-        if watcher is not None:
-            watcher.set()
+            floored_cost = None
+        code, solver = _run(model, stage.expr, stage.maximize, params, share, stop, stage.name, floored)
+        if floored is not None and code == cp_model.FEASIBLE and round(solver.objective_value) <= floored:
+            code = cp_model.OPTIMAL  # stopped at a proven floor
+        if floored_cost is not None:
+            floored = floored_cost  # reported, and the cost's bound below
         name = solver.status_name(code)
         reports.append({"stage": stage.name, "status": name, "seconds": round(solver.wall_time, 4),
                         "objective": solver.objective_value if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None,
@@ -139,6 +148,7 @@ def solve(
             if len(stage.weights) == 2:  # cost·(E+1) + evicted, evicted ≤ E
                 w, most_evicted = stage.weights[0], stage.bounds[1]
                 bound = (bound - most_evicted) / w
+            bound = max(bound, floored or 0)
             cost_bound = None if code == cp_model.OPTIMAL else max(0, math.ceil(bound - 1e-6))
         # fix this stage's value, hint the whole solution for the next
         model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
@@ -162,14 +172,39 @@ def solve(
     )
 
 
+def _run(model: cp_model.CpModel, expr: cp_model.LinearExprT, maximize: bool, params: SolveParams, seconds: float,
+         stop: threading.Event | None, stage: str, floor: int | None) -> tuple[int, cp_model.CpSolver]:
+    """One CP-SAT solve of ``expr``; a minimisation stops as soon as it meets ``floor``."""
+    if maximize:
+        model.maximize(expr)
+    else:
+        model.minimize(expr)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.num_workers = params.workers
+    solver.parameters.random_seed = params.seed
+    solver.parameters.relative_gap_limit = params.relative_gap
+    solver.parameters.linearization_level = params.linearization_level
+    watcher = _watch(stop, solver)
+    callback = _Progress(stage, params.on_solution, floor) if params.on_solution or floor is not None else None
+    code = solver.solve(model, callback)
+    if watcher is not None:
+        watcher.set()
+    return code, solver
+
+
 class _Progress(cp_model.CpSolverSolutionCallback):
-    def __init__(self, stage: str, report: Callable[[str, float, float], None]) -> None:
+    def __init__(self, stage: str, report: Callable[[str, float, float], None] | None, floor: int | None) -> None:
         super().__init__()
         self.stage = stage
         self.report = report
+        self.floor = floor
 
     def on_solution_callback(self) -> None:
-        self.report(self.stage, self.objective_value, self.best_objective_bound)
+        if self.report is not None:
+            self.report(self.stage, self.objective_value, self.best_objective_bound)
+        if self.floor is not None and round(self.objective_value) <= self.floor:
+            self.stop_search()  # proven: nothing is below the floor
 
 
 def _watch(stop: threading.Event | None, solver: cp_model.CpSolver) -> threading.Event | None:
@@ -191,6 +226,20 @@ def _watch(stop: threading.Event | None, solver: cp_model.CpSolver) -> threading
 def _at_least_as_good(built: BuiltModel, a: Assignment, b: Assignment) -> bool:
     problem = built.problem
     return tier_key(problem, evaluate(problem, a)) >= tier_key(problem, evaluate(problem, b))
+
+
+def _floor(built: BuiltModel, stage: objective.Stage, values: list[int] | None) -> int | None:
+    """A proven floor for this stage (solver/model/bounds.py) once the stages before it placed
+    every pod: fixed as found, every plan this stage may return places them all too."""
+    if values is None or (stage.name != objective.PDB_STAGE and stage.cost is None):
+        return None
+    found = _decode(built, values)
+    if not _places_every_pod(built, found):
+        return None
+    if stage.name == objective.PDB_STAGE:
+        return built.pdb_floor.violations if built.pdb_floor is not None else None
+    # the PDB stage before this one is fixed: at most its violations
+    return bounds.cost_floor(built.problem, evaluate(built.problem, found).pdb_violations)
 
 
 def _places_every_pod(built: BuiltModel, assignment: Assignment) -> bool:

@@ -1,5 +1,5 @@
-"""The floor on PDB violations (solver/model/bounds.py): never above the optimum, met where
-it is exact, and the plan built from it valid.
+"""The floors on PDB violations, cost and evicted pods (solver/model/bounds.py): never above
+the optimum, met where they are exact, and the plan built from them valid.
 
 The naive model (tests/solver/naive.py) knows nothing of the floor's programs: on random
 single-gang clusters the floor stays at or under its optimum, and the plan the programs
@@ -79,7 +79,11 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
         return
     event(f"floor > 0: {floor.violations > 0}")
     assert floor.violations <= want.pdb_violations
+    assert floor.evicted_pods <= want.evicted
     event(f"floor is the optimum: {floor.violations == want.pdb_violations}")
+    cost = bounds.cost_floor(problem, want.pdb_violations)
+    assert cost is not None and cost <= want.cost_milli
+    event(f"cost floor is the optimum: {cost == want.cost_milli}")
     if floor.plan is not None:
         event("plan built")
         plan = make_plan(problem, floor.plan, status="FEASIBLE", stats={})
@@ -112,6 +116,9 @@ def test_the_floor_is_the_proven_optimum_on_a_composite_of_rack_gangs() -> None:
     assert evaluate(problem, alone.assignment).pdb_violations == floor.violations
     assert floor.plan is not None
     assert evaluate(problem, floor.plan).pdb_violations == floor.violations
+    # at those violations, the cost floor; CP-SAT proves 884000 optimal in about a minute
+    assert bounds.cost_floor(problem, floor.violations) == 763000
+    assert floor.evicted_pods == 48
 
 
 def test_no_floor_outside_its_shape() -> None:
