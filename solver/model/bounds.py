@@ -82,18 +82,82 @@ def pdb_floor(problem: Problem) -> PdbFloor | None:
                     evicted_pods=int(evictions) if once else 0, plan=plan)
 
 
-def cost_floor(problem: Problem, violations: int) -> int | None:
+@dataclass(frozen=True, slots=True)
+class CostFloor:
+    cost: int  # thousandths: no plan placing every pod at those violations costs less
+    plan: Assignment | None  # the programs' choice built as a plan, when it could be
+
+
+def cost_floor(problem: Problem, violations: int) -> CostFloor | None:
     """A floor on the preemption cost (thousandths) of any plan that places every pending pod
-    with ``violations`` PDB violations, or None when the programs do not apply.
+    with ``violations`` PDB violations, and the plan behind it; None when the programs do
+    not apply.
 
     Such a plan evicts at most ``X = violations + Σ allowed`` budget-counted pods, so the
     floor is the least cost over the relaxation with at most X of them. Per node every subset
     of its eligible units is tried (exact; a unit over several nodes is paid in shares by its
     members there, its budget count on its first node); per rack a program over its nodes
-    gives the least cost of each number of groups for every count ≤ X (past
-    ``_RACK_PODS`` pods, more groups are priced as fewer: more pods never cost less); per zone a program over its racks. A node with more
-    than ``_EXACT_UNITS`` eligible units, or an X beyond ``_MOST_COUNTED``, gives no floor.
+    gives the least cost of each number of groups for every count ≤ X (past ``_RACK_PODS``
+    pods, more groups are priced as fewer: more pods never cost less); per zone a program
+    over its racks. A node with more than ``_EXACT_UNITS`` eligible units, or an X beyond
+    ``_MOST_COUNTED``, gives no floor.
+
+    The plan walks the programs back: each node's cheapest units for its pods, the groups in
+    their racks, victims evicted without need put back. It is None when a rack was priced
+    past ``_RACK_PODS``. A unit split by the relaxation is evicted whole, so the plan may cost
+    more than the floor, or break more budgets: callers compare its tiers.
     """
+    found = _cost_program(problem, violations)
+    if found is None:
+        return None
+    return CostFloor(cost=found.floor, plan=_cost_plan(problem, found) if found.parts is not None else None)
+
+
+def _cost_plan(problem: Problem, found: _CostProgram) -> Assignment | None:
+    from solver.model import greedy  # the greedy imports nothing from here; late to keep the core acyclic
+
+    tree, costs = found.tree, found.costs
+    counts: dict[tuple[int, s.NodeName], int] = {}
+    evicted: set[int] = set()
+    queue = list(tree.leaves)
+    for names, groups, x in found.parts:
+        pods = groups * tree.pods
+        prefix: list[np.ndarray] = []
+        table = _pods_table(names, {n: costs[n].table for n in names}, pods, found.most_counted, prefix)
+        walk = _walk_pods(names, costs, prefix, pods, x if table[pods, x] < _INF else found.most_counted)
+        if walk is None:
+            return None
+        slots = []
+        for name, k, x1 in walk:
+            evicted.update(costs[name].units_for(k, x1))
+            slots.append([name, k])
+        for _ in range(groups):
+            group = queue.pop(0)
+            left = tree.pods
+            for slot in slots:
+                for c in problem.workloads[0].classes:
+                    if tree.leaf_key is not _ROOT and problem.classes[c].group != group:
+                        continue
+                    take = min(slot[1], left, len(problem.classes[c].pods) - _placed(counts, c))
+                    if take > 0:
+                        counts[c, slot[0]] = counts.get((c, slot[0]), 0) + take
+                        slot[1] -= take
+                        left -= take
+            if left:
+                return None
+    return greedy.put_back(problem, Assignment(counts=counts, evicted=frozenset(evicted)))
+
+
+@dataclass(frozen=True, slots=True)
+class _CostProgram:
+    floor: int
+    tree: _Tree
+    costs: dict[s.NodeName, _NodeCost]
+    most_counted: int
+    parts: list[tuple[list[s.NodeName], int, int]] | None  # (rack's nodes, groups, counted) chosen
+
+
+def _cost_program(problem: Problem, violations: int) -> _CostProgram | None:
     tree = _shape(problem)
     if tree is None:
         return None
@@ -102,25 +166,100 @@ def cost_floor(problem: Problem, violations: int) -> int | None:
         return None
     cls = problem.classes[problem.workloads[0].classes[0]]
     nodes = {n.name: n for n in problem.nodes}
-    tables: dict[s.NodeName, np.ndarray] = {}
+    costs: dict[s.NodeName, _NodeCost] = {}
     for name, most in _candidates(problem).items():
-        table = _node_costs(problem, cls, nodes[name], most, most_counted)
-        if table is None:
+        cost = _node_costs(problem, cls, nodes[name], most, most_counted)
+        if cost is None:
             return None
-        tables[name] = table
+        costs[name] = cost
+    tables = {name: c.table for name, c in costs.items()}
     labels = {n.name: n.labels for n in problem.nodes}
     best = _INF
+    parts: list[tuple[list[s.NodeName], int, int]] | None = None
     for outer in _split(sorted(tables), tree.root_key, labels).values():
         if tree.leaf_key is _ROOT:
-            found = _pods_table(outer, tables, tree.pods, most_counted)[tree.pods]
-        else:
-            racks = _split(outer, tree.leaf_key, labels).values()
-            found = _groups_table([_rack_table(r, tables, tree.pods, len(tree.leaves), most_counted) for r in racks],
-                                  len(tree.leaves), most_counted)
-        best = min(best, float(found.min()))
+            row = _pods_table(outer, tables, tree.pods, most_counted)[tree.pods]
+            if float(row.min()) < best:
+                best, parts = float(row.min()), [(outer, 1, int(row.argmin()))]
+            continue
+        split = _split(outer, tree.leaf_key, labels)
+        racks = [split[v] for v in sorted(split)]  # in value order, as constraints/symmetry.py
+        exact = [min(len(tree.leaves), max(2, _RACK_PODS // tree.pods))] * len(racks)
+        rows = [_rack_table(r, tables, tree.pods, len(tree.leaves), most_counted) for r in racks]
+        prefix: list[np.ndarray] = []
+        found = _groups_table(rows, len(tree.leaves), most_counted, prefix)
+        if float(found.min()) < best:
+            best = float(found.min())
+            walk = _walk_groups(rows, prefix, len(tree.leaves), int(found.argmin()))
+            parts = None if walk is None or any(j > exact[r] for r, j, _ in walk) else \
+                [(racks[r], j, x) for r, j, x in sorted(walk)]
     if best == _INF:
         return None
-    return max(0, math.ceil(best - 1e-6))  # a plan's cost is whole thousandths; shares need not be
+    # a plan's cost is whole thousandths; the shares of a unit over several nodes need not be
+    return _CostProgram(max(0, math.ceil(best - 1e-6)), tree, costs, most_counted, parts)
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-6 * max(1.0, abs(b))
+
+
+def _walk_pods(names: list[s.NodeName], costs: dict[s.NodeName, _NodeCost], prefix: list[np.ndarray],
+               pods: int, x: int) -> list[tuple[s.NodeName, int, int]] | None:
+    """Back through ``_pods_table``'s programs: (node, pods, counted) of each node used."""
+    out = []
+    f = pods
+    for i in range(len(names) - 1, -1, -1):
+        before = prefix[i - 1] if i else _start(pods, prefix[0].shape[1])
+        here = prefix[i][f, x]
+        if _close(before[f, x], here):
+            continue
+        table = costs[names[i]].table
+        step = _step_back(table, before, f, x, here, pods)
+        if step is None:
+            return None
+        k, x1, f = step
+        x -= x1
+        out.append((names[i], k, x1))
+    return out[::-1]
+
+
+def _step_back(table: np.ndarray, before: np.ndarray, f: int, x: int, here: float, pods: int
+               ) -> tuple[int, int, int] | None:
+    for k in range(1, table.shape[0]):
+        for x1 in _steps(table[k]):
+            if x1 > x:
+                break
+            sources = range(max(0, pods - k), pods + 1) if f == pods else ([f - k] if f >= k else [])
+            for g in sources:
+                if _close(before[g, x - x1] + table[k, x1], here):
+                    return k, x1, g
+    return None
+
+
+def _start(rows: int, width: int) -> np.ndarray:
+    dp = np.full((rows + 1, width), _INF)
+    dp[0] = 0.0
+    return dp
+
+
+def _walk_groups(racks: list[list[np.ndarray]], prefix: list[np.ndarray], groups: int, x: int
+                 ) -> list[tuple[int, int, int]] | None:
+    """Back through ``_groups_table``'s programs: (rack, groups, counted) of each rack used."""
+    out = []
+    g = groups
+    for r in range(len(racks) - 1, -1, -1):
+        before = prefix[r - 1] if r else _start(groups, prefix[0].shape[1])
+        here = prefix[r][g, x]
+        if _close(before[g, x], here):
+            continue
+        step = next(((j, x1) for j in range(1, g + 1) for x1 in _steps(racks[r][j])
+                     if x1 <= x and _close(before[g - j, x - x1] + racks[r][j][x1], here)), None)
+        if step is None:
+            return None
+        j, x1 = step
+        out.append((r, j, x1))
+        g, x = g - j, x - x1
+    return out
 
 
 _EXACT_UNITS = 16  # 2^16 subsets of a node's units, at most
@@ -128,15 +267,27 @@ _MOST_COUNTED = 4096
 _RACK_PODS = 128  # pods per rack priced exactly (more groups in one rack cost at least as much)
 
 
-def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_counted: int) -> np.ndarray | None:
-    """cost[k, x]: the least cost of the node's units to evict so k pods fit, with at most x
-    budget-counted pods among them (inf: impossible)."""
+@dataclass(frozen=True, slots=True)
+class _NodeCost:
+    table: np.ndarray  # cost[k, x]: least cost so k pods fit with at most x counted (inf: impossible)
+    pareto: tuple[tuple[tuple[int, float, int], ...], ...]  # per k: (counted, cost, subset), counted rising
+    units: tuple[int, ...]  # the node's eligible units, bit i of a subset is units[i]
+
+    def units_for(self, k: int, x: int) -> list[int]:
+        """The units of the cheapest subset for k pods with at most x counted."""
+        subset = [m for w, _, m in self.pareto[k] if w <= x][-1]
+        return [u for i, u in enumerate(self.units) if subset >> i & 1]
+
+
+def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_counted: int) -> _NodeCost | None:
+    """Every subset of the node's eligible units, tried for each number of pods."""
     resources = sorted(cls.requests)
     room = np.array([node.allocatable.get(r, 0) for r in resources], dtype=np.int64)
     need = np.array([cls.requests[r] for r in resources], dtype=np.int64)
     costs: list[float] = []
     weights: list[int] = []
     uses: list[list[int]] = []
+    units: list[int] = []
     for u in problem.units_on_node.get(node.name, ()):
         unit = problem.units[u]
         use = [unit.usage[node.name].get(r, 0) for r in resources]
@@ -146,6 +297,7 @@ def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_c
             costs.append(unit.cost_milli * here / len(unit.members))
             weights.append(sum(unit.pdb_counts.values()) if node.name == min(unit.usage) else 0)
             uses.append(use)
+            units.append(u)
     if len(costs) > _EXACT_UNITS:
         return None
     n = len(costs)
@@ -154,14 +306,22 @@ def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_c
     paid = bits @ np.array(costs, dtype=np.float64).reshape(n)
     counted = bits @ np.array(weights, dtype=np.int64).reshape(n)
     table = np.full((most + 1, most_counted + 1), _INF)
+    pareto: list[tuple[tuple[int, float, int], ...]] = []
     for k in range(most + 1):
-        fits = np.all(room + freed >= k * need, axis=1) & (counted <= most_counted)
-        if not fits.any():
+        fits = np.flatnonzero(np.all(room + freed >= k * need, axis=1) & (counted <= most_counted))
+        if not len(fits):
             break
+        order = fits[np.lexsort((paid[fits], counted[fits]))]  # by counted, then cost
+        front: list[tuple[int, float, int]] = []
+        for m in order.tolist():
+            if not front or paid[m] < front[-1][1]:
+                front.append((int(counted[m]), float(paid[m]), m))
+        pareto.append(tuple(front))
         row = np.full(most_counted + 1, _INF)
-        np.minimum.at(row, counted[fits], paid[fits])
+        for w, c, _ in front:
+            row[w] = min(row[w], c)
         table[k] = np.minimum.accumulate(row)
-    return table
+    return _NodeCost(table, tuple(pareto), tuple(units))
 
 
 def _steps(row: np.ndarray) -> list[int]:
@@ -171,8 +331,8 @@ def _steps(row: np.ndarray) -> list[int]:
     return ([0] if finite[0] else []) + drops.tolist()
 
 
-def _pods_table(names: list[s.NodeName], tables: dict[s.NodeName, np.ndarray], pods: int, most_counted: int
-                ) -> np.ndarray:
+def _pods_table(names: list[s.NodeName], tables: dict[s.NodeName, np.ndarray], pods: int, most_counted: int,
+                prefix: list[np.ndarray] | None = None) -> np.ndarray:
     """cost[f, x]: the least cost for f pods (the last row: at least ``pods``) on the nodes with
     at most x budget-counted evictions."""
     dp = np.full((pods + 1, most_counted + 1), _INF)
@@ -190,6 +350,8 @@ def _pods_table(names: list[s.NodeName], tables: dict[s.NodeName, np.ndarray], p
                     np.minimum(new[k:, x:], shifted[: pods + 1 - k], out=new[k:, x:])
                 np.minimum(new[pods, x:], shifted[max(0, pods - k):].min(axis=0), out=new[pods, x:])
         dp = new
+        if prefix is not None:
+            prefix.append(dp)
     return dp
 
 
@@ -203,7 +365,8 @@ def _rack_table(names: list[s.NodeName], tables: dict[s.NodeName, np.ndarray], p
     return rows + [rows[-1]] * (groups - exact)
 
 
-def _groups_table(racks: list[list[np.ndarray]], groups: int, most_counted: int) -> np.ndarray:
+def _groups_table(racks: list[list[np.ndarray]], groups: int, most_counted: int,
+                  prefix: list[np.ndarray] | None = None) -> np.ndarray:
     """cost[x]: the least cost for every group, each in one rack, with at most x counted."""
     dp = np.full((groups + 1, most_counted + 1), _INF)
     dp[0] = 0.0
@@ -214,6 +377,8 @@ def _groups_table(racks: list[list[np.ndarray]], groups: int, most_counted: int)
                 shifted = dp[: groups + 1 - j, : most_counted + 1 - x] + rows[j][x]
                 np.minimum(new[j:, x:], shifted, out=new[j:, x:])
         dp = new
+        if prefix is not None:
+            prefix.append(dp)
     return dp[groups]
 
 

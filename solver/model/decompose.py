@@ -113,7 +113,11 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     certain = certain and all(proven for k, proven in first.values() if k < best13)
     finalists = [v for v, (k, _) in first.items() if k == best13]
     # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every pod
-    cost_floors = {v: _cost_floor(problem, subs[v], best13) for v in finalists}
+    costs = {v: _cost_floor(problem, subs[v], best13) for v in finalists}
+    cost_floors = {v: None if c is None else c.cost for v, c in costs.items()}
+    for v, c in costs.items():
+        if c is not None and c.plan is not None:
+            hints[v] = _better_plan(subs[v], hints[v], c.plan)
     finalists.sort(key=lambda v: (cost_floors[v] or 0, _greedy_cost(problem, hints[v], best13)))
     reports: list[dict[str, object]] = [{"domain": v, "status": "PRUNED", "tier": 3} for v in pruned13]
     done: list[tuple[tuple[object, ...], SolveResult]] = []
@@ -172,9 +176,7 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
 
 def _better(sub: Problem, hint: Assignment, floor: bounds.PdbFloor | None) -> Assignment:
     """The floor's plan when it leads the greedy hint on the tiers."""
-    if floor is None or floor.plan is None:
-        return hint
-    return floor.plan if tier_key(sub, evaluate(sub, floor.plan)) > tier_key(sub, evaluate(sub, hint)) else hint
+    return hint if floor is None or floor.plan is None else _better_plan(sub, hint, floor.plan)
 
 
 def _cannot_beat(incumbent: tuple[object, ...], cost: int | None, floor: bounds.PdbFloor | None) -> bool:
@@ -186,7 +188,11 @@ def _cannot_beat(incumbent: tuple[object, ...], cost: int | None, floor: bounds.
     return cost > best_cost or (cost == best_cost and pods >= best_evicted)
 
 
-def _cost_floor(problem: Problem, sub: Problem, best13: tuple[object, ...]) -> int | None:
+def _better_plan(sub: Problem, hint: Assignment, plan: Assignment) -> Assignment:
+    return plan if tier_key(sub, evaluate(sub, plan)) > tier_key(sub, evaluate(sub, hint)) else hint
+
+
+def _cost_floor(problem: Problem, sub: Problem, best13: tuple[object, ...]) -> bounds.CostFloor | None:
     """The domain's floor on cost at tiers 1-3 ``best13``, when those place every pending pod."""
     if best13[1] != sum(len(c.pods) for c in problem.classes):
         return None

@@ -239,7 +239,12 @@ def _floor(built: BuiltModel, stage: objective.Stage, values: list[int] | None) 
     if stage.name == objective.PDB_STAGE:
         return built.pdb_floor.violations if built.pdb_floor is not None else None
     # the PDB stage before this one is fixed: at most its violations
-    return bounds.cost_floor(built.problem, evaluate(built.problem, found).pdb_violations)
+    cost = bounds.cost_floor(built.problem, evaluate(built.problem, found).pdb_violations)
+    if cost is None:
+        return None
+    if cost.plan is not None and _at_least_as_good(built, cost.plan, found):
+        _hint_assignment(built, cost.plan)  # the programs' plan leads: the cost stage starts from it
+    return cost.cost
 
 
 def _places_every_pod(built: BuiltModel, assignment: Assignment) -> bool:

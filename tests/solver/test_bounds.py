@@ -82,8 +82,17 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
     assert floor.evicted_pods <= want.evicted
     event(f"floor is the optimum: {floor.violations == want.pdb_violations}")
     cost = bounds.cost_floor(problem, want.pdb_violations)
-    assert cost is not None and cost <= want.cost_milli
-    event(f"cost floor is the optimum: {cost == want.cost_milli}")
+    assert cost is not None and cost.cost <= want.cost_milli
+    event(f"cost floor is the optimum: {cost.cost == want.cost_milli}")
+    if cost.plan is not None:
+        event("cost plan built")
+        assert verify.verify(snap, make_plan(problem, cost.plan, status="FEASIBLE", stats={})) == []
+        got = evaluate(problem, cost.plan)
+        # it may break more budgets than the optimum, never beat it
+        assert got.placed == want.placed
+        assert (got.pdb_violations, got.cost_milli, got.evicted_pods) >= \
+            (want.pdb_violations, want.cost_milli, want.evicted)
+        event(f"cost plan is the optimum: {(got.pdb_violations, got.cost_milli) == (want.pdb_violations, want.cost_milli)}")
     if floor.plan is not None:
         event("plan built")
         plan = make_plan(problem, floor.plan, status="FEASIBLE", stats={})
@@ -117,7 +126,8 @@ def test_the_floor_is_the_proven_optimum_on_a_composite_of_rack_gangs() -> None:
     assert floor.plan is not None
     assert evaluate(problem, floor.plan).pdb_violations == floor.violations
     # at those violations, the cost floor; CP-SAT proves 884000 optimal in about a minute
-    assert bounds.cost_floor(problem, floor.violations) == 763000
+    cost = bounds.cost_floor(problem, floor.violations)
+    assert cost is not None and cost.cost == 763000
     assert floor.evicted_pods == 48
 
 
