@@ -99,8 +99,9 @@ def cost_floor(problem: Problem, violations: int) -> CostFloor | None:
     members there, its budget count on its first node); per rack a program over its nodes
     gives the least cost of each number of groups for every count ≤ X (past ``_RACK_PODS``
     pods, more groups are priced as fewer: more pods never cost less); per zone a program
-    over its racks. A node with more than ``_EXACT_UNITS`` eligible units, or an X beyond
-    ``_MOST_COUNTED``, gives no floor.
+    over its racks. On a node with more than ``_EXACT_UNITS`` eligible units the cheapest
+    are taken as gone for nothing (still a relaxation); an X beyond ``_MOST_COUNTED`` gives
+    no floor.
 
     The plan walks the programs back: each node's cheapest units for its pods, the groups in
     their racks, victims evicted without need put back. It is None when a rack was priced
@@ -272,11 +273,12 @@ class _NodeCost:
     table: np.ndarray  # cost[k, x]: least cost so k pods fit with at most x counted (inf: impossible)
     pareto: tuple[tuple[tuple[int, float, int], ...], ...]  # per k: (counted, cost, subset), counted rising
     units: tuple[int, ...]  # the node's eligible units, bit i of a subset is units[i]
+    free: tuple[int, ...]  # units taken as gone for nothing (past _EXACT_UNITS)
 
     def units_for(self, k: int, x: int) -> list[int]:
         """The units of the cheapest subset for k pods with at most x counted."""
         subset = [m for w, _, m in self.pareto[k] if w <= x][-1]
-        return [u for i, u in enumerate(self.units) if subset >> i & 1]
+        return [u for i, u in enumerate(self.units) if subset >> i & 1] + list(self.free)
 
 
 def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_counted: int) -> _NodeCost | None:
@@ -298,8 +300,15 @@ def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_c
             weights.append(sum(unit.pdb_counts.values()) if node.name == min(unit.usage) else 0)
             uses.append(use)
             units.append(u)
+    free: list[int] = []
     if len(costs) > _EXACT_UNITS:
-        return None
+        # too many subsets: the cheapest units are taken as gone for nothing, a relaxation
+        cheap = sorted(range(len(costs)), key=lambda i: (costs[i], units[i]))[: len(costs) - _EXACT_UNITS]
+        for i in cheap:
+            room += np.array(uses[i], dtype=np.int64)
+        free = [units[i] for i in cheap]
+        keep = [i for i in range(len(costs)) if i not in set(cheap)]
+        costs, weights, uses, units = ([xs[i] for i in keep] for xs in (costs, weights, uses, units))  # type: ignore[assignment]
     n = len(costs)
     bits = ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1).astype(np.int64)
     freed = bits @ np.array(uses, dtype=np.int64).reshape(n, len(resources))
@@ -321,7 +330,7 @@ def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_c
         for w, c, _ in front:
             row[w] = min(row[w], c)
         table[k] = np.minimum.accumulate(row)
-    return _NodeCost(table, tuple(pareto), tuple(units))
+    return _NodeCost(table, tuple(pareto), tuple(units), tuple(free))
 
 
 def _steps(row: np.ndarray) -> list[int]:

@@ -76,6 +76,8 @@ def solve(
     if hint is not None:
         _hint_assignment(built, hint)
     values: list[int] | None = None
+    current: Assignment | None = None  # the stages' solution so far
+    lead = hint  # the assignment the model is hinted with
     all_optimal = True
     has_cost_stage = any(st.cost is not None for st in built.stages)
     cost_bound: int | None = 0 if has_cost_stage else None  # 0 until the cost stage proves better
@@ -86,13 +88,16 @@ def solve(
         if upto_cost and stage.cost is not None:
             break
         cut = False
-        if cost_cutoff is not None and stage.cost is not None and values is not None \
+        if cost_cutoff is not None and stage.cost is not None and current is not None \
                 and all(p for _, p in found_values) \
-                and tier_key(built.problem, evaluate(built.problem, _decode(built, values)))[:3] == cost_cutoff[0]:
+                and tier_key(built.problem, evaluate(built.problem, current))[:3] == cost_cutoff[0]:
             model.add(stage.cost <= cost_cutoff[1])
             cut = True
         limit = stage_cutoff(i, found_values) if stage_cutoff is not None and not stage.maximize else None
-        floored = _floor(built, stage, values)
+        floored, better = _floor(built, stage, current)
+        if better is not None:
+            lead = better  # the programs' plan leads: the cost stage starts from it
+            _hint_assignment(built, lead)
         if limit is not None and floored is not None and floored > limit and stage.cost is None:
             reports.append({"stage": stage.name, "status": "INFEASIBLE", "seconds": 0.0, "floor": floored})
             pruned, all_optimal = True, False  # proven by the floor, without a search
@@ -100,6 +105,20 @@ def solve(
         if limit is not None:
             model.add(stage.expr <= limit)
             cut = True
+        proven = _proven_by(built, stage, lead, floored, first=i == 0)
+        if proven is not None and (limit is None or proven <= limit):
+            # the hinted plan meets the stage's proven bound: no search (solver/model/bounds.py)
+            reports.append({"stage": stage.name, "status": "OPTIMAL", "seconds": 0.0, "objective": float(proven),
+                            "bound": float(proven), "fromHint": True,
+                            **({"floor": floored} if floored is not None else {})})
+            found_values.append((proven, True))
+            if params.on_solution is not None:
+                params.on_solution(stage.name, float(proven), float(proven))
+            if stage.cost is not None:
+                cost_bound = None
+            current = lead
+            model.add(stage.expr >= proven if stage.maximize else stage.expr <= proven)
+            continue
         remaining = params.time_limit - (time.perf_counter() - start)
         if remaining <= 0.01 or (stop is not None and stop.is_set()):
             all_optimal = False
@@ -139,6 +158,7 @@ def solve(
             all_optimal = False
             break
         values = list(solver.response_proto.solution)
+        current = _decode(built, values)
         found = round(solver.objective_value)
         found_values.append((found, code == cp_model.OPTIMAL))
         if code != cp_model.OPTIMAL:
@@ -153,14 +173,15 @@ def solve(
         # fix this stage's value, hint the whole solution for the next
         model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
         model.clear_hints()
-        if hint is not None and _at_least_as_good(built, hint, _decode(built, values)):
-            _hint_assignment(built, hint)  # the baseline still leads on the tiers below
+        if lead is not None and _at_least_as_good(built, lead, current):
+            _hint_assignment(built, lead)  # the baseline still leads on the tiers below
         else:
+            lead = current
             for var_index, value in enumerate(values):
                 model.proto.solution_hint.vars.append(var_index)
                 model.proto.solution_hint.values.append(value)
     model.clear_objective()
-    assignment = _decode(built, values) if values is not None else None
+    assignment = current
     status = UNKNOWN if assignment is None else (OPTIMAL if all_optimal else FEASIBLE)
     return SolveResult(
         assignment=assignment,
@@ -228,23 +249,60 @@ def _at_least_as_good(built: BuiltModel, a: Assignment, b: Assignment) -> bool:
     return tier_key(problem, evaluate(problem, a)) >= tier_key(problem, evaluate(problem, b))
 
 
-def _floor(built: BuiltModel, stage: objective.Stage, values: list[int] | None) -> int | None:
+def _floor(built: BuiltModel, stage: objective.Stage, found: Assignment | None
+           ) -> tuple[int | None, Assignment | None]:
     """A proven floor for this stage (solver/model/bounds.py) once the stages before it placed
-    every pod: fixed as found, every plan this stage may return places them all too."""
-    if values is None or (stage.name != objective.PDB_STAGE and stage.cost is None):
-        return None
-    found = _decode(built, values)
+    every pod: fixed as found, every plan this stage may return places them all too. With it,
+    the programs' plan when it is at least as good as what was found."""
+    if found is None or (stage.name != objective.PDB_STAGE and stage.cost is None):
+        return None, None
     if not _places_every_pod(built, found):
-        return None
+        return None, None
     if stage.name == objective.PDB_STAGE:
-        return built.pdb_floor.violations if built.pdb_floor is not None else None
+        return (built.pdb_floor.violations if built.pdb_floor is not None else None), None
     # the PDB stage before this one is fixed: at most its violations
     cost = bounds.cost_floor(built.problem, evaluate(built.problem, found).pdb_violations)
     if cost is None:
+        return None, None
+    better = cost.plan if cost.plan is not None and _at_least_as_good(built, cost.plan, found) else None
+    return cost.cost, better
+
+
+def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | None, floor: int | None,
+               *, first: bool) -> int | None:
+    """The stage's value when the hinted plan meets a proven bound on it, else None: every pod
+    placed and every workload satisfied for the first stage, the floor for the others."""
+    if lead is None:
         return None
-    if cost.plan is not None and _at_least_as_good(built, cost.plan, found):
-        _hint_assignment(built, cost.plan)  # the programs' plan leads: the cost stage starts from it
-    return cost.cost
+    problem = built.problem
+    ev = evaluate(problem, lead)
+    if first and stage.maximize:
+        if not (all(ev.satisfied.values()) and ev.placed == sum(len(c.pods) for c in problem.classes)):
+            return None
+        return _hinted_value(built.model, stage.expr)
+    if floor is None:
+        return None
+    if stage.name == objective.PDB_STAGE:
+        return ev.pdb_violations if ev.pdb_violations <= floor else None
+    if stage.cost is None or ev.cost_milli > floor:
+        return None
+    if len(stage.weights) == 1:
+        return ev.cost_milli
+    pods = built.pdb_floor.evicted_pods if built.pdb_floor is not None else 0
+    return stage.weights[0] * ev.cost_milli + ev.evicted_pods if ev.evicted_pods <= pods else None
+
+
+def _hinted_value(model: cp_model.CpModel, expr: cp_model.LinearExprT) -> int | None:
+    """``expr`` at the model's hint, None when the hint leaves one of its variables out."""
+    model.minimize(expr)
+    hinted = dict(zip(model.proto.solution_hint.vars, model.proto.solution_hint.values, strict=True))
+    goal = model.proto.objective
+    total = goal.offset
+    for var, coeff in zip(goal.vars, goal.coeffs, strict=True):
+        if var not in hinted:
+            return None
+        total += coeff * hinted[var]
+    return round(total * (goal.scaling_factor or 1))
 
 
 def _places_every_pod(built: BuiltModel, assignment: Assignment) -> bool:
