@@ -3,6 +3,14 @@
 Each stage optimises one slice of the lexicographic objective (see
 ``solver.model.objective``), then fixes what it found before the next stage
 starts, with the previous solution as a complete hint.
+
+Proven floors (``solver.model.bounds``) end stages early once stage 1 has placed
+every pod: a stage whose hinted plan already meets its floor is taken without a
+search (reported ``fromHint``), a search stops at the first solution that meets it,
+and the cost is searched alone down to its floor before the evicted pods are. The
+floor is never added to the model as a constraint: measured on
+composite-topology-5000, a cost stage with ``cost ≥ floor`` added stayed at its hint
+for 40 s, where the same model without it reached the optimum.
 """
 
 from __future__ import annotations
