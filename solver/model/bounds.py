@@ -25,7 +25,7 @@ evictions chosen for its tightest resource, checked on every resource) for the s
 hint; victims it evicted without need are put back.
 
 Applies to a problem of one workload whose pending pods share one shape, with no DRA
-claims, no inter-pod rules and soft budgets, whose tree is a PodGroup or a
+claims and no inter-pod rules or host ports, whose tree is a PodGroup or a
 CompositePodGroup of PodGroups with the same key and the same number of pending pods.
 Anything else gets no floor (None), never a wrong one.
 """
@@ -416,6 +416,8 @@ def _shape(problem: Problem) -> _Tree | None:
         return None
     if len({tuple(sorted(c.requests.items())) for c in classes}) != 1 or not classes[0].requests:
         return None
+    if any(c.pods[0].host_ports for c in classes):
+        return None  # host ports are inter-pod rules too (constraints/interpod.py)
     root = workload.groups[0]
     root_key = problem.groups[root].topology_key
     children = problem.children.get(root, [])

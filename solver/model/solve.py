@@ -84,6 +84,7 @@ def solve(
     if hint is not None:
         _hint_assignment(built, hint)
     values: list[int] | None = None
+    checked: dict[int, tuple[Assignment, bool]] = {}  # id(plan) -> (plan, does the model accept it)
     current: Assignment | None = None  # the stages' solution so far
     lead = hint  # the assignment the model is hinted with
     all_optimal = True
@@ -114,7 +115,7 @@ def solve(
             model.add(stage.expr <= limit)
             cut = True
         proven = _proven_by(built, stage, lead, floored, first=i == 0)
-        if proven is not None and (limit is None or proven <= limit):
+        if proven is not None and (limit is None or proven <= limit) and _holds(built, lead, params, checked):
             # the hinted plan meets the stage's proven bound: no search (solver/model/bounds.py)
             reports.append({"stage": stage.name, "status": "OPTIMAL", "seconds": 0.0, "objective": float(proven),
                             "bound": float(proven), "fromHint": True,
@@ -298,6 +299,21 @@ def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | Non
         return ev.cost_milli
     pods = built.pdb_floor.evicted_pods if built.pdb_floor is not None else 0
     return stage.weights[0] * ev.cost_milli + ev.evicted_pods if ev.evicted_pods <= pods else None
+
+
+def _holds(built: BuiltModel, lead: Assignment | None, params: SolveParams,
+           checked: dict[int, tuple[Assignment, bool]]) -> bool:
+    """Does the model accept the hinted plan as it stands? CP-SAT with every hinted variable
+    fixed to its hint: a plan is taken without a search only when the model agrees it is one."""
+    if lead is None:
+        return False
+    if id(lead) not in checked:
+        solver = cp_model.CpSolver()
+        solver.parameters.fix_variables_to_their_hinted_value = True
+        solver.parameters.num_workers = params.workers
+        solver.parameters.max_time_in_seconds = max(1.0, params.time_limit / 10)
+        checked[id(lead)] = (lead, solver.solve(built.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE))
+    return checked[id(lead)][1]
 
 
 def _hinted_value(model: cp_model.CpModel, expr: cp_model.LinearExprT) -> int | None:

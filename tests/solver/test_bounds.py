@@ -162,3 +162,22 @@ def test_the_rest_of_a_composite_is_not_spread_over_two_racks() -> None:
         assert verify.verify(snap, make_plan(problem, assignment, status="FEASIBLE", stats={})) == []
     o = api.plan(snap, api.PlanOptions(time_limit=60)).objective
     assert (o.placed_pods, o.pdb_violations, o.evicted_pods) == (4, 1, 1)
+
+
+def test_host_ports_keep_the_floors_out_and_a_plan_is_taken_only_if_the_model_accepts_it() -> None:
+    # found by the thorough property test: the cost floor's plan ignored bg1's host port and
+    # put w0-0 beside it without evicting it; the cost stage took that plan without a search
+    def port(pb: Any) -> Any:
+        pb.obj["spec"]["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+        return pb
+
+    snap = b.snapshot(
+        b.node("n0").cpu_m(2000).pods(3).taint("dedicated", "x"), b.node("n1").cpu_m(2000).pods(3),
+        b.pod("bg0").on("n0").cpu_m(500).priority(0), port(b.pod("bg1").on("n1").cpu_m(500).priority(0)),
+        b.pod_group("w0", 1).priority(20), port(b.pod("w0-0").group("w0").cpu_m(500)),
+        b.pod("w0-run").group("w0").on("n0").cpu_m(500))
+    assert bounds.cost_floor(build_problem(snap), 0) is None
+    plan = api.plan(snap, api.PlanOptions(time_limit=60))
+    assert verify.verify(snap, plan) == []
+    o = plan.objective
+    assert (plan.status, o.placed_pods, o.evicted_pods, o.preemption_cost) == ("OPTIMAL", 1, 1, 1.0)
