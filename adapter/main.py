@@ -280,8 +280,8 @@ def _tree(objects: list[Obj], leaf: str) -> set[str]:
 def register(sub: Any) -> None:
     p = sub.add_parser("adapter", help="schedule pods of schedulerName gangplace on a cluster")
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--kubeconfig", metavar="PATH")
-    where.add_argument("--in-cluster", action="store_true")
+    where.add_argument("--kubeconfig", metavar="PATH", help="reach the cluster with this kubeconfig")
+    where.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     where.add_argument("--api-server", metavar="URL", help="an API server without auth (tests, kubectl proxy)")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--solver", metavar="HOST:PORT", help="a running `gangplace serve`")
@@ -290,9 +290,11 @@ def register(sub: Any) -> None:
     p.add_argument("--solver-cert", metavar="PEM", help="this adapter's client certificate (mutual TLS)")
     p.add_argument("--solver-key", metavar="PEM", help="its private key")
     p.add_argument("--solver-token-file", metavar="FILE", help="a bearer token the solver requires")
-    p.add_argument("--scheduler-name", default="gangplace")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S")
-    p.add_argument("--lease-namespace", default="kube-system")
+    p.add_argument("--scheduler-name", default="gangplace", metavar="NAME",
+                   help="plan the pods whose spec.schedulerName is NAME (gangplace)")
+    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds per plan (10)")
+    p.add_argument("--lease-namespace", default="kube-system", metavar="NS",
+                   help="namespace of the leader-election Lease (kube-system)")
     p.add_argument("--dry-run", action="store_true", help="print the plan it would carry out, write nothing")
     p.set_defaults(func=main)
 

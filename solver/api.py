@@ -51,9 +51,11 @@ MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is an int32
 
 
 class UnknownWorkloadError(SolverError):
-    def __init__(self, workload: str) -> None:
+    def __init__(self, workload: str, root: str | None = None) -> None:
         self.workload = workload
-        super().__init__(f"no pending workload {workload!r} in the snapshot")
+        self.root = root
+        hint = f": it is a group under {root!r}; a workload is named by its root" if root else ""
+        super().__init__(f"no pending workload {workload!r} in the snapshot{hint}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,7 +112,10 @@ def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnap
 
     pending = [p for p in snapshot.pods if p.node is None]
     if not any(root(p) == workload for p in pending):
-        raise UnknownWorkloadError(workload)
+        top = workload
+        while top in groups and groups[top].parent is not None:
+            top = groups[top].parent  # type: ignore[assignment]
+        raise UnknownWorkloadError(workload, root=top if top != workload else None)
     pods = tuple(p for p in snapshot.pods if p.node is not None or root(p) == workload)
     return replace(snapshot, pods=pods)
 

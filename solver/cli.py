@@ -1,7 +1,8 @@
 """The ``gangplace`` command.
 
-    gangplace solve SNAPSHOT [--workload NS/NAME] [--time-limit S] [--workers N]
-                    [--seed N] [--baseline] [--no-decompose] [-o PLAN.json]
+    gangplace solve SNAPSHOT|- [--workload NS/NAME] [--time-limit S] [--workers N]
+                    [--seed N] [--baseline] [--no-decompose] [-o PLAN.json|-]
+    gangplace --version
     gangplace bench [SNAPSHOT|DIR ...] [--suite NAME] [--alibaba TRACE_DIR] [--repeat N] [--time-limit S]
                     [--workers N] [--out results.jsonl] [--plot PATH.png]
     gangplace solve SNAPSHOT --server HOST:PORT [...]
@@ -53,6 +54,44 @@ def _port(text: str) -> int:
     return port
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number >= 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number >= 0")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1")
+    return value
+
+
+def _version() -> str:
+    import platform
+
+    from ortools import __version__ as ortools_version
+
+    return f"gangplace {metadata.version('gangplace')} (ortools {ortools_version}, python {platform.python_version()})"
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -80,9 +119,11 @@ def _gates(text: str) -> FeatureGates:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gangplace", description="Optimal gang placement for Kubernetes.")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     solve = sub.add_parser("solve", help="plan the pending workloads of a recorded snapshot")
-    solve.add_argument("snapshot", help="a JSON List, multi-document YAML, or a directory of them")
+    solve.add_argument("snapshot", help="a JSON List or multi-document YAML; a directory of them is one cluster; "
+                                        "- reads standard input")
     solve.add_argument("--workload", metavar="NS/NAME", help="plan only this pending workload (its root group)")
     solve.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds for the solve (10)")
     solve.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
@@ -96,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--no-dra-preemption", action="store_true",
                        help="a victim's DRA devices stay held, as upstream 1.37 plans (default: evicting "
                             "every holder frees them)")
-    solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout")
+    solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout (-: stdout)")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
     serve.add_argument("--port", type=_port, default=50051, help="gRPC port (50051)")
@@ -123,10 +164,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="add a generated suite (repeatable)")
     bench.add_argument("--alibaba", metavar="TRACE_DIR",
                        help="add cases converted from the Alibaba GPU trace (cluster-trace-gpu-v2023) there")
-    bench.add_argument("--repeat", type=int, default=3, metavar="N", help="gangplace solves per case (3)")
-    bench.add_argument("--time-limit", type=float, default=60.0, metavar="S")
-    bench.add_argument("--workers", type=int, default=1, metavar="N")
-    bench.add_argument("--seed", type=int, default=0, metavar="N")
+    bench.add_argument("--repeat", type=_positive, default=3, metavar="N", help="gangplace solves per case (3)")
+    bench.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds per solve (60)")
+    bench.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
+    bench.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
     bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
     bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
     _upstream_args(bench, "also run each case upstream and show every tier three ways: gangplace / "
@@ -135,25 +176,29 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("snapshots", nargs="+", help="snapshot files or directories (each file is one snapshot)")
     rp.add_argument("--shard", default="0/1", metavar="I/N", help="take the I-th of N shards (an Indexed Job's index)")
     rp.add_argument("--out", default="replan", metavar="DIR", help="reports go here as NAME.json (replan/)")
-    rp.add_argument("--time-limit", type=float, default=60.0, metavar="S")
-    rp.add_argument("--workers", type=int, default=1, metavar="N")
+    rp.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds per snapshot (60)")
+    rp.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     _upstream_args(rp, "add what upstream does to each snapshot (report key `upstream`)")
     _feature_gates_arg(rp)
     for entry in metadata.entry_points(group="gangplace.commands"):  # e.g. `adapter`, from the adapter package
         entry.load()(sub)
     gen = sub.add_parser("generate", help="write a deterministic synthetic snapshot (a JSON List)")
-    gen.add_argument("--nodes", type=int, default=1000)
-    gen.add_argument("--pods-per-node", type=int, default=10)
-    gen.add_argument("--utilisation", type=float, default=0.7)
-    gen.add_argument("--gang-pods", type=int, default=64)
-    gen.add_argument("--gang-cpu-m", type=int, default=8000)
-    gen.add_argument("--gang-gpus", type=int, default=1)
-    gen.add_argument("--gang-topology", default=generate.RACK, help="node label key of the gang's domain")
-    gen.add_argument("--composite-groups", type=int, default=0)
-    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--nodes", type=_positive, default=1000, metavar="N", help="nodes (1000), 256 per zone")
+    gen.add_argument("--pods-per-node", type=_count, default=10, metavar="N",
+                     help="running background pods per node, on average (10)")
+    gen.add_argument("--utilisation", type=_fraction, default=0.7, metavar="F",
+                     help="share of each node's cpu the background requests (0.7)")
+    gen.add_argument("--gang-pods", type=_count, default=64, metavar="N", help="pods of the pending PodGroup (64; 0: none)")
+    gen.add_argument("--gang-cpu-m", type=_positive, default=8000, metavar="MILLI", help="cpu of each gang pod (8000)")
+    gen.add_argument("--gang-gpus", type=_count, default=1, metavar="N", help="GPUs of each gang pod (1)")
+    gen.add_argument("--gang-topology", default=generate.RACK, metavar="KEY", help="node label key of the gang's domain")
+    gen.add_argument("--composite-groups", type=_count, default=0, metavar="N",
+                     help="add a CompositePodGroup (zone) of N PodGroups (rack) of 8 pods (0: none)")
+    gen.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (0): the same seed, the same bytes")
     gen.add_argument("--suite", choices=sorted(runner.SUITES),
                      help="write every case of a bench suite instead, one NAME.json each, into -o DIR")
-    gen.add_argument("-o", "--output", metavar="SNAPSHOT.json|DIR", required=True)
+    gen.add_argument("-o", "--output", metavar="SNAPSHOT.json|DIR", required=True,
+                     help="the snapshot file; with --suite, a directory of one file per case")
     return parser
 
 
@@ -265,7 +310,7 @@ def _solve(args: argparse.Namespace) -> int:
     if args.server:
         plan = _solve_remote(args).to_dict()
     else:
-        snapshot = loader.load_snapshot(args.snapshot)
+        snapshot = _read_snapshot(args.snapshot)
         options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline,
                                   decompose=not args.no_decompose, strict_pdbs=args.strict_pdbs,
@@ -273,13 +318,27 @@ def _solve(args: argparse.Namespace) -> int:
                                   dra_preemption=not args.no_dra_preemption)
         plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
-    if args.output:
+    if args.output and args.output != "-":
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
     else:
         print(text)
     summary(plan, sys.stderr)
     return 0
+
+
+def _read_snapshot(source: str) -> Any:
+    """The snapshot at ``source`` (- : standard input); one with no Node and no Pod is an error
+    naming it, with the kinds it did hold."""
+    if source == "-":
+        snapshot = loader.snapshot_from_bytes(sys.stdin.buffer.read(), source="<stdin>")
+    else:
+        snapshot = loader.load_snapshot(source)
+    if not snapshot.nodes and not snapshot.pods:
+        held = ", ".join(f"{n} {k}" for k, n in sorted(snapshot.skipped_kinds.items()))
+        raise loader.SnapshotInvalidError("<stdin>" if source == "-" else source, "",
+                                          "no Node and no Pod to plan" + (f" (it holds {held})" if held else ""))
+    return snapshot
 
 
 def _replan_upstream(path: Path, snapshot: Any, options: api.PlanOptions, settle: float) -> dict[str, Any]:
@@ -327,9 +386,12 @@ def _replan(args: argparse.Namespace) -> int:
 def _solve_remote(args: argparse.Namespace) -> Any:
     from solver import client
 
-    files = loader.snapshot_files(Path(args.snapshot))
-    docs = [doc for f in files for doc in loader.read_documents(f)]
-    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
+    if args.snapshot == "-":
+        body = sys.stdin.buffer.read()
+    else:
+        files = loader.snapshot_files(Path(args.snapshot))
+        docs = [doc for f in files for doc in loader.read_documents(f)]
+        body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
     options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose,
                                   strict_pdbs=args.strict_pdbs,

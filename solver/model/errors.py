@@ -25,7 +25,7 @@ class SnapshotInvalidError(SolverError):
         self.obj = obj
         self.field = field
         self.reason = reason
-        super().__init__(f"{obj}: {field}: {reason}")
+        super().__init__(f"{obj}: {field}: {reason}" if field else f"{obj}: {reason}")
 
 
 class ModelTooLargeError(SolverError):

@@ -204,8 +204,8 @@ def test_graceful_shutdown_finishes_the_solve_in_flight() -> None:
      "state: pods[0] (Pod/d/p): spec.nodeName: Node ghost not found"),
     (lambda: pb.SolveRequest(state=pb.ClusterState(groups=[pb.Group(namespace="d", name="g")])),
      "groups[0].kind: must be POD_GROUP or COMPOSITE_POD_GROUP"),
-    (lambda: pb.SolveRequest(kubernetes_objects=b"{not json"), "kubernetes_objects: request: : not valid JSON"),
-    (lambda: pb.SolveRequest(kubernetes_objects=b"[" * 100000), "kubernetes_objects: request: : not valid JSON: "
+    (lambda: pb.SolveRequest(kubernetes_objects=b"{not json"), "kubernetes_objects: request: not valid JSON"),
+    (lambda: pb.SolveRequest(kubernetes_objects=b"[" * 100000), "kubernetes_objects: request: not valid JSON: "
      "nested too deeply"),
     (lambda: pb.SolveRequest(state=pb.ClusterState(), options=pb.SolveOptions(time_limit_seconds=float("nan"))),
      "options.time_limit: must be a number from 0.001 to 604800, got nan"),

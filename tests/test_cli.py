@@ -1,0 +1,90 @@
+"""The gangplace command as users expect it (issue 18): - for standard input and output,
+--version, arguments checked before any work (exit 2), an empty or plan-less input named
+as such, and a workload named by a child group pointed at its root."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from solver import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "gang-preemption.yaml"
+
+
+class _Stdin:
+    def __init__(self, data: bytes) -> None:
+        self.buffer = io.BytesIO(data)
+
+
+def test_solve_reads_standard_input_and_writes_standard_output(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["solve", str(EXAMPLE)]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(sys, "stdin", _Stdin(EXAMPLE.read_bytes()))
+    assert cli.main(["solve", "-", "-o", "-"]) == 0
+    out = capsys.readouterr()
+    from_stdin = json.loads(out.out)
+    assert not Path("-").exists()  # "-" is standard output, not a file named -
+    for plan in (from_file, from_stdin):
+        plan.pop("stats")
+    assert from_stdin == from_file
+    assert "status OPTIMAL" in out.err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("gangplace 0.1.0 (ortools 9.15") and "python 3." in out
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["bench", "--suite", "mini", "--repeat", "0"], "argument --repeat: 0 is not a whole number >= 1"),
+    (["generate", "--nodes", "0", "-o", "x.json"], "argument --nodes: 0 is not a whole number >= 1"),
+    (["generate", "--utilisation", "1.5", "-o", "x.json"], "argument --utilisation: 1.5 is not a fraction"),
+    (["generate", "--pods-per-node", "-1", "-o", "x.json"],
+     "argument --pods-per-node: -1 is not a whole number >= 0"),
+])
+def test_bad_arguments_exit_2_before_any_work(argv: list[str], what: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # the solve options are PlanOptions' to check: tests/solver/test_bad_input.py
+    with pytest.raises(SystemExit) as done:
+        cli.main([str(tmp_path / a) if a == "x.json" else a for a in argv])
+    assert done.value.code == 2
+    assert what in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_every_option_has_help() -> None:
+    parser = cli._parser()
+    subs = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[attr-defined]
+    missing = [f"{name} {'/'.join(a.option_strings) or a.dest}" for name, sub in subs.items()
+               for a in sub._actions if a.help is None and a.dest != "help"]
+    assert missing == []
+
+
+@pytest.mark.parametrize("content, held", [
+    ("", ""),
+    ("apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: default}\n", " (it holds 1 Service)"),
+])
+def test_an_input_without_nodes_or_pods_is_an_error_naming_it(content: str, held: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text(content)
+    assert cli.main(["solve", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == f"gangplace: {path}: no Node and no Pod to plan{held}"
+
+
+def test_a_child_group_named_as_the_workload_points_at_its_root(capsys: pytest.CaptureFixture[str]) -> None:
+    example = ROOT / "examples" / "composite-zone-rack.yaml"
+    assert cli.main(["solve", str(example), "--workload", "ml/llm-stage-0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "gangplace: no pending workload 'ml/llm-stage-0' in the snapshot: it is a group under 'ml/llm'; "
+        "a workload is named by its root")
