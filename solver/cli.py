@@ -54,24 +54,20 @@ def _port(text: str) -> int:
     return port
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number >= 1")
-    return value
+def _whole(least: int) -> Any:
+    """An argparse type: a whole number ≥ ``least``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text} is not a whole number >= {least}")
+        return value
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number >= 0")
-    return value
+_positive, _count = _whole(1), _whole(0)
 
 
 def _fraction(text: str) -> float:
