@@ -22,6 +22,7 @@ from importlib import metadata
 import json
 import math
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -135,6 +136,8 @@ def _parser() -> argparse.ArgumentParser:
                             "every holder frees them)")
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout (-: stdout)")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
+    solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="print each improving solution to stderr (default: when stderr is a terminal)")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
     serve.add_argument("--port", type=_port, default=50051, help="gRPC port (50051)")
     serve.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0)")
@@ -278,6 +281,9 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+_LISTED = 8  # past this many evictions, the summary counts them per node
+
+
 def summary(plan: dict[str, Any], out: TextIO) -> None:
     o, st = plan["objective"], plan["stats"]
     print(f"status {plan['status']}: {o['satisfiedWorkloads']}/{len(plan['workloads'])} workloads satisfied, "
@@ -289,17 +295,40 @@ def summary(plan: dict[str, Any], out: TextIO) -> None:
         print(f"  {w['kind']} {w['name']} (priority {w['priority']}): {verdict}", file=out)
         for g in w["groups"]:
             domain = "".join(f" {k}={v}" for k, v in g["domain"].items())
-            floor = "" if g["minCount"] is None else f"/{g['minCount']}"
+            floor = "" if g["minCount"] is None else f", minCount {g['minCount']}"
             print(f"    {g['kind']} {g['name']}: +{g['placedPods']} placed, {g['runningPods']} running{floor}"
                   f"{domain}", file=out)
-    for e in plan["evictions"]:
-        print(f"  evict {e['pod']} on {e['node']} (cost {e['cost']:g})", file=out)
+    evictions = plan["evictions"]
+    if len(evictions) <= _LISTED:
+        for e in evictions:
+            print(f"  evict {e['pod']} on {e['node']} (cost {e['cost']:g})", file=out)
+    else:
+        per_node = Counter(e["node"] for e in evictions)
+        most = ", ".join(f"{node} {n}" for node, n in per_node.most_common(5))
+        print(f"  evict {len(evictions)} pods on {len(per_node)} nodes (most: {most}; every one in the plan's "
+              f"evictions)", file=out)
+    allocations = plan.get("deviceAllocations", ())
+    if allocations:
+        devices = sum(len(a["devices"]) for a in allocations)
+        drivers = sorted({d["driver"] for a in allocations for d in a["devices"]})
+        print(f"  allocate {devices} devices ({', '.join(drivers)}) to {len(allocations)} claim requests", file=out)
     for h in plan.get("heldPods", ()):
         print(f"  held {h['pod']}: {h['reason']}", file=out)
     for w in plan.get("warnings", ()):
         print(f"  warning: {w}", file=out)
     print(f"  {st['variables']} variables, {st['constraints']} constraints, build {st['buildSeconds']:.3f}s, "
           f"solve {st['solveSeconds']:.3f}s, baseline {st['baselineSeconds']:.3f}s", file=out)
+
+
+def _progress_line(out: TextIO) -> Any:
+    """PlanOptions.on_solution: one line per improving solution on ``out``."""
+    import time
+
+    start = time.perf_counter()
+
+    def report(stage: str, objective: float, bound: float) -> None:
+        print(f"  {time.perf_counter() - start:7.2f}s {stage}: {objective:g} (bound {bound:g})", file=out, flush=True)
+    return report
 
 
 def _solve(args: argparse.Namespace) -> int:
@@ -311,7 +340,8 @@ def _solve(args: argparse.Namespace) -> int:
                                   seed=args.seed, baseline_only=args.baseline,
                                   decompose=not args.no_decompose, strict_pdbs=args.strict_pdbs,
                                   gates=args.feature_gates or FeatureGates(),
-                                  dra_preemption=not args.no_dra_preemption)
+                                  dra_preemption=not args.no_dra_preemption,
+                                  on_solution=_progress_line(sys.stderr) if _shows_progress(args) else None)
         plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
     if args.output and args.output != "-":
@@ -321,6 +351,10 @@ def _solve(args: argparse.Namespace) -> int:
         print(text)
     summary(plan, sys.stderr)
     return 0
+
+
+def _shows_progress(args: argparse.Namespace) -> bool:
+    return bool(args.progress) if args.progress is not None else sys.stderr.isatty()
 
 
 def _read_snapshot(source: str) -> Any:

@@ -88,3 +88,40 @@ def test_a_child_group_named_as_the_workload_points_at_its_root(capsys: pytest.C
     assert capsys.readouterr().err.strip() == (
         "gangplace: no pending workload 'ml/llm-stage-0' in the snapshot: it is a group under 'ml/llm'; "
         "a workload is named by its root")
+
+
+def _plan(evictions: int) -> dict[str, object]:
+    return {
+        "status": "OPTIMAL",
+        "objective": {"satisfiedWorkloads": 1, "placedPods": 4, "evictedPods": evictions, "preemptionCost": 1.0,
+                      "preemptionCostBound": 1.0, "gap": 0.0, "pdbViolations": 0},
+        "workloads": [{"kind": "PodGroup", "name": "ns/g", "priority": 5, "satisfied": True, "groups": [
+            {"kind": "PodGroup", "name": "ns/g", "placedPods": 4, "runningPods": 0, "minCount": 4, "domain": {}}]}],
+        "evictions": [{"pod": f"ns/v{i}", "node": f"n{i % 3}", "cost": 1} for i in range(evictions)],
+        "deviceAllocations": [{"pod": "ns/g-0", "claim": "c", "request": "r",
+                               "devices": [{"driver": "d.example.com", "pool": "p", "device": f"x{i}"}
+                                           for i in range(2)]}],
+        "stats": {"variables": 1, "constraints": 1, "buildSeconds": 0, "solveSeconds": 0, "baselineSeconds": 0},
+    }
+
+
+def test_the_summary_labels_min_count_counts_many_evictions_per_node_and_sums_devices() -> None:
+    out = io.StringIO()
+    cli.summary(_plan(20), out)
+    lines = out.getvalue().splitlines()
+    assert "    PodGroup ns/g: +4 placed, 0 running, minCount 4" in lines
+    assert "  evict 20 pods on 3 nodes (most: n0 7, n1 7, n2 6; every one in the plan's evictions)" in lines
+    assert "  allocate 2 devices (d.example.com) to 1 claim requests" in lines
+    few = io.StringIO()
+    cli.summary(_plan(2), few)
+    assert [line for line in few.getvalue().splitlines() if line.startswith("  evict")] == [
+        "  evict ns/v0 on n0 (cost 1)", "  evict ns/v1 on n1 (cost 1)"]
+
+
+def test_progress_goes_to_stderr_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["solve", str(EXAMPLE), "--progress", "--no-decompose"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    stages = [line.split()[1] for line in err if line.startswith("  ") and "s " in line and "(bound" in line]
+    assert stages[0] == "workloads+pods:" and stages[-1] == "preemptionCost+evictedPods:"
+    assert cli.main(["solve", str(EXAMPLE)]) == 0  # stderr is no terminal here: no progress
+    assert not any("(bound" in line for line in capsys.readouterr().err.splitlines())
