@@ -176,6 +176,8 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
         "gangplace": mine, "baseline": theirs, "baselineSeconds": round(base_seconds, 4),
         "costRatio": ratio, "betterThanBaseline": better, "worseThanBaseline": worse,
         "verified": ok, "repeat": repeat,
+        # did every repeat reach the same tiers and status? (the row reports the middle plan)
+        "repeatsAgree": len({(p.status, p.objective.key()) for p in plans}) == 1,
         "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),  # process peak so far
         "params": {"timeLimit": options.time_limit, "workers": options.workers, "seed": options.seed,
                    "decompose": options.decompose},

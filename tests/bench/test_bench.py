@@ -22,6 +22,7 @@ def test_bench_prints_the_table_and_writes_json_lines(tmp_path: Path, capsys: py
     assert [r["case"] for r in rows] == ["composite-zone-rack", "dra-gpus", "gang-preemption"]
     for row in rows:
         assert row["verified"] is True and row["status"] == "OPTIMAL" and row["repeat"] == 2
+        assert row["repeatsAgree"] is True
         assert row["worseThanBaseline"] is False
         assert {"ortools", "kubernetes", "gangplace", "python"} <= set(row["versions"])
         assert set(row["phaseSeconds"]) == {"problem", "hint", "build", "solve", "fallback", "decode", "verify"}
