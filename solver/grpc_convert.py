@@ -5,7 +5,7 @@ A typed ``ClusterState`` becomes the Kubernetes objects it stands for and goes t
 validation rules, one model builder. An input error names the request field
 (``state.pods[3]``) and the Kubernetes object and field kube found wrong in it.
 
-A ``Plan`` goes out field by field (DESIGN.md's JSON plan; ``stats`` as a JSON object
+A ``Plan`` goes out field by field (docs/design.md's JSON plan; ``stats`` as a JSON object
 text, since its fields vary by solver) and comes back to the same dataclass in the client.
 """
 

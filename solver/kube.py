@@ -29,7 +29,7 @@ from solver.model.errors import SnapshotInvalidError
 from solver.model.quantity import parse_quantity
 
 COST_ANNOTATION = "gangplace.io/preemption-cost"
-MAX_DEPTH = 4  # DESIGN.md: a workload tree is at most 4 levels deep
+MAX_DEPTH = 4  # docs/design.md: a workload tree is at most 4 levels deep
 
 GROUP_KINDS = {"PodGroup", "CompositePodGroup"}
 DRA_KINDS = {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"}

@@ -1,6 +1,6 @@
 """The independent plan checker: the specification, written without the model.
 
-``verify(snapshot, plan)`` recomputes every rule of DESIGN.md from the
+``verify(snapshot, plan)`` recomputes every rule of docs/design.md from the
 snapshot and the plan alone and returns every violation it finds. It must not
 import the model builder, its variables, the greedy baseline or
 ``solver.model.problem`` (import-linter enforces this): a bug in the

@@ -12,3 +12,42 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("default", max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+import json
+
+import jsonschema
+import pytest
+
+from solver.model import plan as plan_module
+
+# Every plan the suite turns into JSON is checked against the published schema (docs/design.md).
+_VALIDATOR = jsonschema.Draft202012Validator(
+    json.loads((Path(__file__).resolve().parent.parent / "docs" / "plan.schema.json").read_text()))
+PLANS_CHECKED = [0]
+
+
+def schema_errors(plan: dict) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(plan)'}: {e.message}"
+            for e in sorted(_VALIDATOR.iter_errors(plan), key=lambda e: list(map(str, e.absolute_path)))]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _every_plan_matches_the_schema():
+    original = plan_module.Plan.to_dict
+
+    def checked(self: plan_module.Plan) -> dict:
+        out = original(self)
+        errors = schema_errors(out)
+        if errors:
+            raise AssertionError(f"plan does not match docs/plan.schema.json: {errors}")
+        PLANS_CHECKED[0] += 1
+        return out
+
+    plan_module.Plan.to_dict = checked  # type: ignore[method-assign]
+    yield
+    plan_module.Plan.to_dict = original  # type: ignore[method-assign]
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if PLANS_CHECKED[0]:
+        terminalreporter.write_line(f"{PLANS_CHECKED[0]} plans checked against docs/plan.schema.json")

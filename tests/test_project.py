@@ -58,8 +58,8 @@ def test_cli_writes_the_design_plan_shape(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     plan = json.loads(out.read_text())
-    assert set(plan) == {"status", "workloads", "bindings", "evictions", "deviceAllocations", "heldPods", "warnings",
-                         "objective", "stats"}
+    assert set(plan) == {"apiVersion", "kind", "status", "workloads", "bindings", "evictions", "deviceAllocations",
+                         "heldPods", "warnings", "objective", "stats"}
     assert {"satisfiedWorkloads", "placedPods", "pdbViolations", "preemptionCost", "evictedPods",
             "preemptionCostBound", "gap"} <= set(plan["objective"])
     assert {"buildSeconds", "solveSeconds", "variables", "constraints", "workers", "seed"} <= set(plan["stats"])

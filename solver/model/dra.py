@@ -1,6 +1,6 @@
 """DRA in the placement problem: device types, the claims each pod class needs, holders.
 
-Aggregation (DESIGN.md "Modelling at scale"): devices are grouped into *types*. Two
+Aggregation (docs/design.md "Modelling at scale"): devices are grouped into *types*. Two
 devices share a type when they are reached from the same nodes (one node for a node-local
 pool, the node set of a network-attached pool), are held the same way (free; held for
 good; or held by claims that go free when a given set of victim units is evicted), and
@@ -16,7 +16,7 @@ alternative may take. A PodGroup's shared claim is allocated once for the group
 (``SharedClaim``). Claims already allocated need no devices but pin their pods to the
 nodes the allocation reaches.
 
-Decisions where DESIGN.md is silent:
+Decisions where docs/design.md is silent:
 
 - A held device goes free only when every consumer in its claim's ``reservedFor`` is
   evicted (all running pods of a reserved PodGroup); an allocated claim nobody reserves,

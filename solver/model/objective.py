@@ -1,4 +1,4 @@
-"""The lexicographic objective of DESIGN.md, as staged CP-SAT solves.
+"""The lexicographic objective of docs/design.md, as staged CP-SAT solves.
 
 Tiers, in precedence order:
 
@@ -6,7 +6,7 @@ Tiers, in precedence order:
    priority outweighs every workload of lower priority);
 2. pods placed;
 3. PDB violations, fewest;
-4. preemption cost, least (thousandths of the DESIGN.md cost);
+4. preemption cost, least (thousandths of the docs/design.md cost);
 5. evicted pods, fewest.
 
 Implementation: staged solves. Stage 1 maximises tiers 1+2 as one weighted sum,

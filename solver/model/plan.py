@@ -1,4 +1,4 @@
-"""The placement plan: DESIGN.md's JSON as frozen types. Types only, no logic
+"""The placement plan: docs/design.md's JSON as frozen types. Types only, no logic
 beyond serialisation, so that the verifier can read plans without importing
 anything of the model builder.
 """
@@ -11,6 +11,8 @@ from typing import Any
 
 
 OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID = "OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN", "INVALID"
+# every plan's JSON starts with these; a field removed or retyped needs a new version (docs/design.md)
+API_VERSION, KIND = "gangplace.io/v1alpha1", "Plan"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,7 +97,7 @@ class Objective:
     gap: float
 
     def key(self) -> tuple[Any, ...]:
-        """Larger is better, tier by tier (DESIGN.md's lexicographic order)."""
+        """Larger is better, tier by tier (docs/design.md's lexicographic order)."""
         by_priority = tuple((p, n) for p, n in sorted(self.satisfied_by_priority.items(), reverse=True))
         return (by_priority, self.placed_pods, -self.pdb_violations, -round(self.preemption_cost * 1000),
                 -self.evicted_pods)
@@ -116,6 +118,8 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         o = self.objective
         return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
             "status": self.status,
             "workloads": [
                 {

@@ -4,7 +4,7 @@ This is the structural view that both the CP-SAT builder and the greedy
 baseline read, so that they agree on what a class, a workload and a victim are.
 Pure: no I/O, no solver.
 
-Decisions where DESIGN.md is silent (each mirrors kube-scheduler 1.37 where it
+Decisions where docs/design.md is silent (each mirrors kube-scheduler 1.37 where it
 has an opinion):
 
 - A workload's priority and preemptionPolicy are its root group's; a group that
@@ -153,7 +153,7 @@ def is_running(pod: s.Pod) -> bool:
 
 
 def default_cost_milli(priority: int) -> int:
-    """DESIGN.md: a victim's cost is 1 + max(0, priority) without the annotation."""
+    """docs/design.md: a victim's cost is 1 + max(0, priority) without the annotation."""
     return MILLI * (1 + max(0, priority))
 
 

@@ -1,10 +1,10 @@
-"""A naive reference model: one boolean per (pending pod, node), straight from DESIGN.md.
+"""A naive reference model: one boolean per (pending pod, node), straight from docs/design.md.
 
 Written independently of ``solver.model``: no classes, no aggregation, no
 pruning, one weighted objective with Python-integer weights (instances are
 tiny). Used by the property test to check the aggregated model's tiers.
 
-DRA (``_Dra``), written from DESIGN.md and the resource.k8s.io/v1 semantics, not from
+DRA (``_Dra``), written from docs/design.md and the resource.k8s.io/v1 semantics, not from
 ``solver.model.dra``: one boolean per (claim owner, request, alternative, device), where an
 owner is a pending pod's unallocated per-pod claim or a PodGroup's shared claim. It shares
 only ``solver.model.cel.selects`` (CEL) and the node/taint predicates of ``selectors``.

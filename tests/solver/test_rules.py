@@ -1,4 +1,4 @@
-"""One small hand-written scenario per rule of DESIGN.md, asserting exact outcomes.
+"""One small hand-written scenario per rule of docs/design.md, asserting exact outcomes.
 
 Every plan goes through ``solver.verify`` (in ``run_plan``) and must be OPTIMAL.
 """
