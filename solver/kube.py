@@ -1235,17 +1235,22 @@ class _DraBuilder:
 # ---- the whole snapshot ----------------------------------------------------------
 
 
-def flatten(objects: Iterable[Any]) -> list[Obj]:
-    """Expand `List` objects (kind List or *List with items) into their items."""
+def flatten(objects: Iterable[Any], *, item_kind: str | None = None, item_api: str | None = None) -> list[Obj]:
+    """Expand `List` objects (kind List or *List with items) into their items. The items of a
+    typed list as the API server returns it (a NodeList, a PodList) carry no kind or
+    apiVersion: they take the list's, as kubectl does."""
     out: list[Obj] = []
     for obj in objects:
         if obj is None:
             continue
         if not isinstance(obj, Mapping):
             raise SnapshotInvalidError("<document>", "", f"expected a Kubernetes object, got {type(obj).__name__}")
+        if item_kind is not None and "kind" not in obj:
+            obj = {**obj, "kind": item_kind, **({"apiVersion": item_api} if item_api and "apiVersion" not in obj else {})}
         kind = obj.get("kind")
         if isinstance(obj.get("items"), list) and (kind == "List" or str(kind).endswith("List")):
-            out.extend(flatten(obj["items"]))
+            typed = str(kind)[: -len("List")] if kind != "List" else None
+            out.extend(flatten(obj["items"], item_kind=typed or None, item_api=obj.get("apiVersion")))
         else:
             if not isinstance(kind, str) or not kind:
                 raise SnapshotInvalidError(_ident({**obj, "kind": "?"}), "kind", "missing")

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from solver import cli
+from solver import cli, kube
+from solver.model.errors import SnapshotInvalidError
 from tests.builders import RACK, ZONE, composite, node, pod, pod_group
 
 
@@ -277,3 +278,16 @@ def test_unsatisfiable_workload_is_a_plan_with_exit_0(tmp_path: Path) -> None:
     assert plan["workloads"][0]["satisfied"] is False
     assert plan["workloads"][0]["reason"]
     assert plan["bindings"] == []
+
+
+def test_a_typed_api_list_gives_its_items_their_kind_and_api_version() -> None:
+    # what GET /api/v1/nodes returns: a NodeList whose items carry neither
+    bare = node("n1").build()
+    bare.pop("kind")
+    bare.pop("apiVersion")
+    listed = {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": [bare]}
+    snap = kube.snapshot_from_objects([listed, pod("p").build()])
+    assert [n.name for n in snap.nodes] == ["n1"] and [p.name for p in snap.pods] == ["p"]
+    # an item of a plain List still needs its own kind
+    with pytest.raises(SnapshotInvalidError, match="kind: missing"):
+        kube.snapshot_from_objects([{"apiVersion": "v1", "kind": "List", "items": [bare]}])
