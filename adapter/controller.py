@@ -2,7 +2,7 @@
 
 Thin on purpose: which pods go where, and which victims go, is the solver's. Here:
 
-- **What is planned.** Pending pods whose ``spec.schedulerName`` is ours, of workloads that
+- **What is planned** (``solver.selection.select``, shared with ``gangplace solve --scheduler-name``). Pending pods whose ``spec.schedulerName`` is ours, of workloads that
   are ready as upstream means it: every PodGroup of the tree exists and each needed group
   has at least minCount pods observed (a CompositePodGroup needs minGroupCount ready
   children). Pods of other schedulers are running background or ignored. A terminating pod
@@ -28,99 +28,23 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapter.cluster import Cluster, Conflict, Refused, now
 from solver.model.plan import Plan
+from solver.selection import key as _key
+from solver.selection import pending as _pending
 
 LOG = logging.getLogger("gangplace.adapter")
 Obj = dict[str, Any]
 CONDITION = "PodGroupInitiallyScheduled"
-GROUP_KINDS = ("PodGroup", "CompositePodGroup")
-
-
-def _key(obj: Obj) -> str:
-    m = obj["metadata"]
-    return f"{m.get('namespace', '')}/{m['name']}"
-
-
 def gone(now: Obj | None, uid: str | None) -> bool:
     """The pod of ``uid`` is gone: deleted, or replaced by another of its name (another uid,
     as a StatefulSet recreates it). Without a uid only deletion counts."""
     return now is None or (uid is not None and now["metadata"].get("uid") != uid)
-
-
-def _pending(pod: Obj) -> bool:
-    return not pod.get("spec", {}).get("nodeName") and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
-
-
-# ---- what is planned ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    objects: list[Obj]  # what the solver reads
-    ready: list[str]  # roots planned
-    waiting: dict[str, str]  # root -> why it is not attempted yet
-
-
-def select(objects: Iterable[Obj], scheduler_name: str) -> Selection:
-    objs = list(objects)
-    groups = {_key(o): o for o in objs if o["kind"] in GROUP_KINDS}
-    members: dict[str, int] = {}
-    for o in objs:
-        if o["kind"] == "Pod" and (g := o.get("spec", {}).get("schedulingGroup", {}).get("podGroupName")):
-            k = f"{o['metadata'].get('namespace', '')}/{g}"
-            members[k] = members.get(k, 0) + 1
-    children: dict[str, list[str]] = {}
-    for k, g in groups.items():
-        if parent := g.get("spec", {}).get("parentCompositePodGroupName"):
-            children.setdefault(f"{k.split('/')[0]}/{parent}", []).append(k)
-
-    def root_of(k: str) -> str | None:
-        seen = set()
-        while (g := groups.get(k)) is not None:
-            parent = g.get("spec", {}).get("parentCompositePodGroupName")
-            if not parent:
-                return k
-            if k in seen:
-                return None
-            seen.add(k)
-            k = f"{k.split('/')[0]}/{parent}"
-        return None
-
-    def ready(k: str) -> bool:
-        g = groups[k]
-        gang = g.get("spec", {}).get("schedulingPolicy", {}).get("gang") or {}
-        if g["kind"] == "PodGroup":
-            return members.get(k, 0) >= (gang.get("minCount") or 1)
-        return sum(ready(c) for c in children.get(k, [])) >= (gang.get("minGroupCount") or 1)
-
-    out, planned, waiting = [], set(), {}
-    for o in objs:
-        if o["kind"] != "Pod" or not _pending(o):
-            out.append(o)
-            continue
-        if o.get("spec", {}).get("schedulerName", "default-scheduler") != scheduler_name:
-            continue  # another scheduler's pending pod: not ours to place
-        g = o.get("spec", {}).get("schedulingGroup", {}).get("podGroupName")
-        if not g:
-            out.append(o)
-            planned.add(_key(o))
-            continue
-        root = root_of(f"{o['metadata'].get('namespace', '')}/{g}")
-        if root is None:
-            waiting[f"{o['metadata'].get('namespace', '')}/{g}"] = "its PodGroup tree is not complete yet"
-            continue
-        if not ready(root):
-            waiting[root] = "fewer pods observed than its gang needs"
-            continue
-        out.append(o)
-        planned.add(root)
-    return Selection(objects=out, ready=sorted(planned), waiting=waiting)
 
 
 # ---- execution ---------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from typing import Any
 
 from adapter.cache import WatchCache
 from adapter.cluster import Cluster
-from adapter.controller import Executor, Outcome, gone, select
+from adapter.controller import Executor, Outcome, gone
+from solver.selection import select
 from adapter.leader import LeaderElector
 from solver import api, kube
 from solver.model.errors import SolverError

@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapter.cluster import Cluster  # noqa: E402
-from adapter.controller import select  # noqa: E402
+from solver.selection import select  # noqa: E402
 from adapter.main import Adapter, in_process  # noqa: E402
 from solver import kube  # noqa: E402
 from solver.bench.generate import NS, GenerateSpec, generate  # noqa: E402

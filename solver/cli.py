@@ -136,6 +136,10 @@ def _parser() -> argparse.ArgumentParser:
                             "every holder frees them)")
     solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout (-: stdout)")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
+    solve.add_argument("--scheduler-name", metavar="NAME",
+                       help="plan only the pending pods of spec.schedulerName NAME, of trees complete enough to "
+                            "try, as `gangplace adapter --scheduler-name NAME` selects them (default: every "
+                            "pending pod)")
     solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="print each improving solution to stderr (default: when stderr is a terminal)")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
@@ -335,7 +339,7 @@ def _solve(args: argparse.Namespace) -> int:
     if args.server:
         plan = _solve_remote(args).to_dict()
     else:
-        snapshot = _read_snapshot(args.snapshot)
+        snapshot = _read_snapshot(args.snapshot, args.scheduler_name)
         options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline,
                                   decompose=not args.no_decompose, strict_pdbs=args.strict_pdbs,
@@ -357,13 +361,34 @@ def _shows_progress(args: argparse.Namespace) -> bool:
     return bool(args.progress) if args.progress is not None else sys.stderr.isatty()
 
 
-def _read_snapshot(source: str) -> Any:
-    """The snapshot at ``source`` (- : standard input); one with no Node and no Pod is an error
-    naming it, with the kinds it did hold."""
+def _documents(source: str) -> list[Any]:
+    """The documents at ``source``: a file, a directory of them, or - (standard input)."""
     if source == "-":
-        snapshot = loader.snapshot_from_bytes(sys.stdin.buffer.read(), source="<stdin>")
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise loader.SnapshotInvalidError("<stdin>", "", f"not UTF-8: {exc}") from exc
+        return loader.parse_documents(text, "<stdin>", "json" if text.lstrip()[:1] in ("{", "[") else "yaml")
+    return [doc for f in loader.snapshot_files(Path(source)) for doc in loader.read_documents(f)]
+
+
+def _read_snapshot(source: str, scheduler_name: str | None = None) -> Any:
+    """The snapshot at ``source`` (- : standard input); one with no Node and no Pod is an error
+    naming it, with the kinds it did hold. With ``scheduler_name``, only the pending pods that
+    scheduler plans, as the adapter selects them (``solver.selection``)."""
+    if scheduler_name is None:
+        if source == "-":
+            snapshot = loader.snapshot_from_bytes(sys.stdin.buffer.read(), source="<stdin>")
+        else:
+            snapshot = loader.load_snapshot(source)
     else:
-        snapshot = loader.load_snapshot(source)
+        from solver import selection
+
+        chosen = selection.select(kube.flatten(_documents(source)), scheduler_name)
+        for root, why in sorted(chosen.waiting.items()):
+            print(f"gangplace: {root} waits: {why}", file=sys.stderr)
+        snapshot = kube.snapshot_from_objects(chosen.objects)
     if not snapshot.nodes and not snapshot.pods:
         held = ", ".join(f"{n} {k}" for k, n in sorted(snapshot.skipped_kinds.items()))
         raise loader.SnapshotInvalidError("<stdin>" if source == "-" else source, "",
@@ -416,11 +441,14 @@ def _replan(args: argparse.Namespace) -> int:
 def _solve_remote(args: argparse.Namespace) -> Any:
     from solver import client
 
-    if args.snapshot == "-":
+    if args.snapshot == "-" and not args.scheduler_name:
         body = sys.stdin.buffer.read()
     else:
-        files = loader.snapshot_files(Path(args.snapshot))
-        docs = [doc for f in files for doc in loader.read_documents(f)]
+        docs = _documents(args.snapshot)
+        if args.scheduler_name:
+            from solver import selection
+
+            docs = selection.select(kube.flatten(docs), args.scheduler_name).objects
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
     options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose,

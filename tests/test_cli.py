@@ -125,3 +125,20 @@ def test_progress_goes_to_stderr_on_request(capsys: pytest.CaptureFixture[str]) 
     assert stages[0] == "workloads+pods:" and stages[-1] == "preemptionCost+evictedPods:"
     assert cli.main(["solve", str(EXAMPLE)]) == 0  # stderr is no terminal here: no progress
     assert not any("(bound" in line for line in capsys.readouterr().err.splitlines())
+
+
+def test_scheduler_name_selects_pods_as_the_adapter_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.builders import node, ours, pod, pod_group
+
+    objs = [node("n0").cpu_m(4000).build(),
+            ours(pod("mine").cpu_m(1000)), pod("theirs").cpu_m(1000).build(),
+            pod_group("g", 3).priority(0).build(), ours(pod("g-0").group("g").cpu_m(500))]  # 1 of 3: waits
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    assert cli.main(["solve", str(path)]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert sorted(w["name"] for w in every["workloads"]) == ["default/g", "default/mine", "default/theirs"]
+    assert cli.main(["solve", str(path), "--scheduler-name", "gangplace"]) == 0
+    out = capsys.readouterr()
+    assert [w["name"] for w in json.loads(out.out)["workloads"]] == ["default/mine"]
+    assert "gangplace: default/g waits: fewer pods observed than its gang needs" in out.err
