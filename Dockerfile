@@ -15,7 +15,7 @@ COPY pyproject.toml README.md ./
 COPY solver ./solver
 COPY adapter ./adapter
 # a regular (non-editable) install: the venv holds everything, /src is not needed after it
-RUN /opt/venv/bin/pip install --no-compile . \
+RUN /opt/venv/bin/pip install --no-compile '.[adapter]' \
  && /opt/venv/bin/python -m compileall -q -j 0 /opt/venv/lib \
  && /opt/venv/bin/gangplace --help > /dev/null \
  && /opt/venv/bin/gangplace adapter --help > /dev/null

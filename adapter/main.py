@@ -25,11 +25,11 @@ from typing import Any
 from adapter.cache import WatchCache
 from adapter.cluster import Cluster
 from adapter.controller import Executor, Outcome, gone
-from solver.selection import select
 from adapter.leader import LeaderElector
 from solver import api, kube
 from solver.model.errors import SolverError
 from solver.model.plan import Plan
+from solver.selection import select
 
 LOG = logging.getLogger("gangplace.adapter")
 Obj = dict[str, Any]

@@ -81,6 +81,11 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _needs_extra(name: str, why: str) -> int:
+    print(f"gangplace: {name} needs its extra: pip install 'gangplace[{name}]' ({why})", file=sys.stderr)
+    return 2
+
+
 def _version() -> str:
     import platform
 
@@ -184,7 +189,14 @@ def _parser() -> argparse.ArgumentParser:
     _upstream_args(rp, "add what upstream does to each snapshot (report key `upstream`)")
     _feature_gates_arg(rp)
     for entry in metadata.entry_points(group="gangplace.commands"):  # e.g. `adapter`, from the adapter package
-        entry.load()(sub)
+        try:
+            register = entry.load()
+        except ImportError as exc:  # its extra is not installed: the command says which
+            missing = sub.add_parser(entry.name, help=f"(needs pip install 'gangplace[{entry.name}]')")
+            missing.set_defaults(func=lambda _args, name=entry.name, why=str(exc): _needs_extra(name, why),
+                                 any_arguments=True)
+            continue
+        register(sub)
     gen = sub.add_parser("generate", help="write a deterministic synthetic snapshot (a JSON List)")
     gen.add_argument("--nodes", type=_positive, default=1000, metavar="N", help="nodes (1000), 256 per zone")
     gen.add_argument("--pods-per-node", type=_count, default=10, metavar="N",
@@ -489,7 +501,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "any_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.command == "solve":
             return _solve(args)

@@ -142,3 +142,24 @@ def test_scheduler_name_selects_pods_as_the_adapter_does(tmp_path: Path, capsys:
     out = capsys.readouterr()
     assert [w["name"] for w in json.loads(out.out)["workloads"]] == ["default/mine"]
     assert "gangplace: default/g waits: fewer pods observed than its gang needs" in out.err
+
+
+def test_a_command_whose_extra_is_missing_says_which_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    real = metadata.entry_points
+
+    class Missing:
+        name = "adapter"
+
+        def load(self) -> None:
+            raise ModuleNotFoundError("No module named 'kubernetes'")
+
+    def entry_points(*, group: str) -> object:
+        return [Missing()] if group == "gangplace.commands" else real(group=group)
+
+    monkeypatch.setattr(metadata, "entry_points", entry_points)
+    assert cli.main(["adapter", "--in-process"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "gangplace: adapter needs its extra: pip install 'gangplace[adapter]' (No module named 'kubernetes')")
