@@ -257,6 +257,7 @@ def _bench(args: argparse.Namespace) -> int:
     rows = []
     for row in runner.run(cases, repeat=args.repeat, options=options, progress=_progress, up=up):
         rows.append(row)
+        print(f"\r{runner.row_line(row):<80}", file=sys.stderr)  # each case as it ends; the table at the end
         if args.out:
             with open(args.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")

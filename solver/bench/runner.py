@@ -200,6 +200,14 @@ def run(cases: Iterable[Case], *, repeat: int, options: api.PlanOptions,
         progress(len(listed), len(listed), "done")
 
 
+def row_line(row: dict[str, Any]) -> str:
+    """One finished case in a line: status, gap, median total seconds, tiers 3-4 against the baseline."""
+    g, b = row["gangplace"], row["baseline"]
+    return (f"{row['case']}: {row['status']} gap {row['gap']:.2%}, {row['totalSeconds']:.1f} s, "
+            f"pdb {g['pdbViolations']}/{b['pdbViolations']}, cost {g['preemptionCost']:g}/{b['preemptionCost']:g}"
+            f"{'' if row['verified'] else ', NOT VERIFIED'}")
+
+
 COLUMNS = (
     ("case", "{case}"), ("nodes", "{nodes}"), ("running", "{runningPods}"), ("pending", "{pendingPods}"),
     ("vars", "{variables}"), ("build s", "{buildSeconds:.3f}"), ("solve s", "{solveSeconds:.3f}"),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from solver import cli
+from solver.bench import runner
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -16,9 +17,14 @@ def test_bench_prints_the_table_and_writes_json_lines(tmp_path: Path, capsys: py
     out = tmp_path / "results.jsonl"
     plot = tmp_path / "bench.png"
     assert cli.main(["bench", str(ROOT / "examples"), "--repeat", "2", "--out", str(out), "--plot", str(plot)]) == 0
-    table = capsys.readouterr().out
+    printed = capsys.readouterr()
+    table = printed.out
     assert table.splitlines()[0].startswith("case ")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
+    # each case on stderr as it ends, before the table
+    ended = [line.strip() for line in printed.err.replace("\r", "\n").splitlines() if ": OPTIMAL gap" in line]
+    assert ended == [runner.row_line(r) for r in rows]
+    assert ended[-1].startswith("gang-preemption: OPTIMAL gap 0.00%, ") and ended[-1].endswith("pdb 1/1, cost 404/404")
     assert [r["case"] for r in rows] == ["composite-zone-rack", "dra-gpus", "gang-preemption"]
     for row in rows:
         assert row["verified"] is True and row["status"] == "OPTIMAL" and row["repeat"] == 2
