@@ -29,20 +29,40 @@ def render(rows: list[dict[str, Any]], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig = figure(rows)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plain(value: float, _position: object = None) -> str:
+    """A tick label as people write numbers: 0.14, 2, 60, 1000 (never 1.42674×10⁻¹)."""
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def figure(rows: list[dict[str, Any]]) -> Any:
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 6))
     left.plot([r["nodes"] for r in rows], [r["totalSeconds"] for r in rows], "o", label="gangplace")
     left.plot([r["nodes"] for r in rows], [r["baselineSeconds"] for r in rows], "x", label="upstream greedy")
+    for r in rows:  # each point says which case it is
+        left.annotate(r["case"], (r["nodes"], r["totalSeconds"]), fontsize=7, xytext=(4, 2),
+                      textcoords="offset points")
     left.set_yscale("symlog", linthresh=1.0)
+    left.yaxis.set_major_formatter(FuncFormatter(plain))
+    left.xaxis.set_major_formatter(FuncFormatter(plain))
     left.set_xlabel("nodes")
     left.set_ylabel("seconds (median end-to-end)")
     left.set_title("latency against cluster size")
     left.legend()
     named = [(r["case"], r["costRatio"]) for r in rows if r["costRatio"] is not None]
-    right.barh([n for n, _ in named], [v for _, v in named])
+    bars = right.barh([n for n, _ in named], [v for _, v in named])
+    right.bar_label(bars, labels=[plain(v) for _, v in named], fontsize=8, padding=2)
     right.invert_yaxis()
     right.axvline(1.0, color="grey", linewidth=0.8)
+    right.xaxis.set_major_formatter(FuncFormatter(plain))
     right.set_xlabel("preemption cost, gangplace / baseline")
     right.set_title("cost ratio per case (lower is better)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig

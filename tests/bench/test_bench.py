@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,24 @@ def test_bench_on_the_recorded_mini_suite_gives_exact_tiers(tmp_path: Path,
         assert tuple(row["baseline"][t] for t in tiers) == theirs, case
         assert row["gangplace"]["satisfiedWorkloads"] == row["baseline"]["satisfiedWorkloads"]
     assert rows["mini-gang-scheduling-50"]["variables"] == 0  # proven by the trivial bound, no model
+
+
+def test_the_plot_reads_as_plain_numbers_and_names_its_points() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from solver.bench import plot
+
+    assert [plot.plain(v) for v in (0.142674, 2.0, 60.0, 15000.0)] == ["0.143", "2", "60", "15,000"]
+    rows = [{"case": "a", "nodes": 250, "totalSeconds": 0.142674, "baselineSeconds": 0.05, "costRatio": 0.418},
+            {"case": "b", "nodes": 15000, "totalSeconds": 78.0, "baselineSeconds": 3.1, "costRatio": 1.86}]
+    fig = plot.figure(rows)
+    left, right = fig.axes
+    fig.canvas.draw()
+    labels = [t.get_text() for t in left.get_yticklabels() + left.get_xticklabels() + right.get_xticklabels()]
+    assert labels and all(re.fullmatch(r"-?[0-9.,]+", text) for text in labels if text), labels  # no 10^x, no ×
+    assert [t.get_text() for t in left.texts] == ["a", "b"]
+    assert [t.get_text() for t in right.texts] == ["0.418", "1.86"]
+    plt.close(fig)
