@@ -1,4 +1,4 @@
-"""A proven floor on PDB violations for one gang tree, and a plan that meets it when it can.
+"""Proven floors on PDB violations and cost for one gang tree, and plans that meet them when they can.
 
 The LP relaxation of the placement model cannot see that a gang must fit inside one
 rack: it spreads fractions of every group over every rack, finds room without evicting
@@ -16,9 +16,9 @@ dynamic programs over small pieces:
 
 Every step relaxes, so the result is a lower bound on the budget-counted evictions of any
 plan that places every pending pod; each such eviction adds one to some budget's count,
-so ``violations ≥ evictions − Σ allowed``. The solver adds that floor to the PDB stage
-once stage 1 has placed every pod (``solve``): the stage is then proven as soon as it
-meets it.
+so ``violations ≥ evictions − Σ allowed``. Once stage 1 has placed every pod, the solver
+ends the PDB stage, proven, as soon as a plan meets that floor (``solve``); the floor is
+never a constraint of the model. ``cost_floor`` does the same for the preemption cost.
 
 The same choice, taken back through the programs, is also built as a plan (each node's
 evictions chosen for its tightest resource, checked on every resource) for the solver's
@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -115,38 +116,25 @@ def cost_floor(problem: Problem, violations: int) -> CostFloor | None:
 
 
 def _cost_plan(problem: Problem, found: _CostProgram) -> Assignment | None:
-    from solver.model import greedy  # the greedy imports nothing from here; late to keep the core acyclic
-
     tree, costs = found.tree, found.costs
-    counts: dict[tuple[int, s.NodeName], int] = {}
     evicted: set[int] = set()
-    queue = list(tree.leaves)
+    placer = _Placer(problem, tree)
+    assert found.parts is not None
     for names, groups, x in found.parts:
         pods = groups * tree.pods
         prefix: list[np.ndarray] = []
         table = _pods_table(names, {n: costs[n].table for n in names}, pods, found.most_counted, prefix)
-        walk = _walk_pods(names, costs, prefix, pods, x if table[pods, x] < _INF else found.most_counted)
+        walk = _walk(prefix, lambda i: costs[names[i]].table, pods,
+                     x if table[pods, x] < _INF else found.most_counted, collects=True)
         if walk is None:
             return None
-        slots = []
-        for name, k, x1 in walk:
-            evicted.update(costs[name].units_for(k, x1))
-            slots.append([name, k])
-        for _ in range(groups):
-            group = queue.pop(0)
-            left = tree.pods
-            for slot in slots:
-                for c in problem.workloads[0].classes:
-                    if tree.leaf_key is not _ROOT and problem.classes[c].group != group:
-                        continue
-                    take = min(slot[1], left, len(problem.classes[c].pods) - _placed(counts, c))
-                    if take > 0:
-                        counts[c, slot[0]] = counts.get((c, slot[0]), 0) + take
-                        slot[1] -= take
-                        left -= take
-            if left:
-                return None
-    return greedy.put_back(problem, Assignment(counts=counts, evicted=frozenset(evicted)))
+        slots: list[list[Any]] = []
+        for i, k, x1 in walk:
+            evicted.update(costs[names[i]].units_for(k, x1))
+            slots.append([names[i], k])
+        if not placer.place(slots, groups):
+            return None
+    return placer.plan(evicted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,14 +173,14 @@ def _cost_program(problem: Problem, violations: int) -> _CostProgram | None:
             continue
         split = _split(outer, tree.leaf_key, labels)
         racks = [split[v] for v in sorted(split)]  # in value order, as constraints/symmetry.py
-        exact = [min(len(tree.leaves), max(2, _RACK_PODS // tree.pods))] * len(racks)
+        exact = _exact_groups(tree.pods, len(tree.leaves))
         rows = [_rack_table(r, tables, tree.pods, len(tree.leaves), most_counted) for r in racks]
         prefix: list[np.ndarray] = []
         found = _groups_table(rows, len(tree.leaves), most_counted, prefix)
         if float(found.min()) < best:
             best = float(found.min())
-            walk = _walk_groups(rows, prefix, len(tree.leaves), int(found.argmin()))
-            parts = None if walk is None or any(j > exact[r] for r, j, _ in walk) else \
+            walk = _walk(prefix, lambda r: rows[r], len(tree.leaves), int(found.argmin()), collects=False)
+            parts = None if walk is None or any(j > exact for _, j, _ in walk) else \
                 [(racks[r], j, x) for r, j, x in sorted(walk)]
     if best == _INF:
         return None
@@ -204,35 +192,38 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-6 * max(1.0, abs(b))
 
 
-def _walk_pods(names: list[s.NodeName], costs: dict[s.NodeName, _NodeCost], prefix: list[np.ndarray],
-               pods: int, x: int) -> list[tuple[s.NodeName, int, int]] | None:
-    """Back through ``_pods_table``'s programs: (node, pods, counted) of each node used."""
+def _walk(prefix: list[np.ndarray], rows_of: Callable[[int], Sequence[np.ndarray]], target: int, x: int,
+          *, collects: bool) -> list[tuple[int, int, int]] | None:
+    """Back through a program's tables, last step first, from row ``target`` at count ``x``:
+    (step, amount, counted) for each step that took something. ``prefix[i]`` is the table
+    after step i; ``rows_of(i)[k][x1]`` what taking k at step i costs with x1 counted. With
+    ``collects`` the last row holds "at least ``target``" (``_pods_table``)."""
     out = []
-    f = pods
-    for i in range(len(names) - 1, -1, -1):
-        before = prefix[i - 1] if i else _start(pods, prefix[0].shape[1])
+    f = target
+    for i in range(len(prefix) - 1, -1, -1):
+        before = prefix[i - 1] if i else _start(target, prefix[0].shape[1])
         here = prefix[i][f, x]
         if _close(before[f, x], here):
-            continue
-        table = costs[names[i]].table
-        step = _step_back(table, before, f, x, here, pods)
+            continue  # this step took nothing
+        step = _step_back(rows_of(i), before, f, x, here, target if collects else None)
         if step is None:
             return None
         k, x1, f = step
         x -= x1
-        out.append((names[i], k, x1))
+        out.append((i, k, x1))
     return out[::-1]
 
 
-def _step_back(table: np.ndarray, before: np.ndarray, f: int, x: int, here: float, pods: int
+def _step_back(rows: Sequence[np.ndarray], before: np.ndarray, f: int, x: int, here: float, collect: int | None
                ) -> tuple[int, int, int] | None:
-    for k in range(1, table.shape[0]):
-        for x1 in _steps(table[k]):
+    """(amount, counted, row before) of the choice that made ``here``."""
+    for k in range(1, len(rows)):
+        for x1 in _steps(rows[k]):
             if x1 > x:
                 break
-            sources = range(max(0, pods - k), pods + 1) if f == pods else ([f - k] if f >= k else [])
+            sources = range(max(0, collect - k), collect + 1) if f == collect else ([f - k] if f >= k else [])
             for g in sources:
-                if _close(before[g, x - x1] + table[k, x1], here):
+                if _close(before[g, x - x1] + rows[k][x1], here):
                     return k, x1, g
     return None
 
@@ -241,26 +232,6 @@ def _start(rows: int, width: int) -> np.ndarray:
     dp = np.full((rows + 1, width), _INF)
     dp[0] = 0.0
     return dp
-
-
-def _walk_groups(racks: list[list[np.ndarray]], prefix: list[np.ndarray], groups: int, x: int
-                 ) -> list[tuple[int, int, int]] | None:
-    """Back through ``_groups_table``'s programs: (rack, groups, counted) of each rack used."""
-    out = []
-    g = groups
-    for r in range(len(racks) - 1, -1, -1):
-        before = prefix[r - 1] if r else _start(groups, prefix[0].shape[1])
-        here = prefix[r][g, x]
-        if _close(before[g, x], here):
-            continue
-        step = next(((j, x1) for j in range(1, g + 1) for x1 in _steps(racks[r][j])
-                     if x1 <= x and _close(before[g - j, x - x1] + racks[r][j][x1], here)), None)
-        if step is None:
-            return None
-        j, x1 = step
-        out.append((r, j, x1))
-        g, x = g - j, x - x1
-    return out
 
 
 _EXACT_UNITS = 16  # 2^16 subsets of a node's units, at most
@@ -368,10 +339,15 @@ def _rack_table(names: list[s.NodeName], tables: dict[s.NodeName, np.ndarray], p
                 most_counted: int) -> list[np.ndarray]:
     """cost[j][x] for j = 0..groups groups in the rack: exact up to ``_RACK_PODS`` pods (and
     for two groups at least), more groups priced as the most computed."""
-    exact = min(groups, max(2, _RACK_PODS // pods))
+    exact = _exact_groups(pods, groups)
     table = _pods_table(names, tables, exact * pods, most_counted)
     rows = [np.zeros(most_counted + 1)] + [table[j * pods] for j in range(1, exact + 1)]
     return rows + [rows[-1]] * (groups - exact)
+
+
+def _exact_groups(pods: int, groups: int) -> int:
+    """How many groups a rack's table prices exactly: up to ``_RACK_PODS`` pods, two at least."""
+    return min(groups, max(2, _RACK_PODS // pods))
 
 
 def _groups_table(racks: list[list[np.ndarray]], groups: int, most_counted: int,
@@ -584,18 +560,14 @@ def _racks(racks: dict[str, list[s.NodeName]], options: dict[s.NodeName, Options
 def _build(problem: Problem, cls: PodClass, tree: _Tree, parts: list[tuple[list[s.NodeName], int]],
            per_node: dict[s.NodeName, _Node], options: dict[s.NodeName, Options]) -> Assignment | None:
     """The plan behind the programs' choice, or None when a node's real room falls short."""
-    from solver.model import greedy  # the greedy imports nothing from here; late to keep the core acyclic
-
     allocatable = {n.name: n.allocatable for n in problem.nodes}
-    counts: dict[tuple[int, s.NodeName], int] = {}
     evicted: set[int] = set()
-    workload = problem.workloads[0].classes
-    queue = list(tree.leaves)
+    placer = _Placer(problem, tree)
     for names, groups in parts:
         _, picks = _domain(names, options, groups * tree.pods)
         if not picks:
             return None
-        slots: list[tuple[s.NodeName, int]] = []
+        slots: list[list[Any]] = []
         for name, (x, k) in zip(names, picks, strict=True):
             if not k:
                 continue
@@ -603,27 +575,48 @@ def _build(problem: Problem, cls: PodClass, tree: _Tree, parts: list[tuple[list[
             if chosen is None:
                 return None
             evicted.update(chosen)
-            slots.append((name, k))
+            slots.append([name, k])
+        if not placer.place(slots, groups):
+            return None
+    return placer.plan(evicted)
+
+
+class _Placer:
+    """Lays the tree's groups, in order, into the pods a rack's nodes can take (both plans)."""
+
+    def __init__(self, problem: Problem, tree: _Tree) -> None:
+        self.problem = problem
+        self.tree = tree
+        self.queue = list(tree.leaves)  # the groups in the order constraints/symmetry.py expects
+        self.counts: dict[tuple[int, s.NodeName], int] = {}
+        self.placed: dict[int, int] = defaultdict(int)  # per class
+
+    def place(self, slots: list[list[Any]], groups: int) -> bool:
+        """The next ``groups`` groups into ``slots`` ([node, pods it can take]); False when
+        they do not fit."""
+        problem, tree = self.problem, self.tree
         for _ in range(groups):
-            group = queue.pop(0)
+            group = self.queue.pop(0)
+            classes = [c for c in problem.workloads[0].classes
+                       if tree.leaf_key is _ROOT or problem.classes[c].group == group]
             left = tree.pods
-            for i, (name, room) in enumerate(slots):
-                for c in workload:
-                    if problem.classes[c].group != group and tree.leaf_key is not _ROOT:
-                        continue
-                    take = min(room, left, len(problem.classes[c].pods) - _placed(counts, c))
+            for slot in slots:
+                for c in classes:
+                    take = min(slot[1], left, len(problem.classes[c].pods) - self.placed[c])
                     if take > 0:
-                        counts[c, name] = counts.get((c, name), 0) + take
-                        room -= take
+                        self.counts[c, slot[0]] = self.counts.get((c, slot[0]), 0) + take
+                        self.placed[c] += take
+                        slot[1] -= take
                         left -= take
-                slots[i] = (name, room)
             if left:
-                return None
-    return greedy.put_back(problem, Assignment(counts=counts, evicted=frozenset(evicted)))
+                return False
+        return True
 
+    def plan(self, evicted: set[int]) -> Assignment:
+        """The placed pods with those victims gone, less the victims that fit back."""
+        from solver.model import greedy  # the greedy imports nothing from here; late to keep the core acyclic
 
-def _placed(counts: dict[tuple[int, s.NodeName], int], c: int) -> int:
-    return sum(n for (cc, _), n in counts.items() if cc == c)
+        return greedy.put_back(self.problem, Assignment(counts=self.counts, evicted=frozenset(evicted)))
 
 
 def _evictions(problem: Problem, cls: PodClass, node: _Node, alloc: Mapping[str, int], x: int, k: int
