@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -30,6 +31,8 @@ class BuiltModel:
     stages: tuple[objective.Stage, ...]
     build_seconds: float
     pdb_floor: bounds.PdbFloor | None = None  # proven floor on tier 3 when every pod is placed
+    # bounds.cost_floor(problem, violations) by violations, filled as they are computed
+    cost_floors: dict[int, bounds.CostFloor | None] = dataclasses.field(default_factory=dict)
 
     @property
     def variables(self) -> int:
@@ -44,8 +47,10 @@ _COMPUTE = bounds.PdbFloor(evictions=-1, violations=-1, evicted_pods=-1, plan=No
 
 
 def build_model(problem: Problem, *, max_variables: int | None = None,
-                pdb_floor: bounds.PdbFloor | None = _COMPUTE) -> BuiltModel:
-    """The model; ``pdb_floor`` when the caller has it already (``bounds.pdb_floor(problem)``)."""
+                pdb_floor: bounds.PdbFloor | None = _COMPUTE,
+                cost_floors: Mapping[int, bounds.CostFloor | None] | None = None) -> BuiltModel:
+    """The model; ``pdb_floor`` and ``cost_floors`` (by violations) when the caller has them
+    already (``bounds.pdb_floor(problem)``, ``bounds.cost_floor(problem, violations)``)."""
     start = time.perf_counter()
     planned = sum(len(c) for c in problem.candidates)
     if max_variables is not None and planned > max_variables:
@@ -62,6 +67,7 @@ def build_model(problem: Problem, *, max_variables: int | None = None,
         build_seconds=0.0,
         pdb_floor=None if not vars.all_pdb_violations() else
         bounds.pdb_floor(problem) if pdb_floor is _COMPUTE else pdb_floor,
+        cost_floors=dict(cost_floors or {}),
     )
     built = dataclasses.replace(built, build_seconds=time.perf_counter() - start)
     _LOGGER.debug("built model: %d variables, %d constraints", built.variables, built.constraints)

@@ -134,7 +134,8 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         if best is not None and first[v][1] and _cannot_beat(best[0], cost_floors[v], floors[v]):
             reports.append({"domain": v, "status": "PRUNED", "tier": 4, "floor": cost_floors[v]})
             continue  # proven by its floors: at best as costly as the incumbent
-        result = solve(sizes.build(subs[v], v), share, hint=hints[v], cost_cutoff=cutoff)
+        result = solve(sizes.build(subs[v], v, {-int(best13[2]): costs[v]}), share, hint=hints[v],  # type: ignore[call-overload]
+                       cost_cutoff=cutoff)
         reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
                         "seconds": round(result.solve_seconds, 4)})
         if result.pruned:
@@ -207,8 +208,9 @@ class _Sizes:
         self.build_seconds = 0.0
         self._floors = floors
 
-    def build(self, sub: Problem, domain: str) -> BuiltModel:
-        built = build_model(sub, pdb_floor=self._floors[domain])
+    def build(self, sub: Problem, domain: str,
+              cost_floors: dict[int, bounds.CostFloor | None] | None = None) -> BuiltModel:
+        built = build_model(sub, pdb_floor=self._floors[domain], cost_floors=cost_floors)
         self.build_seconds += built.build_seconds
         self.variables = max(self.variables, built.variables)
         self.constraints = max(self.constraints, built.constraints)

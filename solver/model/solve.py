@@ -270,7 +270,10 @@ def _floor(built: BuiltModel, stage: objective.Stage, found: Assignment | None
     if stage.name == objective.PDB_STAGE:
         return (built.pdb_floor.violations if built.pdb_floor is not None else None), None
     # the PDB stage before this one is fixed: at most its violations
-    cost = bounds.cost_floor(built.problem, evaluate(built.problem, found).pdb_violations)
+    violations = evaluate(built.problem, found).pdb_violations
+    if violations not in built.cost_floors:
+        built.cost_floors[violations] = bounds.cost_floor(built.problem, violations)
+    cost = built.cost_floors[violations]
     if cost is None:
         return None, None
     better = cost.plan if cost.plan is not None and _at_least_as_good(built, cost.plan, found) else None
