@@ -374,34 +374,33 @@ def _shows_progress(args: argparse.Namespace) -> bool:
     return bool(args.progress) if args.progress is not None else sys.stderr.isatty()
 
 
-def _documents(source: str) -> list[Any]:
-    """The documents at ``source``: a file, a directory of them, or - (standard input)."""
+def _documents(source: str, scheduler_name: str | None = None) -> list[Any]:
+    """The documents at ``source``: a file, a directory of them, or - (standard input). With
+    ``scheduler_name``, only the pending pods that scheduler plans, as the adapter selects
+    them (``solver.selection``); the trees that wait are named on stderr."""
     if source == "-":
-        data = sys.stdin.buffer.read()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise loader.SnapshotInvalidError("<stdin>", "", f"not UTF-8: {exc}") from exc
-        return loader.parse_documents(text, "<stdin>", "json" if text.lstrip()[:1] in ("{", "[") else "yaml")
-    return [doc for f in loader.snapshot_files(Path(source)) for doc in loader.read_documents(f)]
+        docs = loader.documents_from_bytes(sys.stdin.buffer.read(), "<stdin>")
+    else:
+        docs = [doc for f in loader.snapshot_files(Path(source)) for doc in loader.read_documents(f)]
+    if scheduler_name is None:
+        return docs
+    from solver import selection
+
+    chosen = selection.select(kube.flatten(docs), scheduler_name)
+    for root, why in sorted(chosen.waiting.items()):
+        print(f"gangplace: {root} waits: {why}", file=sys.stderr)
+    return chosen.objects
 
 
 def _read_snapshot(source: str, scheduler_name: str | None = None) -> Any:
     """The snapshot at ``source`` (- : standard input); one with no Node and no Pod is an error
-    naming it, with the kinds it did hold. With ``scheduler_name``, only the pending pods that
-    scheduler plans, as the adapter selects them (``solver.selection``)."""
-    if scheduler_name is None:
-        if source == "-":
-            snapshot = loader.snapshot_from_bytes(sys.stdin.buffer.read(), source="<stdin>")
-        else:
-            snapshot = loader.load_snapshot(source)
+    naming it, with the kinds it did hold."""
+    if scheduler_name is not None:
+        snapshot = kube.snapshot_from_objects(_documents(source, scheduler_name))
+    elif source == "-":
+        snapshot = loader.snapshot_from_bytes(sys.stdin.buffer.read(), source="<stdin>")
     else:
-        from solver import selection
-
-        chosen = selection.select(kube.flatten(_documents(source)), scheduler_name)
-        for root, why in sorted(chosen.waiting.items()):
-            print(f"gangplace: {root} waits: {why}", file=sys.stderr)
-        snapshot = kube.snapshot_from_objects(chosen.objects)
+        snapshot = loader.load_snapshot(source)
     if not snapshot.nodes and not snapshot.pods:
         held = ", ".join(f"{n} {k}" for k, n in sorted(snapshot.skipped_kinds.items()))
         raise loader.SnapshotInvalidError("<stdin>" if source == "-" else source, "",
@@ -457,11 +456,7 @@ def _solve_remote(args: argparse.Namespace) -> Any:
     if args.snapshot == "-" and not args.scheduler_name:
         body = sys.stdin.buffer.read()
     else:
-        docs = _documents(args.snapshot)
-        if args.scheduler_name:
-            from solver import selection
-
-            docs = selection.select(kube.flatten(docs), args.scheduler_name).objects
+        docs = _documents(args.snapshot, args.scheduler_name)
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
     options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose,

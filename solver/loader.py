@@ -102,15 +102,20 @@ def read_documents(path: Path) -> list[Any]:
     return parse_documents(text, str(path), path.suffix[1:])
 
 
-def snapshot_from_bytes(data: bytes, source: str = "request") -> ClusterSnapshot:
-    """A snapshot sent as bytes (gRPC): a JSON List or multi-document YAML (JSON is YAML)."""
+def documents_from_bytes(data: bytes, source: str = "request") -> list[Any]:
+    """The documents of bytes sent whole (gRPC, standard input): a JSON List or multi-document
+    YAML (JSON is YAML)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SnapshotInvalidError(source, "", f"not UTF-8: {exc}") from exc
-    fmt = "json" if text.lstrip()[:1] in ("{", "[") else "yaml"
+    return parse_documents(text, source, "json" if text.lstrip()[:1] in ("{", "[") else "yaml")
+
+
+def snapshot_from_bytes(data: bytes, source: str = "request") -> ClusterSnapshot:
+    """A snapshot sent as bytes (gRPC): a JSON List or multi-document YAML (JSON is YAML)."""
     with without_gc():
-        return kube.snapshot_from_objects(parse_documents(text, source, fmt))
+        return kube.snapshot_from_objects(documents_from_bytes(data, source))
 
 
 def snapshot_files(path: Path) -> list[Path]:
