@@ -43,8 +43,7 @@ def snapshot_from_request(request: pb.SolveRequest) -> s.ClusterSnapshot:
         try:
             return loader.snapshot_from_bytes(request.kubernetes_objects)
         except SnapshotInvalidError as exc:
-            where = f"kubernetes_objects: {exc.obj}" + (f": {exc.field}" if exc.field else "")
-            raise RequestInvalidError(where, exc.reason) from exc
+            raise RequestInvalidError(f"kubernetes_objects: {exc.where}", exc.reason) from exc
     if which != "state":
         raise RequestInvalidError("cluster", "set state or kubernetes_objects")
     objects, origin = objects_from_state(request.state)
@@ -53,7 +52,7 @@ def snapshot_from_request(request: pb.SolveRequest) -> s.ClusterSnapshot:
     except SnapshotInvalidError as exc:
         where = origin.get(exc.obj)
         path = f"{where} ({exc.obj})" if where else exc.obj
-        raise RequestInvalidError(f"state: {path}" + (f": {exc.field}" if exc.field else ""), exc.reason) from exc
+        raise RequestInvalidError(f"state: {SnapshotInvalidError.place(path, exc.field)}", exc.reason) from exc
 
 
 def _quantity(res: str, amount: int) -> str:

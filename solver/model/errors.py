@@ -25,7 +25,16 @@ class SnapshotInvalidError(SolverError):
         self.obj = obj
         self.field = field
         self.reason = reason
-        super().__init__(f"{obj}: {field}: {reason}" if field else f"{obj}: {reason}")
+        super().__init__(f"{self.where}: {reason}")
+
+    @property
+    def where(self) -> str:
+        return self.place(self.obj, self.field)
+
+    @staticmethod
+    def place(obj: str, field: str) -> str:
+        """``obj: field``, or ``obj`` alone when the whole object (or document) is wrong."""
+        return f"{obj}: {field}" if field else obj
 
 
 class ModelTooLargeError(SolverError):

@@ -286,14 +286,11 @@ def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | Non
     placed and every workload satisfied for the first stage, the floor for the others."""
     if lead is None:
         return None
-    problem = built.problem
-    ev = evaluate(problem, lead)
     if first and stage.maximize:
-        if not (all(ev.satisfied.values()) and ev.placed == sum(len(c.pods) for c in problem.classes)):
-            return None
-        return _hinted_value(built.model, stage.expr)
+        return _hinted_value(built.model, stage.expr) if _places_every_pod(built, lead) else None
     if floor is None:
         return None
+    ev = evaluate(built.problem, lead)
     if stage.name == objective.PDB_STAGE:
         return ev.pdb_violations if ev.pdb_violations <= floor else None
     if stage.cost is None or ev.cost_milli > floor:
