@@ -58,6 +58,7 @@ KINDS: tuple[Kind, ...] = (
 CALLS: tuple[tuple[str, str, str], ...] = (
     *((verb, k.api_version.rpartition("/")[0], k.plural) for k in KINDS for verb in ("list", "watch")),
     ("create", "", "pods/eviction"),
+    ("delete", "", "pods"),  # Cluster.preempt: --pdb-policy soft deletes victims as kube-scheduler does
     ("get", "", "pods"),
     ("create", "", "pods/binding"),
     ("patch", "scheduling.k8s.io", "podgroups/status"),
@@ -230,6 +231,23 @@ class Cluster:
             if exc.status == 429:
                 raise Refused(f"{namespace}/{name}: {exc.reason}") from exc
             raise
+
+    @retried
+    def preempt(self, namespace: str, name: str, message: str) -> None:
+        """As kube-scheduler's preemption deletes a victim (pkg/scheduler/framework/preemption/
+        executor.go, prepareCandidate): the DisruptionTarget condition, reason
+        PreemptionByScheduler, then a plain delete, which no PDB refuses; gone already is fine."""
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                     "message": message, "lastTransitionTime": now()}
+        try:
+            # strategic merge: conditions merge by type, the pod's others stay
+            self.core.patch_namespaced_pod_status(name, namespace, {"status": {"conditions": [condition]}},
+                                                  _preload_content=False,
+                                                  _content_type="application/strategic-merge-patch+json")
+            self.core.delete_namespaced_pod(name, namespace, _preload_content=False)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
 
     @retried
     def bind(self, namespace: str, name: str, node: str) -> None:

@@ -10,8 +10,10 @@ Thin on purpose: which pods go where, and which victims go, is the solver's. Her
   gone and never evicts it again, and an ongoing preemption (a preemptor nominated to a node
   where its victim terminates) evicts nothing new.
 - **Execution, each step idempotent**: mark the pods that land where victims go with
-  ``status.nominatedNodeName`` (as upstream's preemption does), evict the victims (Eviction
-  API; a 429 from a PDB means replan, not retry), wait until they are gone (timeout: replan),
+  ``status.nominatedNodeName`` (as upstream's preemption does), evict the victims (with
+  ``--pdb-policy strict``, the default, through the Eviction API: a 429 from a PDB means
+  replan, not retry; with ``soft``, as kube-scheduler does: the DisruptionTarget condition
+  and a delete), wait until they are gone (timeout: replan),
   write DRA allocations (creating a template's claim, as the
   ResourceClaim controller would, then ``status.allocation`` and ``reservedFor``), bind every
   pod, 8 at a time (a 409 is "already bound": fine if to the planned node, else replan once
@@ -35,6 +37,7 @@ from typing import Any
 
 from adapter.cluster import Cluster, Conflict, Refused, now
 from solver.model.plan import Plan
+from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.selection import key as _key
 from solver.selection import pending as _pending
 
@@ -71,6 +74,9 @@ class Executor:
     # "ns/name" -> the pod as last seen, for waiting on victims (the adapter passes its watch
     # cache, so the wait costs no requests); None: GET each one
     lookup: Callable[[str], Obj | None] | None = None
+    # how the plans it carries out were made: "strict" evicts through the Eviction API, "soft"
+    # deletes the victims as kube-scheduler's preemption does (a soft plan may break a budget)
+    pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY
 
     def execute(self, plan: Plan, objects: list[Obj]) -> Outcome:
         out = Outcome()
@@ -88,7 +94,10 @@ class Executor:
                 self._event(ns, victim, "Preempted", f"Preempted by gangplace to place a gang (cost {e.cost:g})",
                             "Normal", "Preempting")
             try:
-                self.cluster.evict(ns, name)
+                if self.pdb_policy == "soft":
+                    self.cluster.preempt(ns, name, "gangplace: preempting to accommodate a higher priority gang")
+                else:
+                    self.cluster.evict(ns, name)
             except Refused as exc:
                 return replace(out, replan=f"eviction refused: {exc}")
             out.evicted.append(e.pod)

@@ -29,6 +29,7 @@ from adapter.leader import LeaderElector
 from solver import api, kube
 from solver.model.errors import SolverError
 from solver.model.plan import Plan
+from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy
 from solver.selection import select
 
 LOG = logging.getLogger("gangplace.adapter")
@@ -36,20 +37,24 @@ Obj = dict[str, Any]
 Solve = Callable[[list[Obj]], Plan]
 
 
-# The adapter evicts through the Eviction API, which refuses (429) any eviction beyond a PDB's
-# disruptionsAllowed: it plans with PDBs as a hard rule, so a plan it makes is one it can carry out.
-# (Planning with the soft PDB tier would yield, whenever only a violation places the gang, a plan
-# refused on every attempt: victims evicted for nothing, then the same plan again.)
+# One PDB policy for planning and carrying out. "strict" (the default) plans with PDBs as a hard
+# rule and evicts through the Eviction API, which refuses (429) exactly the evictions such a plan
+# never makes. "soft" plans a violation as the third tier and deletes victims as kube-scheduler's
+# preemption does. (A soft plan carried out through the Eviction API would, whenever only a
+# violation places the gang, be refused on every attempt: victims evicted for nothing, then the
+# same plan again. So the Executor follows the policy the plan was made under.)
 
 
-def in_process(time_limit: float = 10.0) -> Solve:
+def in_process(time_limit: float = 10.0, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> Solve:
     def solve(objects: list[Obj]) -> Plan:
-        return api.plan(kube.snapshot_from_objects(objects), api.PlanOptions(time_limit=time_limit, strict_pdbs=True))
+        return api.plan(kube.snapshot_from_objects(objects),
+                        api.PlanOptions(time_limit=time_limit, pdb_policy=pdb_policy))
     return solve
 
 
 def remote(target: str, time_limit: float = 10.0, *, tls_ca: str | None = None, tls_cert: str | None = None,
-           tls_key: str | None = None, token_file: str | None = None) -> Solve:
+           tls_key: str | None = None, token_file: str | None = None,
+           pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> Solve:
     from solver import client
 
     token = None
@@ -60,7 +65,7 @@ def remote(target: str, time_limit: float = 10.0, *, tls_ca: str | None = None, 
 
     def solve(objects: list[Obj]) -> Plan:
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).encode()
-        return conn.solve(body, client.SolveOptions(time_limit=time_limit, strict_pdbs=True))
+        return conn.solve(body, client.SolveOptions(time_limit=time_limit, pdb_policy=pdb_policy))
     return solve
 
 
@@ -69,12 +74,12 @@ class Adapter:
                  identity: str | None = None, lease_namespace: str = "kube-system",
                  lease_name: str = "gangplace-adapter", renew: float = 2.0, lease_duration: int = 15,
                  executor: Executor | None = None, cache: WatchCache | None = None,
-                 backoff: tuple[float, float] = (0.05, 5.0)) -> None:
+                 backoff: tuple[float, float] = (0.05, 5.0), pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> None:
         self.cluster = cluster
         self.solve = solve
         self.scheduler_name = scheduler_name
         self.cache = cache or WatchCache(cluster)
-        self.executor = executor or Executor(cluster)
+        self.executor = executor or Executor(cluster, pdb_policy=pdb_policy)
         self.elector = LeaderElector(cluster, namespace=lease_namespace, name=lease_name,
                                      identity=identity or f"{socket.gethostname()}-{os.getpid()}",
                                      lease_duration=lease_duration)
@@ -296,6 +301,10 @@ def register(sub: Any) -> None:
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds per plan (10)")
     p.add_argument("--lease-namespace", default="kube-system", metavar="NS",
                    help="namespace of the leader-election Lease (kube-system)")
+    p.add_argument("--pdb-policy", choices=PDB_POLICIES, default=DEFAULT_PDB_POLICY,
+                   help="strict (default): plan within every PDB's disruptionsAllowed and evict through the "
+                        "Eviction API; soft: a violation is the third tier, victims are deleted as "
+                        "kube-scheduler's preemption does")
     p.add_argument("--dry-run", action="store_true", help="print the plan it would carry out, write nothing")
     p.set_defaults(func=main)
 
@@ -308,10 +317,11 @@ def main(args: argparse.Namespace) -> int:
         cluster = Cluster.at(args.api_server)
     else:
         cluster = Cluster.connect(args.kubeconfig, args.in_cluster)
-    solve = in_process(args.time_limit) if args.in_process else remote(
+    solve = in_process(args.time_limit, args.pdb_policy) if args.in_process else remote(
         args.solver, args.time_limit, tls_ca=args.solver_ca, tls_cert=args.solver_cert, tls_key=args.solver_key,
-        token_file=args.solver_token_file)
-    adapter = Adapter(cluster, solve, scheduler_name=args.scheduler_name, lease_namespace=args.lease_namespace)
+        token_file=args.solver_token_file, pdb_policy=args.pdb_policy)
+    adapter = Adapter(cluster, solve, scheduler_name=args.scheduler_name, lease_namespace=args.lease_namespace,
+                      pdb_policy=args.pdb_policy)
     if args.dry_run:
         return dry_run(adapter)
     stop = threading.Event()

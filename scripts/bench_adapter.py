@@ -8,7 +8,7 @@ kubernetes client) from ``solver.bench.generate``: racks of 16 nodes (``--nodes 
 racks) run low-priority background pods at 70 % of their cpu, so the pending 64-pod
 rack-constrained gang of 8-cpu pods fits only with evictions. ``--pdbs loose`` drops the
 generator's PodDisruptionBudgets; ``generated`` keeps those over two of its apps, 3
-disruptions allowed each: the adapter plans with strict PDBs, so none of its evictions is
+disruptions allowed each: the adapter plans with strict PDBs (the default policy), so none of its evictions is
 refused.
 
 The adapter (``adapter.main.Adapter``, solving in process) starts first; once it has synced

@@ -25,7 +25,7 @@ from solver.model.decode import Assignment, evaluate, make_plan, tier_key
 from solver.model.errors import SolverError
 from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.plan import FEASIBLE, OPTIMAL, Plan
-from solver.model.problem import Problem, build_problem
+from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy, Problem, build_problem
 from solver.model.solve import SolveParams, solve
 
 
@@ -71,9 +71,9 @@ class PlanOptions:
     ideal_shortcut: bool = True  # a baseline at every trivial bound is returned without a model
     stop: threading.Event | None = None  # set to end the search early with the best plan so far
     on_solution: Callable[[str, float, float], None] | None = None  # (stage, objective, bound) per improvement
-    # PDBs as a hard rule (no eviction beyond disruptionsAllowed) instead of the soft tier 3:
-    # for a caller that evicts through the Eviction API, which refuses exactly those evictions
-    strict_pdbs: bool = False
+    # "strict": PDBs as a hard rule (no eviction beyond disruptionsAllowed), for a caller that
+    # evicts through the Eviction API, which refuses exactly those; "soft": tier 3, as upstream
+    pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY
     gates: FeatureGates = FeatureGates()  # the scheduler's feature gates (solver.model.features)
 
     def __post_init__(self) -> None:
@@ -94,6 +94,8 @@ class PlanOptions:
         number("relative_gap", self.relative_gap, 0.0, 1.0, False)
         if self.max_variables is not None:
             number("max_variables", self.max_variables, 1, 2**62, True)
+        if self.pdb_policy not in PDB_POLICIES:
+            raise OptionError("pdb_policy", f"must be one of {', '.join(PDB_POLICIES)}, got {self.pdb_policy!r}")
     # a victim's DRA devices go free when it is evicted; False plans as upstream 1.37 can
     dra_preemption: bool = True
 
@@ -138,7 +140,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         snapshot = select_workload(snapshot, options.workload)
     start = time.perf_counter()
     with without_gc():  # not around the solve: a server's other threads keep collecting then
-        problem = build_problem(snapshot, strict_pdbs=options.strict_pdbs, gates=options.gates,
+        problem = build_problem(snapshot, pdb_policy=options.pdb_policy, gates=options.gates,
                                 dra_preemption=options.dra_preemption)
         problem_done = time.perf_counter()
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
@@ -155,7 +157,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         "skippedKinds": dict(snapshot.skipped_kinds),
         "workers": options.workers,
         "seed": options.seed,
-        "strictPdbs": options.strict_pdbs,
+        "pdbPolicy": options.pdb_policy,
         "featureGates": format_feature_gates(options.gates),
         "draPreemption": options.dra_preemption,
         "baselineSeconds": round(baseline_seconds, 4),
@@ -212,7 +214,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
         phases["decode"] = time.perf_counter() - decode_start
     verify_start = time.perf_counter()
-    violations = verify_mod.verify(snapshot, result, strict_pdbs=options.strict_pdbs, gates=options.gates,
+    violations = verify_mod.verify(snapshot, result, strict_pdbs=options.pdb_policy == "strict", gates=options.gates,
                                    dra_preemption=options.dra_preemption)
     if violations:
         raise PlanInvalidError(violations)

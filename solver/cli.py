@@ -30,6 +30,7 @@ from typing import Any, TextIO
 from solver import api, kube, loader
 from solver.bench import generate, plot, runner
 from solver.model.errors import SolverError
+from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES
 from solver.model.features import (
     GATE_NAMES,
     FeatureGateError,
@@ -37,6 +38,12 @@ from solver.model.features import (
     format_feature_gates,
     parse_feature_gates,
 )
+
+
+def _pdb_policy_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pdb-policy", choices=PDB_POLICIES, default=DEFAULT_PDB_POLICY,
+                   help="strict (default): never evict beyond a PDB's disruptionsAllowed, as the Eviction API "
+                        "enforces; soft: a violation is the third tier, as kube-scheduler's preemption")
 
 
 def _feature_gates_arg(p: argparse.ArgumentParser) -> None:
@@ -133,8 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--baseline", action="store_true", help="answer with the upstream-greedy baseline plan")
     solve.add_argument("--no-decompose", action="store_true",
                        help="one monolithic model even where per-domain sub-models are exact")
-    solve.add_argument("--strict-pdbs", action="store_true",
-                       help="never evict beyond a PDB's disruptionsAllowed (as the Eviction API enforces)")
+    _pdb_policy_arg(solve)
     _feature_gates_arg(solve)
     solve.add_argument("--no-dra-preemption", action="store_true",
                        help="a victim's DRA devices stay held, as upstream 1.37 plans (default: evicting "
@@ -178,6 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
     bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
     bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
+    _pdb_policy_arg(bench)
     _upstream_args(bench, "also run each case upstream and show every tier three ways: gangplace / "
                           "kube-scheduler / baseline")
     rp = sub.add_parser("replan", help="plan every pending workload of each snapshot; write one report each")
@@ -187,6 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds per snapshot (60)")
     rp.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     _upstream_args(rp, "add what upstream does to each snapshot (report key `upstream`)")
+    _pdb_policy_arg(rp)
     _feature_gates_arg(rp)
     for entry in metadata.entry_points(group="gangplace.commands"):  # e.g. `adapter`, from the adapter package
         try:
@@ -247,7 +255,8 @@ def _bench(args: argparse.Namespace) -> int:
         return 2
     if args.plot:
         plot.require()
-    options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers, seed=args.seed)
+    options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers, seed=args.seed,
+                              pdb_policy=args.pdb_policy)
     up = None
     if args.upstream:
         from solver.bench import controlplane
@@ -355,7 +364,7 @@ def _solve(args: argparse.Namespace) -> int:
         snapshot = _read_snapshot(args.snapshot, args.scheduler_name)
         options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline,
-                                  decompose=not args.no_decompose, strict_pdbs=args.strict_pdbs,
+                                  decompose=not args.no_decompose, pdb_policy=args.pdb_policy,
                                   gates=args.feature_gates or FeatureGates(),
                                   dra_preemption=not args.no_dra_preemption,
                                   on_solution=_progress_line(sys.stderr) if _shows_progress(args) else None)
@@ -381,7 +390,7 @@ def _documents(source: str, scheduler_name: str | None = None) -> list[Any]:
     if source == "-":
         docs = loader.documents_from_bytes(sys.stdin.buffer.read(), "<stdin>")
     else:
-        docs = [doc for f in loader.snapshot_files(Path(source)) for doc in loader.read_documents(f)]
+        docs = loader.read_documents(_one_case(source))
     if scheduler_name is None:
         return docs
     from solver import selection
@@ -392,6 +401,19 @@ def _documents(source: str, scheduler_name: str | None = None) -> list[Any]:
     return chosen.objects
 
 
+def _one_case(source: str) -> Path:
+    """The one snapshot file ``solve`` plans. A directory is one case per file in every
+    command (``bench`` and ``replan`` take each), so one holding several is an error naming
+    them rather than unrelated clusters merged into one."""
+    files = loader.snapshot_files(Path(source))
+    if len(files) != 1:
+        names = ", ".join(f.name for f in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        raise loader.SnapshotInvalidError(source, "", (
+            f"a directory is one case per file and this one holds {len(files)} ({names}): solve one file, "
+            "or give the directory to replan or bench" if files else "a directory with no .json, .yaml or .yml file"))
+    return files[0]
+
+
 def _read_snapshot(source: str, scheduler_name: str | None = None) -> Any:
     """The snapshot at ``source`` (- : standard input); one with no Node and no Pod is an error
     naming it, with the kinds it did hold."""
@@ -400,7 +422,7 @@ def _read_snapshot(source: str, scheduler_name: str | None = None) -> Any:
     elif source == "-":
         snapshot = loader.snapshot_from_bytes(sys.stdin.buffer.read(), source="<stdin>")
     else:
-        snapshot = loader.load_snapshot(source)
+        snapshot = loader.load_snapshot(_one_case(source))
     if not snapshot.nodes and not snapshot.pods:
         held = ", ".join(f"{n} {k}" for k, n in sorted(snapshot.skipped_kinds.items()))
         raise loader.SnapshotInvalidError("<stdin>" if source == "-" else source, "",
@@ -431,7 +453,7 @@ def _replan(args: argparse.Namespace) -> int:
     mine = replan.shard(files, index, count)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers,
+    options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers, pdb_policy=args.pdb_policy,
                               gates=args.feature_gates or FeatureGates())
     if args.upstream:
         from solver.bench import controlplane
@@ -460,7 +482,7 @@ def _solve_remote(args: argparse.Namespace) -> Any:
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
     options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
                                   seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose,
-                                  strict_pdbs=args.strict_pdbs,
+                                  pdb_policy=args.pdb_policy,
                                   feature_gates=format_feature_gates(args.feature_gates or FeatureGates()),
                                   no_dra_preemption=args.no_dra_preemption)
     with client.PlacementClient(args.server) as c:

@@ -23,6 +23,7 @@ from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.model.errors import SolverError
 from solver.model.plan import Plan
+from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.server import DEFAULT_MAX_MESSAGE
 
 
@@ -35,7 +36,7 @@ class SolveOptions:
     relative_gap: float = 0.0
     baseline_only: bool = False
     no_decompose: bool = False
-    strict_pdbs: bool = False
+    pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY  # "strict" | "soft" (solver.model.problem)
     no_dra_preemption: bool = False  # a victim's DRA devices stay held (upstream 1.37)
     feature_gates: str = ""  # "PodGroupPreemptionPolicy=true": kube-scheduler's gates; "" is 1.37's defaults
     deadline: float | None = None  # seconds for the whole call; None: time_limit + 30
@@ -43,7 +44,8 @@ class SolveOptions:
     def message(self) -> pb.SolveOptions:
         return pb.SolveOptions(time_limit_seconds=self.time_limit, workers=self.workers, seed=self.seed,
                                relative_gap=self.relative_gap, baseline_only=self.baseline_only,
-                               no_decompose=self.no_decompose, strict_pdbs=self.strict_pdbs,
+                               no_decompose=self.no_decompose,
+                               pdb_policy=convert.pdb_policy_value(self.pdb_policy),
                                feature_gates=self.feature_gates, no_dra_preemption=self.no_dra_preemption)
 
 

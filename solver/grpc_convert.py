@@ -21,6 +21,7 @@ from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.model import plan as p
 from solver.model import snapshot as s
 from solver.model.errors import SnapshotInvalidError, SolverError
+from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 
 CPU = "cpu"
 
@@ -32,6 +33,24 @@ class RequestInvalidError(SolverError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+
+# ---- options ------------------------------------------------------------------------------
+
+_PDB_POLICY: dict[int, PdbPolicy] = {pb.PDB_POLICY_UNSPECIFIED: DEFAULT_PDB_POLICY,
+                                     pb.PDB_POLICY_STRICT: "strict", pb.PDB_POLICY_SOFT: "soft"}
+
+
+def pdb_policy(value: int) -> PdbPolicy:
+    """``SolveOptions.pdb_policy`` as the core names it; an unknown number (a newer client's
+    enum, proto3 keeps it) is a RequestInvalidError, never silently the default."""
+    if value not in _PDB_POLICY:
+        raise RequestInvalidError("options.pdb_policy", f"unknown PdbPolicy value {value}")
+    return _PDB_POLICY[value]
+
+
+def pdb_policy_value(policy: PdbPolicy) -> int:
+    return pb.PDB_POLICY_STRICT if policy == "strict" else pb.PDB_POLICY_SOFT
 
 
 # ---- request -> snapshot ------------------------------------------------------------------

@@ -141,6 +141,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         try:
             snapshot = convert.snapshot_from_request(request)
             gates = parse_feature_gates(o.feature_gates)
+            policy = convert.pdb_policy(o.pdb_policy)
         except FeatureGateError as exc:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"options.feature_gates: {exc.reason}")
         except SolverError as exc:
@@ -156,7 +157,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             options = api.PlanOptions(
                 workload=request.workload or None, time_limit=o.time_limit_seconds or self.config.default_time_limit,
                 workers=o.workers or 1, seed=o.seed, relative_gap=o.relative_gap, baseline_only=o.baseline_only,
-                decompose=not o.no_decompose, strict_pdbs=o.strict_pdbs, gates=gates,
+                decompose=not o.no_decompose, pdb_policy=policy, gates=gates,
                 dra_preemption=not o.no_dra_preemption, stop=stop, on_solution=on_solution)
         except api.OptionError as exc:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"options.{exc.option}: {exc.reason}")

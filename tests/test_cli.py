@@ -82,6 +82,20 @@ def test_an_input_without_nodes_or_pods_is_an_error_naming_it(content: str, held
     assert capsys.readouterr().err.strip() == f"gangplace: {path}: no Node and no Pod to plan{held}"
 
 
+def test_a_directory_is_one_case_per_file_so_solve_takes_one_of_them(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["solve", str(ROOT / "examples")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"gangplace: {ROOT / 'examples'}: a directory is one case per file and this one holds 3 "
+        "(composite-zone-rack.yaml, dra-gpus.yaml, gang-preemption.yaml): solve one file, "
+        "or give the directory to replan or bench")
+    assert cli.main(["solve", str(tmp_path)]) == 2
+    assert "a directory with no .json, .yaml or .yml file" in capsys.readouterr().err
+    (tmp_path / "only.yaml").write_text(EXAMPLE.read_text())
+    assert cli.main(["solve", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "OPTIMAL"
+
+
 def test_a_child_group_named_as_the_workload_points_at_its_root(capsys: pytest.CaptureFixture[str]) -> None:
     example = ROOT / "examples" / "composite-zone-rack.yaml"
     assert cli.main(["solve", str(example), "--workload", "ml/llm-stage-0"]) == 2
@@ -163,3 +177,31 @@ def test_a_command_whose_extra_is_missing_says_which_to_install(monkeypatch: pyt
     assert cli.main(["adapter", "--in-process"]) == 2
     assert capsys.readouterr().err.strip() == (
         "gangplace: adapter needs its extra: pip install 'gangplace[adapter]' (No module named 'kubernetes')")
+
+
+def test_pdb_policy_is_one_option_on_solve_and_replan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The gang needs four victims and the batch budget allows one: strict (the default) leaves
+    it pending and names the budget; soft breaks the budget, as kube-scheduler's preemption."""
+    guarded = tmp_path / "guarded.yaml"
+    guarded.write_text(EXAMPLE.read_text().replace("maxUnavailable: 2", "maxUnavailable: 1")
+                       .replace("disruptionsAllowed: 2", "disruptionsAllowed: 1"))
+    plans = {}
+    for policy in ("strict", "soft"):
+        argv = ["solve", str(guarded)] + (["--pdb-policy", policy] if policy == "soft" else [])
+        assert cli.main(argv) == 0
+        plans[policy] = json.loads(capsys.readouterr().out)
+        assert plans[policy]["stats"]["pdbPolicy"] == policy
+    train = {p: next(w for w in plans[p]["workloads"] if w["name"] == "default/train") for p in plans}
+    assert not train["strict"]["satisfied"] and plans["strict"]["evictions"] == []
+    assert "PodDisruptionBudget default/batch (1 allowed)" in train["strict"]["reason"]
+    assert train["soft"]["satisfied"] and plans["soft"]["objective"]["pdbViolations"] == 1
+    reports = {}
+    for policy in ("strict", "soft"):
+        assert cli.main(["replan", str(guarded), "--pdb-policy", policy, "--out", str(tmp_path / policy)]) == 0
+        reports[policy] = json.loads((tmp_path / policy / "guarded.json").read_text())
+    assert reports["strict"]["admitted"] == [] and reports["strict"]["evictions"] == []
+    assert reports["soft"]["admitted"] == ["default/train"] and len(reports["soft"]["evictions"]) == 4
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["solve", str(guarded), "--pdb-policy", "lenient"])
+    assert exited.value.code == 2
+    assert "--pdb-policy" in capsys.readouterr().err

@@ -147,9 +147,12 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
         plans.append(plan)
     plan = plans[len(plans) // 2]
     start = time.perf_counter()
-    base = api.plan(snap, api.PlanOptions(workload=options.workload, baseline_only=True))
+    # the baseline under the same rules: the same PDB policy, gates and DRA preemption
+    base = api.plan(snap, api.PlanOptions(workload=options.workload, baseline_only=True, pdb_policy=options.pdb_policy,
+                                          gates=options.gates, dra_preemption=options.dra_preemption))
     base_seconds = time.perf_counter() - start
-    ok = not verify.verify(snap, plan) and not verify.verify(snap, base)
+    strict = options.pdb_policy == "strict"
+    ok = not verify.verify(snap, plan, strict_pdbs=strict) and not verify.verify(snap, base, strict_pdbs=strict)
     mine, theirs = _tiers(plan), _tiers(base)
     ratio = (mine["preemptionCost"] / theirs["preemptionCost"]) if theirs["preemptionCost"] else None
     better = plan.objective.key() > base.objective.key()
@@ -180,7 +183,7 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
         "repeatsAgree": len({(p.status, p.objective.key()) for p in plans}) == 1,
         "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),  # process peak so far
         "params": {"timeLimit": options.time_limit, "workers": options.workers, "seed": options.seed,
-                   "decompose": options.decompose},
+                   "decompose": options.decompose, "pdbPolicy": options.pdb_policy},
         "decomposedBy": st.get("decomposedBy"),
         "solver": st.get("solver"),
         "versions": versions(),

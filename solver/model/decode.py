@@ -201,6 +201,26 @@ def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str
     )
 
 
+_BUDGETS_NAMED = 5  # a reason names this many budgets, then counts the rest
+
+
+def blocking_budgets(problem: Problem, w: Workload) -> list[tuple[str, int]]:
+    """The budgets (key, disruptionsAllowed) that cap ``w``'s victims under the strict policy:
+    those counting more of the running pods ``w`` may preempt (lower priority, on a node one of
+    its classes could use) than they allow. Sorted by key."""
+    units: set[int] = set()
+    for c in w.classes:
+        cls = problem.classes[c]
+        for node in problem.candidates[c]:
+            units.update(u for u in problem.units_on_node.get(node, ()) if problem.eligible(cls, problem.units[u]))
+    counted: dict[str, int] = defaultdict(int)
+    for u in units:
+        for key, n in problem.units[u].pdb_counts.items():
+            counted[key] += n
+    return [(b.key, max(0, b.disruptions_allowed)) for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key)
+            if counted[b.key] > max(0, b.disruptions_allowed)]
+
+
 def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
     """Why a workload was left out, most specific first (upstream gangscheduling wording)."""
     if w.rejected:
@@ -232,8 +252,10 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
         return "no new pod could be placed: every group is already satisfied by running pods"
     why = ("not enough free capacity for the gang, even after evicting every victim "
            "this plan may evict without displacing a higher tier")
-    if problem.strict_pdbs and problem.snapshot.pdbs:
-        why += " or evicting beyond a PodDisruptionBudget's disruptionsAllowed"
+    if problem.strict_pdbs and (budgets := blocking_budgets(problem, w)):
+        shown = [f"{key} ({allowed} allowed)" for key, allowed in budgets[:_BUDGETS_NAMED]]
+        more = f" and {len(budgets) - _BUDGETS_NAMED} more" if len(budgets) > _BUDGETS_NAMED else ""
+        why += f" or evicting beyond the disruptionsAllowed of PodDisruptionBudget {', '.join(shown)}{more}"
     if problem.dra.active and not problem.dra_preemption:
         why += "; devices allocated to running pods stay held (no DRA preemption)"
     return why

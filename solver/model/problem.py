@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from solver.model import dra as dra_mod
 from solver.model import interpod as ip
@@ -77,6 +78,14 @@ class Workload:
     ongoing: str = ""
 
 
+# How PodDisruptionBudgets bind a plan, one name for every entry point (CLI --pdb-policy, gRPC
+# SolveOptions.pdb_policy, the adapter). "strict" is the default: a plan carried out through the
+# Eviction API, which refuses an eviction beyond disruptionsAllowed (429), is never refused.
+PdbPolicy = Literal["strict", "soft"]
+PDB_POLICIES: tuple[PdbPolicy, ...] = ("strict", "soft")
+DEFAULT_PDB_POLICY: PdbPolicy = "strict"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VictimUnit:
     """Running pods evicted all together (a ``disruptionMode: all`` subtree) or one pod."""
@@ -108,15 +117,20 @@ class Problem:
     dra: dra_mod.DraProblem = field(default_factory=dra_mod.DraProblem)
     interpod: ip.InterPod = field(default_factory=ip.InterPod)
     vectors: list[tuple[bool, ...]] = field(default_factory=list)  # per class: which matchers its pods match
-    # no eviction beyond a PDB's disruptionsAllowed (a hard rule, not the soft tier 3):
-    # for callers that evict through the Eviction API, which refuses such evictions
-    strict_pdbs: bool = False
+    # "strict": no eviction beyond a PDB's disruptionsAllowed (a hard rule), as the Eviction API
+    # refuses such evictions; "soft": a violation is tier 3, as kube-scheduler's preemption,
+    # which deletes its victims (docs/design.md "PodDisruptionBudgets")
+    pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY
     gates: FeatureGates = field(default_factory=FeatureGates)
     # a victim's devices go free when it is evicted (gangplace's default); False: they stay held,
     # as upstream 1.37 plans (dynamicresources has no PreFilterExtensions: KEP-5690 is open)
     dra_preemption: bool = True
     # pending pods never placed, with why: scheduling gates, being deleted (sorted by pod)
     held: tuple[tuple[s.PodKey, str], ...] = ()
+
+    @property
+    def strict_pdbs(self) -> bool:
+        return self.pdb_policy == "strict"
 
     # ---- tree queries -------------------------------------------------------------
     def subtree(self, key: s.GroupKey) -> list[s.GroupKey]:
@@ -166,7 +180,7 @@ def held_reason(pod: s.Pod) -> str:
     return ""
 
 
-def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
+def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY,
                   gates: FeatureGates = FeatureGates(), dra_preemption: bool = True) -> Problem:
     groups = snapshot.group_by_key()
     children: dict[s.GroupKey, list[s.GroupKey]] = defaultdict(list)
@@ -212,7 +226,7 @@ def build_problem(snapshot: s.ClusterSnapshot, *, strict_pdbs: bool = False,
         classes=classes,
         units=units,
         units_on_node=units_on_node,
-        strict_pdbs=strict_pdbs,
+        pdb_policy=pdb_policy,
         gates=gates,
         held=tuple(held),
         dra_preemption=dra_preemption,

@@ -101,6 +101,28 @@ def test_a_pdb_the_disruption_controller_closed_keeps_the_gang_pending_without_e
     assert not [c for c in _no_refusals(real) if c[2] in ("eviction", "binding")]
 
 
+def test_the_soft_policy_deletes_the_victim_a_closed_pdb_protects_as_kube_scheduler_does(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    # the same closed budget: with --pdb-policy soft the plan breaks it (tier 3) and the victim is
+    # deleted, not evicted (the Eviction API would refuse it), after its DisruptionTarget condition
+    _cluster(real, pdb_min_available=2)
+    deadline = time.monotonic() + 30
+    while _pdb_allowed(real, "batch") != 0:
+        assert time.monotonic() < deadline, "the disruption controller never computed the PDB"
+        time.sleep(0.2)
+    adapter = _adapter(adapter_kubeconfig, pdb_policy="soft")
+    adapter.solve = in_process(5.0, "soft")
+    _run(adapter, lambda: bool(real.node_of("train-0") and real.node_of("train-1") and _condition(real, "train")))
+    assert (real.node_of("train-0"), real.node_of("train-1")) == ("n1", "n1")
+    assert adapter.plans[-1].objective.pdb_violations == 1 and adapter.plans[-1].stats["pdbPolicy"] == "soft"
+    calls = _no_refusals(real)
+    assert not [c for c in calls if c[2] == "eviction"]
+    assert [(c[0], c[4], c[3]) for c in calls if c[1] == "pods" and c[0] == "delete"] == [("delete", "low-b", 200)]
+    patched = [c for c in calls if c[1] == "pods" and c[2] == "status" and c[4] == "low-b"]
+    assert [c[3] for c in patched] == [200]
+    assert real.pod("low-b") is None
+
+
 def test_a_gang_that_cannot_fit_stays_pending_with_its_condition_false(real: Real, adapter_kubeconfig: Path) -> None:
     for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
         real.put(node(name).rack(rack).cpu_m(4000).build())

@@ -119,7 +119,7 @@ def test_the_baseline_evicts_and_binds_what_the_real_scheduler_does(name: str) -
     build, evicted, bindings = CASES[name]
     docs = admitted(build())
     snap = kube.snapshot_from_objects(docs)
-    base = api.plan(snap, api.PlanOptions(baseline_only=True))
+    base = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="soft"))  # upstream deletes its victims
     assert ({e.pod for e in base.evictions}, {b.pod: b.node for b in base.bindings}) == (evicted, bindings)
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=120)
     assert (set(outcome.deleted), outcome.bindings) == (evicted, bindings)

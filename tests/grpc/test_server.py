@@ -121,8 +121,8 @@ def test_typed_inter_pod_rules_gates_and_held_pods_reach_the_solver(running: ser
     assert str(bad.value).startswith("INVALID_ARGUMENT: options.feature_gates: unknown feature gate 'Nope'")
 
 
-def test_strict_pdbs_reach_the_solver(running: server.Running) -> None:
-    # one full node, its only pod under an exhausted budget: soft evicts it, strict does not
+def test_the_pdb_policy_reaches_the_solver(running: server.Running) -> None:
+    # one full node, its only pod under an exhausted budget: soft evicts it, strict (the default) does not
     state = pb.ClusterState(
         nodes=[pb.Node(name="n0", allocatable={"cpu": 4000, "memory": 8 << 30, "pods": 110})],
         pods=[pb.Pod(namespace="d", name="db", node="n0", requests={"cpu": 3000}, priority=1, labels={"app": "db"}),
@@ -130,10 +130,16 @@ def test_strict_pdbs_reach_the_solver(running: server.Running) -> None:
         groups=[pb.Group(namespace="d", name="g", kind=pb.Group.POD_GROUP, min_count=1, priority=100)],
         pdbs=[pb.PodDisruptionBudget(namespace="d", name="db", match_labels={"app": "db"}, disruptions_allowed=0)])
     with client.PlacementClient(_target(running)) as c:
-        soft = c.solve(state)
-        strict = c.solve(state, client.SolveOptions(strict_pdbs=True))
+        strict = c.solve(state)
+        soft = c.solve(state, client.SolveOptions(pdb_policy="soft"))
+        with pytest.raises(grpc.RpcError) as bad:  # a number this server does not know
+            c.stub.Solve(pb.SolveRequest(state=state, options=pb.SolveOptions(pdb_policy=7)))  # type: ignore[arg-type]
     assert [e.pod for e in soft.evictions] == ["d/db"] and soft.objective.pdb_violations == 1
-    assert list(strict.evictions) == [] and list(strict.bindings) == [] and strict.stats["strictPdbs"] is True
+    assert soft.stats["pdbPolicy"] == "soft"
+    assert list(strict.evictions) == [] and list(strict.bindings) == [] and strict.stats["pdbPolicy"] == "strict"
+    assert "disruptionsAllowed of PodDisruptionBudget d/db (0 allowed)" in strict.workloads[0].reason
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert bad.value.details() == "options.pdb_policy: unknown PdbPolicy value 7"  # type: ignore[attr-defined]
 
 
 def test_health_and_reflection_answer(running: server.Running) -> None:

@@ -118,7 +118,7 @@ def test_the_adapter_reaches_a_mutual_tls_solver_with_its_token(mtls: server.Run
                    tls_key=str(pki / "client.key"), token_file=str(pki / "token"))
     plan = solve(docs)
     from adapter.main import in_process
-    assert plan.status == "OPTIMAL" and plan.stats["strictPdbs"] is True
+    assert plan.status == "OPTIMAL" and plan.stats["pdbPolicy"] == "strict"
     assert plan.objective == in_process(5.0)(docs).objective  # the same plan as solving in the adapter
 
 

@@ -70,7 +70,7 @@ def single_gangs(draw: Any) -> list[Any]:
 @settings(max_examples=150)
 def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[Any]) -> None:
     snap = b.snapshot(*objs)
-    problem = build_problem(snap)
+    problem = build_problem(snap, pdb_policy="soft")
     floor = bounds.pdb_floor(problem)
     want = naive_tiers(snap)
     every = want.placed == sum(1 for p in snap.pods if p.node is None)
@@ -99,7 +99,7 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
         assert verify.verify(snap, plan) == []
         assert evaluate(problem, floor.plan).placed == want.placed
     # the solver with the floor in its PDB stage still finds the naive model's tiers
-    o = api.plan(snap, api.PlanOptions(time_limit=60)).objective
+    o = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft")).objective
     assert (o.placed_pods, o.pdb_violations, round(o.preemption_cost * 1000)) == \
         (want.placed, want.pdb_violations, want.cost_milli)
 
@@ -113,7 +113,7 @@ def _composite_cluster() -> Any:
 
 def test_the_floor_is_the_proven_optimum_on_a_composite_of_rack_gangs() -> None:
     snap = _composite_cluster()
-    problem = build_problem(snap)
+    problem = build_problem(snap, pdb_policy="soft")
     floor = bounds.pdb_floor(problem)
     assert floor is not None
     # the cheapest racks need 48 budget-counted pods out; the budgets allow 4 × 5 of them
@@ -136,12 +136,12 @@ def test_no_floor_outside_its_shape() -> None:
            b.pod("bg").on("n0").cpu_m(3000).label("app", "db"),
            b.pod_group("a", 1).priority(100), b.pod("a-0").group("a").cpu_m(2000),
            b.pod_group("c", 1).priority(100), b.pod("c-0").group("c").cpu_m(2000)]
-    assert bounds.pdb_floor(build_problem(b.snapshot(*two))) is None  # two workloads
+    assert bounds.pdb_floor(build_problem(b.snapshot(*two), pdb_policy="soft")) is None  # two workloads
     one = two[:5]
-    assert bounds.pdb_floor(build_problem(b.snapshot(*one))) is not None
-    assert bounds.pdb_floor(build_problem(b.snapshot(*one), strict_pdbs=True)) is None  # hard budgets
+    assert bounds.pdb_floor(build_problem(b.snapshot(*one), pdb_policy="soft")) is not None
+    assert bounds.pdb_floor(build_problem(b.snapshot(*one), pdb_policy="strict")) is None  # hard budgets
     mixed = one + [b.pod("a-1").group("a").cpu_m(1000)]
-    assert bounds.pdb_floor(build_problem(b.snapshot(*mixed))) is None  # two shapes
+    assert bounds.pdb_floor(build_problem(b.snapshot(*mixed), pdb_policy="soft")) is None  # two shapes
 
 
 def test_the_rest_of_a_composite_is_not_spread_over_two_racks() -> None:
@@ -157,10 +157,10 @@ def test_the_rest_of_a_composite_is_not_spread_over_two_racks() -> None:
         objs.append(b.pod_group(f"job-{k}", 2).parent("job").topology(b.RACK))
         objs += [b.pod(f"job-{k}-{j}").group(f"job-{k}").cpu_m(2000) for j in range(2)]
     snap = b.snapshot(*objs)
-    problem = build_problem(snap)
+    problem = build_problem(snap, pdb_policy="soft")
     for assignment in (greedy.hint(problem), greedy.baseline(problem)):
         assert verify.verify(snap, make_plan(problem, assignment, status="FEASIBLE", stats={})) == []
-    o = api.plan(snap, api.PlanOptions(time_limit=60)).objective
+    o = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft")).objective
     assert (o.placed_pods, o.pdb_violations, o.evicted_pods) == (4, 1, 1)
 
 
@@ -176,8 +176,8 @@ def test_host_ports_keep_the_floors_out_and_a_plan_is_taken_only_if_the_model_ac
         b.pod("bg0").on("n0").cpu_m(500).priority(0), port(b.pod("bg1").on("n1").cpu_m(500).priority(0)),
         b.pod_group("w0", 1).priority(20), port(b.pod("w0-0").group("w0").cpu_m(500)),
         b.pod("w0-run").group("w0").on("n0").cpu_m(500))
-    assert bounds.cost_floor(build_problem(snap), 0) is None
-    plan = api.plan(snap, api.PlanOptions(time_limit=60))
+    assert bounds.cost_floor(build_problem(snap, pdb_policy="soft"), 0) is None
+    plan = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft"))
     assert verify.verify(snap, plan) == []
     o = plan.objective
     assert (plan.status, o.placed_pods, o.evicted_pods, o.preemption_cost) == ("OPTIMAL", 1, 1, 1.0)

@@ -248,5 +248,5 @@ def test_a_victim_whose_return_would_break_the_skew_is_necessary(baseline: bool)
             spread(pod("p").cpu_m(500).priority(20).label("app", "w"), RACK, min_domains=2, app="w")]
     plan, _ = run_plan(*objs, baseline_only=baseline)
     assert bindings(plan) == {"p": "n0"} and [e.pod for e in plan.evictions] == ["default/old"]
-    plan, _ = run_plan(*objs, baseline_only=baseline, strict_pdbs=True)
+    plan, _ = run_plan(*objs, baseline_only=baseline, pdb_policy="strict")
     assert bindings(plan) == {"p": "n0"}

@@ -345,10 +345,11 @@ def clusters(draw: Any) -> list[Any]:
 
 @given(clusters(), st.booleans(), st.booleans())
 def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_free: bool) -> None:
-    # gate: PodGroupPreemptionPolicy; dra_free: evicting every holder frees devices (else upstream's rule)
+    # gate: PodGroupPreemptionPolicy; dra_free: evicting every holder frees devices (else upstream's rule);
+    # the soft PDB policy, every tier in play (the strict one: the next test)
     snap = b.snapshot(*objs)
     gates = FeatureGates(pod_group_preemption_policy=gate)
-    plan = api.plan(snap, api.PlanOptions(time_limit=60, gates=gates, dra_preemption=dra_free))
+    plan = api.plan(snap, api.PlanOptions(time_limit=60, gates=gates, dra_preemption=dra_free, pdb_policy="soft"))
     assert plan.status == "OPTIMAL"
     assert verify.verify(snap, plan, gates=gates, dra_preemption=dra_free) == []
     want = naive_tiers(snap, group_policy_gate=gate, dra_preemption=dra_free)
@@ -375,11 +376,12 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     assert round(o.preemption_cost * 1000) == want.cost_milli
     assert o.evicted_pods == want.evicted
     # one monolithic model gives the same tiers as the per-domain decomposition
-    whole = api.plan(snap, api.PlanOptions(time_limit=60, decompose=False, gates=gates, dra_preemption=dra_free))
+    whole = api.plan(snap, api.PlanOptions(time_limit=60, decompose=False, gates=gates, dra_preemption=dra_free,
+                                           pdb_policy="soft"))
     assert whole.status == "OPTIMAL"
     assert whole.objective.key() == o.key()
     # the greedy baseline is a valid plan, never better than the optimum
-    problem = build_problem(snap, gates=gates, dra_preemption=dra_free)
+    problem = build_problem(snap, gates=gates, dra_preemption=dra_free, pdb_policy="soft")
     base = make_plan(problem, greedy.baseline(problem), status="FEASIBLE", stats={})
     assert verify.verify(snap, base, gates=gates, dra_preemption=False) == []  # upstream frees no device
     assert base.objective.key() <= o.key()
@@ -387,9 +389,9 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
 
 @given(clusters())
 def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) -> None:
-    # the adapter's mode: a PDB is a hard rule; the tiers are the naive model's with v == 0
+    # the default policy: a PDB is a hard rule; the tiers are the naive model's with v == 0
     snap = b.snapshot(*objs)
-    plan = api.plan(snap, api.PlanOptions(time_limit=60, strict_pdbs=True))
+    plan = api.plan(snap, api.PlanOptions(time_limit=60))  # strict: the default
     assert plan.status == "OPTIMAL"
     assert verify.verify(snap, plan, strict_pdbs=True) == []
     want = naive_tiers(snap, strict_pdbs=True)
@@ -399,7 +401,7 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
         want.satisfied_by_priority
     assert (o.placed_pods, o.pdb_violations, round(o.preemption_cost * 1000), o.evicted_pods) == \
         (want.placed, 0, want.cost_milli, want.evicted)
-    baseline = api.plan(snap, api.PlanOptions(baseline_only=True, strict_pdbs=True))
+    baseline = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="strict"))
     assert verify.verify(snap, baseline, strict_pdbs=True) == []
 
 

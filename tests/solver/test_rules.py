@@ -26,6 +26,7 @@ class Case:
     want_cost: float = 0.0
     want_nodes: set[str] | None = None  # the set of nodes used, when several assignments tie
     want_reason: str = ""  # substring of the first unsatisfied workload's reason
+    pdb_policy: str = "strict"  # the default; "soft" where a violation is the point
 
 
 def gang(name: str, n: int, min_count: int | None, cpu_m: int, **pod_kw: Any) -> list[Any]:
@@ -144,7 +145,13 @@ CASES = [
     Case("pdb-violation-when-unavoidable",
          [node("n1").cpu_m(4000), pod("guarded").on("n1").cpu_m(3000).priority(1).label("app", "db"),
           pdb("db", 0, app="db"), *gang("g", 1, 1, 2000, priority=100)],
-         {"default/g-0": "n1"}, want_evictions={"default/guarded"}, want_pdb_violations=1, want_cost=2.0),
+         {"default/g-0": "n1"}, want_evictions={"default/guarded"}, want_pdb_violations=1, want_cost=2.0,
+         pdb_policy="soft"),
+    Case("strict-pdb-leaves-the-gang-pending-and-names-the-budget",
+         [node("n1").cpu_m(4000), pod("guarded").on("n1").cpu_m(3000).priority(1).label("app", "db"),
+          pdb("db", 0, app="db"), pdb("other", 0, app="web"), *gang("g", 1, 1, 2000, priority=100)],
+         {}, want_satisfied=0, want_placed=0,
+         want_reason="or evicting beyond the disruptionsAllowed of PodDisruptionBudget default/db (0 allowed)"),
     Case("cost-annotation-picks-the-cheap-victim",
          [node("n1").cpu_m(4000), node("n2").cpu_m(4000),
           pod("a").on("n1").cpu_m(3000).priority(50).cost("1.5"), pod("b").on("n2").cpu_m(3000).priority(1),
@@ -170,7 +177,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_rule(case: Case) -> None:
-    plan, out = run_plan(*case.objects, time_limit=30)
+    plan, out = run_plan(*case.objects, time_limit=30, pdb_policy=case.pdb_policy)
     assert plan.status == "OPTIMAL"
     bindings = {b.pod: b.node for b in plan.bindings}
     if case.want_bindings is not None:

@@ -1,9 +1,7 @@
-"""``strict_pdbs``: a PDB as a hard rule, for callers that evict through the Eviction API.
-
-By default a PDB violation is tier 3 of the objective: placing the gang comes first, as in
-kube-scheduler's preemption, which deletes its victims. The Eviction API refuses exactly
-those evictions (429), so the adapter plans with ``strict_pdbs``: no plan evicts more of a
-budget's pods than ``status.disruptionsAllowed``.
+"""The PDB policy. ``strict``, the default of every entry point: no plan evicts more of a
+budget's pods than ``status.disruptionsAllowed``, so the Eviction API, which refuses exactly
+those evictions (429), never refuses one. ``soft``: a violation is tier 3 of the objective,
+placing the gang comes first, as in kube-scheduler's preemption, which deletes its victims.
 """
 
 from __future__ import annotations
@@ -28,13 +26,15 @@ def _guarded(allowed: int) -> list[object]:
 
 def _plan(objs: list[object], **options: object) -> Plan:
     snap = builders.snapshot(*objs)
-    plan = api.plan(snap, api.PlanOptions(**options))  # type: ignore[arg-type]
-    assert verify.verify(snap, plan, strict_pdbs=bool(options.get("strict_pdbs"))) == []
+    opts = api.PlanOptions(**options)  # type: ignore[arg-type]
+    plan = api.plan(snap, opts)
+    assert plan.stats["pdbPolicy"] == opts.pdb_policy
+    assert verify.verify(snap, plan, strict_pdbs=opts.pdb_policy == "strict") == []
     return plan
 
 
-def test_soft_by_default_placement_comes_before_the_budget() -> None:
-    plan = _plan(_guarded(1))
+def test_soft_placement_comes_before_the_budget() -> None:
+    plan = _plan(_guarded(1), pdb_policy="soft")
     assert plan.status == "OPTIMAL"
     assert plan.objective.placed_pods == 2 and plan.objective.pdb_violations == 1
     assert {e.pod for e in plan.evictions} == {"default/db-1", "default/db-2"}
@@ -43,7 +43,7 @@ def test_soft_by_default_placement_comes_before_the_budget() -> None:
 @pytest.mark.parametrize("options", [{}, {"baseline_only": True}, {"decompose": False}], ids=["cp-sat", "greedy",
                                                                                              "monolithic"])
 def test_strict_places_what_the_budget_allows(options: dict[str, object]) -> None:
-    plan = _plan(_guarded(1), strict_pdbs=True, **options)
+    plan = _plan(_guarded(1), **options)  # strict: the default
     assert plan.objective.placed_pods == 1 and plan.objective.pdb_violations == 0
     assert len(plan.evictions) == 1 and plan.evictions[0].pod in {"default/db-1", "default/db-2"}
     assert plan.workloads[0].satisfied  # minCount 1
@@ -55,12 +55,12 @@ def test_strict_places_what_the_budget_allows(options: dict[str, object]) -> Non
 def test_strict_leaves_the_gang_pending_with_a_reason_when_no_eviction_is_allowed(baseline_only: bool) -> None:
     objs = [node("n1").cpu_m(4000), pod("db-1").on("n1").cpu_m(3000).priority(1).label("app", "db"),
             pdb("db", 0, app="db"), pod_group("g", 1).priority(100), pod("g-0").group("g").cpu_m(3000)]
-    plan = _plan(objs, strict_pdbs=True, baseline_only=baseline_only)
+    plan = _plan(objs, baseline_only=baseline_only)
     assert list(plan.bindings) == []
     assert list(plan.evictions) == []
     assert not plan.workloads[0].satisfied
-    assert "PodDisruptionBudget" in plan.workloads[0].reason
-    soft = _plan(objs, baseline_only=baseline_only)
+    assert plan.workloads[0].reason.endswith("beyond the disruptionsAllowed of PodDisruptionBudget default/db (0 allowed)")
+    soft = _plan(objs, baseline_only=baseline_only, pdb_policy="soft")
     assert [e.pod for e in soft.evictions] == ["default/db-1"] and soft.objective.pdb_violations == 1
 
 
@@ -70,7 +70,7 @@ def test_strict_in_the_per_rack_decomposition() -> None:
             pod("db").on("a1").cpu_m(3000).priority(1).label("app", "db"),
             pod("web").on("b1").cpu_m(3000).priority(1).cost("50"),
             pdb("db", 0, app="db"), pod_group("g", 1).priority(100).topology(RACK), pod("g-0").group("g").cpu_m(3000)]
-    plan = _plan(objs, strict_pdbs=True)
+    plan = _plan(objs)
     assert plan.status == "OPTIMAL" and "decomposedBy" in plan.stats
     assert [(b.pod, b.node) for b in plan.bindings] == [("default/g-0", "b1")]
     assert [e.pod for e in plan.evictions] == ["default/web"]
@@ -78,6 +78,22 @@ def test_strict_in_the_per_rack_decomposition() -> None:
 
 def test_the_verifier_flags_a_violation_only_when_strict() -> None:
     snap = builders.snapshot(*_guarded(1))
-    soft = api.plan(snap, api.PlanOptions())
+    soft = api.plan(snap, api.PlanOptions(pdb_policy="soft"))
     assert verify.verify(snap, soft) == []
     assert [(v.rule, v.subject) for v in verify.verify(snap, soft, strict_pdbs=True)] == [("pdb", "default/db")]
+
+
+def test_a_reason_names_five_budgets_then_counts_the_rest() -> None:
+    objs: list[object] = [node("n1").cpu_m(7000)]
+    for k in range(7):  # seven 1-CPU pods, each under its own exhausted budget
+        objs += [pod(f"app-{k}").on("n1").cpu_m(1000).priority(1).label("app", f"a{k}"), pdb(f"b{k}", 0, app=f"a{k}")]
+    objs += [pod_group("g", 1).priority(100), pod("g-0").group("g").cpu_m(3000)]
+    plan = _plan(objs)
+    assert plan.workloads[0].reason.endswith(
+        "PodDisruptionBudget default/b0 (0 allowed), default/b1 (0 allowed), default/b2 (0 allowed), "
+        "default/b3 (0 allowed), default/b4 (0 allowed) and 2 more")
+
+
+def test_an_unknown_policy_is_an_option_error() -> None:
+    with pytest.raises(api.OptionError, match="pdb_policy: must be one of strict, soft, got 'hard'"):
+        api.PlanOptions(pdb_policy="hard")  # type: ignore[arg-type]

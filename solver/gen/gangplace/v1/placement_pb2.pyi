@@ -7,6 +7,15 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class PdbPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PDB_POLICY_UNSPECIFIED: _ClassVar[PdbPolicy]
+    PDB_POLICY_STRICT: _ClassVar[PdbPolicy]
+    PDB_POLICY_SOFT: _ClassVar[PdbPolicy]
+PDB_POLICY_UNSPECIFIED: PdbPolicy
+PDB_POLICY_STRICT: PdbPolicy
+PDB_POLICY_SOFT: PdbPolicy
+
 class SolveRequest(_message.Message):
     __slots__ = ("state", "kubernetes_objects", "workload", "options", "request_id")
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -22,26 +31,26 @@ class SolveRequest(_message.Message):
     def __init__(self, state: _Optional[_Union[ClusterState, _Mapping]] = ..., kubernetes_objects: _Optional[bytes] = ..., workload: _Optional[str] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class SolveOptions(_message.Message):
-    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "strict_pdbs", "feature_gates", "no_dra_preemption")
+    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "feature_gates", "no_dra_preemption", "pdb_policy")
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     RELATIVE_GAP_FIELD_NUMBER: _ClassVar[int]
     BASELINE_ONLY_FIELD_NUMBER: _ClassVar[int]
     NO_DECOMPOSE_FIELD_NUMBER: _ClassVar[int]
-    STRICT_PDBS_FIELD_NUMBER: _ClassVar[int]
     FEATURE_GATES_FIELD_NUMBER: _ClassVar[int]
     NO_DRA_PREEMPTION_FIELD_NUMBER: _ClassVar[int]
+    PDB_POLICY_FIELD_NUMBER: _ClassVar[int]
     time_limit_seconds: float
     workers: int
     seed: int
     relative_gap: float
     baseline_only: bool
     no_decompose: bool
-    strict_pdbs: bool
     feature_gates: str
     no_dra_preemption: bool
-    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., strict_pdbs: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ...) -> None: ...
+    pdb_policy: PdbPolicy
+    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ..., pdb_policy: _Optional[_Union[PdbPolicy, str]] = ...) -> None: ...
 
 class ClusterState(_message.Message):
     __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces")
