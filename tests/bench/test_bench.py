@@ -105,3 +105,23 @@ def test_the_plot_reads_as_plain_numbers_and_names_its_points() -> None:
     assert [t.get_text() for t in left.texts] == ["a", "b"]
     assert [t.get_text() for t in right.texts] == ["0.418", "1.86"]
     plt.close(fig)
+
+
+def test_the_peak_is_the_cases_own_not_the_runs_maximum() -> None:
+    """A 400 MiB case followed by a small one: the small one's row must not carry the 400 MiB,
+    as the process's ru_maxrss would."""
+    from solver.bench import memory
+
+    first = memory.Peak()
+    first.start()
+    if first.scope != "case":
+        pytest.skip("the resident high-water mark cannot be reset here (not Linux)")
+    block = bytearray(400 * 2**20)
+    block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page: resident, not just reserved
+    big = first.mib()
+    del block
+    second = memory.Peak()
+    second.start()
+    small = second.mib()
+    assert big >= small + 390, (big, small)
+    assert second.scope == "case"
