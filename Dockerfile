@@ -11,11 +11,12 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv
 WORKDIR /src
 # the build metadata first, then the sources (the generated gRPC code lives in solver/gen)
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY solver ./solver
 COPY adapter ./adapter
-# a regular (non-editable) install: the venv holds everything, /src is not needed after it
-RUN /opt/venv/bin/pip install --no-compile '.[adapter]' \
+# a regular (non-editable) install at the versions requirements.lock pins (scripts/lock.sh):
+# the venv holds everything, /src is not needed after it
+RUN /opt/venv/bin/pip install --no-compile -c requirements.lock '.[adapter]' \
  && /opt/venv/bin/python -m compileall -q -j 0 /opt/venv/lib \
  && /opt/venv/bin/gangplace --help > /dev/null \
  && /opt/venv/bin/gangplace adapter --help > /dev/null

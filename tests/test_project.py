@@ -64,3 +64,47 @@ def test_cli_writes_the_design_plan_shape(tmp_path: Path) -> None:
             "preemptionCostBound", "gap"} <= set(plan["objective"])
     assert {"buildSeconds", "solveSeconds", "variables", "constraints", "workers", "seed"} <= set(plan["stats"])
     assert "status OPTIMAL" in result.stderr
+
+
+def _locked() -> dict[str, tuple[str, str]]:
+    """requirements.lock as {name: (version, marker)}."""
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith((" ", "#")):
+            pin, _, marker = line.partition(";")
+            name, _, version = pin.strip().partition("==")
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = (version, marker.strip())
+    return pins
+
+
+def test_the_lock_pins_every_dependency_within_pyproject_and_is_what_is_installed() -> None:
+    """The README, .ci/run and the Dockerfile install with -c requirements.lock: every
+    requirement of pyproject.toml (and of each extra) has a pin its specifier admits, and the
+    environment running this test holds exactly the pinned versions it installed."""
+    import tomllib
+    from importlib import metadata
+
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(r) for r in project["dependencies"]]
+    wanted += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    pins = _locked()
+    for req in wanted:
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        assert name in pins, f"{req}: not in requirements.lock (run scripts/lock.sh)"
+        assert req.specifier.contains(pins[name][0], prereleases=True), f"{req}: locked at {pins[name][0]}"
+    drift = []
+    for name, (version, marker) in pins.items():
+        if marker and not Marker(marker).evaluate():
+            continue
+        try:
+            installed = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue  # an extra this environment did not install
+        if installed != version:
+            drift.append(f"{name} {installed} (locked {version})")
+    assert drift == [], "installed without -c requirements.lock? " + ", ".join(drift)
+    for path in (".ci/run", "Dockerfile"):
+        assert "-c requirements.lock" in (ROOT / path).read_text(), path
