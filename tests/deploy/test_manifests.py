@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ DEPLOY = ROOT / "deploy"
 BASE = DEPLOY / "base"
 REPLAN = DEPLOY / "replan"
 OVERLAY = DEPLOY / "overlays" / "example"
+MONITORING = DEPLOY / "components" / "monitoring"
 K8S_VERSION = "1.37.0"
 NAMESPACE = "gangplace"
 UID = 10001
@@ -120,9 +122,29 @@ def _expand(argv: list[str], env: dict[str, str]) -> list[str]:
     return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), a) for a in argv]
 
 
+def _pod_env(workload: Obj, container: Obj) -> dict[str, str]:
+    """The container's environment as the kubelet gives it: values, and the downward API's
+    metadata.namespace resolved to the namespace the workload lands in."""
+    env = {}
+    for var in container.get("env", []):
+        field = var.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+        if "value" in var:
+            env[var["name"]] = var["value"]
+        elif field == "metadata.namespace":
+            env[var["name"]] = workload["metadata"]["namespace"]
+    return env
+
+
+def _adapter_args(docs: list[Obj]) -> Any:
+    adapter = _one(docs, "Deployment", ADAPTER)
+    container = _container(adapter, "adapter")
+    return _parse(_expand(_argv(container), _pod_env(adapter, container)))
+
+
 BASE_DOCS = _kustomize_docs(BASE)
 REPLAN_DOCS = _kustomize_docs(REPLAN)
-ALL_DOCS = BASE_DOCS + REPLAN_DOCS
+MONITORING_DOCS = _kustomize_docs(MONITORING)
+ALL_DOCS = BASE_DOCS + REPLAN_DOCS + MONITORING_DOCS
 
 
 def test_deploy_holds_the_expected_objects() -> None:
@@ -141,7 +163,28 @@ def test_deploy_holds_the_expected_objects() -> None:
 # ---- schema ---------------------------------------------------------------------------------------
 
 
+# the Prometheus Operator's kinds (deploy/components/monitoring): no 1.37 schema holds them,
+# so the fields the component uses are checked against this subset of the operator's CRD
+OPERATOR_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"): {"selector", "endpoints"}}
+ENDPOINT_FIELDS = {"port", "path", "scheme", "interval", "scrapeTimeout"}
+
+
+def _validate_operator_kind(doc: Obj) -> str | None:
+    spec_fields = OPERATOR_KINDS[(doc["apiVersion"], doc["kind"])]
+    spec = doc.get("spec", {})
+    if set(spec) != spec_fields:
+        return f"{doc['kind']}/{doc['metadata']['name']}: spec holds {sorted(spec)}, want {sorted(spec_fields)}"
+    for endpoint in spec["endpoints"]:
+        if not set(endpoint) <= ENDPOINT_FIELDS or not isinstance(endpoint.get("port"), str):
+            return f"{doc['kind']}/{doc['metadata']['name']}: endpoint {endpoint}"
+    return None
+
+
 def _validate(doc: Obj, where: str) -> None:
+    if (doc.get("apiVersion"), doc.get("kind")) in OPERATOR_KINDS:
+        if problem := _validate_operator_kind(doc):
+            pytest.fail(f"{where}: {problem}")
+        return
     problem = None
     try:
         kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
@@ -170,7 +213,10 @@ def test_every_manifest_validates_against_the_kubernetes_schemas(path: Path) -> 
 @pytest.mark.parametrize("kustomization", _kustomizations(), ids=lambda p: str(p.parent.relative_to(DEPLOY)))
 def test_kustomization_references_resolve(kustomization: Path) -> None:
     k = _load(kustomization)[0]
-    assert k["apiVersion"] == "kustomize.config.k8s.io/v1beta1" and k["kind"] == "Kustomization"
+    if kustomization.parent.parent.name == "components":  # optional pieces an overlay adds
+        assert (k["apiVersion"], k["kind"]) == ("kustomize.config.k8s.io/v1alpha1", "Component")
+    else:
+        assert k["apiVersion"] == "kustomize.config.k8s.io/v1beta1" and k["kind"] == "Kustomization"
     assert "commonLabels" not in k and "bases" not in k and "patchesStrategicMerge" not in k, "deprecated fields"
     here = kustomization.parent
     for ref in k.get("resources", []):
@@ -246,7 +292,8 @@ def test_overlay_retags_the_image_and_scales_the_solver() -> None:
         {(d["kind"], d["metadata"]["name"]) for d in base + _render(REPLAN)}
     overlay = _load(OVERLAY / "kustomization.yaml")[0]
     (image,) = overlay["images"]
-    want = f"{image['newName']}:{image['newTag']}"
+    assert "newTag" not in image and re.fullmatch(r"sha256:[0-9a-f]{64}", image["digest"]), "pin by digest"
+    want = f"{image['newName']}@{image['digest']}"
     assert "/" in image["newName"], "the overlay takes the image from a registry"
     for d in docs:
         if d["kind"] in WORKLOADS:
@@ -260,6 +307,54 @@ def test_overlay_retags_the_image_and_scales_the_solver() -> None:
     assert _container(solver, "solver")["readinessProbe"] == _container(base_solver, "solver")["readinessProbe"]
     assert _container(solver, "solver")["resources"]["requests"] == \
         _container(base_solver, "solver")["resources"]["requests"]
+
+
+def test_an_overlay_that_sets_another_namespace_moves_everything_with_it(tmp_path: Path) -> None:
+    """The namespace is written once (the base's kustomization): the adapter dials the solver
+    and holds its Lease in whatever namespace it runs in, and the RBAC follows."""
+    overlay = tmp_path / "team-a"
+    overlay.mkdir()
+    up = Path(os.path.relpath(DEPLOY, overlay))  # kustomize takes no absolute resource paths
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": "team-a",
+        "resources": [str(up / "base"), str(up / "replan")]}))
+    docs = _render(overlay)
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"] == ["team-a"]
+    for d in docs:
+        if d["kind"] not in CLUSTER_SCOPED:
+            assert d["metadata"]["namespace"] == "team-a", f"{d['kind']}/{d['metadata']['name']}"
+        for subject in d.get("subjects", []):
+            assert subject["namespace"] == "team-a"
+    args = _adapter_args(docs)
+    assert args.solver == "gangplace-solver.team-a.svc:50051" and args.lease_namespace == "team-a"
+    _one(docs, "Service", SOLVER)
+    assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "Role"} == {"team-a"}
+    rendered = yaml.safe_dump_all(docs)
+    assert "gangplace.svc" not in rendered and "namespace: gangplace\n" not in rendered
+
+
+def test_the_monitoring_component_scrapes_the_solvers_metrics_port(tmp_path: Path) -> None:
+    overlay = tmp_path / "monitored"
+    overlay.mkdir()
+    up = Path(os.path.relpath(DEPLOY, overlay))
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [str(up / "base")], "components": [str(up / "components" / "monitoring")]}))
+    docs = _render(overlay)
+    (monitor,) = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    _validate(monitor, "kustomize with components/monitoring")
+    assert monitor["metadata"]["namespace"] == NAMESPACE
+    assert PART_OF.items() <= monitor["metadata"]["labels"].items()
+    services = [d for d in docs if d["kind"] == "Service"
+                and monitor["spec"]["selector"]["matchLabels"].items() <= d["metadata"]["labels"].items()]
+    assert [s["metadata"]["name"] for s in services] == [SOLVER]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    port = next(p for p in services[0]["spec"]["ports"] if p["name"] == endpoint["port"])
+    solver = _container(_one(docs, "Deployment", SOLVER), "solver")
+    served = next(p for p in solver["ports"] if p["name"] == port["targetPort"])
+    assert _parse(_argv(solver)).metrics_port == served["containerPort"] == port["port"]
+    # the base alone stays free of the operator's kinds: it applies on clusters without them
+    assert not any(d["apiVersion"].startswith("monitoring.coreos.com") for d in _render(BASE))
 
 
 def _gi(quantity: str) -> float:
@@ -309,7 +404,7 @@ def test_rbac_grants_exactly_the_calls_the_adapter_makes() -> None:
 def test_leases_are_granted_only_in_the_lease_namespace_and_by_name() -> None:
     cluster_role, roles = _adapter_roles()
     assert not any(g == "coordination.k8s.io" for _, g, _ in _triples(cluster_role["rules"]))
-    args = _parse(_argv(_container(_one(BASE_DOCS, "Deployment", ADAPTER), "adapter")))
+    args = _adapter_args(BASE_DOCS)
     lease_name = inspect.signature(Adapter.__init__).parameters["lease_name"].default
     lease_rules = [r for role in roles for r in role["rules"] if "coordination.k8s.io" in r["apiGroups"]]
     assert lease_rules
@@ -444,7 +539,7 @@ def test_the_solver_and_adapter_speak_mutual_tls_with_a_token() -> None:
 
 def test_the_adapter_reaches_the_solver_service() -> None:
     adapter = _one(BASE_DOCS, "Deployment", ADAPTER)
-    args = _parse(_argv(_container(adapter, "adapter")))
+    args = _adapter_args(BASE_DOCS)
     assert args.command == "adapter" and args.in_cluster and not args.in_process
     svc = _one(BASE_DOCS, "Service", SOLVER)
     grpc_port = next(p["port"] for p in svc["spec"]["ports"] if p["name"] == "grpc")
