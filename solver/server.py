@@ -8,10 +8,11 @@
   status FEASIBLE, not an error. A cancelled call stops its search.
 - Bad input is INVALID_ARGUMENT with the field path (``state: pods[3] (Pod/ns/p):
   spec.priority: ...``).
-- Standard health checking (grpc.health.v1) and server reflection; graceful shutdown
+- Standard health checking (grpc.health.v1) and server reflection (v1 and v1alpha); graceful shutdown
   flips health to NOT_SERVING, refuses new calls and lets in-flight solves finish.
-- Prometheus metrics on an HTTP port: solve latency histogram, solves by status, in-flight
-  gauge. Logs are JSON lines with the request id.
+- Prometheus metrics on an HTTP port: solve latency histogram, calls by gRPC status, plans
+  by plan status, in-flight gauge, process and build info. Logs are JSON lines with the
+  request id.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector, ProcessCollector,
+                               start_http_server)
 
-from solver import api
+from solver import api, reflection
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
@@ -73,9 +74,28 @@ class Metrics:
         self.latency = Histogram("gangplace_solve_seconds", "End-to-end solve latency", ["method"],
                                  registry=self.registry,
                                  buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
-        self.solves = Counter("gangplace_solves", "Finished solves by plan status or gRPC error code",
+        self.solves = Counter("gangplace_solves", "Finished calls by gRPC status (OK, RESOURCE_EXHAUSTED, ...)",
                               ["method", "status"], registry=self.registry)
         self.in_flight = Gauge("gangplace_solves_in_flight", "Solves running now", registry=self.registry)
+        self.plans = Counter("gangplace_plans", "Plans answered, by the plan's status (OPTIMAL, FEASIBLE, ...)",
+                             ["status"], registry=self.registry)
+        # process_* (CPU, memory, file descriptors), python_info, and the versions that answer
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        Info("gangplace_build", "Versions of gangplace and of the solver it runs", registry=self.registry).info(
+            _build_info())
+
+
+def _build_info() -> dict[str, str]:
+    from importlib import metadata
+
+    found = {}
+    for dist in ("gangplace", "ortools", "grpcio", "protobuf"):
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = "unknown"
+    return {"version": found.pop("gangplace"), **found}
 
 
 class PlacementService(pb_grpc.PlacementServiceServicer):
@@ -188,6 +208,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         except Exception as exc:  # a bug: reported as one, with the request id to find its log
             LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": repr(exc)}))
             _abort(context, grpc.StatusCode.INTERNAL, f"internal error, please report (request {rid})")
+        self.metrics.plans.labels(plan.status).inc()
         LOG.info(json.dumps({"event": "solved", "requestId": rid, "nodes": len(snapshot.nodes),
                              "pods": len(snapshot.pods), "status": plan.status,
                              "timeLimit": round(limit, 3), "seconds": round(time.perf_counter() - start, 4)}))
@@ -370,7 +391,7 @@ def start(config: ServerConfig) -> Running:
     _register(PlacementService(config, metrics), server)
     hs = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(hs, server)
-    reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection.enable(server, (SERVICE, health.SERVICE_NAME))
     if config.tls_cert:
         try:
             port = server.add_secure_port(config.address, _credentials(config))

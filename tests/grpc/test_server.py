@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -15,6 +16,8 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from google.protobuf import descriptor_pb2
+from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from solver import api, cli, client, kube, loader, server, verify
@@ -149,9 +152,26 @@ def test_health_and_reflection_answer(running: server.Running) -> None:
             assert stub.Check(health_pb2.HealthCheckRequest(service=name)).status == \
                 health_pb2.HealthCheckResponse.SERVING
         services = ProtoReflectionDescriptorDatabase(ch).get_services()
+        v1 = ch.stream_stream("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+                              request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+                              response_deserializer=reflection_pb2.ServerReflectionResponse.FromString)
+        listed, described, itself = v1(iter([
+            reflection_pb2.ServerReflectionRequest(list_services=""),
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol="gangplace.v1.PlacementService"),
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol="grpc.reflection.v1.ServerReflection")]))
     assert server.SERVICE == "gangplace.v1.PlacementService"
-    assert set(services) == {"gangplace.v1.PlacementService", "grpc.health.v1.Health",
-                             "grpc.reflection.v1alpha.ServerReflection"}
+    want = {"gangplace.v1.PlacementService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection"}
+    assert set(services) == want  # v1alpha, as older clients ask
+    assert {s.name for s in listed.list_services_response.service} == want  # v1, as grpcurl asks first
+    files = [descriptor_pb2.FileDescriptorProto.FromString(b)
+             for b in described.file_descriptor_response.file_descriptor_proto]
+    assert files[0].name == "gangplace/v1/placement.proto"
+    assert [m.name for m in files[0].service[0].method] == ["Solve", "SolveStream"]
+    (own,) = [descriptor_pb2.FileDescriptorProto.FromString(b)
+              for b in itself.file_descriptor_response.file_descriptor_proto]
+    assert (own.package, own.service[0].method[0].input_type) == (
+        "grpc.reflection.v1", ".grpc.reflection.v1.ServerReflectionRequest")
 
 
 def test_an_expiring_deadline_returns_the_best_plan_so_far(running: server.Running) -> None:
@@ -185,6 +205,10 @@ def test_overload_is_refused_while_the_admitted_solve_finishes(running: server.R
     assert 'gangplace_solves_total{method="Solve",status="OK"} 1.0' in text
     assert "gangplace_solves_in_flight 0.0" in text
     assert 'gangplace_solve_seconds_count{method="Solve"} 1.0' in text
+    assert 'gangplace_plans_total{status="FEASIBLE"} 1.0' in text  # the plan's status, not the call's
+    assert "process_resident_memory_bytes " in text and "python_info{" in text
+    assert re.search(r'gangplace_build_info\{grpcio="1\.81[^"]*",ortools="9\.15[^"]*",protobuf="6[^"]*",'
+                     r'version="\d[^"]*"\} 1\.0', text), text
 
 
 def test_graceful_shutdown_finishes_the_solve_in_flight() -> None:
