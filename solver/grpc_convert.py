@@ -5,8 +5,8 @@ A typed ``ClusterState`` becomes the Kubernetes objects it stands for and goes t
 validation rules, one model builder. An input error names the request field
 (``state.pods[3]``) and the Kubernetes object and field kube found wrong in it.
 
-A ``Plan`` goes out field by field (docs/design.md's JSON plan; ``stats`` as a JSON object
-text, since its fields vary by solver) and comes back to the same dataclass in the client.
+A ``Plan`` goes out field by field (docs/design.md's JSON plan; ``stats`` as a
+``google.protobuf.Struct``, since its fields vary by solver) and comes back to the same dataclass in the client.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
+
+from google.protobuf import json_format, struct_pb2
 
 from solver import kube, loader
 from solver.gen.gangplace.v1 import placement_pb2 as pb
@@ -82,22 +84,41 @@ def _resources(raw: Any) -> dict[str, str]:
     return {k: _quantity(k, v) for k, v in sorted(raw.items())}
 
 
+# The enums as Kubernetes spells them. An unspecified or unknown number (a newer client's,
+# proto3 keeps it) becomes a word kube refuses, so the error names the object and field.
+_EFFECT = {pb.TAINT_EFFECT_NO_SCHEDULE: "NoSchedule", pb.TAINT_EFFECT_PREFER_NO_SCHEDULE: "PreferNoSchedule",
+           pb.TAINT_EFFECT_NO_EXECUTE: "NoExecute"}
+_TOLERATION_OPERATOR = {pb.TOLERATION_OPERATOR_UNSPECIFIED: "Equal", pb.TOLERATION_OPERATOR_EQUAL: "Equal",
+                        pb.TOLERATION_OPERATOR_EXISTS: "Exists"}
+_SELECTOR_OPERATOR = {pb.SELECTOR_OPERATOR_IN: "In", pb.SELECTOR_OPERATOR_NOT_IN: "NotIn",
+                      pb.SELECTOR_OPERATOR_EXISTS: "Exists", pb.SELECTOR_OPERATOR_DOES_NOT_EXIST: "DoesNotExist",
+                      pb.SELECTOR_OPERATOR_GT: "Gt", pb.SELECTOR_OPERATOR_LT: "Lt"}
+
+
+def _word(table: dict[int, str], enum: str, value: int) -> str:
+    if value in table:
+        return table[value]
+    return f"{enum} {'unspecified' if value == 0 else f'value {value}'}"
+
+
 def _taints(raw: Iterable[pb.Taint]) -> list[dict[str, str]]:
-    return [{"key": t.key, "value": t.value, "effect": t.effect} for t in raw]
+    return [{"key": t.key, "value": t.value, "effect": _word(_EFFECT, "TaintEffect", t.effect)} for t in raw]
 
 
 def _tolerations(raw: Iterable[pb.Toleration]) -> list[dict[str, str]]:
     out = []
     for t in raw:
-        tol = {"key": t.key, "operator": t.operator or "Equal", "value": t.value}
-        if t.effect:
-            tol["effect"] = t.effect
+        tol = {"key": t.key, "operator": _word(_TOLERATION_OPERATOR, "TolerationOperator", t.operator),
+               "value": t.value}
+        if t.effect:  # unspecified: every effect
+            tol["effect"] = _word(_EFFECT, "TaintEffect", t.effect)
         out.append(tol)
     return out
 
 
 def _requirements(raw: Iterable[pb.SelectorRequirement]) -> list[dict[str, Any]]:
-    return [{"key": r.key, "operator": r.operator, "values": list(r.values)} for r in raw]
+    return [{"key": r.key, "operator": _word(_SELECTOR_OPERATOR, "SelectorOperator", r.operator),
+             "values": list(r.values)} for r in raw]
 
 
 def _label_selector(raw: pb.LabelSelector) -> dict[str, Any]:
@@ -359,10 +380,33 @@ def _add_slices(state: pb.ClusterState, add: Any) -> None:
 # ---- plan <-> message ------------------------------------------------------------------------
 
 
+_PLAN_STATUS = {"OPTIMAL": pb.PLAN_STATUS_OPTIMAL, "FEASIBLE": pb.PLAN_STATUS_FEASIBLE,
+                "INFEASIBLE": pb.PLAN_STATUS_INFEASIBLE, "UNKNOWN": pb.PLAN_STATUS_UNKNOWN,
+                "INVALID": pb.PLAN_STATUS_INVALID}
+_PLAN_STATUS_NAME = {v: k for k, v in _PLAN_STATUS.items()}
+
+
+def _stats_struct(stats: dict[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(json.loads(json.dumps(dict(stats))))  # plain JSON values: tuples as lists, keys as text
+    return out
+
+
+def _integral(value: Any) -> Any:
+    """A Struct holds numbers as doubles: give back the integers the plan wrote (3.0 -> 3)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
 def plan_to_proto(plan: p.Plan) -> pb.Plan:
     o = plan.objective
     return pb.Plan(
-        status=plan.status,
+        status=_PLAN_STATUS[plan.status],
         workloads=[pb.WorkloadVerdict(
             name=w.name, kind=w.kind, priority=w.priority, satisfied=w.satisfied, reason=w.reason,
             groups=[pb.GroupVerdict(name=g.name, kind=g.kind, placed_pods=g.placed_pods, running_pods=g.running_pods,
@@ -378,7 +422,7 @@ def plan_to_proto(plan: p.Plan) -> pb.Plan:
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),
             placed_pods=o.placed_pods, pdb_violations=o.pdb_violations, preemption_cost=o.preemption_cost,
             evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap),
-        stats_json=json.dumps(dict(plan.stats), sort_keys=True),
+        stats=_stats_struct(plan.stats),
         held_pods=[pb.HeldPod(pod=h.pod, reason=h.reason) for h in plan.held],
         warnings=list(plan.warnings),
     )
@@ -387,7 +431,7 @@ def plan_to_proto(plan: p.Plan) -> pb.Plan:
 def plan_from_proto(msg: pb.Plan) -> p.Plan:
     o = msg.objective
     return p.Plan(
-        status=msg.status,
+        status=_PLAN_STATUS_NAME.get(msg.status, f"PlanStatus value {msg.status}"),
         workloads=tuple(p.WorkloadVerdict(
             name=w.name, kind=w.kind, priority=w.priority, satisfied=w.satisfied, reason=w.reason,
             groups=tuple(p.GroupVerdict(name=g.name, kind=g.kind, placed_pods=g.placed_pods,
@@ -405,7 +449,7 @@ def plan_from_proto(msg: pb.Plan) -> p.Plan:
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),
             placed_pods=o.placed_pods, pdb_violations=o.pdb_violations, preemption_cost=o.preemption_cost,
             evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap),
-        stats=json.loads(msg.stats_json) if msg.stats_json else {},
+        stats=_integral(json_format.MessageToDict(msg.stats)),
         held=tuple(p.Held(pod=h.pod, reason=h.reason) for h in msg.held_pods),
         warnings=tuple(msg.warnings),
     )

@@ -92,6 +92,37 @@ def test_typed_state_solves_like_the_same_objects(running: server.Running) -> No
     assert sorted(b.node for b in plan.bindings) == ["n2", "n2", "n3", "n3"]
 
 
+def test_typed_taints_tolerations_and_operators_are_enums_and_stats_a_struct(running: server.Running) -> None:
+    """n0 is tainted (its gang pod tolerates it), n1 carries the wrong zone (NotIn), n2 the
+    right one but too little cpu (Gt on a label): the plan puts p on n0; the stats arrive as
+    a Struct whose integers come back as integers."""
+    state = pb.ClusterState(
+        nodes=[pb.Node(name="n0", labels={"zone": "a", "gen": "5"}, allocatable={"cpu": 4000, "pods": 110},
+                       taints=[pb.Taint(key="gpu", value="yes", effect=pb.TAINT_EFFECT_NO_SCHEDULE)]),
+               pb.Node(name="n1", labels={"zone": "b", "gen": "5"}, allocatable={"cpu": 4000, "pods": 110}),
+               pb.Node(name="n2", labels={"zone": "a", "gen": "3"}, allocatable={"cpu": 4000, "pods": 110})],
+        pods=[pb.Pod(namespace="d", name="p", requests={"cpu": 1000}, priority=1,
+                     tolerations=[pb.Toleration(key="gpu", operator=pb.TOLERATION_OPERATOR_EXISTS,
+                                                effect=pb.TAINT_EFFECT_NO_SCHEDULE)],
+                     affinity=[pb.NodeSelectorTerm(match_expressions=[
+                         pb.SelectorRequirement(key="zone", operator=pb.SELECTOR_OPERATOR_NOT_IN, values=["b"]),
+                         pb.SelectorRequirement(key="gen", operator=pb.SELECTOR_OPERATOR_GT, values=["4"])])])])
+    untolerated = pb.ClusterState()
+    untolerated.CopyFrom(state)
+    del untolerated.pods[0].tolerations[:]
+    with grpc.insecure_channel(_target(running)) as ch:
+        from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+
+        raw = pb_grpc.PlacementServiceStub(ch).Solve(pb.SolveRequest(state=state), timeout=30).plan
+    with client.PlacementClient(_target(running)) as c:
+        plan, blocked = c.solve(state), c.solve(untolerated)
+    assert raw.status == pb.PLAN_STATUS_OPTIMAL and raw.stats.fields["nodes"].number_value == 3
+    assert plan.status == "OPTIMAL" and [(b.pod, b.node) for b in plan.bindings] == [("d/p", "n0")]
+    assert plan.stats["nodes"] == 3 and isinstance(plan.stats["nodes"], int)
+    assert plan.stats["pdbPolicy"] == "strict" and isinstance(plan.stats["phaseSeconds"]["problem"], float | int)
+    assert blocked.bindings == () and blocked.status == "OPTIMAL"
+
+
 def test_typed_inter_pod_rules_gates_and_held_pods_reach_the_solver(running: server.Running) -> None:
     # anti-affinity (namespaceSelector over a Namespace), spread and a host port, typed; a gated
     # pod comes back held; the group's Never counts only with PodGroupPreemptionPolicy on
@@ -234,6 +265,15 @@ def test_graceful_shutdown_finishes_the_solve_in_flight() -> None:
      "state: pods[0] (Pod/d/p): spec.nodeName: Node ghost not found"),
     (lambda: pb.SolveRequest(state=pb.ClusterState(groups=[pb.Group(namespace="d", name="g")])),
      "groups[0].kind: must be POD_GROUP or COMPOSITE_POD_GROUP"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(nodes=[pb.Node(name="n0", taints=[pb.Taint(key="k")])])),
+     "state: nodes[0] (Node/n0): spec.taints[0].effect: unknown effect 'TaintEffect unspecified'"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(pods=[pb.Pod(namespace="d", name="p", tolerations=[
+        pb.Toleration(key="k", operator=9)])])),  # type: ignore[arg-type]  # a newer client's number
+     "state: pods[0] (Pod/d/p): spec.tolerations[0].operator: unknown operator 'TolerationOperator value 9'"),
+    (lambda: pb.SolveRequest(state=pb.ClusterState(pods=[pb.Pod(namespace="d", name="p", affinity=[
+        pb.NodeSelectorTerm(match_expressions=[pb.SelectorRequirement(key="zone", values=["a"])])])])),
+     "state: pods[0] (Pod/d/p): spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+     ".nodeSelectorTerms[0].matchExpressions[0].operator: unknown operator 'SelectorOperator unspecified'"),
     (lambda: pb.SolveRequest(kubernetes_objects=b"{not json"), "kubernetes_objects: request: not valid JSON"),
     (lambda: pb.SolveRequest(kubernetes_objects=b"[" * 100000), "kubernetes_objects: request: not valid JSON: "
      "nested too deeply"),

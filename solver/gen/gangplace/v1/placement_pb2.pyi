@@ -1,3 +1,4 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -12,9 +13,61 @@ class PdbPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PDB_POLICY_UNSPECIFIED: _ClassVar[PdbPolicy]
     PDB_POLICY_STRICT: _ClassVar[PdbPolicy]
     PDB_POLICY_SOFT: _ClassVar[PdbPolicy]
+
+class TaintEffect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TAINT_EFFECT_UNSPECIFIED: _ClassVar[TaintEffect]
+    TAINT_EFFECT_NO_SCHEDULE: _ClassVar[TaintEffect]
+    TAINT_EFFECT_PREFER_NO_SCHEDULE: _ClassVar[TaintEffect]
+    TAINT_EFFECT_NO_EXECUTE: _ClassVar[TaintEffect]
+
+class TolerationOperator(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TOLERATION_OPERATOR_UNSPECIFIED: _ClassVar[TolerationOperator]
+    TOLERATION_OPERATOR_EQUAL: _ClassVar[TolerationOperator]
+    TOLERATION_OPERATOR_EXISTS: _ClassVar[TolerationOperator]
+
+class SelectorOperator(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SELECTOR_OPERATOR_UNSPECIFIED: _ClassVar[SelectorOperator]
+    SELECTOR_OPERATOR_IN: _ClassVar[SelectorOperator]
+    SELECTOR_OPERATOR_NOT_IN: _ClassVar[SelectorOperator]
+    SELECTOR_OPERATOR_EXISTS: _ClassVar[SelectorOperator]
+    SELECTOR_OPERATOR_DOES_NOT_EXIST: _ClassVar[SelectorOperator]
+    SELECTOR_OPERATOR_GT: _ClassVar[SelectorOperator]
+    SELECTOR_OPERATOR_LT: _ClassVar[SelectorOperator]
+
+class PlanStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PLAN_STATUS_UNSPECIFIED: _ClassVar[PlanStatus]
+    PLAN_STATUS_OPTIMAL: _ClassVar[PlanStatus]
+    PLAN_STATUS_FEASIBLE: _ClassVar[PlanStatus]
+    PLAN_STATUS_INFEASIBLE: _ClassVar[PlanStatus]
+    PLAN_STATUS_UNKNOWN: _ClassVar[PlanStatus]
+    PLAN_STATUS_INVALID: _ClassVar[PlanStatus]
 PDB_POLICY_UNSPECIFIED: PdbPolicy
 PDB_POLICY_STRICT: PdbPolicy
 PDB_POLICY_SOFT: PdbPolicy
+TAINT_EFFECT_UNSPECIFIED: TaintEffect
+TAINT_EFFECT_NO_SCHEDULE: TaintEffect
+TAINT_EFFECT_PREFER_NO_SCHEDULE: TaintEffect
+TAINT_EFFECT_NO_EXECUTE: TaintEffect
+TOLERATION_OPERATOR_UNSPECIFIED: TolerationOperator
+TOLERATION_OPERATOR_EQUAL: TolerationOperator
+TOLERATION_OPERATOR_EXISTS: TolerationOperator
+SELECTOR_OPERATOR_UNSPECIFIED: SelectorOperator
+SELECTOR_OPERATOR_IN: SelectorOperator
+SELECTOR_OPERATOR_NOT_IN: SelectorOperator
+SELECTOR_OPERATOR_EXISTS: SelectorOperator
+SELECTOR_OPERATOR_DOES_NOT_EXIST: SelectorOperator
+SELECTOR_OPERATOR_GT: SelectorOperator
+SELECTOR_OPERATOR_LT: SelectorOperator
+PLAN_STATUS_UNSPECIFIED: PlanStatus
+PLAN_STATUS_OPTIMAL: PlanStatus
+PLAN_STATUS_FEASIBLE: PlanStatus
+PLAN_STATUS_INFEASIBLE: PlanStatus
+PLAN_STATUS_UNKNOWN: PlanStatus
+PLAN_STATUS_INVALID: PlanStatus
 
 class SolveRequest(_message.Message):
     __slots__ = ("state", "kubernetes_objects", "workload", "options", "request_id")
@@ -157,30 +210,30 @@ class Taint(_message.Message):
     EFFECT_FIELD_NUMBER: _ClassVar[int]
     key: str
     value: str
-    effect: str
-    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ...) -> None: ...
+    effect: TaintEffect
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[_Union[TaintEffect, str]] = ...) -> None: ...
 
 class Toleration(_message.Message):
-    __slots__ = ("key", "operator", "value", "effect")
+    __slots__ = ("key", "value", "operator", "effect")
     KEY_FIELD_NUMBER: _ClassVar[int]
-    OPERATOR_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
     EFFECT_FIELD_NUMBER: _ClassVar[int]
     key: str
-    operator: str
     value: str
-    effect: str
-    def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ...) -> None: ...
+    operator: TolerationOperator
+    effect: TaintEffect
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., operator: _Optional[_Union[TolerationOperator, str]] = ..., effect: _Optional[_Union[TaintEffect, str]] = ...) -> None: ...
 
 class SelectorRequirement(_message.Message):
-    __slots__ = ("key", "operator", "values")
+    __slots__ = ("key", "values", "operator")
     KEY_FIELD_NUMBER: _ClassVar[int]
-    OPERATOR_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
     key: str
-    operator: str
     values: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+    operator: SelectorOperator
+    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., operator: _Optional[_Union[SelectorOperator, str]] = ...) -> None: ...
 
 class NodeSelectorTerm(_message.Message):
     __slots__ = ("match_expressions", "match_fields")
@@ -591,26 +644,26 @@ class Objective(_message.Message):
     def __init__(self, satisfied_workloads: _Optional[int] = ..., satisfied_by_priority: _Optional[_Mapping[int, int]] = ..., placed_pods: _Optional[int] = ..., pdb_violations: _Optional[int] = ..., preemption_cost: _Optional[float] = ..., evicted_pods: _Optional[int] = ..., preemption_cost_bound: _Optional[float] = ..., gap: _Optional[float] = ...) -> None: ...
 
 class Plan(_message.Message):
-    __slots__ = ("status", "workloads", "bindings", "evictions", "device_allocations", "objective", "stats_json", "held_pods", "warnings")
+    __slots__ = ("status", "workloads", "bindings", "evictions", "device_allocations", "objective", "stats", "held_pods", "warnings")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
     EVICTIONS_FIELD_NUMBER: _ClassVar[int]
     DEVICE_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
-    STATS_JSON_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
     HELD_PODS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
-    status: str
+    status: PlanStatus
     workloads: _containers.RepeatedCompositeFieldContainer[WorkloadVerdict]
     bindings: _containers.RepeatedCompositeFieldContainer[Binding]
     evictions: _containers.RepeatedCompositeFieldContainer[Eviction]
     device_allocations: _containers.RepeatedCompositeFieldContainer[DeviceAllocation]
     objective: Objective
-    stats_json: str
+    stats: _struct_pb2.Struct
     held_pods: _containers.RepeatedCompositeFieldContainer[HeldPod]
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, status: _Optional[str] = ..., workloads: _Optional[_Iterable[_Union[WorkloadVerdict, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., device_allocations: _Optional[_Iterable[_Union[DeviceAllocation, _Mapping]]] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., stats_json: _Optional[str] = ..., held_pods: _Optional[_Iterable[_Union[HeldPod, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, status: _Optional[_Union[PlanStatus, str]] = ..., workloads: _Optional[_Iterable[_Union[WorkloadVerdict, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., device_allocations: _Optional[_Iterable[_Union[DeviceAllocation, _Mapping]]] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., stats: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., held_pods: _Optional[_Iterable[_Union[HeldPod, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HeldPod(_message.Message):
     __slots__ = ("pod", "reason")
