@@ -53,6 +53,12 @@ class WatchCache:
         with self._lock:
             self._lock.notify_all()
 
+    @property
+    def synced(self) -> bool:
+        """Every kind listed at least once (readiness)."""
+        with self._lock:
+            return len(self._synced) >= len(self.kinds)
+
     def wait_synced(self, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
         with self._lock:

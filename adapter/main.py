@@ -26,7 +26,9 @@ from adapter.cache import WatchCache
 from adapter.cluster import Cluster
 from adapter.controller import Executor, Outcome, gone
 from adapter.leader import LeaderElector
-from solver import api, kube
+from adapter.observe import AdapterMetrics, Endpoint, Heartbeat
+from solver import api, kube, telemetry
+from solver.cli import port_arg
 from solver.model.errors import SolverError
 from solver.model.plan import Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy
@@ -74,7 +76,8 @@ class Adapter:
                  identity: str | None = None, lease_namespace: str = "kube-system",
                  lease_name: str = "gangplace-adapter", renew: float = 2.0, lease_duration: int = 15,
                  executor: Executor | None = None, cache: WatchCache | None = None,
-                 backoff: tuple[float, float] = (0.05, 5.0), pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> None:
+                 backoff: tuple[float, float] = (0.05, 5.0), pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY,
+                 metrics: AdapterMetrics | None = None, stale_after: float = 120.0) -> None:
         self.cluster = cluster
         self.solve = solve
         self.scheduler_name = scheduler_name
@@ -91,6 +94,10 @@ class Adapter:
         self.executor.lookup = lambda key: self.cache.get("Pod", key)
         self.plans: deque[Plan] = deque(maxlen=HISTORY)
         self.isolated: dict[str, str] = {}  # "Kind/ns/name" -> why, for the last plan (bad objects left out)
+        self.metrics = metrics or AdapterMetrics()
+        # liveness: the loop beats at least every renew period, and around each plan it makes;
+        # stale_after must exceed the longest plan and its execution (time limit + evictions)
+        self.heartbeat = Heartbeat(stale_after)
 
     def plan_once(self) -> Plan | None:
         """The plan for what the cache holds now; None when no workload is ready."""
@@ -108,13 +115,17 @@ class Adapter:
         solvable = sel.objects
         self.isolated = {}
         for _ in range(MAX_ISOLATED):
+            started = time.perf_counter()
             try:
                 plan = self.solve(solvable)
+                self.metrics.plan_seconds.observe(time.perf_counter() - started)
+                self.metrics.plans.labels(plan.status).inc()
                 break
             except SolverError as exc:
                 bad = _bad_object(exc)
                 if bad is None or bad in self.isolated:
                     # the solver is down or busy (or the error names nothing to leave out): try again
+                    self.metrics.solve_failures.inc()
                     LOG.warning(json.dumps({"event": "solve-failed", "error": str(exc)}))
                     return Outcome(replan=f"solve failed: {exc}")
                 solvable = self._isolate(solvable, bad, str(exc))
@@ -132,6 +143,9 @@ class Adapter:
             LOG.warning(json.dumps({"event": "execute-failed", "error": f"{type(exc).__name__}: {exc}"}))
             outcome = Outcome(replan=f"API error: {exc}")
         self.outcomes.append(outcome)
+        self.metrics.evictions.inc(len(outcome.evicted))
+        self.metrics.bindings.inc(len(outcome.bound))
+        self.heartbeat.beat()
         LOG.info(json.dumps({"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
                              "bound": len(outcome.bound), "replan": outcome.replan}))
         self._wait_seen(outcome)
@@ -194,11 +208,13 @@ class Adapter:
                 self.elector.leading = leading = False
             if was and not leading:
                 LOG.warning(json.dumps({"event": "lease-lost"}))
+            self.metrics.leader.set(1 if leading else 0)
             stop.wait(self.renew)
 
     def run(self, stop: threading.Event) -> None:
         self.cache.start()
         while not stop.is_set() and not self.cache.wait_synced(1.0):  # never plan on a partial view
+            self.heartbeat.beat()
             LOG.warning(json.dumps({"event": "cache-not-synced"}))
         seen = -1
         retry = False  # the last plan was abandoned midway: plan again even if nothing changed
@@ -209,6 +225,7 @@ class Adapter:
         self._electing = True
         try:
             while not stop.is_set():
+                self.heartbeat.beat()
                 if not self.elector.leading:
                     stop.wait(min(self.renew, 0.1))
                     continue
@@ -231,6 +248,7 @@ class Adapter:
             done.set()
             keeper.join()
             self.elector.release()
+            self.metrics.leader.set(0)
             self.cache.stop()
 
 
@@ -306,13 +324,14 @@ def register(sub: Any) -> None:
                         "Eviction API; soft: a violation is the third tier, victims are deleted as "
                         "kube-scheduler's preemption does")
     p.add_argument("--dry-run", action="store_true", help="print the plan it would carry out, write nothing")
+    p.add_argument("--metrics-port", type=port_arg, default=0, metavar="PORT",
+                   help="serve /metrics, /healthz and /readyz on PORT (0, the default: none)")
+    p.add_argument("--metrics-host", default="0.0.0.0", metavar="HOST", help="address to serve them on (0.0.0.0)")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    handler = logging.StreamHandler(sys.stderr)
-    logging.getLogger("gangplace").addHandler(handler)
-    logging.getLogger("gangplace").setLevel(logging.INFO)
+    telemetry.log_json_to_stderr()  # the same JSON lines as `gangplace serve`
     if args.api_server:
         cluster = Cluster.at(args.api_server)
     else:
@@ -321,7 +340,7 @@ def main(args: argparse.Namespace) -> int:
         args.solver, args.time_limit, tls_ca=args.solver_ca, tls_cert=args.solver_cert, tls_key=args.solver_key,
         token_file=args.solver_token_file, pdb_policy=args.pdb_policy)
     adapter = Adapter(cluster, solve, scheduler_name=args.scheduler_name, lease_namespace=args.lease_namespace,
-                      pdb_policy=args.pdb_policy)
+                      pdb_policy=args.pdb_policy, stale_after=stale_after(args.time_limit))
     if args.dry_run:
         return dry_run(adapter)
     stop = threading.Event()
@@ -329,8 +348,22 @@ def main(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    adapter.run(stop)
+    endpoint = serve_probes(adapter, args.metrics_host, args.metrics_port) if args.metrics_port else None
+    try:
+        adapter.run(stop)
+    finally:
+        if endpoint is not None:
+            endpoint.stop()
     return 0
+
+
+def stale_after(time_limit: float) -> float:
+    """Liveness: a loop unseen for longer than a plan and its evictions could take is stuck."""
+    return max(120.0, 4 * time_limit + 60)
+
+
+def serve_probes(adapter: Adapter, host: str, port: int) -> Endpoint:
+    return Endpoint(adapter.metrics, adapter.heartbeat.alive, lambda: adapter.cache.synced, host, port)
 
 
 def dry_run(adapter: Adapter, out: Any = None) -> int:

@@ -52,7 +52,7 @@ def _feature_gates_arg(p: argparse.ArgumentParser) -> None:
                         f"({', '.join(sorted(GATE_NAMES))}); default: 1.37's")
 
 
-def _port(text: str) -> int:
+def port_arg(text: str) -> int:
     try:
         port = int(text)
     except ValueError:
@@ -154,9 +154,9 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="print each improving solution to stderr (default: when stderr is a terminal)")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
-    serve.add_argument("--port", type=_port, default=50051, help="gRPC port (50051)")
+    serve.add_argument("--port", type=port_arg, default=50051, help="gRPC port (50051)")
     serve.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0)")
-    serve.add_argument("--metrics-port", type=_port, default=9090, help="Prometheus metrics port (9090; 0: none)")
+    serve.add_argument("--metrics-port", type=port_arg, default=9090, help="Prometheus metrics port (9090; 0: none)")
     serve.add_argument("--max-inflight", type=int, default=2, metavar="N",
                        help="solves at once; more get RESOURCE_EXHAUSTED (2)")
     serve.add_argument("--max-message-mb", type=int, default=512, metavar="MB", help="largest request/reply (512)")
@@ -164,7 +164,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="solve time when the request sets none (10)")
     serve.add_argument("--grace", type=float, default=30.0, metavar="S",
                        help="seconds in-flight solves get to finish on SIGTERM (30)")
-    serve.add_argument("--health-port", type=_port, default=0, metavar="PORT",
+    serve.add_argument("--health-port", type=port_arg, default=0, metavar="PORT",
                        help="also serve grpc.health.v1 alone, plaintext, on this port, for kubelet's gRPC probe "
                             "when the main port speaks TLS or wants a token (0: none)")
     serve.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (read again on change)")
@@ -490,16 +490,12 @@ def _solve_remote(args: argparse.Namespace) -> Any:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import logging
     import signal
     import threading
 
-    from solver import server
+    from solver import server, telemetry
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(server.JsonLines())
-    logging.getLogger("gangplace").addHandler(handler)
-    logging.getLogger("gangplace").setLevel(logging.INFO)
+    telemetry.log_json_to_stderr()
     config = server.ServerConfig(
         address=f"{args.host}:{args.port}", max_inflight=args.max_inflight, default_time_limit=args.time_limit,
         max_message_bytes=args.max_message_mb * 1024 * 1024,

@@ -33,10 +33,9 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector, ProcessCollector,
-                               start_http_server)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from solver import api, reflection
+from solver import api, reflection, telemetry
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
@@ -79,23 +78,7 @@ class Metrics:
         self.in_flight = Gauge("gangplace_solves_in_flight", "Solves running now", registry=self.registry)
         self.plans = Counter("gangplace_plans", "Plans answered, by the plan's status (OPTIMAL, FEASIBLE, ...)",
                              ["status"], registry=self.registry)
-        # process_* (CPU, memory, file descriptors), python_info, and the versions that answer
-        ProcessCollector(registry=self.registry)
-        PlatformCollector(registry=self.registry)
-        Info("gangplace_build", "Versions of gangplace and of the solver it runs", registry=self.registry).info(
-            _build_info())
-
-
-def _build_info() -> dict[str, str]:
-    from importlib import metadata
-
-    found = {}
-    for dist in ("gangplace", "ortools", "grpcio", "protobuf"):
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[dist] = "unknown"
-    return {"version": found.pop("gangplace"), **found}
+        telemetry.standard_collectors(self.registry)
 
 
 class PlacementService(pb_grpc.PlacementServiceServicer):
@@ -423,13 +406,3 @@ def start(config: ServerConfig) -> Running:
     return Running(server=server, port=port, health=hs, metrics=metrics, metrics_port=metrics_port,
                    health_port=health_port, _httpd=httpd, _health_server=health_server)
 
-
-class JsonLines(logging.Formatter):
-    """Log records are JSON already (``LOG.info(json.dumps(...))``); add time and level."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        try:
-            body = json.loads(record.getMessage())
-        except json.JSONDecodeError:
-            body = {"message": record.getMessage()}
-        return json.dumps({"time": round(record.created, 3), "level": record.levelname, **body})

@@ -51,6 +51,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     (["generate", "--utilisation", "1.5", "-o", "x.json"], "argument --utilisation: 1.5 is not a fraction"),
     (["generate", "--pods-per-node", "-1", "-o", "x.json"],
      "argument --pods-per-node: -1 is not a whole number >= 0"),
+    (["adapter", "--api-server", "http://127.0.0.1:1", "--in-process", "--metrics-port", "70000"],
+     "argument --metrics-port: 70000 is not a port (0-65535)"),
 ])
 def test_bad_arguments_exit_2_before_any_work(argv: list[str], what: str, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:

@@ -165,7 +165,8 @@ def test_deploy_holds_the_expected_objects() -> None:
 
 # the Prometheus Operator's kinds (deploy/components/monitoring): no 1.37 schema holds them,
 # so the fields the component uses are checked against this subset of the operator's CRD
-OPERATOR_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"): {"selector", "endpoints"}}
+OPERATOR_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"): {"selector", "endpoints"},
+                  ("monitoring.coreos.com/v1", "PodMonitor"): {"selector", "podMetricsEndpoints"}}
 ENDPOINT_FIELDS = {"port", "path", "scheme", "interval", "scrapeTimeout"}
 
 
@@ -174,7 +175,7 @@ def _validate_operator_kind(doc: Obj) -> str | None:
     spec = doc.get("spec", {})
     if set(spec) != spec_fields:
         return f"{doc['kind']}/{doc['metadata']['name']}: spec holds {sorted(spec)}, want {sorted(spec_fields)}"
-    for endpoint in spec["endpoints"]:
+    for endpoint in spec.get("endpoints", spec.get("podMetricsEndpoints")):
         if not set(endpoint) <= ENDPOINT_FIELDS or not isinstance(endpoint.get("port"), str):
             return f"{doc['kind']}/{doc['metadata']['name']}: endpoint {endpoint}"
     return None
@@ -353,6 +354,15 @@ def test_the_monitoring_component_scrapes_the_solvers_metrics_port(tmp_path: Pat
     solver = _container(_one(docs, "Deployment", SOLVER), "solver")
     served = next(p for p in solver["ports"] if p["name"] == port["targetPort"])
     assert _parse(_argv(solver)).metrics_port == served["containerPort"] == port["port"]
+    # the adapter has no Service: a PodMonitor names its container's metrics port
+    (pods,) = [d for d in docs if d["kind"] == "PodMonitor"]
+    _validate(pods, "kustomize with components/monitoring")
+    adapter = _one(docs, "Deployment", ADAPTER)
+    assert pods["spec"]["selector"]["matchLabels"].items() <= adapter["spec"]["template"]["metadata"]["labels"].items()
+    container = _container(adapter, "adapter")
+    (endpoint,) = pods["spec"]["podMetricsEndpoints"]
+    served = next(p for p in container["ports"] if p["name"] == endpoint["port"])
+    assert _adapter_args(docs).metrics_port == served["containerPort"]
     # the base alone stays free of the operator's kinds: it applies on clusters without them
     assert not any(d["apiVersion"].startswith("monitoring.coreos.com") for d in _render(BASE))
 
@@ -412,6 +422,20 @@ def test_leases_are_granted_only_in_the_lease_namespace_and_by_name() -> None:
     for rule in lease_rules:
         if set(rule["verbs"]) - {"create"}:  # create cannot name an object that does not exist yet
             assert rule.get("resourceNames") == [lease_name]
+
+
+def test_the_adapter_serves_metrics_and_is_probed_on_them() -> None:
+    adapter = _one(BASE_DOCS, "Deployment", ADAPTER)
+    container = _container(adapter, "adapter")
+    args = _adapter_args(BASE_DOCS)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": args.metrics_port} and args.metrics_port > 0
+    assert adapter["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == str(args.metrics_port)
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "metrics"}
+    # liveness may not kill a loop busy with a plan: its window is the adapter's own
+    live = container["livenessProbe"]
+    assert live["periodSeconds"] * live["failureThreshold"] >= 30
 
 
 def test_the_adapter_runs_as_its_service_account() -> None:

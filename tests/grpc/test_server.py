@@ -20,7 +20,7 @@ from google.protobuf import descriptor_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from solver import api, cli, client, kube, loader, server, verify
+from solver import api, cli, client, kube, loader, server, telemetry, verify
 from solver.bench import generate
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 
@@ -341,7 +341,7 @@ def test_logs_are_json_lines_with_the_request_id(running: server.Running, caplog
     solved = [e for e in events if e.get("requestId") == "req-42"]
     assert [e["event"] for e in solved] == ["admitted", "solved"]
     assert solved[1]["status"] == "OPTIMAL" and solved[1]["nodes"] == 4
-    line = server.JsonLines().format(caplog.records[-1])
+    line = telemetry.JsonLines().format(caplog.records[-1])
     assert json.loads(line)["level"] == "INFO"
 
 

@@ -1,0 +1,98 @@
+"""The adapter's /metrics, /healthz and /readyz (adapter.observe), read over HTTP while the
+adapter runs against the API server double, and its JSON logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from adapter.cluster import Cluster
+from adapter.main import Adapter, in_process, serve_probes, stale_after
+from adapter.observe import Heartbeat
+from solver import telemetry
+from tests.apiserver import ApiServerDouble
+from tests.builders import gang_scenario, pdb
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def _sample(text: str, series: str) -> float:
+    found = re.search(rf"^{re.escape(series)} (\S+)$", text, re.M)
+    assert found, f"{series} not in\n{text}"
+    return float(found.group(1))
+
+
+def test_metrics_and_probes_follow_the_adapter_through_a_plan(api: ApiServerDouble) -> None:
+    api.put(pdb("batch", 5, app="batch").build())
+    gang_scenario(api.put)
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1)
+    endpoint = serve_probes(adapter, "127.0.0.1", 0)
+    try:
+        assert _get(endpoint.port, "/readyz")[0] == 503  # the cache has listed nothing yet
+        assert _get(endpoint.port, "/healthz")[0] == 200
+        stop = threading.Event()
+        runner = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
+        runner.start()
+        deadline = time.monotonic() + 30
+        while not (api.get("pods", "default", "train-0") or {}).get("spec", {}).get("nodeName"):
+            assert time.monotonic() < deadline, list(adapter.outcomes)
+            time.sleep(0.05)
+        assert _get(endpoint.port, "/readyz") == (200, "ok\n")
+        running = _get(endpoint.port, "/metrics")[1]
+        stop.set()
+        runner.join(15)
+        after = _get(endpoint.port, "/metrics")[1]
+        assert _get(endpoint.port, "/nothing")[0] == 404
+    finally:
+        endpoint.stop()
+    evicted = sum(len(o.evicted) for o in adapter.outcomes)
+    bound = sum(len(o.bound) for o in adapter.outcomes)
+    assert (evicted, bound) == (1, 2)  # low-b makes room for the two gang pods on n1
+    assert _sample(running, "gangplace_adapter_leader") == 1.0 and _sample(after, "gangplace_adapter_leader") == 0.0
+    assert _sample(after, "gangplace_adapter_evictions_total") == evicted
+    assert _sample(after, "gangplace_adapter_bindings_total") == bound
+    statuses = {p.status for p in adapter.plans}
+    assert statuses == {"OPTIMAL"}
+    assert _sample(after, 'gangplace_adapter_plans_total{status="OPTIMAL"}') == len(adapter.plans)
+    assert _sample(after, "gangplace_adapter_plan_seconds_count") == len(adapter.plans)
+    assert _sample(after, "gangplace_adapter_solve_failures_total") == 0
+    assert "process_resident_memory_bytes " in after and "gangplace_build_info{" in after
+
+
+def test_liveness_fails_when_the_loop_is_not_seen() -> None:
+    beat = Heartbeat(stale_after=0.05)
+    assert beat.alive()
+    time.sleep(0.1)
+    assert not beat.alive()
+    beat.beat()
+    assert beat.alive()
+    assert stale_after(10) == 120 and stale_after(60) == 300  # a plan and its evictions fit inside
+
+
+def test_the_adapter_logs_json_lines_as_the_solver_does(capsys: pytest.CaptureFixture[str]) -> None:
+    logger = logging.getLogger("gangplace")
+    before = list(logger.handlers)
+    telemetry.log_json_to_stderr()
+    try:
+        logging.getLogger("gangplace.adapter").warning(json.dumps({"event": "lease-lost"}))
+        logging.getLogger("gangplace.adapter").info("plain text")
+    finally:
+        for handler in logger.handlers[len(before):]:
+            logger.removeHandler(handler)
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [(r["level"], r.get("event"), r.get("message")) for r in lines] == [
+        ("WARNING", "lease-lost", None), ("INFO", None, "plain text")]
+    assert all(isinstance(r["time"], float) for r in lines)
