@@ -32,7 +32,8 @@ from solver.cli import port_arg
 from solver.model.errors import SolverError
 from solver.model.plan import Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy
-from solver.selection import select
+from solver.model.snapshot import GroupKey
+from solver.selection import groups_of, select, tree_of
 
 LOG = logging.getLogger("gangplace.adapter")
 Obj = dict[str, Any]
@@ -278,24 +279,8 @@ def _ident(obj: Obj) -> str:
 
 def _tree(objects: list[Obj], leaf: str) -> set[str]:
     """Every group key of the tree ``leaf`` belongs to (root and all its descendants)."""
-    parent: dict[str, str] = {}
-    for o in objects:
-        if o.get("kind") in ("PodGroup", "CompositePodGroup") and isinstance(o.get("spec"), dict):
-            meta = o.get("metadata", {})
-            if p := o["spec"].get("parentCompositePodGroupName"):
-                parent[f"{meta.get('namespace', 'default')}/{meta.get('name')}"] = f"{meta.get('namespace', 'default')}/{p}"
-    root = leaf
-    while root in parent and parent[root] != leaf:
-        root = parent[root]
-    out = {root}
-    changed = True
-    while changed:
-        changed = False
-        for child, p in parent.items():
-            if p in out and child not in out:
-                out.add(child)
-                changed = True
-    return out
+    tree = tree_of(groups_of(objects))
+    return set(tree.subtree(tree.root(GroupKey(leaf)))) if leaf in tree else {leaf}
 
 
 # ---- the subcommand --------------------------------------------------------------------------

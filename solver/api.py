@@ -102,21 +102,14 @@ class PlanOptions:
 
 def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
     """Drop every pending pod outside ``workload``: they hold nothing, so nothing else changes."""
-    groups = snapshot.group_by_key()
+    tree = snapshot.tree
 
     def root(pod: s.Pod) -> str:
-        key = pod.group
-        if key is None:
-            return pod.key
-        while groups[key].parent is not None:
-            key = groups[key].parent  # type: ignore[assignment]
-        return key
+        return tree.root(pod.group) if pod.group is not None else pod.key
 
     pending = [p for p in snapshot.pods if p.node is None]
     if not any(root(p) == workload for p in pending):
-        top = workload
-        while top in groups and groups[top].parent is not None:
-            top = groups[top].parent  # type: ignore[assignment]
+        top = tree.root(s.GroupKey(workload)) if workload in tree else workload
         raise UnknownWorkloadError(workload, root=top if top != workload else None)
     pods = tuple(p for p in snapshot.pods if p.node is not None or root(p) == workload)
     return replace(snapshot, pods=pods)

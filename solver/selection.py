@@ -10,9 +10,11 @@ the edge with ``solver.kube``; the core never sees it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from solver.model.snapshot import GroupKey, WorkloadTree
 
 Obj = dict[str, Any]
 GROUP_KINDS = ("PodGroup", "CompositePodGroup")
@@ -28,6 +30,21 @@ def pending(pod: Obj) -> bool:
     return not pod.get("spec", {}).get("nodeName") and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
 
 
+def _parent(group: Obj) -> GroupKey | None:
+    spec = group.get("spec") if isinstance(group.get("spec"), dict) else {}
+    parent = spec.get("parentCompositePodGroupName")
+    return GroupKey(f"{group.get('metadata', {}).get('namespace', '')}/{parent}") if parent else None
+
+
+def tree_of(groups: Mapping[str, Obj]) -> WorkloadTree:
+    """The workload tree of PodGroup and CompositePodGroup objects, keyed "namespace/name"."""
+    return WorkloadTree({GroupKey(k): _parent(g) for k, g in groups.items()})
+
+
+def groups_of(objects: Iterable[Obj]) -> dict[str, Obj]:
+    return {key(o): o for o in objects if o.get("kind") in GROUP_KINDS and isinstance(o.get("metadata"), dict)}
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
     objects: list[Obj]  # what the solver reads
@@ -37,35 +54,28 @@ class Selection:
 
 def select(objects: Iterable[Obj], scheduler_name: str) -> Selection:
     objs = list(objects)
-    groups = {key(o): o for o in objs if o["kind"] in GROUP_KINDS}
+    groups = groups_of(objs)
+    tree = tree_of(groups)
     members: dict[str, int] = {}
     for o in objs:
         if o["kind"] == "Pod" and (g := o.get("spec", {}).get("schedulingGroup", {}).get("podGroupName")):
             k = f"{o['metadata'].get('namespace', '')}/{g}"
             members[k] = members.get(k, 0) + 1
-    children: dict[str, list[str]] = {}
-    for k, g in groups.items():
-        if parent := g.get("spec", {}).get("parentCompositePodGroupName"):
-            children.setdefault(f"{k.split('/')[0]}/{parent}", []).append(k)
 
     def root_of(k: str) -> str | None:
-        seen = set()
-        while (g := groups.get(k)) is not None:
-            parent = g.get("spec", {}).get("parentCompositePodGroupName")
-            if not parent:
-                return k
-            if k in seen:
-                return None
-            seen.add(k)
-            k = f"{k.split('/')[0]}/{parent}"
-        return None
+        """The root of ``k``'s tree; None while the tree is incomplete (a parent not created
+        yet) or loops."""
+        if k not in tree:
+            return None
+        top = tree.root(GroupKey(k))
+        return top if _parent(groups[top]) is None else None
 
     def ready(k: str) -> bool:
         g = groups[k]
         gang = g.get("spec", {}).get("schedulingPolicy", {}).get("gang") or {}
         if g["kind"] == "PodGroup":
             return members.get(k, 0) >= (gang.get("minCount") or 1)
-        return sum(ready(c) for c in children.get(k, [])) >= (gang.get("minGroupCount") or 1)
+        return sum(ready(c) for c in tree.children(GroupKey(k))) >= (gang.get("minGroupCount") or 1)
 
     out, planned, waiting = [], set(), {}
     for o in objs:

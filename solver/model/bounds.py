@@ -396,10 +396,10 @@ def _shape(problem: Problem) -> _Tree | None:
         return None  # host ports are inter-pod rules too (constraints/interpod.py)
     root = workload.groups[0]
     root_key = problem.groups[root].topology_key
-    children = problem.children.get(root, [])
+    children = problem.tree.children(root)
     if not children:
         return _Tree(root_key, _ROOT, (root,), sum(len(c.pods) for c in classes))
-    if any(problem.children.get(g) for g in children):
+    if any(problem.tree.children(g) for g in children):
         return None  # deeper trees: not handled
     if len({problem.groups[g].topology_key for g in children}) != 1:
         return None

@@ -82,10 +82,10 @@ def group_ok(problem: Problem, group: s.Group, new: int, ok: Mapping[s.GroupKey,
     """The gang rule of one group, children already evaluated in ``ok``."""
     if group.kind == s.POD_GROUP:
         running = len(problem.running_in_group.get(group.key, ()))
-        floor = group.min_count if group.min_count is not None else 1
+        floor = group.floor
         return running + new >= floor
-    floor = group.min_count if group.min_count is not None else 1
-    return sum(ok[child] for child in problem.children.get(group.key, ())) >= floor
+    floor = group.floor
+    return sum(ok[child] for child in problem.tree.children(group.key)) >= floor
 
 
 def tier_key(problem: Problem, ev: Evaluation) -> tuple[Any, ...]:
@@ -240,7 +240,7 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
                 return (f"{key}: minCount ({group.min_count}) cannot be satisfied: "
                         f"{running} running, {pending} pending{more}")
         if group.kind == s.COMPOSITE_POD_GROUP and group.min_count is not None:
-            kids = len(problem.children.get(key, ()))
+            kids = len(problem.tree.children(key))
             if kids < group.min_count:
                 return f"{key}: minGroupCount ({group.min_count}) cannot be satisfied: {kids} child groups"
     for c in w.classes:

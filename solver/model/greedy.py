@@ -447,7 +447,7 @@ def _in_one_domain(state: _State, group: s.GroupKey) -> bool:
     """Do the placed and running pods under each topology group above ``group`` (itself
     included) share one value of its key?"""
     problem = state.problem
-    for key in problem.ancestors_or_self(group):
+    for key in problem.tree.ancestors(group):
         g = problem.groups[key]
         if g.topology_key is None:
             continue
@@ -464,8 +464,8 @@ def _fixed_nodes(state: _State, group: s.GroupKey | None) -> set[s.NodeName] | N
     placed or running pods fix (None: no domain is fixed)."""
     problem = state.problem
     allowed: set[s.NodeName] | None = None
-    while group is not None:
-        g = problem.groups[group]
+    for key in problem.tree.ancestors(group) if group is not None else ():
+        g = problem.groups[key]
         if g.topology_key is not None:
             under = set(problem.classes_under(g.key))
             nodes = [n for n, by_class in state.placed.items() if any(c in under for c in by_class)]
@@ -474,7 +474,6 @@ def _fixed_nodes(state: _State, group: s.GroupKey | None) -> set[s.NodeName] | N
             if values:
                 keep = {n for n, node in state.nodes.items() if node.labels.get(g.topology_key) in values}
                 allowed = keep if allowed is None else allowed & keep
-        group = g.parent
     return allowed
 
 
@@ -767,16 +766,16 @@ def _place_inner(state: _State, group: s.Group, allowed: set[s.NodeName] | None)
         classes = [c.index for c in problem.classes if c.group == group.key]
         placed = _fill(state, classes, allowed)
         running = len(problem.running_in_group.get(group.key, ()))
-        floor = group.min_count if group.min_count is not None else 1
+        floor = group.floor
         if running + placed >= floor:
             return True
         state.rollback(point)
         return False
     ok_children = 0
-    for child in problem.children.get(group.key, ()):
+    for child in problem.tree.children(group.key):
         if _place_group(state, child, allowed):
             ok_children += 1
-    floor = group.min_count if group.min_count is not None else 1
+    floor = group.floor
     if ok_children >= floor:
         return True
     if group.min_count is not None:

@@ -35,7 +35,7 @@ Admission, as kube-scheduler 1.37 decides before it tries a workload:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -106,7 +106,6 @@ class Problem:
     snapshot: s.ClusterSnapshot
     nodes: tuple[s.Node, ...]
     groups: dict[s.GroupKey, s.Group]
-    children: dict[s.GroupKey, list[s.GroupKey]]
     running_in_group: dict[s.GroupKey, list[s.Pod]]  # direct running members of each group
     workloads: tuple[Workload, ...]
     classes: tuple[PodClass, ...]
@@ -133,29 +132,16 @@ class Problem:
         return self.pdb_policy == "strict"
 
     # ---- tree queries -------------------------------------------------------------
-    def subtree(self, key: s.GroupKey) -> list[s.GroupKey]:
-        out = [key]
-        for child in self.children.get(key, ()):
-            out.extend(self.subtree(child))
-        return out
-
-    def ancestors_or_self(self, key: s.GroupKey) -> list[s.GroupKey]:
-        out: list[s.GroupKey] = []
-        cur: s.GroupKey | None = key
-        while cur is not None:
-            out.append(cur)
-            cur = self.groups[cur].parent
-        return out
-
-    def root_of(self, key: s.GroupKey) -> s.GroupKey:
-        return self.ancestors_or_self(key)[-1]
+    @property
+    def tree(self) -> s.WorkloadTree:
+        return self.snapshot.tree
 
     def classes_under(self, key: s.GroupKey) -> list[int]:
-        keys = set(self.subtree(key))
+        keys = set(self.tree.subtree(key))
         return [c.index for c in self.classes if c.group in keys]
 
     def running_under(self, key: s.GroupKey) -> list[s.Pod]:
-        return [p for g in self.subtree(key) for p in self.running_in_group.get(g, ())]
+        return [p for g in self.tree.subtree(key) for p in self.running_in_group.get(g, ())]
 
     def eligible(self, cls: PodClass, unit: VictimUnit) -> bool:
         """May pods of ``cls`` preempt ``unit``? Strictly lower priority, policy not Never."""
@@ -183,18 +169,7 @@ def held_reason(pod: s.Pod) -> str:
 def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY,
                   gates: FeatureGates = FeatureGates(), dra_preemption: bool = True) -> Problem:
     groups = snapshot.group_by_key()
-    children: dict[s.GroupKey, list[s.GroupKey]] = defaultdict(list)
-    for group in snapshot.groups:
-        if group.parent is not None:
-            children[group.parent].append(group.key)
-    for kids in children.values():
-        kids.sort()
-
-    def root(key: s.GroupKey) -> s.GroupKey:
-        while (parent := groups[key].parent) is not None:
-            key = parent
-        return key
-
+    tree = snapshot.tree
     running_in_group: dict[s.GroupKey, list[s.Pod]] = defaultdict(list)
     pending_by_root: dict[str, list[s.Pod]] = defaultdict(list)
     held: list[tuple[s.PodKey, str]] = []
@@ -205,22 +180,21 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
         elif why := held_reason(pod):
             held.append((pod.key, why))
         else:
-            pending_by_root[root(pod.group) if pod.group else pod.key].append(pod)
+            pending_by_root[tree.root(pod.group) if pod.group else pod.key].append(pod)
 
     preempted_on: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
     for pod in snapshot.pods:
         if pod.node is not None and pod.preempted:
             preempted_on[pod.node].append(pod)
     interpod = ip.collect(snapshot)
-    workloads, classes = _workloads_and_classes(pending_by_root, groups, children, running_in_group,
+    workloads, classes = _workloads_and_classes(pending_by_root, groups, tree, running_in_group,
                                                 snapshot.dra, gates, preempted_on, interpod)
     planned_roots = {w.key for w in workloads}
-    units, units_on_node = _victim_units(snapshot, groups, children, running_in_group, planned_roots, root)
+    units, units_on_node = _victim_units(snapshot, groups, planned_roots)
     problem = Problem(
         snapshot=snapshot,
         nodes=snapshot.nodes,
         groups=groups,
-        children=dict(children),
         running_in_group=dict(running_in_group),
         workloads=workloads,
         classes=classes,
@@ -287,7 +261,7 @@ def _class_signature(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -
 def _workloads_and_classes(
     pending_by_root: Mapping[str, list[s.Pod]],
     groups: Mapping[s.GroupKey, s.Group],
-    children: Mapping[s.GroupKey, list[s.GroupKey]],
+    tree: s.WorkloadTree,
     running_in_group: Mapping[s.GroupKey, list[s.Pod]],
     dra_state: s.DraState,
     gates: FeatureGates,
@@ -303,10 +277,10 @@ def _workloads_and_classes(
         if root_group is not None:
             priority = root_group.priority
             kind = root_group.kind
-            tree = _preorder(root_group.key, children)
-            rejected, policy = admission(root_group, tree, pods, running_in_group, gates)
+            under = tree.subtree(root_group.key)
+            rejected, policy = admission(root_group, under, pods, running_in_group, gates)
         else:  # a standalone pod
-            priority, policy, kind, tree = pods[0].priority, pods[0].preemption_policy, s.STANDALONE_POD, []
+            priority, policy, kind, under = pods[0].priority, pods[0].preemption_policy, s.STANDALONE_POD, []
         ongoing = ongoing_preemption(pods, priority, preempted_on)
         power = None if policy == s.PREEMPT_NEVER or ongoing else priority
         by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
@@ -330,7 +304,7 @@ def _workloads_and_classes(
         workloads.append(
             Workload(
                 index=index, key=key, kind=kind, priority=priority, power=power,
-                groups=tuple(tree), classes=tuple(class_ids), rejected=rejected, ongoing=ongoing,
+                groups=tuple(under), classes=tuple(class_ids), rejected=rejected, ongoing=ongoing,
             )
         )
     return tuple(workloads), tuple(classes)
@@ -388,20 +362,10 @@ def admission(root: s.Group, tree: list[s.GroupKey], pending: list[s.Pod],
     return "", s.PREEMPT_NEVER if never else s.PREEMPT_LOWER
 
 
-def _preorder(key: s.GroupKey, children: Mapping[s.GroupKey, list[s.GroupKey]]) -> list[s.GroupKey]:
-    out = [key]
-    for child in children.get(key, ()):
-        out.extend(_preorder(child, children))
-    return out
-
-
 def _victim_units(
     snapshot: s.ClusterSnapshot,
     groups: Mapping[s.GroupKey, s.Group],
-    children: Mapping[s.GroupKey, list[s.GroupKey]],
-    running_in_group: Mapping[s.GroupKey, list[s.Pod]],
     planned_roots: set[str],
-    root: Callable[[s.GroupKey], s.GroupKey],
 ) -> tuple[tuple[VictimUnit, ...], dict[s.NodeName, list[int]]]:
     """Walk up from each running pod to its highest `disruptionMode: all` ancestor."""
     by_unit: dict[str, list[s.Pod]] = defaultdict(list)
@@ -412,16 +376,13 @@ def _victim_units(
         if not is_running(pod):
             continue
         if pod.terminating:  # going already: never a victim, its room held until it is gone
-            key, priority, top = pod.key, (groups[root(pod.group)].priority if pod.group else pod.priority), pod.key
+            key, priority, top = pod.key, (groups[snapshot.tree.root(pod.group)].priority if pod.group
+                                           else pod.priority), pod.key
             terminating.add(key)
         elif pod.group is None:
             key, priority, top = pod.key, pod.priority, pod.key
         else:
-            chain = []
-            cur: s.GroupKey | None = pod.group
-            while cur is not None:
-                chain.append(cur)
-                cur = groups[cur].parent
+            chain = snapshot.tree.ancestors(pod.group)
             all_ancestors = [g for g in chain if groups[g].disruption_all]
             key = all_ancestors[-1] if all_ancestors else pod.key
             top = chain[-1]

@@ -10,7 +10,7 @@ Collections are tuples, and mappings are never mutated after construction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NewType
 
@@ -161,6 +161,65 @@ class Group:
     disruption_all: bool = False  # disruptionMode.all
     priority: int = 0  # resolved spec.priority / priorityClassName
     preemption_policy: str | None = None  # None: not set on this group
+
+    @property
+    def floor(self) -> int:
+        """The gang floor: members (pods, or child groups) that must all be placed or running
+        together; a `basic` PodGroup (no minCount) needs one."""
+        return self.min_count if self.min_count is not None else 1
+
+
+class WorkloadTree:
+    """The CompositePodGroup → PodGroup hierarchy, built once from each group's parent: the one
+    place that walks it (kube-scheduler keeps the same in its workload hierarchy tracker). A
+    parent not among the groups ends the walk (kube refuses such trees before they get here,
+    and a cycle is cut where it closes)."""
+
+    __slots__ = ("_children", "_parent")
+
+    def __init__(self, parents: Mapping[GroupKey, GroupKey | None]) -> None:
+        self._parent = dict(parents)
+        children: dict[GroupKey, list[GroupKey]] = {}
+        for key, parent in sorted(self._parent.items()):
+            if parent is not None and parent in self._parent:
+                children.setdefault(parent, []).append(key)
+        self._children = {k: tuple(v) for k, v in children.items()}
+
+    @classmethod
+    def of(cls, groups: Iterable[Group]) -> WorkloadTree:
+        return cls({g.key: g.parent for g in groups})
+
+    def children(self, key: GroupKey) -> tuple[GroupKey, ...]:
+        return self._children.get(key, ())
+
+    def ancestors(self, key: GroupKey) -> list[GroupKey]:
+        """``key`` and every group above it, the root last."""
+        out = [key]
+        seen = {key}
+        while (parent := self._parent.get(out[-1])) is not None and parent in self._parent and parent not in seen:
+            out.append(parent)
+            seen.add(parent)
+        return out
+
+    def root(self, key: GroupKey) -> GroupKey:
+        return self.ancestors(key)[-1]
+
+    def subtree(self, key: GroupKey) -> list[GroupKey]:
+        """``key`` and every group below it, in preorder (children by name)."""
+        out: list[GroupKey] = []
+        stack = [key]
+        seen: set[GroupKey] = set()
+        while stack:
+            cur = stack.pop()
+            if cur in seen:
+                continue
+            seen.add(cur)
+            out.append(cur)
+            stack.extend(reversed(self.children(cur)))
+        return out
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._parent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -323,9 +382,18 @@ class ClusterSnapshot:
     # what was read but is incomplete and planned around, one sentence naming the object each
     # (a running pod whose PodGroup is gone, a PriorityClass deleted after admission)
     warnings: tuple[str, ...] = ()
+    _tree: WorkloadTree | None = field(default=None, init=False, repr=False, compare=False)
 
     def node_by_name(self) -> dict[NodeName, Node]:
         return {node.name: node for node in self.nodes}
 
     def group_by_key(self) -> dict[GroupKey, Group]:
         return {group.key: group for group in self.groups}
+
+    @property
+    def tree(self) -> WorkloadTree:
+        """The workload hierarchy of ``groups``, built on first use."""
+        if self._tree is None:
+            object.__setattr__(self, "_tree", WorkloadTree.of(self.groups))
+        assert self._tree is not None
+        return self._tree

@@ -382,7 +382,7 @@ def _hint_assignment(built: BuiltModel, hint: Assignment) -> None:
     used: set[tuple[str, str]] = set()
     for (c, node), n in hint.counts.items():
         if n > 0:
-            for group in problem.ancestors_or_self(problem.classes[c].group) if problem.classes[c].group else ():
+            for group in problem.tree.ancestors(problem.classes[c].group) if problem.classes[c].group else ():
                 key = problem.groups[group].topology_key
                 if key is not None:
                     used.add((group, labels[node].get(key, "")))

@@ -39,7 +39,7 @@ def _add_group(problem: Problem, vars: PlacementVars, group: s.Group) -> None:
     if group.kind == s.POD_GROUP:
         running = len(problem.running_in_group.get(group.key, ()))
         pending = sum(len(problem.classes[c].pods) for c in problem.classes_under(group.key))
-        need = (group.min_count if group.min_count is not None else 1) - running
+        need = group.floor - running
         if need <= 0:
             model.add(ok == 1)
         elif pending < need:
@@ -49,8 +49,8 @@ def _add_group(problem: Problem, vars: PlacementVars, group: s.Group) -> None:
             model.add(new >= need).only_enforce_if(ok)
             model.add(new == 0).only_enforce_if(~ok)
         return
-    kids = [vars.group_ok(child) for child in problem.children.get(group.key, ())]
-    need = group.min_count if group.min_count is not None else 1
+    kids = [vars.group_ok(child) for child in problem.tree.children(group.key)]
+    need = group.floor
     kids_ok = cp_model.LinearExpr.sum(kids)
     model.add(kids_ok >= need).only_enforce_if(ok)
     model.add(kids_ok <= need - 1).only_enforce_if(~ok)

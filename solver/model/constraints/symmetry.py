@@ -24,7 +24,7 @@ from solver.model.vars import PlacementVars
 
 
 def _signature(problem: Problem, group: s.Group) -> tuple[object, ...] | None:
-    if group.kind != s.POD_GROUP or problem.running_in_group.get(group.key) or problem.children.get(group.key):
+    if group.kind != s.POD_GROUP or problem.running_in_group.get(group.key) or problem.tree.children(group.key):
         return None
     classes = sorted(
         (tuple(sorted(c.requests.items())), len(c.pods),
@@ -38,7 +38,7 @@ def add(problem: Problem, vars: PlacementVars) -> None:
     for workload in problem.workloads:
         for parent in workload.groups:
             twins: dict[tuple[object, ...], list[s.GroupKey]] = defaultdict(list)
-            for child in problem.children.get(parent, ()):
+            for child in problem.tree.children(parent):
                 sig = _signature(problem, problem.groups[child])
                 if sig is not None:
                     twins[sig].append(child)
