@@ -21,7 +21,7 @@ from solver.gcpause import without_gc
 from solver.model import cel, decompose, greedy
 from solver.model import snapshot as s
 from solver.model.build import build_model
-from solver.model.decode import Assignment, evaluate, make_plan, tier_key
+from solver.model.decode import Assignment, evaluate, make_plan, score
 from solver.model.errors import SolverError
 from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.plan import FEASIBLE, OPTIMAL, Plan
@@ -197,9 +197,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         if status != OPTIMAL:  # an optimum is never worse than upstream's plan; a cut-short one may be
             fallbacks.append(greedy.baseline(problem))
         for fallback in fallbacks:
-            if assignment is None or tier_key(problem, evaluate(problem, assignment)) < tier_key(
-                problem, evaluate(problem, fallback)
-            ):
+            if assignment is None or score(problem, assignment) < score(problem, fallback):
                 # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
                 assignment, status, bound, stats["fromBaseline"] = fallback, FEASIBLE, 0, True
         phases["fallback"] = time.perf_counter() - fallback_start

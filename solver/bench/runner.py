@@ -156,8 +156,8 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
     ok = not verify.verify(snap, plan, strict_pdbs=strict) and not verify.verify(snap, base, strict_pdbs=strict)
     mine, theirs = _tiers(plan), _tiers(base)
     ratio = (mine["preemptionCost"] / theirs["preemptionCost"]) if theirs["preemptionCost"] else None
-    better = plan.objective.key() > base.objective.key()
-    worse = plan.objective.key() < base.objective.key()
+    better = plan.objective.tiers > base.objective.tiers
+    worse = plan.objective.tiers < base.objective.tiers
     st = plan.stats
     peak_mib = peak.mib()  # before the real kube-scheduler's run, which loads objects from here
     extra: dict[str, Any] = {}
@@ -182,7 +182,7 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
         "costRatio": ratio, "betterThanBaseline": better, "worseThanBaseline": worse,
         "verified": ok, "repeat": repeat,
         # did every repeat reach the same tiers and status? (the row reports the middle plan)
-        "repeatsAgree": len({(p.status, p.objective.key()) for p in plans}) == 1,
+        "repeatsAgree": len({(p.status, p.objective.tiers) for p in plans}) == 1,
         # the resident peak while this case loaded, solved, ran its baseline and was verified;
         # peakScope "process" where the mark cannot be reset (solver.bench.memory)
         "peakRssMiB": peak_mib, "peakScope": peak.scope,

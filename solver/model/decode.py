@@ -16,7 +16,7 @@ from typing import Any
 
 from solver.model import snapshot as s
 from solver.model.decode_devices import device_allocations
-from solver.model.plan import Binding, Eviction, GroupVerdict, Held, Objective, Plan, WorkloadVerdict
+from solver.model.plan import Binding, Eviction, GroupVerdict, Held, Objective, Plan, Tiers, WorkloadVerdict
 from solver.model.problem import MILLI, Problem, Workload
 
 
@@ -88,12 +88,17 @@ def group_ok(problem: Problem, group: s.Group, new: int, ok: Mapping[s.GroupKey,
     return sum(ok[child] for child in problem.tree.children(group.key)) >= floor
 
 
-def tier_key(problem: Problem, ev: Evaluation) -> tuple[Any, ...]:
+def tiers(problem: Problem, ev: Evaluation) -> Tiers:
     by_priority: dict[int, int] = defaultdict(int)
     for w in problem.workloads:
         by_priority[w.priority] += int(ev.satisfied[w.index])
-    ordered = tuple((p, n) for p, n in sorted(by_priority.items(), reverse=True))
-    return (ordered, ev.placed, -ev.pdb_violations, -ev.cost_milli, -ev.evicted_pods)
+    return Tiers(tuple(sorted(by_priority.items(), reverse=True)), ev.placed, ev.pdb_violations, ev.cost_milli,
+                 ev.evicted_pods)
+
+
+def score(problem: Problem, assignment: Assignment) -> Tiers:
+    """The tiers of ``assignment``, compared as plans are (``Tiers``)."""
+    return tiers(problem, evaluate(problem, assignment))
 
 
 # ---- plan construction -----------------------------------------------------------

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from solver.model import bounds, greedy
 from solver.model import snapshot as s
 from solver.model.build import BuiltModel, build_model
-from solver.model.decode import Assignment, evaluate, tier_key
-from solver.model.plan import FEASIBLE, OPTIMAL
+from solver.model.decode import Assignment, score
+from solver.model.plan import FEASIBLE, OPTIMAL, Tiers
 from solver.model.problem import Problem
 from solver.model.solve import SolveParams, SolveResult, solve
 
@@ -68,7 +68,7 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     hints = {v: _better(sub, greedy.hint(sub), floors[v]) for v, sub in subs.items()}
     sizes = _Sizes(floors)
     certain = True
-    first: dict[str, tuple[object, bool]] = {}  # domain -> (tiers 1-3, proven)
+    first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
     incumbent: list[tuple[int, int]] = []  # (stage-1 value, PDB violations) of the best domain so far
 
     def pdb_cutoff(i: int, found: list[tuple[int, bool]]) -> int | None:
@@ -80,7 +80,8 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
             return best_pdb
         return -1 if value < best_value and proven else None  # -1: proven worse, prune
 
-    values.sort(key=lambda v: _greedy_rank(problem, hints[v]))
+    # best greedy tiers 1-3 first, so the incumbent is good early (a stable sort: ties keep their order)
+    values.sort(key=lambda v: score(problem, hints[v]).head, reverse=True)
     pruned13: list[str] = []  # domains proven worse on tier 3 by the cutoff
     for i, v in enumerate(values):
         share = _share(params, start, len(values) - i, 0.5)
@@ -94,15 +95,14 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         if result.assignment is None:
             certain = False
             continue
-        found = tier_key(problem, evaluate(problem, result.assignment))
-        key13 = found[:3]
-        first[v] = (key13, result.status == OPTIMAL)
-        if found > tier_key(problem, evaluate(problem, hints[v])):
+        found = score(problem, result.assignment)
+        first[v] = (found.head, result.status == OPTIMAL)
+        if found > score(problem, hints[v]):
             hints[v] = result.assignment  # pass 2 starts from what pass 1 found
         # the incumbent is the returned solution itself: its stage-1 value and its own violations
         stage1 = result.stages[0].get("objective") if result.stages else None
         if isinstance(stage1, float):
-            pdb = -int(key13[2])  # type: ignore[call-overload]
+            pdb = found.pdb_violations
             if not incumbent or stage1 > incumbent[0][0] or (stage1 == incumbent[0][0] and pdb < incumbent[0][1]):
                 incumbent[:] = [(round(stage1), pdb)]
     if not first:
@@ -120,8 +120,8 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
             hints[v] = _better_plan(subs[v], hints[v], c.plan)
     finalists.sort(key=lambda v: (cost_floors[v] or 0, _greedy_cost(problem, hints[v], best13)))
     reports: list[dict[str, object]] = [{"domain": v, "status": "PRUNED", "tier": 3} for v in pruned13]
-    done: list[tuple[tuple[object, ...], SolveResult]] = []
-    best: tuple[tuple[object, ...], SolveResult] | None = None
+    done: list[tuple[Tiers, SolveResult]] = []
+    best: tuple[Tiers, SolveResult] | None = None
     unsolved: list[str] = []
     for i, v in enumerate(finalists):
         share = _share(params, start, len(finalists) - i, 1.0)
@@ -130,11 +130,11 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
             unsolved = finalists[i:]
             break
         # the cost cutoff only applies where tiers 1-3 are proven equal to the incumbent's
-        cutoff = None if best is None else (best[0][:3], -int(best[0][3]))  # type: ignore[call-overload]
+        cutoff = None if best is None else (best[0].head, best[0].cost_milli)
         if best is not None and first[v][1] and _cannot_beat(best[0], cost_floors[v], floors[v]):
             reports.append({"domain": v, "status": "PRUNED", "tier": 4, "floor": cost_floors[v]})
             continue  # proven by its floors: at best as costly as the incumbent
-        result = solve(sizes.build(subs[v], v, {-int(best13[2]): costs[v]}), share, hint=hints[v],  # type: ignore[call-overload]
+        result = solve(sizes.build(subs[v], v, {best13.pdb_violations: costs[v]}), share, hint=hints[v],
                        cost_cutoff=cutoff)
         reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
                         "seconds": round(result.solve_seconds, 4)})
@@ -143,32 +143,32 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         if result.assignment is None:
             certain = False
             continue
-        full = tier_key(problem, evaluate(problem, result.assignment))
+        full = score(problem, result.assignment)
         done.append((full, result))
         if best is None or full > best[0]:
             best = (full, result)
     if best is None:  # every finalist cut short: fall back on the best pass-1 domain's greedy
         assignment = hints[finalists[0]]
-        full = tier_key(problem, evaluate(problem, assignment))
+        full = score(problem, assignment)
         least = 0
     else:
         full, assignment = best[0], best[1].assignment  # type: ignore[assignment]
         # a finalist never solved is bounded by its floor; a domain cut short in pass 1, by 0
         lows = [] if certain or unsolved else [0]
         lows += [cost_floors[v] or 0 for v in unsolved]
-        for key, result in done:
+        for tiers, result in done:
             proven = result.status == OPTIMAL
             certain = certain and proven
-            if key[:3] < full[:3]:
+            if tiers.head < full.head:
                 if not proven:
                     lows.append(0)  # cut short: it might still reach the best tiers, at any cost
                 continue
-            lows.append(-int(key[3]) if result.cost_bound_milli is None else result.cost_bound_milli)  # type: ignore[call-overload]
-        least = min(lows) if lows else -int(full[3])  # type: ignore[call-overload]
+            lows.append(tiers.cost_milli if result.cost_bound_milli is None else result.cost_bound_milli)
+        least = min(lows) if lows else full.cost_milli
     combined = SolveResult(
         assignment=assignment,
         status=OPTIMAL if certain and best is not None else FEASIBLE,
-        cost_bound_milli=None if least >= -int(full[3]) else least,  # type: ignore[call-overload]
+        cost_bound_milli=None if least >= full.cost_milli else least,
         solve_seconds=time.perf_counter() - start - sizes.build_seconds,
         stages=tuple(reports),
     )
@@ -180,24 +180,24 @@ def _better(sub: Problem, hint: Assignment, floor: bounds.PdbFloor | None) -> As
     return hint if floor is None or floor.plan is None else _better_plan(sub, hint, floor.plan)
 
 
-def _cannot_beat(incumbent: tuple[object, ...], cost: int | None, floor: bounds.PdbFloor | None) -> bool:
+def _cannot_beat(incumbent: Tiers, cost: int | None, floor: bounds.PdbFloor | None) -> bool:
     """True when a domain with these floors (tiers 1-3 equal) cannot beat the incumbent."""
     if cost is None:
         return False
-    best_cost, best_evicted = -int(incumbent[3]), -int(incumbent[4])  # type: ignore[call-overload]
+    best_cost, best_evicted = incumbent.cost_milli, incumbent.evicted
     pods = floor.evicted_pods if floor is not None else 0
     return cost > best_cost or (cost == best_cost and pods >= best_evicted)
 
 
 def _better_plan(sub: Problem, hint: Assignment, plan: Assignment) -> Assignment:
-    return plan if tier_key(sub, evaluate(sub, plan)) > tier_key(sub, evaluate(sub, hint)) else hint
+    return plan if score(sub, plan) > score(sub, hint) else hint
 
 
-def _cost_floor(problem: Problem, sub: Problem, best13: tuple[object, ...]) -> bounds.CostFloor | None:
+def _cost_floor(problem: Problem, sub: Problem, best13: Tiers) -> bounds.CostFloor | None:
     """The domain's floor on cost at tiers 1-3 ``best13``, when those place every pending pod."""
-    if best13[1] != sum(len(c.pods) for c in problem.classes):
+    if best13.placed != sum(len(c.pods) for c in problem.classes):
         return None
-    return bounds.cost_floor(sub, -int(best13[2]))  # type: ignore[call-overload]
+    return bounds.cost_floor(sub, best13.pdb_violations)
 
 
 class _Sizes:
@@ -228,12 +228,6 @@ def _share(params: SolveParams, start: float, left: int, fraction: float) -> Sol
     return replace(params, time_limit=remaining / left)
 
 
-def _greedy_rank(problem: Problem, hint: Assignment) -> tuple[object, ...]:
-    """Best greedy tiers 1-3 first, so the incumbent is good early."""
-    key = tier_key(problem, evaluate(problem, hint))
-    return tuple(-x if isinstance(x, int) else tuple((p, -n) for p, n in x) for x in key[:3])
-
-
-def _greedy_cost(problem: Problem, hint: Assignment, best13: object) -> tuple[int, int]:
-    key = tier_key(problem, evaluate(problem, hint))
-    return (0 if key[:3] == best13 else 1, -key[3])
+def _greedy_cost(problem: Problem, hint: Assignment, best13: Tiers) -> tuple[int, int]:
+    tiers = score(problem, hint)
+    return (0 if tiers.head == best13 else 1, tiers.cost_milli)

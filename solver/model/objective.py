@@ -1,13 +1,9 @@
 """The lexicographic objective of docs/design.md, as staged CP-SAT solves.
 
-Tiers, in precedence order:
-
-1. satisfied workloads, higher priority first (one workload of a higher
-   priority outweighs every workload of lower priority);
-2. pods placed;
-3. PDB violations, fewest;
-4. preemption cost, least (thousandths of the docs/design.md cost);
-5. evicted pods, fewest.
+The tiers and their order are ``plan.Tiers``'s (satisfied workloads by priority, pods placed,
+PDB violations, preemption cost in thousandths, evicted pods); the stages below optimise
+them in that order, and ``STAGE_TIERS`` says which tiers each stage decides
+(tests/solver/test_objective_order.py holds the two together).
 
 Implementation: staged solves. Stage 1 maximises tiers 1+2 as one weighted sum,
 stage 2 minimises tier 3 with stage 1's value fixed, stage 3 minimises tiers
@@ -29,6 +25,14 @@ from solver.model.vars import PlacementVars
 INT64_SAFE = 2**62
 PDB_STAGE = "pdbViolations"
 COST_STAGE = "preemptionCost"  # the cost alone: split from the evicted pods, or reaching its floor first
+# stage name -> the plan.Tiers fields it decides, in the order the stages run
+STAGE_TIERS: dict[str, tuple[str, ...]] = {
+    "workloads+pods": ("satisfied", "placed"),
+    PDB_STAGE: ("pdb_violations",),
+    "preemptionCost+evictedPods": ("cost_milli", "evicted"),
+    COST_STAGE: ("cost_milli",),
+    "evictedPods": ("evicted",),
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import total_ordering
 from typing import Any
 
 
@@ -85,6 +86,35 @@ class DeviceAllocation:
         return out
 
 
+@total_ordering
+@dataclass(frozen=True, slots=True)
+class Tiers:
+    """A plan's five tiers, and their order: the one place it is defined (docs/design.md
+    "Objective"; ``objective.stages`` optimises them in this order). A plan is better than
+    another when its tiers compare greater: more satisfied workloads, priority by priority from
+    the highest; then more pods placed; then fewer PDB violations; then a lower preemption
+    cost; then fewer evicted pods."""
+
+    satisfied: tuple[tuple[int, int], ...] = ()  # (priority, workloads satisfied), highest first
+    placed: int = 0
+    pdb_violations: int = 0
+    cost_milli: int = 0
+    evicted: int = 0
+
+    def _key(self) -> tuple[tuple[tuple[int, int], ...], int, int, int, int]:
+        return (self.satisfied, self.placed, -self.pdb_violations, -self.cost_milli, -self.evicted)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Tiers):
+            return NotImplemented
+        return self._key() < other._key()
+
+    @property
+    def head(self) -> Tiers:
+        """Tiers 1-3 (satisfied, placed, PDB violations): what is decided before the cost."""
+        return Tiers(self.satisfied, self.placed, self.pdb_violations)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Objective:
     satisfied_workloads: int
@@ -96,11 +126,10 @@ class Objective:
     preemption_cost_bound: float
     gap: float
 
-    def key(self) -> tuple[Any, ...]:
-        """Larger is better, tier by tier (docs/design.md's lexicographic order)."""
-        by_priority = tuple((p, n) for p, n in sorted(self.satisfied_by_priority.items(), reverse=True))
-        return (by_priority, self.placed_pods, -self.pdb_violations, -round(self.preemption_cost * 1000),
-                -self.evicted_pods)
+    @property
+    def tiers(self) -> Tiers:
+        return Tiers(tuple(sorted(self.satisfied_by_priority.items(), reverse=True)), self.placed_pods,
+                     self.pdb_violations, round(self.preemption_cost * 1000), self.evicted_pods)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

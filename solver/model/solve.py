@@ -27,8 +27,8 @@ from ortools.sat.python import cp_model
 from solver.model import bounds, objective
 from solver.model import snapshot as s
 from solver.model.build import BuiltModel
-from solver.model.decode import Assignment, evaluate, tier_key
-from solver.model.plan import FEASIBLE, OPTIMAL, UNKNOWN
+from solver.model.decode import Assignment, evaluate, score
+from solver.model.plan import FEASIBLE, OPTIMAL, UNKNOWN, Tiers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,7 +61,7 @@ def solve(
     hint: Assignment | None = None,
     stop: threading.Event | None = None,
     *,
-    cost_cutoff: tuple[tuple[object, ...], int] | None = None,
+    cost_cutoff: tuple[Tiers, int] | None = None,
     upto_cost: bool = False,
     stage_cutoff: Callable[[int, list[tuple[int, bool]]], int | None] | None = None,
 ) -> SolveResult:
@@ -99,7 +99,7 @@ def solve(
         cut = False
         if cost_cutoff is not None and stage.cost is not None and current is not None \
                 and all(p for _, p in found_values) \
-                and tier_key(built.problem, evaluate(built.problem, current))[:3] == cost_cutoff[0]:
+                and score(built.problem, current).head == cost_cutoff[0]:
             model.add(stage.cost <= cost_cutoff[1])
             cut = True
         limit = stage_cutoff(i, found_values) if stage_cutoff is not None and not stage.maximize else None
@@ -255,7 +255,7 @@ def _watch(stop: threading.Event | None, solver: cp_model.CpSolver) -> threading
 
 def _at_least_as_good(built: BuiltModel, a: Assignment, b: Assignment) -> bool:
     problem = built.problem
-    return tier_key(problem, evaluate(problem, a)) >= tier_key(problem, evaluate(problem, b))
+    return score(problem, a) >= score(problem, b)
 
 
 def _floor(built: BuiltModel, stage: objective.Stage, found: Assignment | None
