@@ -245,17 +245,23 @@ def _claims_signature(pod: s.Pod, dra_state: s.DraState) -> tuple[object, ...]:
     return tuple(out)
 
 
-def _class_signature(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tuple[object, ...]:
+def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tuple[object, ...]:
+    """Everything about a pending pod that the model reads, but its name and group: pods of one
+    group with the same shape form one class; sibling groups whose classes have the same shapes
+    are interchangeable (constraints/symmetry.py)."""
     return (
         ip.own_signature(pod),
         interpod.vector(pod),
         _claims_signature(pod, dra_state),
-        pod.group,
         tuple(sorted((k, v) for k, v in pod.requests.items() if v > 0)),
         tuple(sorted(pod.node_selector.items())),
         pod.affinity_terms,
         pod.tolerations,
     )
+
+
+def _class_signature(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tuple[object, ...]:
+    return (*class_shape(pod, dra_state, interpod), pod.group)
 
 
 def _workloads_and_classes(

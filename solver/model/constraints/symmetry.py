@@ -2,7 +2,9 @@
 
 Two PodGroups under the same parent are interchangeable when they have the same
 gang rule and topology key, no running members, and pod classes that are
-identical but for the pods' names. Any plan can then swap their placements
+identical but for the pods' names and group: the same shape (``problem.class_shape``:
+requests, node selection, tolerations, inter-pod rules, host ports, the labels other
+pods' rules match, claims) and the same candidate nodes. Any plan can then swap their placements
 without changing a tier, so for consecutive interchangeable siblings a < b:
 
     ok[a] ≥ ok[b]                                            (placed ones first)
@@ -19,18 +21,18 @@ from collections import defaultdict
 from ortools.sat.python import cp_model
 
 from solver.model import snapshot as s
-from solver.model.problem import Problem
+from solver.model.problem import Problem, class_shape
 from solver.model.vars import PlacementVars
 
 
 def _signature(problem: Problem, group: s.Group) -> tuple[object, ...] | None:
     if group.kind != s.POD_GROUP or problem.running_in_group.get(group.key) or problem.tree.children(group.key):
         return None
-    classes = sorted(
-        (tuple(sorted(c.requests.items())), len(c.pods),
-         tuple(sorted(c.pods[0].node_selector.items())), c.pods[0].affinity_terms, c.pods[0].tolerations)
+    classes = sorted((  # by repr: shapes hold frozen dataclasses, which do not order
+        (class_shape(c.pods[0], problem.snapshot.dra, problem.interpod), len(c.pods),
+         tuple(sorted(problem.candidates[c.index].items())))
         for c in problem.classes if c.group == group.key
-    )
+    ), key=repr)
     return (group.min_count, group.topology_key, tuple(classes))
 
 
