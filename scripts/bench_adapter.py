@@ -32,14 +32,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapter.cluster import Cluster  # noqa: E402
-from solver.selection import select  # noqa: E402
-from adapter.main import Adapter, in_process  # noqa: E402
-from solver import kube  # noqa: E402
-from solver.bench.generate import NS, GenerateSpec, generate  # noqa: E402
-from solver.model.plan import Plan  # noqa: E402
-from solver.verify import verify  # noqa: E402
-from tests.apiserver import ApiServerDouble  # noqa: E402
+from adapter.cluster import Cluster
+from adapter.main import Adapter, in_process
+from solver import kube
+from solver.bench.generate import NS, GenerateSpec, generate
+from solver.model.plan import Plan
+from solver.selection import select
+from solver.verify import verify
+from tests.apiserver import ApiServerDouble
 
 Obj = dict[str, Any]
 GANG = "train"
@@ -121,8 +121,9 @@ def run_once(nodes: int, pdbs: str, limit: float = 10.0, seed: int = 0, timeout:
             return len(gang_bindings()) >= len(pods)
 
         if not api.wait_until(done, timeout=timeout, interval=0.05):
+            replans = [o.replan for o in adapter.outcomes]
             raise RuntimeError(f"the gang was not bound within {timeout:g} s "
-                               f"({len(gang_bindings())} of {len(pods)}; replans {[o.replan for o in adapter.outcomes]})")
+                               f"({len(gang_bindings())} of {len(pods)}; replans {replans})")
         bindings = gang_bindings()
         evictions = [r for r in api.requests if r.path.endswith("/eviction") and r.code == 201]
         bound = {p["metadata"]["name"]: (api.get("pods", NS, p["metadata"]["name"]) or {}).get("spec", {}).get(

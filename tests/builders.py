@@ -37,47 +37,47 @@ class _Builder:
             extra["allocatable"] = self.obj["status"]["allocatable"]
         return f"{self.obj['kind']}({meta['name']}, labels={meta.get('labels', {})}, {extra})"
 
-    def but(self, **changes: Any) -> "_Builder":
+    def but(self, **changes: Any) -> _Builder:
         twin = copy.deepcopy(self)
         for name, value in changes.items():
             getattr(twin, name)(*value) if isinstance(value, tuple) else getattr(twin, name)(value)
         return twin
 
-    def label(self, key: str, value: str) -> "_Builder":
+    def label(self, key: str, value: str) -> _Builder:
         self.obj["metadata"].setdefault("labels", {})[key] = value
         return self
 
 
 class NodeBuilder(_Builder):
-    def rack(self, rack: str) -> "NodeBuilder":
+    def rack(self, rack: str) -> NodeBuilder:
         self.label(RACK, rack)
         return self
 
-    def zone(self, zone: str) -> "NodeBuilder":
+    def zone(self, zone: str) -> NodeBuilder:
         self.label(ZONE, zone)
         return self
 
-    def cpu_m(self, milli: int) -> "NodeBuilder":
+    def cpu_m(self, milli: int) -> NodeBuilder:
         self.obj["status"]["allocatable"]["cpu"] = f"{milli}m"
         return self
 
-    def memory_mi(self, mib: int) -> "NodeBuilder":
+    def memory_mi(self, mib: int) -> NodeBuilder:
         self.obj["status"]["allocatable"]["memory"] = f"{mib}Mi"
         return self
 
-    def pods(self, n: int) -> "NodeBuilder":
+    def pods(self, n: int) -> NodeBuilder:
         self.obj["status"]["allocatable"]["pods"] = str(n)
         return self
 
-    def gpus(self, n: int, name: str = "example.com/gpu") -> "NodeBuilder":
+    def gpus(self, n: int, name: str = "example.com/gpu") -> NodeBuilder:
         self.obj["status"]["allocatable"][name] = str(n)
         return self
 
-    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> "NodeBuilder":
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
         self.obj["spec"].setdefault("taints", []).append({"key": key, "value": value, "effect": effect})
         return self
 
-    def unschedulable(self) -> "NodeBuilder":
+    def unschedulable(self) -> NodeBuilder:
         self.obj["spec"]["unschedulable"] = True
         return self
 
@@ -95,56 +95,56 @@ class PodBuilder(_Builder):
     def _requests(self) -> dict[str, Any]:
         return self.obj["spec"]["containers"][0]["resources"]["requests"]
 
-    def on(self, node_name: str) -> "PodBuilder":
+    def on(self, node_name: str) -> PodBuilder:
         self.obj["spec"]["nodeName"] = node_name
         self.obj["status"] = {"phase": "Running", "startTime": "2026-12-01T00:00:00Z"}
         return self
 
-    def started(self, ts: str) -> "PodBuilder":
+    def started(self, ts: str) -> PodBuilder:
         self.obj["status"]["startTime"] = ts
         return self
 
-    def cpu_m(self, milli: int) -> "PodBuilder":
+    def cpu_m(self, milli: int) -> PodBuilder:
         self._requests()["cpu"] = f"{milli}m"
         return self
 
-    def memory_mi(self, mib: int) -> "PodBuilder":
+    def memory_mi(self, mib: int) -> PodBuilder:
         self._requests()["memory"] = f"{mib}Mi"
         return self
 
-    def request(self, resource: str, amount: str) -> "PodBuilder":
+    def request(self, resource: str, amount: str) -> PodBuilder:
         self._requests()[resource] = amount
         return self
 
-    def priority(self, value: int) -> "PodBuilder":
+    def priority(self, value: int) -> PodBuilder:
         self.obj["spec"]["priority"] = value
         return self
 
-    def never_preempt(self) -> "PodBuilder":
+    def never_preempt(self) -> PodBuilder:
         self.obj["spec"]["preemptionPolicy"] = "Never"
         return self
 
-    def group(self, name: str) -> "PodBuilder":
+    def group(self, name: str) -> PodBuilder:
         self.obj["spec"]["schedulingGroup"] = {"podGroupName": name}
         return self
 
-    def selector(self, key: str, value: str) -> "PodBuilder":
+    def selector(self, key: str, value: str) -> PodBuilder:
         self.obj["spec"].setdefault("nodeSelector", {})[key] = value
         return self
 
-    def affinity(self, key: str, operator: str, *values: str) -> "PodBuilder":
+    def affinity(self, key: str, operator: str, *values: str) -> PodBuilder:
         terms = (self.obj["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
                  .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
                  .setdefault("nodeSelectorTerms", [{"matchExpressions": []}]))
         terms[0]["matchExpressions"].append({"key": key, "operator": operator, "values": list(values)})
         return self
 
-    def tolerate(self, key: str, value: str = "", effect: str = "", operator: str = "Equal") -> "PodBuilder":
+    def tolerate(self, key: str, value: str = "", effect: str = "", operator: str = "Equal") -> PodBuilder:
         self.obj["spec"].setdefault("tolerations", []).append(
             {"key": key, "operator": operator, "value": value, "effect": effect})
         return self
 
-    def cost(self, value: str) -> "PodBuilder":
+    def cost(self, value: str) -> PodBuilder:
         self.obj["metadata"].setdefault("annotations", {})["gangplace.io/preemption-cost"] = value
         return self
 
@@ -159,23 +159,23 @@ def pod(name: str) -> PodBuilder:
 
 
 class GroupBuilder(_Builder):
-    def topology(self, key: str) -> "GroupBuilder":
+    def topology(self, key: str) -> GroupBuilder:
         self.obj["spec"].setdefault("schedulingConstraints", {}).setdefault("topology", []).append({"key": key})
         return self
 
-    def parent(self, name: str) -> "GroupBuilder":
+    def parent(self, name: str) -> GroupBuilder:
         self.obj["spec"]["parentCompositePodGroupName"] = name
         return self
 
-    def disruption_all(self) -> "GroupBuilder":
+    def disruption_all(self) -> GroupBuilder:
         self.obj["spec"]["disruptionMode"] = {"all": {}}
         return self
 
-    def priority(self, value: int) -> "GroupBuilder":
+    def priority(self, value: int) -> GroupBuilder:
         self.obj["spec"]["priority"] = value
         return self
 
-    def never_preempt(self) -> "GroupBuilder":
+    def never_preempt(self) -> GroupBuilder:
         self.obj["spec"]["preemptionPolicy"] = "Never"
         return self
 

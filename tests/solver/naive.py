@@ -117,7 +117,7 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
     e = {u: m.new_bool_var(f"e[{u}]") for u in members if u not in protected}
 
     def evicted_expr(u: str):
-        return e[u] if u in e else 0
+        return e.get(u, 0)
 
     # capacity, enforced where a pod requesting r lands
     for n in snap.nodes:
@@ -345,10 +345,9 @@ def _inter_pod(m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod
                     for nb in nodes:
                         if same(t.topology_key, na, nb):
                             forbid(a, na, b, nb)
-            if a.key < b.key or b.node is not None:
-                if a.host_ports and b.host_ports and clash(a, b):
-                    for n in nodes:
-                        forbid(a, n, b, n)
+            if (a.key < b.key or b.node is not None) and a.host_ports and b.host_ports and clash(a, b):
+                for n in nodes:
+                    forbid(a, n, b, n)
 
     # affinity
     groups: dict[tuple, list[s.Pod]] = defaultdict(list)
@@ -356,7 +355,7 @@ def _inter_pod(m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod
         if p.pod_affinity:
             groups[p.pod_affinity].append(p)
     for terms, group in groups.items():
-        def all_match(q: s.Pod) -> bool:
+        def all_match(q: s.Pod, terms: tuple = terms) -> bool:
             return all(term_matches(t, q) for t in terms)
 
         base = [q for q in running if all_match(q)] + [q for q in pending if not q.pod_affinity and all_match(q)]

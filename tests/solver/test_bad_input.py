@@ -188,7 +188,7 @@ def test_invalid_yaml_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ("deep.json", b"[" * 100000 + b"]" * 100000, "not valid JSON: nested too deeply"),
     ("deep.yaml", b"a:" + b" [" * 5000 + b"]" * 5000, "not valid YAML: nested too deeply"),
     ("bomb.yaml", b"a: &a [x,x,x,x,x,x,x,x,x]\n" + b"".join(
-        f"{k}: &{k} [{', '.join(['*' + p] * 9)}]\n".encode() for p, k in zip("abcdefgh", "bcdefghi")),
+        f"{k}: &{k} [{', '.join(['*' + p] * 9)}]\n".encode() for p, k in zip("abcdefgh", "bcdefghi", strict=True)),
      "YAML aliases expand past 10000000 nodes"),
     ("latin1.json", '{"kind": "Node", "metadata": {"name": "n\u00e9"}}'.encode("latin-1"), "not UTF-8"),
     ("surrogate.json", b'{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "\\ud800"}}]}',

@@ -29,7 +29,7 @@ def test_cheapest_domain_wins_and_the_others_are_pruned() -> None:
 
 def test_pdb_tier_prunes_before_the_cost_tier() -> None:
     # the cheap rack's victim is under an exhausted budget: the PDB tier decides first
-    plan, out = run_plan(*_racks(), pdb("b", 0, app="rb"))
+    plan, _ = run_plan(*_racks(), pdb("b", 0, app="rb"))
     assert plan.status == "OPTIMAL"
     assert {b.node for b in plan.bindings} == {"rc-n"}
     assert plan.objective.pdb_violations == 0 and plan.objective.preemption_cost == 12.0

@@ -38,7 +38,7 @@ def _plan(*objs: Any) -> tuple[dict[str, str], list[str], list[dict[str, Any]], 
     base = api.plan(snap, api.PlanOptions(baseline_only=True))  # the greedy handles devices too
     assert verify.verify(snap, base) == []
     assert plan.objective.tiers >= base.objective.tiers
-    allocs = [{k: v for k, v in d.to_dict().items()} for d in plan.device_allocations]
+    allocs = [dict(d.to_dict().items()) for d in plan.device_allocations]
     return {b.pod: b.node for b in plan.bindings}, [e.pod for e in plan.evictions], allocs, plan
 
 
