@@ -1,0 +1,176 @@
+"""Kubernetes objects (dicts, as ``kubectl get -o json`` prints them) -> ClusterSnapshot.
+
+This is the edge where quantities become integers and every field is validated;
+a malformed object raises ``SnapshotInvalidError`` naming the object
+(``Kind/namespace/name``) and the field. Kinds that play no part are counted
+in ``ClusterSnapshot.skipped_kinds``. No I/O: ``solver.loader`` reads files.
+
+Field names are the upstream ones (kubernetes client 37.x models,
+scheduling.k8s.io/v1beta1 and v1alpha3, resource.k8s.io/v1). ResourceSlices,
+DeviceClasses, ResourceClaims, ResourceClaimTemplates and the claim references of pods
+and PodGroups become ``ClusterSnapshot.dra`` (the DRA section below lists the choices
+made where the API leaves room); CEL selectors are compiled here, so one that does not
+compile names its object and field.
+
+The package: ``objects`` (the kinds read, bounds and field readers every object shares),
+``pods`` (nodes and pods), ``groups`` (the workload tree and PDBs), ``dra`` (the DRA objects)
+and this module (``flatten`` and ``snapshot_from_objects``: the whole snapshot).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from solver.kube.dra import (
+    DRA_TAINT_EFFECTS,
+    _DraBuilder,
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_slice,
+)
+from solver.kube.groups import _resolve_tree, parse_group, parse_pdb
+from solver.kube.objects import (
+    COST_ANNOTATION,
+    DRA_KINDS,
+    GROUP_KINDS,
+    INT32_MAX,
+    MAX_COST,
+    MAX_DEPTH,
+    MAX_QUANTITY,
+    READ_KINDS,
+    Obj,
+    _fail,
+    _get,
+    _ident,
+    _meta,
+    quantity,
+)
+from solver.kube.pods import PREEMPTION_REASONS, _Priorities, parse_node, parse_pod, pod_requests
+from solver.model import snapshot as s
+from solver.model.errors import SnapshotInvalidError
+
+__all__ = [
+    "COST_ANNOTATION",
+    "DRA_KINDS",
+    "DRA_TAINT_EFFECTS",
+    "GROUP_KINDS",
+    "INT32_MAX",
+    "MAX_COST",
+    "MAX_DEPTH",
+    "MAX_QUANTITY",
+    "PREEMPTION_REASONS",
+    "READ_KINDS",
+    "Obj",
+    "flatten",
+    "parse_device_class",
+    "parse_group",
+    "parse_node",
+    "parse_pdb",
+    "parse_pod",
+    "parse_resource_claim",
+    "parse_resource_slice",
+    "pod_requests",
+    "quantity",
+    "snapshot_from_objects",
+]
+
+
+# ---- the whole snapshot ----------------------------------------------------------
+
+
+def flatten(objects: Iterable[Any], *, item_kind: str | None = None, item_api: str | None = None) -> list[Obj]:
+    """Expand `List` objects (kind List or *List with items) into their items. The items of a
+    typed list as the API server returns it (a NodeList, a PodList) carry no kind or
+    apiVersion: they take the list's, as kubectl does."""
+    out: list[Obj] = []
+    for obj in objects:
+        if obj is None:
+            continue
+        if not isinstance(obj, Mapping):
+            raise SnapshotInvalidError("<document>", "", f"expected a Kubernetes object, got {type(obj).__name__}")
+        if item_kind is not None and "kind" not in obj:
+            obj = {**obj, "kind": item_kind,
+                   **({"apiVersion": item_api} if item_api and "apiVersion" not in obj else {})}
+        kind = obj.get("kind")
+        if isinstance(obj.get("items"), list) and (kind == "List" or str(kind).endswith("List")):
+            typed = str(kind)[: -len("List")] if kind != "List" else None
+            out.extend(flatten(obj["items"], item_kind=typed or None, item_api=obj.get("apiVersion")))
+        else:
+            if not isinstance(kind, str) or not kind:
+                raise SnapshotInvalidError(_ident({**obj, "kind": "?"}), "kind", "missing")
+            out.append(obj)
+    return out
+
+
+def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
+    by_kind: dict[str, list[Obj]] = defaultdict(list)
+    skipped: Counter[str] = Counter()
+    seen: set[str] = set()
+    for obj in flatten(objects):
+        kind = obj["kind"]
+        if kind not in READ_KINDS:
+            skipped[kind] += 1
+            continue
+        ident = _ident(obj)
+        if ident in seen:
+            raise _fail(obj, "metadata.name", "duplicate object")
+        seen.add(ident)
+        by_kind[kind].append(obj)
+    priorities = _Priorities(by_kind["PriorityClass"])
+    nodes = tuple(sorted((parse_node(o) for o in by_kind["Node"]), key=lambda n: n.name))
+    raw_groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]] = {}
+    for obj in by_kind["PodGroup"] + by_kind["CompositePodGroup"]:
+        group, prio = parse_group(obj, priorities)
+        if group.key in raw_groups:
+            raise _fail(obj, "metadata.name", f"a PodGroup and a CompositePodGroup share the name {group.key}")
+        raw_groups[group.key] = (group, prio, obj)
+    groups, incomplete = _resolve_tree(raw_groups)
+    group_kind = {g.key: g.kind for g in groups}
+    node_names = {n.name for n in nodes}
+    dra = _DraBuilder(by_kind)
+    pods = []
+    waiting: list[s.WaitingPod] = []
+    warnings = priorities.warnings
+    for obj in by_kind["Pod"]:
+        pod = parse_pod(obj, priorities)
+        if pod is None:
+            skipped["Pod(finished)"] += 1
+            continue
+        if pod.node is not None and pod.node not in node_names:
+            raise _fail(obj, "spec.nodeName", f"Node {pod.node} not found")
+        if pod.group is not None and group_kind.get(pod.group) != "PodGroup":
+            if group_kind.get(pod.group) == "CompositePodGroup":
+                raise _fail(obj, "spec.schedulingGroup.podGroupName",
+                            f"{pod.group} is a CompositePodGroup: a pod belongs to a PodGroup")
+            why = incomplete.get(pod.group) or (f"PodGroup {pod.group} not found: waiting for the pod's "
+                                                "pod group to appear in the scheduling queue")
+            if pod.node is None:
+                # upstream holds the pod at PreEnqueue until its group (tree) exists
+                waiting.append(s.WaitingPod(pod=pod.key, reason=why))
+                continue
+            # a running pod outlives its group: it runs, holds its room and is a victim on its own
+            warnings.append(f"{_ident(obj)}: spec.schedulingGroup.podGroupName: {why}; "
+                            "the running pod counts as a pod outside any group")
+            pod = dataclasses.replace(pod, group=None)
+        dra.pod(obj, pod)
+        pods.append(pod)
+    pdbs = tuple(p for o in by_kind["PodDisruptionBudget"] if (p := parse_pdb(o)) is not None)
+    namespaces = {}
+    for obj in by_kind["Namespace"]:  # their labels: namespaceSelector of pod affinity terms
+        _, name = _meta(obj, namespaced=False)
+        namespaces[name] = {"kubernetes.io/metadata.name": name,
+                            **{str(k): str(v) for k, v in _get(obj, "metadata.labels", Mapping, {}).items()}}
+    return s.ClusterSnapshot(
+        nodes=nodes,
+        pods=tuple(sorted(pods, key=lambda p: p.key)),
+        groups=groups,
+        pdbs=tuple(sorted(pdbs, key=lambda p: p.key)),
+        dra=dra.state(),
+        skipped_kinds=dict(sorted(skipped.items())),
+        namespace_labels=dict(sorted(namespaces.items())),
+        waiting=tuple(sorted(waiting, key=lambda w: w.pod)),
+        warnings=tuple(warnings),
+    )

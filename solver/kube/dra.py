@@ -1,0 +1,523 @@
+"""DRA (resource.k8s.io/v1): ResourceSlices, DeviceClasses, ResourceClaims, templates and the
+claim references of pods and PodGroups -> ``DraState``."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from solver.kube.objects import Obj, _fail, _get, _ident, _items, _meta, quantity
+from solver.kube.pods import _positive_int32, _terms
+from solver.model import cel
+from solver.model import snapshot as s
+
+# ---- DRA (resource.k8s.io/v1) ----------------------------------------------------
+# Decisions where the API leaves room (selector semantics: solver.model.cel):
+# - Only the slices of the newest pool.generation of each (driver, pool) count;
+#   resourceSliceCount (incomplete pools) and sharedCounters / consumesCounters
+#   (partitionable devices) are not modelled.
+# - Device taints with an effect other than NoSchedule / NoExecute are dropped: upstream
+#   treats None and unknown effects as no taint.
+# - adminAccess and capacity requests (consumable capacity) are not modelled: such a
+#   request is read as an ordinary, exclusive one (conservative: a plan stays feasible).
+# - A pod's template claim: status.resourceClaimStatuses names the generated claim. A
+#   running pod must have that entry and the claim must exist. A pending pod uses the
+#   named claim when it exists, else the claim its template will create ("ns/pod#entry",
+#   unallocated). An entry whose resourceClaimName is unset needs no claim (upstream: "can
+#   be ignored") and is left out.
+# - A PodGroup's shared template claim: the PodGroup's status.resourceClaimStatuses names
+#   the generated claim (which must exist); without it, the claim the template will
+#   create, "ns/pg#entry", unallocated.
+# - status.reservedFor consumers other than pods and podgroups: Claim.reserved_other.
+
+DRA_TAINT_EFFECTS = ("NoSchedule", "NoExecute")  # the effects that keep a device off new claims
+_ATTRIBUTE_TYPES: dict[str, type[bool] | type[int] | type[str]] = {
+    "bool": bool, "int": int, "string": str, "version": str}
+_LIST_ATTRIBUTE_TYPES = ("bools", "ints", "strings", "versions")
+_QUANTITIES: dict[str, int] = {}  # capacity text -> base units (valid, non-cpu): slices repeat a few values
+
+
+def _qualify(driver: str, name: str) -> tuple[str, str]:
+    """(domain, name): an unqualified name belongs to the driver's domain (the first "/" splits)."""
+    domain, sep, ident = name.partition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+def _node_selector(obj: Obj, field: str, raw: Any) -> tuple[s.NodeSelectorTerm, ...]:
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, "expected a node selector")
+    terms = raw.get("nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        raise _fail(obj, f"{field}.nodeSelectorTerms", "must be a non-empty list")
+    return _terms(obj, f"{field}.nodeSelectorTerms", terms)
+
+
+def _placement(obj: Obj, field: str, raw: Mapping[str, Any], options: tuple[str, ...]) -> str | None:
+    """Which one of ``options`` (nodeName, nodeSelector, allNodes ...) is set; None for none."""
+    chosen = [o for o in options if raw.get(o) not in (None, False, "")]
+    if len(chosen) > 1:
+        raise _fail(obj, field, f"exactly one of {', '.join(options)} must be set, got {' and '.join(chosen)}")
+    return chosen[0] if chosen else None
+
+
+def _attribute(obj: Obj, field: str, raw: Any) -> s.AttributeValue:
+    if type(raw) is dict and len(raw) == 1:  # the usual shape, checked fast
+        kind, value = next(iter(raw.items()))
+        want = _ATTRIBUTE_TYPES.get(kind)
+        if want is not None and type(value) is want:
+            return _version(obj, field, value) if kind == "version" and isinstance(value, str) else value
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, "expected a device attribute")
+    if any(raw.get(k) is not None for k in _LIST_ATTRIBUTE_TYPES):
+        raise _fail(obj, field, "list-valued attributes (DRAListTypeAttributes) are not supported")
+    present = [k for k in _ATTRIBUTE_TYPES if raw.get(k) is not None]
+    if len(present) != 1:
+        raise _fail(obj, field, "exactly one of bool, int, string, version must be set")
+    kind = present[0]
+    value, want = raw[kind], _ATTRIBUTE_TYPES[kind]
+    if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+        raise _fail(obj, f"{field}.{kind}", f"expected {want.__name__}, got {type(value).__name__}")
+    return _version(obj, field, value) if kind == "version" and isinstance(value, str) else value
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_semver(text: str) -> bool:
+    try:
+        cel.parse_semver(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _version(obj: Obj, field: str, text: str) -> s.Version:
+    if not _is_semver(text):
+        raise _fail(obj, f"{field}.version", f"not a semantic version (semver.org 2.0.0): {text!r}")
+    return s.Version(text)
+
+
+def _device_taints(obj: Obj, field: str, raw: Any) -> tuple[s.Taint, ...]:
+    out = []
+    for i, t in enumerate(_items(obj, field, raw)):
+        if not isinstance(t, Mapping) or not isinstance(t.get("key"), str) or not t["key"]:
+            raise _fail(obj, f"{field}[{i}].key", "missing")
+        effect = t.get("effect")
+        if not isinstance(effect, str) or not effect:
+            raise _fail(obj, f"{field}[{i}].effect", "missing")
+        if effect in DRA_TAINT_EFFECTS:
+            out.append(s.Taint(key=t["key"], value=str(t.get("value") or ""), effect=effect))
+    return tuple(sorted(out, key=lambda t: (t.key, t.value, t.effect)))
+
+
+def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bool,
+            where: tuple[s.NodeName | None, tuple[s.NodeSelectorTerm, ...], bool]) -> s.Device:
+    if not isinstance(d, Mapping):
+        raise _fail(obj, field, "expected a device")
+    name = d.get("name")
+    if not isinstance(name, str) or not name:
+        raise _fail(obj, f"{field}.name", "missing")
+    values: dict[str, dict[str, dict[str, Any]]] = {"attributes": defaultdict(dict), "capacity": defaultdict(dict)}
+    for kind, table in values.items():
+        entries = d.get(kind)
+        if entries is None:
+            continue
+        if not isinstance(entries, Mapping):
+            raise _fail(obj, f"{field}.{kind}", "expected a map")
+        first: dict[tuple[str, str], str] = {}
+        for key, raw in entries.items():
+            domain, ident = _qualify(driver, str(key))
+            if not domain or not ident or "/" in ident:
+                raise _fail(obj, f"{field}.{kind}[{key}]",
+                            "a qualified name is a domain and a name separated by one slash")
+            if (domain, ident) in first:
+                raise _fail(obj, f"{field}.{kind}[{key}]",
+                            f"the same name as {first[(domain, ident)]!r} once qualified")
+            first[(domain, ident)] = str(key)
+            if kind == "attributes":
+                table[domain][ident] = _attribute(obj, f"{field}.{kind}[{key}]", raw)
+            elif type(raw) is dict and type(raw.get("value")) is str and raw["value"] in _QUANTITIES:
+                table[domain][ident] = _QUANTITIES[raw["value"]]
+            else:
+                if not isinstance(raw, Mapping) or raw.get("value") is None:
+                    raise _fail(obj, f"{field}.{kind}[{key}].value", "missing")
+                table[domain][ident] = quantity(obj, f"{field}.{kind}[{key}].value", "", raw["value"])
+                if isinstance(raw["value"], str) and len(_QUANTITIES) < 4096:
+                    _QUANTITIES[raw["value"]] = table[domain][ident]
+    node, selector, all_nodes = where
+    options = ("nodeName", "nodeSelector", "allNodes")
+    chosen = _placement(obj, field, d, options)
+    if per_device:
+        if chosen is None:
+            raise _fail(obj, field, "exactly one of nodeName, nodeSelector, allNodes must be set "
+                                    "(spec.perDeviceNodeSelection is true)")
+        if chosen == "nodeName" and not isinstance(d["nodeName"], str):
+            raise _fail(obj, f"{field}.nodeName", "expected str")
+        node = s.NodeName(d["nodeName"]) if chosen == "nodeName" else None
+        selector = _node_selector(obj, f"{field}.nodeSelector", d["nodeSelector"]) if chosen == "nodeSelector" else ()
+        all_nodes = chosen == "allNodes"
+    elif chosen is not None:
+        raise _fail(obj, f"{field}.{chosen}", "may only be set when spec.perDeviceNodeSelection is true")
+    multiple = d.get("allowMultipleAllocations", False)
+    if not isinstance(multiple, bool):
+        raise _fail(obj, f"{field}.allowMultipleAllocations", f"expected bool, got {type(multiple).__name__}")
+    return s.Device(
+        driver=driver, pool=pool, name=name,
+        attributes={dm: dict(sorted(v.items())) for dm, v in sorted(values["attributes"].items())},
+        capacity={dm: dict(sorted(v.items())) for dm, v in sorted(values["capacity"].items())},
+        allow_multiple=multiple,
+        taints=_device_taints(obj, f"{field}.taints", d.get("taints")),
+        node=node, node_selector=selector, all_nodes=all_nodes,
+    )
+
+
+def parse_resource_slice(obj: Obj) -> tuple[tuple[str, str], int, list[s.Device]]:
+    """((driver, pool), pool generation, devices) of one ResourceSlice."""
+    _meta(obj, namespaced=False)
+    driver = _get(obj, "spec.driver", str)
+    if not driver:
+        raise _fail(obj, "spec.driver", "missing")
+    pool = _get(obj, "spec.pool.name", str)
+    if not pool:
+        raise _fail(obj, "spec.pool.name", "missing")
+    generation = _get(obj, "spec.pool.generation", int, 0)
+    spec = obj["spec"]
+    options = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+    chosen = _placement(obj, "spec", spec, options)
+    if chosen is None:
+        raise _fail(obj, "spec", f"exactly one of {', '.join(options)} must be set")
+    if chosen == "nodeName" and not isinstance(spec["nodeName"], str):
+        raise _fail(obj, "spec.nodeName", "expected str")
+    where = (
+        s.NodeName(spec["nodeName"]) if chosen == "nodeName" else None,
+        _node_selector(obj, "spec.nodeSelector", spec["nodeSelector"]) if chosen == "nodeSelector" else (),
+        chosen == "allNodes",
+    )
+    devices: list[s.Device] = []
+    seen: dict[str, int] = {}
+    for i, d in enumerate(_get(obj, "spec.devices", list, [])):
+        dev = _device(obj, f"spec.devices[{i}]", d, driver, pool, chosen == "perDeviceNodeSelection", where)
+        if dev.name in seen:
+            raise _fail(obj, f"spec.devices[{i}].name",
+                        f"duplicate device name {dev.name!r} (also spec.devices[{seen[dev.name]}])")
+        seen[dev.name] = i
+        devices.append(dev)
+    return (driver, pool), generation, devices
+
+
+def _slices(objs: list[Obj]) -> tuple[s.Device, ...]:
+    """Devices of the newest generation of every pool; a device key published twice is an error."""
+    newest: dict[tuple[str, str], tuple[int, list[tuple[Obj, list[s.Device]]]]] = {}
+    for obj in objs:
+        pool, generation, devices = parse_resource_slice(obj)
+        have = newest.get(pool)
+        if have is None or generation > have[0]:
+            newest[pool] = (generation, [(obj, devices)])
+        elif generation == have[0]:
+            have[1].append((obj, devices))
+    out: dict[s.DeviceKey, s.Device] = {}
+    owner: dict[s.DeviceKey, str] = {}
+    for _, parts in newest.values():
+        for obj, devices in sorted(parts, key=lambda p: _ident(p[0])):
+            ident = _ident(obj)
+            for i, dev in enumerate(devices):
+                key = dev.key
+                if key in out:
+                    raise _fail(obj, f"spec.devices[{i}].name", f"device {key} is also published by {owner[key]}")
+                out[key], owner[key] = dev, ident
+    return tuple(out[k] for k in sorted(out))
+
+
+def parse_device_class(obj: Obj) -> s.DeviceClass:
+    _, name = _meta(obj, namespaced=False)
+    return s.DeviceClass(name=name, selectors=_selectors(obj, "spec.selectors", _get(obj, "spec.selectors", list, [])))
+
+
+def _selectors(obj: Obj, field: str, raw: Any) -> tuple[str, ...]:
+    """CEL selectors, each compiled here so a bad one names its object and field."""
+    out = []
+    for i, sel in enumerate(_items(obj, field, raw)):
+        spec = sel.get("cel") if isinstance(sel, Mapping) else None
+        expr = spec.get("expression") if isinstance(spec, Mapping) else None
+        if not isinstance(expr, str) or not expr:
+            raise _fail(obj, f"{field}[{i}].cel.expression", "missing")
+        try:
+            cel.compile_expression(expr)
+        except cel.CelError as exc:
+            raise _fail(obj, f"{field}[{i}].cel.expression", f"CEL: {exc.reason}") from None
+        out.append(expr)
+    return tuple(out)
+
+
+def _device_tolerations(obj: Obj, field: str, raw: Any) -> tuple[s.Toleration, ...]:
+    out = []
+    for i, t in enumerate(_items(obj, field, raw)):
+        if not isinstance(t, Mapping):
+            raise _fail(obj, f"{field}[{i}]", "expected a toleration")
+        op = t.get("operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            raise _fail(obj, f"{field}[{i}].operator", f"unknown operator {op!r}")
+        effect = t.get("effect") or ""
+        if effect not in ("", *DRA_TAINT_EFFECTS):
+            raise _fail(obj, f"{field}[{i}].effect", f"unknown effect {effect!r}")
+        out.append(s.Toleration(key=str(t.get("key") or ""), operator=op, value=str(t.get("value") or ""),
+                                effect=effect))
+    return tuple(out)
+
+
+def _sub_request(obj: Obj, field: str, raw: Any, name: str, classes: Mapping[str, s.DeviceClass]) -> s.SubRequest:
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, "expected a device request")
+    class_name = raw.get("deviceClassName")
+    if not isinstance(class_name, str) or not class_name:
+        raise _fail(obj, f"{field}.deviceClassName", "missing")
+    if class_name not in classes:
+        raise _fail(obj, f"{field}.deviceClassName", f"DeviceClass {class_name!r} not found")
+    mode = raw.get("allocationMode") or "ExactCount"
+    if mode not in ("ExactCount", "All"):
+        raise _fail(obj, f"{field}.allocationMode", f"unknown allocation mode {mode!r}")
+    count = raw.get("count")
+    if count is None:
+        count = 1
+    _positive_int32(obj, f"{field}.count", count)
+    return s.SubRequest(
+        name=name, device_class=class_name,
+        selectors=_selectors(obj, f"{field}.selectors", raw.get("selectors")),
+        all_mode=mode == "All", count=count,
+        tolerations=_device_tolerations(obj, f"{field}.tolerations", raw.get("tolerations")),
+    )
+
+
+def _new_name(obj: Obj, field: str, entry: object, seen: set[str], what: str) -> str:
+    """``entry.name``: present, and not among ``seen`` (then added)."""
+    name = entry.get("name") if isinstance(entry, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise _fail(obj, f"{field}.name", "missing")
+    if name in seen:
+        raise _fail(obj, f"{field}.name", f"duplicate {what} {name!r}")
+    seen.add(name)
+    return name
+
+
+def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> s.ClaimSpec:
+    """A ResourceClaimSpec at ``prefix`` (``spec`` of a claim, ``spec.spec`` of a template)."""
+    field = f"{prefix}.devices"
+    requests: list[s.Request] = []
+    names: set[str] = set()  # requests and "request/sub"
+    for i, r in enumerate(_get(obj, f"{field}.requests", list, [])):
+        rf = f"{field}.requests[{i}]"
+        name = _new_name(obj, rf, r, names, "request name")
+        exactly, first = r.get("exactly"), r.get("firstAvailable")
+        if (exactly is None) == (first is None):
+            raise _fail(obj, rf, "exactly one of exactly and firstAvailable must be set")
+        if exactly is not None:
+            alternatives = [_sub_request(obj, f"{rf}.exactly", exactly, name, classes)]
+        else:
+            if not isinstance(first, list) or not first:
+                raise _fail(obj, f"{rf}.firstAvailable", "must be a non-empty list")
+            alternatives = []
+            for j, sub in enumerate(first):
+                sf = f"{rf}.firstAvailable[{j}]"
+                sub_name = sub.get("name") if isinstance(sub, Mapping) else None
+                if not isinstance(sub_name, str) or not sub_name:
+                    raise _fail(obj, f"{sf}.name", "missing")
+                if f"{name}/{sub_name}" in names:
+                    raise _fail(obj, f"{sf}.name", f"duplicate subrequest name {sub_name!r}")
+                names.add(f"{name}/{sub_name}")
+                alternatives.append(_sub_request(obj, sf, sub, f"{name}/{sub_name}", classes))
+        requests.append(s.Request(name=name, alternatives=tuple(alternatives)))
+    constraints = []
+    for i, c in enumerate(_get(obj, f"{field}.constraints", list, [])):
+        cf = f"{field}.constraints[{i}]"
+        if not isinstance(c, Mapping):
+            raise _fail(obj, cf, "expected a constraint")
+        refs = c.get("requests") or []
+        if not isinstance(refs, list):
+            raise _fail(obj, f"{cf}.requests", "expected a list")
+        for j, ref in enumerate(refs):
+            if ref not in names:
+                raise _fail(obj, f"{cf}.requests[{j}]", f"no request or subrequest named {ref!r}")
+        set_ = [k for k in ("matchAttribute", "distinctAttribute") if c.get(k) is not None]
+        if len(set_) != 1:
+            raise _fail(obj, cf, "exactly one of matchAttribute and distinctAttribute must be set")
+        attr = c[set_[0]]
+        domain, _, ident = attr.partition("/") if isinstance(attr, str) else ("", "", "")
+        if not domain or not ident:
+            raise _fail(obj, f"{cf}.{set_[0]}",
+                        f"a fully qualified name must be a domain and a name separated by a slash, got {attr!r}")
+        constraints.append(s.Constraint(
+            requests=tuple(refs),
+            match_attribute=attr if set_[0] == "matchAttribute" else None,
+            distinct_attribute=attr if set_[0] == "distinctAttribute" else None,
+        ))
+    return s.ClaimSpec(requests=tuple(requests), constraints=tuple(constraints))
+
+
+def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Claim:
+    ns, name = _meta(obj, namespaced=True)
+    spec = _claim_spec(obj, "spec", classes)
+    allocation: tuple[s.AllocatedDevice, ...] | None = None
+    nodes: tuple[s.NodeSelectorTerm, ...] = ()
+    raw = _get(obj, "status.allocation", Mapping)
+    if raw is not None:
+        results = []
+        for i, r in enumerate(_get(obj, "status.allocation.devices.results", list, [])):
+            rf = f"status.allocation.devices.results[{i}]"
+            if not isinstance(r, Mapping):
+                raise _fail(obj, rf, "expected an allocation result")
+            for key in ("request", "driver", "pool", "device"):
+                if not isinstance(r.get(key), str) or not r[key]:
+                    raise _fail(obj, f"{rf}.{key}", "missing")
+            results.append(s.AllocatedDevice(
+                request=r["request"], device=s.DeviceKey(f"{r['driver']}/{r['pool']}/{r['device']}")))
+        allocation = tuple(results)
+        if raw.get("nodeSelector") is not None:
+            nodes = _node_selector(obj, "status.allocation.nodeSelector", raw["nodeSelector"])
+    pods, groups, other = [], [], []
+    for i, ref in enumerate(_get(obj, "status.reservedFor", list, [])):
+        rf = f"status.reservedFor[{i}]"
+        if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str) or not ref["name"]:
+            raise _fail(obj, f"{rf}.name", "missing")
+        resource, group = str(ref.get("resource") or ""), str(ref.get("apiGroup") or "")
+        if resource == "pods" and not group:
+            pods.append(f"{ns}/{ref['name']}")
+        elif resource == "podgroups":
+            groups.append(f"{ns}/{ref['name']}")
+        else:
+            other.append(f"{resource}.{group}/{ns}/{ref['name']}" if group else f"{resource}/{ns}/{ref['name']}")
+    return s.Claim(
+        key=s.ClaimKey(f"{ns}/{name}"), namespace=ns, name=name, spec=spec,
+        allocation=allocation, allocation_nodes=nodes,
+        reserved_pods=tuple(pods), reserved_groups=tuple(groups), reserved_other=tuple(other),
+    )
+
+
+def _claim_refs(obj: Obj, field: str) -> list[tuple[int, str, str, str]]:
+    """(index, entry name, "claim" | "template", target) of spec.resourceClaims (pod or PodGroup)."""
+    out = []
+    names: set[str] = set()
+    for i, e in enumerate(_get(obj, field, list, [])):
+        ef = f"{field}[{i}]"
+        name = _new_name(obj, ef, e, names, "claim entry")
+        claim, template = e.get("resourceClaimName"), e.get("resourceClaimTemplateName")
+        if (claim is None) == (template is None) or not isinstance(claim or template, str) or not (claim or template):
+            raise _fail(obj, ef, "exactly one of resourceClaimName and resourceClaimTemplateName must be set")
+        out.append((i, name, "claim" if claim is not None else "template", claim or template))
+    return out
+
+
+def _claim_statuses(obj: Obj) -> dict[str, tuple[int, str | None]]:
+    """status.resourceClaimStatuses: entry name -> (index, generated claim name or None)."""
+    out: dict[str, tuple[int, str | None]] = {}
+    for j, st in enumerate(_get(obj, "status.resourceClaimStatuses", list, [])):
+        if not isinstance(st, Mapping) or not isinstance(st.get("name"), str):
+            raise _fail(obj, f"status.resourceClaimStatuses[{j}].name", "missing")
+        claim = st.get("resourceClaimName")
+        if claim is not None and not isinstance(claim, str):
+            raise _fail(obj, f"status.resourceClaimStatuses[{j}].resourceClaimName", "expected str")
+        out[st["name"]] = (j, claim or None)
+    return out
+
+
+class _DraBuilder:
+    """Resolves the claim references of pods and PodGroups into DraState.claims / pod_claims."""
+
+    def __init__(self, by_kind: Mapping[str, list[Obj]]) -> None:
+        self.classes = {c.name: c for c in sorted((parse_device_class(o) for o in by_kind["DeviceClass"]),
+                                                  key=lambda c: c.name)}
+        self.devices = _slices(by_kind["ResourceSlice"])
+        self.claims: dict[s.ClaimKey, s.Claim] = {}
+        for obj in by_kind["ResourceClaim"]:
+            claim = parse_resource_claim(obj, self.classes)
+            self.claims[claim.key] = claim
+        self.templates: dict[str, s.ClaimSpec] = {}
+        for obj in by_kind["ResourceClaimTemplate"]:
+            ns, name = _meta(obj, namespaced=True)
+            self.templates[f"{ns}/{name}"] = _claim_spec(obj, "spec.spec", self.classes)
+        self.pod_claims: dict[str, tuple[s.PodClaim, ...]] = {}
+        # PodGroup key -> entry name -> (kind, target, resolved claim key or None: not needed)
+        self.group_refs: dict[str, dict[str, tuple[str, str, s.ClaimKey | None]]] = {}
+        for obj in by_kind["PodGroup"]:
+            self._group(obj)
+
+    def _group(self, obj: Obj) -> None:
+        ns, name = _meta(obj, namespaced=True)
+        key = f"{ns}/{name}"
+        statuses = _claim_statuses(obj)
+        refs: dict[str, tuple[str, str, s.ClaimKey | None]] = {}
+        for i, entry, kind, target in _claim_refs(obj, "spec.resourceClaims"):
+            resolved: s.ClaimKey | None
+            if kind == "claim":
+                resolved = self._existing(obj, f"spec.resourceClaims[{i}]", ns, target)
+            else:
+                self._template(obj, f"spec.resourceClaims[{i}]", ns, target)
+                j, generated = statuses.get(entry, (None, None))
+                if j is not None and generated is None:
+                    resolved = None  # upstream: generating a claim was not necessary
+                elif generated is not None:
+                    resolved = self._existing(obj, f"status.resourceClaimStatuses[{j}].resourceClaimName",
+                                              ns, generated)
+                else:
+                    resolved = self._synthesize(ns, name, entry, target)
+            refs[entry] = (kind, target, resolved)
+        self.group_refs[key] = refs
+
+    def _existing(self, obj: Obj, field: str, ns: str, name: str) -> s.ClaimKey:
+        key = s.ClaimKey(f"{ns}/{name}")
+        if key not in self.claims:
+            raise _fail(obj, field, f"ResourceClaim {key} not found")
+        return key
+
+    def _template(self, obj: Obj, field: str, ns: str, name: str) -> s.ClaimSpec:
+        spec = self.templates.get(f"{ns}/{name}")
+        if spec is None:
+            raise _fail(obj, field, f"ResourceClaimTemplate {ns}/{name} not found")
+        return spec
+
+    def _synthesize(self, ns: str, owner: str, entry: str, template: str) -> s.ClaimKey:
+        """The claim a template will create for ``owner`` (a pod or a PodGroup), unallocated."""
+        key = s.ClaimKey(f"{ns}/{owner}#{entry}")
+        self.claims[key] = s.Claim(key=key, namespace=ns, name=f"{owner}#{entry}",
+                                   spec=self.templates[f"{ns}/{template}"])
+        return key
+
+    def pod(self, obj: Obj, pod: s.Pod) -> None:
+        refs = _claim_refs(obj, "spec.resourceClaims")
+        if not refs:
+            return
+        ns, name = pod.namespace, pod.name
+        statuses = _claim_statuses(obj)
+        group_refs = self.group_refs.get(pod.group, {}) if pod.group is not None else {}
+        out = []
+        for i, entry, kind, target in refs:
+            field = f"spec.resourceClaims[{i}]"
+            shared = group_refs.get(entry)
+            if shared is not None and shared[:2] == (kind, target):
+                if shared[2] is not None:
+                    out.append(s.PodClaim(name=entry, claim=shared[2], shared_by=pod.group))
+                continue
+            if kind == "claim":
+                out.append(s.PodClaim(name=entry, claim=self._existing(obj, field, ns, target)))
+                continue
+            j, generated = statuses.get(entry, (None, None))
+            if j is not None and generated is None:
+                continue  # upstream: generating a claim was not necessary
+            if generated is not None and (pod.node is not None or f"{ns}/{generated}" in self.claims):
+                key = self._existing(obj, f"status.resourceClaimStatuses[{j}].resourceClaimName", ns, generated)
+            elif pod.node is not None:
+                raise _fail(obj, "status.resourceClaimStatuses",
+                            f"a running pod needs the name of the claim generated for {field} ({entry!r})")
+            else:
+                self._template(obj, field, ns, target)
+                key = self._synthesize(ns, name, entry, target)
+            out.append(s.PodClaim(name=entry, claim=key))
+        if out:
+            self.pod_claims[pod.key] = tuple(out)
+
+    def state(self) -> s.DraState:
+        return s.DraState(
+            devices=self.devices,
+            classes=self.classes,
+            claims={k: self.claims[k] for k in sorted(self.claims)},
+            pod_claims={k: self.pod_claims[k] for k in sorted(self.pod_claims)},
+        )

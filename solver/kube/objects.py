@@ -1,0 +1,200 @@
+"""What every object reader shares: the kinds read, the bounds, the field readers (each error
+names the object and field), quantities and label selectors."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from decimal import Context
+from typing import Any
+
+from solver.model import snapshot as s
+from solver.model.errors import SnapshotInvalidError
+from solver.model.quantity import parse_quantity
+
+COST_ANNOTATION = "gangplace.io/preemption-cost"
+MAX_DEPTH = 4  # docs/design.md: a workload tree is at most 4 levels deep
+
+GROUP_KINDS = {"PodGroup", "CompositePodGroup"}
+DRA_KINDS = {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"}
+# Workload objects are templates (the runtime objects are PodGroups): counted as skipped.
+READ_KINDS = {"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace"} | GROUP_KINDS | DRA_KINDS
+
+Obj = Mapping[str, Any]
+
+
+# Bounds on what is read (each named in its error message): CP-SAT works in int64, and its
+# linear rows sum products of these, so one quantity stays far below 2^63; Kubernetes itself
+# keeps counts and priorities in int32.
+MAX_QUANTITY = 2**50  # base units: ~1.1e12 cores in millicores, 1 PiB in bytes
+MAX_COST = 10**9  # gangplace.io/preemption-cost
+INT32_MAX = 2**31 - 1
+
+
+def _ident(obj: Obj) -> str:
+    if type(obj) is dict and type(meta := obj.get("metadata")) is dict:  # the common case, cheaply
+        kind, ns, name = obj.get("kind", "?"), meta.get("namespace") or "", meta.get("name", "?")
+        if type(kind) is str and type(ns) is str and type(name) is str and (kind + ns + name).isascii():
+            return f"{kind}/{ns}/{name}" if ns else f"{kind}/{name}"
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    kind = obj.get("kind", "?") if isinstance(obj, Mapping) else "?"
+
+    def part(value: Any) -> str:
+        return value if isinstance(value, str) and _encodable(value) else "?"
+
+    ns, name = part(meta.get("namespace") or ""), part(meta.get("name", "?"))
+    return f"{part(kind)}/{ns}/{name}" if ns else f"{part(kind)}/{name}"
+
+
+def _encodable(text: str) -> bool:
+    """No lone surrogate (a JSON "\\ud800"): the text can be written out as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(obj: Obj, field: str, raw: Any) -> str:
+    """A string field: a str that UTF-8 can carry."""
+    if type(raw) is str and raw.isascii():
+        return raw
+    if not isinstance(raw, str):
+        raise _fail(obj, field, f"expected a string, got {type(raw).__name__}")
+    if not _encodable(raw):
+        raise _fail(obj, field, "not valid Unicode (a lone surrogate)")
+    return raw
+
+
+def _string_map(obj: Obj, field: str, raw: Any) -> dict[str, str]:
+    """A map of strings to strings (labels, nodeSelector, matchLabels); absent is empty."""
+    if raw is None:
+        return {}
+    if type(raw) is dict and all(type(k) is str and type(v) is str and k.isascii() and v.isascii()
+                                 for k, v in raw.items()):
+        return dict(raw)
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, f"expected a map of strings, got {type(raw).__name__}")
+    out = {}
+    for k, v in raw.items():
+        out[_text(obj, f"{field}", k)] = _text(obj, f"{field}[{k}]", v)
+    return out
+
+
+def _entry_map(obj: Obj, field: str, raw: Any, what: str) -> Mapping[str, Any]:
+    """An entry of a list that must be an object."""
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, f"expected {what}, got {type(raw).__name__}")
+    return raw
+
+
+def _fail(obj: Obj, field: str, reason: str) -> SnapshotInvalidError:
+    return SnapshotInvalidError(_ident(obj), field, reason)
+
+
+_PATHS: dict[str, tuple[str, ...]] = {}
+
+
+def _get(obj: Obj, path: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+    parts = _PATHS.get(path)
+    if parts is None:
+        parts = _PATHS[path] = tuple(path.split("."))
+    cur: Any = obj
+    for part in parts:
+        if type(cur) is not dict and not isinstance(cur, Mapping):
+            raise _fail(obj, path, "expected an object")
+        cur = cur.get(part)
+        if cur is None:
+            return default
+    if type(cur) is kind or (kind is Mapping and type(cur) is dict):  # the common cases, cheaply
+        return cur
+    if not isinstance(cur, kind) or (kind is int and isinstance(cur, bool)):
+        raise _fail(obj, path, f"expected {getattr(kind, '__name__', kind)}, got {type(cur).__name__}")
+    return cur
+
+
+def quantity(obj: Obj, field: str, resource: str, raw: Any) -> int:
+    """A resource.Quantity in base units: millicores for cpu, else rounded up to an integer.
+
+    Example: cpu "250m" -> 250, cpu "1.5" -> 1500, memory "1Gi" -> 1073741824.
+    """
+    if type(raw) is str:
+        known = _BASE_UNITS.get((raw, resource == "cpu"))
+        if known is not None:
+            return known
+    try:
+        value = parse_quantity(raw)
+    except ValueError as exc:
+        raise _fail(obj, field, f"unparsable quantity {raw!r}") from exc
+    if value < 0:
+        raise _fail(obj, field, f"negative quantity {raw!r}")
+    if resource == "cpu":
+        value = value.scaleb(3, Context(prec=200))
+    if value > MAX_QUANTITY:
+        raise _fail(obj, field, f"quantity {raw!r} is beyond {MAX_QUANTITY} base units (the most gangplace plans with)")
+    units = math.ceil(value)
+    if type(raw) is str and len(_BASE_UNITS) < 65536:
+        _BASE_UNITS[raw, resource == "cpu"] = units
+    return units
+
+
+# (quantity text, is cpu) -> base units: a snapshot repeats a few quantities many times
+_BASE_UNITS: dict[tuple[str, bool], int] = {}
+
+
+def _resources(obj: Obj, field: str, raw: Any) -> dict[str, int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, "expected a map of resource quantities")
+    return {_text(obj, field, name): quantity(obj, f"{field}.{name}", name, q) for name, q in raw.items()}
+
+
+def _meta(obj: Obj, namespaced: bool) -> tuple[str, str]:
+    name = _get(obj, "metadata.name", str)
+    if not name:
+        raise _fail(obj, "metadata.name", "missing")
+    _text(obj, "metadata.name", name)
+    ns = _text(obj, "metadata.namespace", _get(obj, "metadata.namespace", str, "")) if namespaced else ""
+    if namespaced and not ns:
+        ns = "default"
+    return ns, name
+
+
+# ---- selectors -------------------------------------------------------------------
+
+
+def _items(obj: Obj, field: str, raw: Any) -> list[Any]:
+    """An optional list field: [] when absent."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise _fail(obj, field, "expected a list")
+    return raw
+
+
+def _requirements(obj: Obj, field: str, raw: Any) -> tuple[s.SelectorRequirement, ...]:
+    out = []
+    for i, req in enumerate(_items(obj, field, raw)):
+        op = req.get("operator") if isinstance(req, Mapping) else None
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise _fail(obj, f"{field}[{i}].operator", f"unknown operator {op!r}")
+        key = req.get("key")
+        if not isinstance(key, str):
+            raise _fail(obj, f"{field}[{i}].key", "missing")
+        values = _items(obj, f"{field}[{i}].values", req.get("values"))
+        out.append(s.SelectorRequirement(key=key, operator=op, values=tuple(str(v) for v in values)))
+    return tuple(out)
+
+
+def _label_selector(obj: Obj, field: str, raw: Any) -> s.LabelSelector:
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, "expected a label selector")
+    labels = raw.get("matchLabels") or {}
+    if not isinstance(labels, Mapping):
+        raise _fail(obj, f"{field}.matchLabels", "expected a map")
+    return s.LabelSelector(
+        match_labels={str(k): str(v) for k, v in labels.items()},
+        match_expressions=_requirements(obj, f"{field}.matchExpressions", raw.get("matchExpressions")),
+    )

@@ -1,0 +1,97 @@
+"""The independent plan checker: the specification, written without the model.
+
+``verify(snapshot, plan)`` recomputes every rule of docs/design.md from the
+snapshot and the plan alone and returns every violation it finds. It must not
+import the model builder, its variables, the greedy baseline or
+``solver.model.problem`` (import-linter enforces this): a bug in the
+aggregated model cannot hide behind the same bug here. It shares only the
+snapshot types and the label/taint predicates of ``solver.model.selectors``.
+
+One ``check_*`` function per rule; each returns ``list[Violation]``.
+
+The package: ``violation`` (what a check returns), ``view`` (the snapshot and plan, indexed
+once), ``rules`` (the core rules), ``dra`` (the DRA rules) and this module (``verify``: every
+rule in turn).
+"""
+
+from __future__ import annotations
+
+from solver.model import snapshot as s
+from solver.model.features import FeatureGates
+from solver.model.plan import Plan
+from solver.verify.dra import (
+    Owner,
+    check_allocated_claims,
+    check_device_allocations,
+    check_device_conflicts,
+    check_device_constraints,
+    check_device_counts,
+    check_device_reach,
+    check_devices,
+)
+from solver.verify.rules import (
+    _satisfied_roots,
+    check_admission,
+    check_bindings,
+    check_capacity,
+    check_evictions,
+    check_gangs,
+    check_host_ports,
+    check_objective,
+    check_pdbs_strict,
+    check_pod_affinity,
+    check_pod_anti_affinity,
+    check_topology,
+    check_topology_spread,
+    check_victims_necessary,
+)
+from solver.verify.view import DEFAULT_GATES, _View
+from solver.verify.violation import NEVER, Violation
+
+__all__ = [
+    "NEVER",
+    "Owner",
+    "Violation",
+    "_View",
+    "_satisfied_roots",
+    "check_admission",
+    "check_allocated_claims",
+    "check_bindings",
+    "check_capacity",
+    "check_device_allocations",
+    "check_device_conflicts",
+    "check_device_constraints",
+    "check_device_counts",
+    "check_device_reach",
+    "check_devices",
+    "check_evictions",
+    "check_gangs",
+    "check_host_ports",
+    "check_objective",
+    "check_pdbs_strict",
+    "check_pod_affinity",
+    "check_pod_anti_affinity",
+    "check_topology",
+    "check_topology_spread",
+    "check_victims_necessary",
+    "verify",
+]
+
+
+def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False,
+           gates: FeatureGates = DEFAULT_GATES, dra_preemption: bool = True) -> list[Violation]:
+    """Every rule the plan breaks; with ``strict_pdbs`` a PDB violation is one too. ``gates``
+    are the scheduler's feature gates the plan was made under; without ``dra_preemption`` no
+    evicted pod's devices go free."""
+    view = _View(snapshot, plan, gates, dra_preemption)
+    out: list[Violation] = []
+    if strict_pdbs:
+        out.extend(check_pdbs_strict(view))
+    for check in (check_bindings, check_admission, check_pod_anti_affinity, check_pod_affinity,
+                  check_topology_spread, check_host_ports, check_evictions, check_capacity, check_victims_necessary,
+                  check_gangs,
+                  check_topology, check_objective, check_device_allocations, check_allocated_claims,
+                  check_devices, check_device_reach, check_device_counts, check_device_conflicts,
+                  check_device_constraints):
+        out.extend(check(view))
+    return out

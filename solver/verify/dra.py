@@ -1,0 +1,458 @@
+"""The DRA rules: the plan's device allocations against the claims, classes and devices of the
+snapshot. One ``check_*`` function per rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from solver.model import cel, selectors
+from solver.model import snapshot as s
+from solver.model.plan import AllocatedDevice as PlannedDevice
+from solver.model.plan import DeviceAllocation
+from solver.verify.violation import NEVER, Violation
+
+if TYPE_CHECKING:
+    from solver.verify.view import _View
+
+
+# ---- DRA ----------------------------------------------------------------------------
+# A plan allocation's owner: (False, "ns/pod") for a per-pod claim, (True, "ns/pg") for a
+# PodGroup's shared claim. Requests are named as in the plan: the request's name for
+# `exactly`, "request/sub" for a firstAvailable entry (SubRequest.name either way).
+
+Owner = tuple[bool, str]
+
+
+def _where(claim: str, request: str | None = None) -> str:
+    return f"claim {claim}" if request is None else f"claim {claim} request {request}"
+
+
+def _device_key(d: PlannedDevice) -> s.DeviceKey:
+    return s.DeviceKey(f"{d.driver}/{d.pool}/{d.device}")
+
+
+def _alloc_name(a: DeviceAllocation) -> str:
+    owner = f"podGroup {a.pod_group}" if a.pod_group else f"pod {a.pod}"
+    return f"{owner} {_where(a.claim, a.request)}"
+
+
+def _attribute(dev: s.Device, qualified: str) -> s.AttributeValue | None:
+    domain, _, name = qualified.rpartition("/")
+    return dev.attributes.get(domain or dev.driver, {}).get(name)
+
+
+def _typed(value: s.AttributeValue) -> tuple[str, object]:
+    return type(value).__name__, value  # True and 1 are different attribute values
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """A plan allocation naming a claim the plan must allocate, and one of its request's alternatives."""
+
+    alloc: DeviceAllocation
+    owner: Owner
+    claim: s.Claim
+    request: s.Request
+    sub: s.SubRequest
+    nodes: tuple[str, ...]  # every device must be reachable from each: the sharers' nodes
+    sites: tuple[str, ...]  # where the claim gets allocated (a bound pod's node): All mode's reference
+
+
+class _DraView:
+    """Claims, devices and the plan's allocations, indexed once (part of ``_View``)."""
+
+    def __init__(self, view: _View) -> None:
+        dra = view.snapshot.dra
+        self.state = dra
+        self.devices = dra.device_by_key()
+        self.local: dict[str, list[s.Device]] = defaultdict(list)  # node -> its node-local devices
+        self.network: list[s.Device] = []
+        for dev in dra.devices:
+            if dev.node is not None:
+                self.local[dev.node].append(dev)
+            else:
+                self.network.append(dev)
+        self.entries = {pod: {pc.name: pc for pc in pcs} for pod, pcs in dra.pod_claims.items()}
+        self.sharers: dict[tuple[str, str], list[s.Pod]] = defaultdict(list)  # (group, entry) -> its pods
+        self.shared_claim: dict[tuple[str, str], s.ClaimKey] = {}
+        for pod_key, pcs in dra.pod_claims.items():
+            for pc in pcs:
+                if pc.shared_by:
+                    self.shared_claim.setdefault((pc.shared_by, pc.name), pc.claim)
+                    if s.PodKey(pod_key) in view.pods:
+                        self.sharers[pc.shared_by, pc.name].append(view.pods[s.PodKey(pod_key)])
+        self.problems: list[Violation] = []  # what the plan's allocations fail to name
+        # what the plan must allocate: every unallocated claim of a pending pod it binds
+        self.expected: dict[tuple[Owner, str], s.Claim] = {}
+        used_by_bound: set[s.ClaimKey] = set()
+        for pod_key in sorted(view.bound):
+            pod = view.pods.get(s.PodKey(pod_key))
+            if pod is None or pod.node is not None:
+                continue
+            for pc in dra.pod_claims.get(pod_key, ()):
+                used_by_bound.add(pc.claim)
+                claim = dra.claims.get(pc.claim)
+                if claim is None:
+                    self.problems.append(Violation(rule="device-allocation", subject=pod_key,
+                                                   detail=f"{_where(pc.name)}: ResourceClaim {pc.claim} "
+                                                          "is not in the snapshot"))
+                elif claim.allocation is None:
+                    claim_owner: Owner = (True, pc.shared_by) if pc.shared_by else (False, pod_key)
+                    self.expected[claim_owner, pc.name] = claim
+        # existing allocations: a claim goes free when every consumer is evicted and no pod
+        # the plan binds uses it; an allocated claim nobody reserves, or one reserved by
+        # another kind of consumer, stays held
+        self.consumers: dict[s.ClaimKey, list[str]] = {}
+        self.freed: set[s.ClaimKey] = set()
+        self.held: dict[s.DeviceKey, list[s.ClaimKey]] = defaultdict(list)
+        for key in sorted(dra.claims):
+            claim = dra.claims[key]
+            if claim.allocation is None:
+                continue
+            consumers = list(claim.reserved_pods) + [p.key for g in claim.reserved_groups
+                                                     for p in view.members.get(s.GroupKey(g), ()) if p.node]
+            self.consumers[key] = consumers
+            if (view.dra_preemption and consumers and not claim.reserved_other
+                    and all(c in view.evicted for c in consumers) and key not in used_by_bound):
+                self.freed.add(key)
+            else:
+                for ad in claim.allocation:
+                    self.held[ad.device].append(key)
+        # the plan's allocations
+        self.users: dict[s.DeviceKey, list[DeviceAllocation]] = defaultdict(list)
+        self.resolved: list[_Resolved] = []
+        counts: dict[tuple[Owner, str, str], int] = defaultdict(int)
+        for a in view.plan.device_allocations:
+            for planned in a.devices:
+                self.users[_device_key(planned)].append(a)
+            owner, why = self._owner(view, a)
+            if owner is None:
+                self.problems.append(Violation(rule="device-allocation", subject=a.pod or a.pod_group or "?",
+                                               detail=f"{_where(a.claim, a.request)}: {why}"))
+                continue
+            claim = self.expected[owner, a.claim]
+            base = a.request.split("/", 1)[0]
+            request = next((r for r in claim.spec.requests if r.name == base), None)
+            if request is None:
+                self.problems.append(Violation(rule="device-allocation", subject=owner[1],
+                                               detail=f"{_where(a.claim, a.request)}: the claim has no request {base}"))
+                continue
+            counts[owner, a.claim, request.name] += 1
+            sub = next((x for x in request.alternatives if x.name == a.request), None)
+            if sub is None:
+                names = [x.name for x in request.alternatives]
+                self.problems.append(Violation(rule="device-allocation", subject=owner[1],
+                                               detail=f"{_where(a.claim, a.request)}: not one of request "
+                                                      f"{request.name}'s alternatives {names}"))
+                continue
+            if owner[0]:
+                pods = self.sharers[owner[1], a.claim]
+                sites = sorted({view.bound[p.key] for p in pods if p.key in view.bound and p.node is None})
+                nodes = sorted(set(sites) | {p.node for p in pods if p.node and view.running_after(p)})
+            else:
+                sites = nodes = [view.bound[a.pod]]
+            self.resolved.append(_Resolved(alloc=a, owner=owner, claim=claim, request=request, sub=sub,
+                                           nodes=tuple(nodes), sites=tuple(sites)))
+        for (owner, entry), claim in sorted(self.expected.items()):
+            for request in claim.spec.requests:
+                n = counts.get((owner, entry, request.name), 0)
+                if n != 1:
+                    self.problems.append(Violation(
+                        rule="device-allocation", subject=owner[1],
+                        detail=f"{_where(entry, request.name)}: " + ("no device allocation" if n == 0 else
+                                                                      f"allocated {n} times")))
+        self._selects: dict[tuple[str, s.DeviceKey], bool | str] = {}
+        self._matching: dict[tuple[s.SubRequest, str],
+                             tuple[list[s.DeviceKey], list[tuple[s.DeviceKey, str]]]] = {}
+
+    def _owner(self, view: _View, a: DeviceAllocation) -> tuple[Owner | None, str]:
+        """The owner of an allocation the plan must make, or None and why the allocation is not one."""
+        if a.pod and a.pod_group:
+            return None, f"names both pod {a.pod} and podGroup {a.pod_group}"
+        if not a.pod and not a.pod_group:
+            return None, "names neither a pod nor a podGroup"
+        if a.pod:
+            owner: Owner = (False, a.pod)
+            if (owner, a.claim) in self.expected:
+                return owner, ""
+            pod = view.pods.get(s.PodKey(a.pod))
+            if pod is None or pod.node is not None or a.pod not in view.bound:
+                return None, "the pod is not a pending pod bound by the plan"
+            pc = self.entries.get(a.pod, {}).get(a.claim)
+            if pc is None:
+                return None, "the pod has no such claim"
+            if pc.shared_by:
+                return None, f"the claim is PodGroup {pc.shared_by}'s shared claim: allocate it once for the group"
+            return None, "the claim is already allocated"
+        owner = (True, a.pod_group)
+        if (owner, a.claim) in self.expected:
+            return owner, ""
+        claim_key = self.shared_claim.get((a.pod_group, a.claim))
+        if claim_key is None:
+            return None, "the PodGroup has no such shared claim"
+        claim = self.state.claims.get(claim_key)
+        if claim is not None and claim.allocation is not None:
+            return None, "the claim is already allocated"
+        return None, "no pod using the claim is bound by the plan"
+
+    def selects(self, expr: str, dev: s.Device) -> bool | str:
+        """Whether the CEL selector holds for ``dev``, or why its evaluation fails."""
+        key = (expr, dev.key)
+        if key not in self._selects:
+            try:
+                self._selects[key] = cel.selects(expr, dev)
+            except cel.CelRuntimeError as e:
+                self._selects[key] = f"CEL runtime error: {e.reason}"
+            except cel.CelError as e:  # the snapshot's parser rejects these; never crash on them here
+                self._selects[key] = f"does not compile: {e.reason}"
+        return self._selects[key]
+
+    def reaches(self, view: _View, dev: s.Device, node_name: str) -> bool:
+        if dev.node is not None:
+            return dev.node == node_name
+        if dev.all_nodes:
+            return True
+        node = view.nodes.get(s.NodeName(node_name))
+        return node is not None and any(selectors.term_matches(t, node) for t in dev.node_selector)
+
+    def untolerated(self, sub: s.SubRequest, dev: s.Device) -> list[s.Taint]:
+        return [t for t in dev.taints if t.effect in ("NoSchedule", "NoExecute")
+                and not any(selectors.tolerates(tol, t) for tol in sub.tolerations)]
+
+    def selector_failure(self, sub: s.SubRequest, dev: s.Device) -> tuple[str, bool]:
+        """Why ``sub``'s class and selectors do not take ``dev`` ("" when they do), and whether
+        that is a CEL runtime error (upstream aborts the allocation then). Upstream's order:
+        the class's selectors, then the request's, up to the first false or failing one."""
+        dclass = self.state.classes.get(sub.device_class)
+        if dclass is None:
+            return f"DeviceClass {sub.device_class} does not exist", False
+        for origin, exprs in ((f"DeviceClass {dclass.name} selector", dclass.selectors),
+                              ("the request's selector", sub.selectors)):
+            for e in exprs:
+                result = self.selects(e, dev)
+                if result is True:
+                    continue
+                if result is False:
+                    return f"fails {origin} {e}", False
+                return f"breaks {origin} {e} ({result})", True
+        return "", False
+
+    def matching(self, view: _View, sub: s.SubRequest,
+                 node: str) -> tuple[list[s.DeviceKey], list[tuple[s.DeviceKey, str]]]:
+        """Every device reachable from ``node`` that ``sub`` may take (class, selectors, taints),
+        sorted, and the reachable devices on which a selector fails to evaluate (with why)."""
+        key = (sub, node)
+        if key not in self._matching:
+            takes, broken = [], []
+            for d in self.local.get(node, []) + [d for d in self.network if self.reaches(view, d, node)]:
+                why, error = self.selector_failure(sub, d)
+                if error:
+                    broken.append((d.key, why))
+                elif not why and not self.untolerated(sub, d):
+                    takes.append(d.key)
+            self._matching[key] = sorted(takes), sorted(broken)
+        return self._matching[key]
+
+    def power(self, view: _View, a: DeviceAllocation) -> float:
+        """Preemption power of an allocation's owner: its pending pod, or the group's bound pods."""
+        if a.pod_group:
+            pods = [p for p in view.members.get(s.GroupKey(a.pod_group), ()) if p.key in view.bound and p.node is None]
+        else:
+            pod = view.pods.get(s.PodKey(a.pod))
+            pods = [pod] if pod is not None and pod.key in view.bound and pod.node is None else []
+        return max((view.power(p) for p in pods), default=NEVER)
+
+
+def check_device_allocations(view: _View) -> list[Violation]:
+    """One allocation per request of every unallocated claim of each pending pod the plan binds
+    (a shared claim: once for its PodGroup), none else; a firstAvailable entry of the request."""
+    return list(view.dra.problems)
+
+
+def check_allocated_claims(view: _View) -> list[Violation]:
+    """A pod bound with an already allocated claim lands where that allocation is usable."""
+    out = []
+    dv = view.dra
+    for pod_key in sorted(view.bound):
+        pod = view.pods.get(s.PodKey(pod_key))
+        node = view.nodes.get(s.NodeName(view.bound[pod_key]))
+        if pod is None or pod.node is not None or node is None:
+            continue
+        for pc in dv.state.pod_claims.get(pod_key, ()):
+            claim = dv.state.claims.get(pc.claim)
+            if claim is None or claim.allocation is None:
+                continue
+            if claim.allocation_nodes and not any(selectors.term_matches(t, node) for t in claim.allocation_nodes):
+                out.append(Violation(rule="device-reach", subject=pod_key,
+                                     detail=f"{_where(pc.name)}: node {node.name} is outside the allocation "
+                                            f"nodeSelector of ResourceClaim {claim.key}"))
+            for ad in claim.allocation:
+                dev = dv.devices.get(ad.device)
+                if dev is not None and not dv.reaches(view, dev, node.name):
+                    out.append(Violation(rule="device-reach", subject=pod_key,
+                                         detail=f"{_where(pc.name)}: device {ad.device} of ResourceClaim {claim.key}'s "
+                                                f"allocation is not reachable from node {node.name}"))
+    return out
+
+
+def check_devices(view: _View) -> list[Violation]:
+    """Each allocated device exists, matches its DeviceClass and request selectors (CEL), and
+    its NoSchedule/NoExecute taints are tolerated by the request."""
+    out = []
+    dv = view.dra
+    for r in dv.resolved:
+        where = _where(r.alloc.claim, r.alloc.request)
+        missing_class = r.sub.device_class not in dv.state.classes
+        if missing_class:
+            out.append(Violation(rule="device-selector", subject=r.owner[1],
+                                 detail=f"{where}: DeviceClass {r.sub.device_class} does not exist"))
+        for ad in r.alloc.devices:
+            key = _device_key(ad)
+            dev = dv.devices.get(key)
+            if dev is None:
+                out.append(Violation(rule="device-unknown", subject=r.owner[1],
+                                     detail=f"{where}: device {key} does not exist"))
+                continue
+            why, _ = dv.selector_failure(r.sub, dev)
+            if why and not missing_class:
+                out.append(Violation(rule="device-selector", subject=r.owner[1], detail=f"{where}: device {key} {why}"))
+            out.extend(Violation(rule="device-taint", subject=r.owner[1],
+                                 detail=f"{where}: device {key} taint {t.key}={t.value}:{t.effect} is not tolerated")
+                       for t in dv.untolerated(r.sub, dev))
+        # a selector failing at run time on a device the allocator meets aborts the allocation:
+        # on any device reachable from the claim's node (every candidate node of a shared claim)
+        taken = {_device_key(ad) for ad in r.alloc.devices}
+        sites = [n for n in r.sites if s.NodeName(n) in view.nodes]
+        broken = {n: [(k, why) for k, why in dv.matching(view, r.sub, n)[1] if k not in taken] for n in sites}
+        if sites and all(broken.values()):
+            k, why = broken[sites[0]][0]
+            out.append(Violation(rule="device-selector", subject=r.owner[1],
+                                 detail=f"{where}: the allocation aborts on node {sites[0]}: device {k} {why}"))
+    return out
+
+
+def check_device_reach(view: _View) -> list[Violation]:
+    """Each device is reachable from the pod's node; a shared claim's from every node where
+    a pod using it is bound or keeps running."""
+    out: list[Violation] = []
+    dv = view.dra
+    for r in dv.resolved:
+        for ad in r.alloc.devices:
+            dev = dv.devices.get(_device_key(ad))
+            if dev is None:
+                continue
+            out.extend(Violation(rule="device-reach", subject=r.owner[1],
+                                 detail=f"{_where(r.alloc.claim, r.alloc.request)}: device {dev.key} "
+                                        f"is not reachable from node {n}")
+                       for n in r.nodes if s.NodeName(n) in view.nodes and not dv.reaches(view, dev, n))
+    return out
+
+
+def check_device_counts(view: _View) -> list[Violation]:
+    """ExactCount: exactly ``count`` devices. All: exactly every device the request may take
+    that is reachable from the node the claim is allocated on (at least one); for a shared
+    claim, from the node of one of the pods the plan binds."""
+    out = []
+    dv = view.dra
+    for r in dv.resolved:
+        got = sorted(_device_key(ad) for ad in r.alloc.devices)
+        where = _where(r.alloc.claim, r.alloc.request)
+        if not r.sub.all_mode:
+            if len(got) != r.sub.count:
+                out.append(Violation(rule="device-count", subject=r.owner[1],
+                                     detail=f"{where}: {len(got)} devices, the request asks for exactly {r.sub.count}"))
+            continue
+        sites = [n for n in r.sites if s.NodeName(n) in view.nodes]
+        want = {n: dv.matching(view, r.sub, n) for n in sites}
+        if not sites or any(w and w == got for w, _ in want.values()):
+            continue
+        if len(sites) == 1:
+            n, (w, _) = sites[0], want[sites[0]]
+            if not w:
+                detail = f"allocationMode All, but no matching device is reachable from node {n}"
+            else:
+                missing, extra = sorted(set(w) - set(got)), sorted(set(got) - set(w))
+                detail = (f"allocationMode All takes every matching device reachable from node {n}: "
+                          + (f"missing {missing}, extra {extra}" if missing or extra else "a device is listed twice"))
+        else:
+            detail = (f"allocationMode All takes every matching device reachable from the claim's node: "
+                      f"no node of {sites} gives exactly {got}")
+        out.append(Violation(rule="device-count", subject=r.owner[1], detail=f"{where}: {detail}"))
+    return out
+
+
+def check_device_conflicts(view: _View) -> list[Violation]:
+    """No device (unless allowMultipleAllocations) is allocated twice: across the plan, and
+    against existing allocations whose claims the plan does not free."""
+    out = []
+    dv = view.dra
+    for key, allocs in dv.users.items():
+        dev = dv.devices.get(key)
+        if dev is None or dev.allow_multiple:
+            continue
+        users = [_alloc_name(a) for a in allocs] + [f"ResourceClaim {c} (allocated)" for c in dv.held.get(key, ())]
+        if len(users) > 1:
+            out.append(Violation(rule="device-conflict", subject=key,
+                                 detail=f"allocated {len(users)} times: {'; '.join(users)}"))
+    return out
+
+
+def check_device_constraints(view: _View) -> list[Violation]:
+    """matchAttribute: the devices of the listed requests (all when none are listed) share one
+    value of the attribute; distinctAttribute: pairwise different values. A device without
+    the attribute violates either."""
+    out = []
+    dv = view.dra
+    by_claim: dict[tuple[Owner, str], list[_Resolved]] = defaultdict(list)
+    for r in dv.resolved:
+        by_claim[r.owner, r.alloc.claim].append(r)
+    for (owner, entry), rs in by_claim.items():
+        for con in rs[0].claim.spec.constraints:
+            covered = [r for r in rs
+                       if not con.requests or r.request.name in con.requests or r.sub.name in con.requests]
+            devices = [dv.devices[k] for r in covered for k in map(_device_key, r.alloc.devices) if k in dv.devices]
+            for kind, attr in (("matchAttribute", con.match_attribute), ("distinctAttribute", con.distinct_attribute)):
+                if attr is None:
+                    continue
+                values: list[tuple[s.Device, s.AttributeValue]] = []
+                for dev in devices:
+                    v = _attribute(dev, attr)
+                    if v is None:
+                        out.append(Violation(rule="device-constraint", subject=owner[1],
+                                             detail=f"{_where(entry)}: {kind} {attr}: device {dev.key} "
+                                                    "has no such attribute"))
+                    else:
+                        values.append((dev, v))
+                by_value: dict[tuple[str, object], list[s.Device]] = defaultdict(list)
+                for dev, v in values:
+                    by_value[_typed(v)].append(dev)
+                if kind == "matchAttribute" and len(by_value) > 1:
+                    shown = ", ".join(f"{dev.key}={v!r}" for dev, v in values)
+                    out.append(Violation(rule="device-constraint", subject=owner[1],
+                                         detail=f"{_where(entry)}: {kind} {attr}: the devices differ: {shown}"))
+                if kind == "distinctAttribute":
+                    for (_, shared), devs in by_value.items():
+                        if len(devs) > 1:
+                            out.append(Violation(rule="device-constraint", subject=owner[1],
+                                                 detail=f"{_where(entry)}: {kind} {attr}: devices "
+                                                        f"{[d.key for d in devs]} share {shared!r}"))
+    return out
+
+
+def _needed_for_devices(view: _View, members: list[s.Pod], prio: int) -> bool:
+    """Putting the victim back keeps a claim of it held, and the plan gives one of that
+    claim's devices to an owner that may preempt the victim."""
+    dv = view.dra
+    keys = {p.key for p in members}
+    for claim_key in sorted(dv.freed):
+        if not keys.intersection(dv.consumers[claim_key]):
+            continue
+        for ad in dv.state.claims[claim_key].allocation or ():
+            dev = dv.devices.get(ad.device)
+            if dev is None or dev.allow_multiple:
+                continue
+            if any(dv.power(view, a) > prio for a in dv.users.get(ad.device, ())):
+                return True
+    return False

@@ -1,0 +1,437 @@
+"""The core rules: bindings, admission, inter-pod rules, evictions, capacity, victims, gangs,
+topology, PDBs and the objective. One ``check_*`` function per rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+from solver.model import selectors
+from solver.model import snapshot as s
+from solver.verify.dra import _needed_for_devices
+from solver.verify.view import _View
+from solver.verify.violation import Violation
+
+
+def check_bindings(view: _View) -> list[Violation]:
+    out = []
+    seen: set[str] = set()
+    for b in view.plan.bindings:
+        pod = view.pods.get(s.PodKey(b.pod))
+        node = view.nodes.get(s.NodeName(b.node))
+        if b.pod in seen:
+            out.append(Violation(rule="binding", subject=b.pod, detail="bound twice"))
+        seen.add(b.pod)
+        if pod is None or node is None:
+            out.append(Violation(rule="binding", subject=b.pod, detail=f"unknown pod or node {b.node}"))
+            continue
+        if pod.node is not None:
+            out.append(Violation(rule="binding", subject=b.pod, detail="pod is already running"))
+        if pod.scheduling_gates:
+            out.append(Violation(rule="binding", subject=b.pod, detail=f"gated by {list(pod.scheduling_gates)}"))
+        if pod.terminating:
+            out.append(Violation(rule="binding", subject=b.pod, detail="pod is being deleted"))
+        if not selectors.statically_feasible(pod, node):
+            out.append(Violation(rule="binding", subject=b.pod, detail=f"node {b.node} fails selector/affinity/taints"))
+    return out
+
+
+def check_admission(view: _View) -> list[Violation]:
+    """No pod of a workload that upstream's validatePodGroup refuses is bound."""
+    out = []
+    for root in sorted(view.planned_roots()):
+        if s.GroupKey(root) not in view.groups or not view.refused(root):
+            continue
+        bound = sorted(p.key for p in view.subtree_pods(root) if p.key in view.bound)
+        if bound:
+            out.append(Violation(rule="admission", subject=root,
+                                 detail=f"validatePodGroup refuses the workload, yet {bound} are bound"))
+    return out
+
+
+# ---- inter-pod rules ----------------------------------------------------------------
+# Read on the plan's end state: the running pods not evicted and the pods it binds, each on
+# its node ("present"). Running pods are never checked against each other (upstream filters
+# only the pod being placed).
+
+
+def _where_now(view: _View, pod: s.Pod) -> s.Node | None:
+    name = view.bound.get(pod.key) or pod.node
+    return view.nodes.get(s.NodeName(name)) if name else None
+
+
+def _ns(view: _View, pod: s.Pod) -> Mapping[str, str]:
+    return selectors.namespace_labels(view.snapshot.namespace_labels, pod.namespace)
+
+
+def _same_domain(key: str, a: s.Node | None, b: s.Node | None) -> bool:
+    return a is not None and b is not None and key in a.labels and a.labels[key] == b.labels.get(key)
+
+
+def _anti_conflict(view: _View, owner: s.Pod, other: s.Pod) -> bool:
+    """``owner``'s required anti-affinity refuses ``other`` where they now are."""
+    if owner.key == other.key or not owner.pod_anti_affinity:
+        return False
+    a, b = _where_now(view, owner), _where_now(view, other)
+    return any(_same_domain(t.topology_key, a, b) and selectors.pod_term_matches(t, other, _ns(view, other))
+               for t in owner.pod_anti_affinity)
+
+
+def _port_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
+    """One host port asked for by two pods on one node (NodePorts)."""
+    if a.key == b.key or not a.host_ports or not b.host_ports:
+        return False
+    na, nb = _where_now(view, a), _where_now(view, b)
+    return na is not None and nb is not None and na.name == nb.name and selectors.host_ports_clash(
+        a.host_ports, b.host_ports)
+
+
+def _in_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
+    return _anti_conflict(view, a, b) or _anti_conflict(view, b, a) or _port_conflict(view, a, b)
+
+
+def check_pod_anti_affinity(view: _View) -> list[Violation]:
+    """InterPodAffinity (plugins/interpodaffinity/filtering.go): no bound pod's anti-affinity
+    term matches another present pod in its domain (satisfyPodAntiAffinity), and no present
+    pod's term matches a bound pod in its (satisfyExistingPodsAntiAffinity)."""
+    out: list[Violation] = []
+    present = view.present()
+    owners = [q for q in present if q.pod_anti_affinity]
+    by_domain: dict[tuple[str, str], list[s.Pod]] = {}  # (key, value) -> present pods there
+    for key in {t.topology_key for p in view.new_pods for t in p.pod_anti_affinity}:
+        for q in present:
+            node = _where_now(view, q)
+            if node is not None and key in node.labels:
+                by_domain.setdefault((key, node.labels[key]), []).append(q)
+    for p in view.new_pods:
+        out.extend(Violation(rule="pod-anti-affinity", subject=p.key,
+                             detail=f"refused by {q.key}'s required anti-affinity in its domain")
+                   for q in owners if _anti_conflict(view, q, p))
+        node = _where_now(view, p)
+        near = {q.key: q for t in p.pod_anti_affinity if node is not None and t.topology_key in node.labels
+                for q in by_domain.get((t.topology_key, node.labels[t.topology_key]), ())}
+        out.extend(Violation(rule="pod-anti-affinity", subject=p.key,
+                             detail=f"its required anti-affinity refuses {q.key} in its domain")
+                   for q in near.values() if _anti_conflict(view, p, q))
+    return out
+
+
+def _spread_counts(view: _View, c: s.SpreadConstraint, owner: s.Pod, also: Iterable[s.Pod] = ()
+                   ) -> tuple[dict[str, int], int, set[str]]:
+    """(matching pods per eligible domain of ``owner``'s constraint, the fewest: 0 below
+    minDomains, the eligible nodes) on the end state, with ``also`` (evicted pods put back)
+    counted too."""
+    eligible = {n.name: n for n in view.snapshot.nodes if selectors.spread_eligible(c, owner, n)}
+    counts = {n.labels[c.topology_key]: 0 for n in eligible.values()}
+    for q in [p for p in view.present() if not p.terminating] + list(also):
+        where = _where_now(view, q)
+        if where is not None and where.name in eligible and selectors.spread_matches(c, owner, q):
+            counts[where.labels[c.topology_key]] += 1
+    low = 0 if len(counts) < (c.min_domains or 1) else min(counts.values(), default=0)
+    return counts, low, set(eligible)
+
+
+def _needed_for_spread(view: _View, members: list[s.Pod], prio: int) -> bool:
+    """Put back, the victim would push a bound pod's domain past maxSkew, and that pod may
+    preempt it (upstream's reprieve keeps only victims whose return passes every filter)."""
+    for p in view.new_pods:
+        if not p.spread or view.power(p) <= prio:
+            continue
+        node = _where_now(view, p)
+        for c in p.spread:
+            if node is None or not any(selectors.spread_matches(c, p, q) for q in members):
+                continue
+            counts, low, _ = _spread_counts(view, c, p, members)
+            value = node.labels.get(c.topology_key)
+            if value in counts and counts[value] - low > c.max_skew:
+                return True
+    return False
+
+
+def check_host_ports(view: _View) -> list[Violation]:
+    """NodePorts: no bound pod asks for a host port another present pod on its node holds."""
+    out: list[Violation] = []
+    on_node: dict[str, list[s.Pod]] = defaultdict(list)
+    for q in view.present():
+        if q.host_ports and (node := _where_now(view, q)) is not None:
+            on_node[node.name].append(q)
+    for p in view.new_pods:
+        node = _where_now(view, p)
+        if not p.host_ports or node is None:
+            continue
+        out.extend(Violation(rule="host-port", subject=p.key, detail=f"a host port of {q.key} on {node.name}")
+                   for q in on_node.get(node.name, ()) if _port_conflict(view, p, q))
+    return out
+
+
+def _matches_all(view: _View, terms: tuple[s.PodAffinityTerm, ...], pod: s.Pod) -> bool:
+    return all(selectors.pod_term_matches(t, pod, _ns(view, pod)) for t in terms)
+
+
+def check_pod_affinity(view: _View) -> list[Violation]:
+    """Required pod affinity, as the pods would be bound one at a time: each bound pod with
+    terms has, in every term's domain, a pod already there matching all its terms; or it is
+    the first such pod anywhere and matches its own terms (satisfyPodAffinity). The order is
+    found greedily: every pod that is supported, and one first pod only when none is."""
+    todo = sorted((p for p in view.new_pods if p.pod_affinity), key=lambda p: p.key)
+    if not todo:
+        return []
+    out = []
+    where: dict[s.PodKey, s.Node] = {}  # each pod's node, known to hold its terms' topology keys
+    for p in todo:
+        node = _where_now(view, p)
+        if node is None or any(t.topology_key not in node.labels for t in p.pod_affinity):
+            out.append(Violation(rule="pod-affinity", subject=p.key,
+                                 detail="its node lacks a topology key of its required pod affinity"))
+        else:
+            where[p.key] = node
+    if out:
+        return out
+    term_sets = {p.pod_affinity for p in todo}
+    # per term set: the (key, value) domains holding a pod matching all of it
+    support: dict[tuple[s.PodAffinityTerm, ...], set[tuple[str, str]]] = {terms: set() for terms in term_sets}
+
+    def place(q: s.Pod) -> None:
+        node = _where_now(view, q)
+        if node is None:
+            return
+        for terms, domains in support.items():
+            if _matches_all(view, terms, q):
+                domains.update((t.topology_key, node.labels[t.topology_key]) for t in terms
+                               if t.topology_key in node.labels)
+
+    for q in view.running_after_all() + [p for p in view.new_pods if not p.pod_affinity]:
+        place(q)
+    while todo:
+        def supported(p: s.Pod) -> bool:
+            labels = where[p.key].labels
+            return all((t.topology_key, labels[t.topology_key]) in support[p.pod_affinity] for t in p.pod_affinity)
+
+        ready = [p for p in todo if supported(p)]
+        if not ready:
+            ready = [p for p in todo if not support[p.pod_affinity] and _matches_all(view, p.pod_affinity, p)][:1]
+        if not ready:
+            return [Violation(rule="pod-affinity", subject=p.key,
+                              detail="no pod matching its required affinity is in its domain") for p in todo]
+        for p in ready:
+            place(p)
+        todo = [p for p in todo if p not in ready]
+    return out
+
+
+def check_topology_spread(view: _View) -> list[Violation]:
+    """PodTopologySpread DoNotSchedule (plugins/podtopologyspread/filtering.go), on the end
+    state: for each bound pod's constraint, the matching pods in its domain exceed the fewest
+    in any eligible domain (0 when there are fewer than minDomains) by at most maxSkew."""
+    out = []
+    # pods alike in namespace and node eligibility see the same counts: read them once
+    cache: dict[tuple[object, ...], tuple[dict[str, int], int, set[str]]] = {}
+    for p in (p for p in view.new_pods if p.spread):
+        node = _where_now(view, p)
+        for c in p.spread:
+            key = (c, p.namespace, tuple(sorted(p.node_selector.items())), p.affinity_terms, p.tolerations,
+                   tuple(x.topology_key for x in p.spread))
+            if key not in cache:
+                cache[key] = _spread_counts(view, c, p)
+            counts, low, eligible = cache[key]
+            if node is None or node.name not in eligible:
+                out.append(Violation(rule="topology-spread", subject=p.key,
+                                     detail=f"node lacks {c.topology_key} or is not one of its domains"))
+                continue
+            have = counts[node.labels[c.topology_key]]
+            if have - low > c.max_skew:
+                out.append(Violation(rule="topology-spread", subject=p.key,
+                                     detail=f"{have} matching pods in {c.topology_key}="
+                                            f"{node.labels[c.topology_key]}, {low} in the emptiest domain, "
+                                            f"maxSkew {c.max_skew}"))
+    return out
+
+
+def check_evictions(view: _View) -> list[Violation]:
+    out = []
+    planned = view.planned_roots()
+    evicted_units = set()
+    for key in view.evicted:
+        pod = view.pods.get(s.PodKey(key))
+        if pod is None or not view.is_running(pod):
+            out.append(Violation(rule="eviction", subject=key, detail="not a running pod"))
+            continue
+        evicted_units.add(view.victim_unit(pod))
+        if pod.terminating:
+            out.append(Violation(rule="eviction", subject=key, detail="is being deleted already"))
+        if view.root(pod) in planned:
+            out.append(Violation(rule="eviction", subject=key, detail="belongs to a workload being planned"))
+    for unit in sorted(evicted_units):
+        members = view.units[unit]
+        missing = [p.key for p in members if p.key not in view.evicted]
+        if missing:
+            out.append(Violation(rule="victim-unit", subject=unit, detail=f"disruptionMode all: {missing} not evicted"))
+    return out
+
+
+def check_capacity(view: _View) -> list[Violation]:
+    """Per node and resource requested by a pod bound there:
+    Σ new pods + Σ running pods not evicted ≤ allocatable."""
+    out = []
+    for node_name, new in sorted(view.new_on.items()):
+        node = view.nodes.get(s.NodeName(node_name))
+        if node is None:
+            continue
+        for res in sorted({r for p in new for r, v in p.requests.items() if v > 0}):
+            used = sum(p.requests.get(res, 0) for p in new)
+            used += sum(p.requests.get(res, 0) for p in view.running_on[node_name] if p.key not in view.evicted)
+            cap = node.allocatable.get(res, 0)
+            if used > cap:
+                out.append(Violation(rule="capacity", subject=f"{node_name}/{res}",
+                                     detail=f"{used} > {cap}", used=used, capacity=cap))
+    return out
+
+
+def check_victims_necessary(view: _View) -> list[Violation]:
+    """Every evicted victim unit is necessary: on one of its nodes, putting it back
+    overflows a resource for the new pods of higher priority there, and one of
+    those may preempt it (kube-scheduler evicts only victims it cannot reprieve);
+    or putting it back keeps one of its claims' devices held while the plan gives
+    that device to a pod (or PodGroup) that may preempt it."""
+    out = []
+    evicted_units = sorted({view.victim_unit(view.pods[s.PodKey(k)]) for k in view.evicted
+                            if s.PodKey(k) in view.pods and view.is_running(view.pods[s.PodKey(k)])})
+    for unit in evicted_units:
+        members = view.units[unit]
+        prio = view.victim_priority(members[0])
+        necessary = False
+        for node_name in sorted({p.node for p in members if p.node}):
+            node = view.nodes[s.NodeName(node_name)]
+            higher = [p for p in view.new_on.get(node_name, []) if view.priority_of_root(view.root(p)) > prio]
+            if not any(view.power(p) > prio for p in higher):
+                continue
+            for res in {r for p in members if p.node == node_name for r in p.requests}:
+                demand = sum(p.requests.get(res, 0) for p in higher)
+                if demand == 0:
+                    continue
+                back = sum(p.requests.get(res, 0) for p in view.running_on[node_name]
+                           if p.key not in view.evicted or view.victim_unit(p) == unit)
+                if demand + back > node.allocatable.get(res, 0):
+                    necessary = True
+        necessary = necessary or _needed_for_devices(view, members, prio) or any(
+            _in_conflict(view, p, q) for q in members for p in view.new_pods
+            if (p.pod_anti_affinity or p.host_ports or q.pod_anti_affinity) and view.power(p) > prio) or \
+            _needed_for_spread(view, members, prio)
+        if not necessary:
+            out.append(Violation(rule="victim-necessary", subject=unit,
+                                 detail="could be put back: no higher-priority pod that may preempt it needs its room"))
+    return out
+
+
+def _group_state(view: _View) -> tuple[dict[str, int], dict[str, bool]]:
+    """new pods bound and gang rule per group, every group of the snapshot."""
+    new: dict[str, int] = {}
+    ok: dict[str, bool] = {}
+
+    def visit(key: str) -> None:
+        group = view.groups[s.GroupKey(key)]
+        for child in view.children.get(key, ()):
+            visit(child)
+        pods = view.subtree_pods(key)
+        new[key] = sum(1 for p in pods if p.key in view.bound)
+        floor = group.min_count if group.min_count is not None else 1
+        if group.kind == s.POD_GROUP:
+            running = sum(1 for p in view.members.get(key, ()) if view.running_after(p))
+            ok[key] = running + new[key] >= floor
+        else:
+            ok[key] = sum(ok[c] for c in view.children.get(key, ())) >= floor
+
+    for g in view.snapshot.groups:
+        if g.parent is None:
+            visit(g.key)
+    return new, ok
+
+
+def _satisfied_roots(view: _View) -> dict[str, bool]:
+    new, ok = _group_state(view)
+    out = {}
+    for root in view.planned_roots():
+        if s.GroupKey(root) in view.groups:
+            out[root] = ok[root] and new[root] >= 1
+        else:
+            out[root] = root in view.bound
+    return out
+
+
+def check_gangs(view: _View) -> list[Violation]:
+    out = []
+    new, ok = _group_state(view)
+    for key, group in view.groups.items():
+        if new.get(key, 0) > 0 and group.min_count is not None and not ok[key]:
+            out.append(Violation(rule="gang", subject=key,
+                                 detail=f"binds {new[key]} pods but its gang rule (min {group.min_count}) fails"))
+    return out
+
+
+def check_topology(view: _View) -> list[Violation]:
+    out = []
+    for key, group in view.groups.items():
+        if group.topology_key is None:
+            continue
+        pods = view.subtree_pods(key)
+        nodes = {p.node for p in pods if view.running_after(p)} | {view.bound[p.key] for p in pods
+                                                                    if p.key in view.bound}
+        if not any(p.key in view.bound for p in pods):
+            continue
+        values = {view.nodes[s.NodeName(n)].labels.get(group.topology_key) for n in nodes if n}
+        if None in values or len(values) > 1:
+            out.append(Violation(rule="topology", subject=key,
+                                 detail=f"pods span {sorted(map(str, values))} of {group.topology_key}"))
+    return out
+
+
+def _evicted_by_pdb(view: _View) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for pdb in view.snapshot.pdbs:
+        for key in view.evicted:
+            pod = view.pods.get(s.PodKey(key))
+            if pod and pod.namespace == pdb.namespace and selectors.label_selector_matches(pdb.selector, pod.labels):
+                out[pdb.key] += 1
+    return out
+
+
+def check_pdbs_strict(view: _View) -> list[Violation]:
+    taken = _evicted_by_pdb(view)
+    return [Violation(rule="pdb", subject=p.key, detail=f"evicts {taken[p.key]}, disruptionsAllowed is "
+                      f"{max(0, p.disruptions_allowed)}")
+            for p in view.snapshot.pdbs if taken[p.key] > max(0, p.disruptions_allowed)]
+
+
+def check_objective(view: _View) -> list[Violation]:
+    out = []
+    o = view.plan.objective
+    sat = _satisfied_roots(view)
+    by_priority: defaultdict[int, int] = defaultdict(int)
+    for root, ok in sat.items():
+        by_priority[view.priority_of_root(root)] += int(ok)
+    cost = 0.0
+    for key in view.evicted:
+        pod = view.pods.get(s.PodKey(key))
+        if pod is None:
+            continue
+        prio = view.victim_priority(pod)
+        cost += pod.preemption_cost_milli / 1000 if pod.preemption_cost_milli is not None else 1 + max(0, prio)
+    evicted_by_pdb = _evicted_by_pdb(view)
+    violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in view.snapshot.pdbs)
+    want = {
+        "satisfiedWorkloads": (o.satisfied_workloads, sum(sat.values())),
+        "placedPods": (o.placed_pods, len(view.bound)),
+        "pdbViolations": (o.pdb_violations, violations),
+        "evictedPods": (o.evicted_pods, len(view.evicted)),
+    }
+    for name, (have, expect) in want.items():
+        if have != expect:
+            out.append(Violation(rule="objective", subject=name, detail=f"plan says {have}, recomputed {expect}"))
+    if abs(o.preemption_cost - cost) > 1e-6 * max(1.0, cost):
+        out.append(Violation(rule="objective", subject="preemptionCost",
+                             detail=f"plan says {o.preemption_cost}, recomputed {cost}"))
+    if {p: n for p, n in by_priority.items() if n} != {p: n for p, n in o.satisfied_by_priority.items() if n}:
+        out.append(Violation(rule="objective", subject="satisfiedByPriority", detail="does not match the workloads"))
+    if o.preemption_cost_bound > o.preemption_cost + 1e-9:
+        out.append(Violation(rule="objective", subject="preemptionCostBound", detail="bound above the plan's cost"))
+    return out
