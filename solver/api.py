@@ -20,8 +20,9 @@ from solver import verify as verify_mod
 from solver.gcpause import without_gc
 from solver.model import cel, decompose, greedy
 from solver.model import snapshot as s
+from solver.model.assignment import Assignment, evaluate, score
 from solver.model.build import build_model
-from solver.model.decode import Assignment, evaluate, make_plan, score
+from solver.model.decode import make_plan
 from solver.model.errors import SolverError
 from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.plan import FEASIBLE, OPTIMAL, Plan
@@ -48,6 +49,7 @@ class OptionError(SolverError):
 MAX_WORKERS = 64
 MAX_TIME_LIMIT = 7 * 24 * 3600.0
 MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is an int32
+DEFAULT_GATES = FeatureGates()  # kube-scheduler 1.37's defaults (frozen: one shared value)
 
 
 class UnknownWorkloadError(SolverError):
@@ -74,14 +76,19 @@ class PlanOptions:
     # "strict": PDBs as a hard rule (no eviction beyond disruptionsAllowed), for a caller that
     # evicts through the Eviction API, which refuses exactly those; "soft": tier 3, as upstream
     pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY
-    gates: FeatureGates = FeatureGates()  # the scheduler's feature gates (solver.model.features)
+    gates: FeatureGates = DEFAULT_GATES  # the scheduler's feature gates (solver.model.features)
 
     def __post_init__(self) -> None:
         """Every number in range (raises OptionError): finite, positive where it must be."""
+        def fits(value: object, lo: float, hi: float, integer: bool) -> bool:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return False
+            if integer:
+                return isinstance(value, int) and lo <= value <= hi
+            return math.isfinite(value) and lo <= value <= hi
+
         def number(name: str, value: object, lo: float, hi: float, integer: bool) -> None:
-            ok = isinstance(value, int) and not isinstance(value, bool) if integer else \
-                isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            if not ok or not lo <= value <= hi:  # type: ignore[operator]
+            if not fits(value, lo, hi, integer):
                 kind = "an integer" if integer else "a number"
                 def show(x: float) -> str:
                     return str(int(x)) if float(x).is_integer() else str(x)
@@ -200,6 +207,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
             if assignment is None or score(problem, assignment) < score(problem, fallback):
                 # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
                 assignment, status, bound, stats["fromBaseline"] = fallback, FEASIBLE, 0, True
+        assert assignment is not None  # the fallbacks hold the hint at least
         phases["fallback"] = time.perf_counter() - fallback_start
         decode_start = time.perf_counter()
         result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)

@@ -97,7 +97,8 @@ class Rest:
     def __init__(self, plane: ControlPlane) -> None:
         from kubernetes import config
 
-        self.api = config.new_client_from_config(str(plane.admin_kubeconfig))
+        self.api = config.new_client_from_config(  # type: ignore[no-untyped-call]  # unannotated in the client
+            str(plane.admin_kubeconfig))
         self.api.configuration.connection_pool_maxsize = WRITERS
         self.api.rest_client.pool_manager.connection_pool_kw["maxsize"] = WRITERS
 
@@ -302,10 +303,11 @@ class _Watch(threading.Thread):
 
         core = client.CoreV1Api(self.rest.api)
         while not self.stop_event.is_set():
-            w = watch.Watch()
+            w = watch.Watch()  # type: ignore[no-untyped-call]  # unannotated in the client
             try:
-                for ev in w.stream(core.list_pod_for_all_namespaces, resource_version=self.rv,
-                                   timeout_seconds=5, _request_timeout=10):
+                for ev in w.stream(  # type: ignore[no-untyped-call]  # unannotated in the client
+                        core.list_pod_for_all_namespaces, resource_version=self.rv, timeout_seconds=5,
+                        _request_timeout=10):
                     pod = ev["object"]
                     self.rv = pod.metadata.resource_version
                     key = f"{pod.metadata.namespace}/{pod.metadata.name}"
@@ -322,11 +324,11 @@ class _Watch(threading.Thread):
                 self.error = str(exc)
                 time.sleep(0.2)
             finally:
-                w.stop()
+                w.stop()  # type: ignore[no-untyped-call]  # unannotated in the client
 
 
-def run_kube_scheduler(objects: list[Obj], *, gates: Mapping[str, bool] | None = None, settle: float = 10.0,
-                       timeout: float = 600.0, pending_first: bool = False) -> Outcome:
+def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[str, bool] | None = None,
+                       settle: float = 10.0, timeout: float = 600.0, pending_first: bool = False) -> Outcome:
     """Load ``objects`` on a fresh control plane, run kube-scheduler until it has been idle for
     ``settle`` seconds, and read back what it bound and deleted.
 
@@ -341,7 +343,7 @@ def run_kube_scheduler(objects: list[Obj], *, gates: Mapping[str, bool] | None =
     plane = ControlPlane.start(controller_manager=True, controllers=("resourceclaim-controller",))
     rest = Rest(plane)
     try:
-        loaded, pending = load_background(rest, objects)
+        loaded, pending = load_background(rest, [dict(o) for o in objects])
         rv = rest.call("GET", "/api/v1/pods", query=[("limit", "1")])["metadata"]["resourceVersion"]
         watcher = _Watch(rest, rv)
         watcher.start()
@@ -420,15 +422,17 @@ def score(snapshot: Any, outcome: Outcome, *, gates: Any = None, dra_preemption:
     from collections import defaultdict
 
     from solver import verify
-    from solver.model.decode import Assignment, make_plan
+    from solver.model.assignment import Assignment
+    from solver.model.decode import make_plan
     from solver.model.features import FeatureGates
     from solver.model.plan import FEASIBLE
     from solver.model.problem import build_problem
 
     gates = gates or FeatureGates()
     problem = build_problem(snapshot, gates=gates, dra_preemption=dra_preemption)
-    class_of = {p.key: c.index for c in problem.classes for p in c.pods}
-    unit_of = {p.key: u.index for u in problem.units for p in u.members}
+    # by the "ns/name" text the control plane reports
+    class_of: dict[str, int] = {p.key: c.index for c in problem.classes for p in c.pods}
+    unit_of: dict[str, int] = {p.key: u.index for u in problem.units for p in u.members}
     counts: dict[tuple[int, Any], int] = defaultdict(int)
     unplanned = []
     for pod, node in sorted(outcome.bindings.items()):

@@ -41,8 +41,9 @@ from typing import Any
 import numpy as np
 
 from solver.model import snapshot as s
-from solver.model.decode import Assignment
-from solver.model.problem import PodClass, Problem
+from solver.model.assignment import Assignment
+from solver.model.problem import Problem
+from solver.model.workloads import PodClass
 
 _INF = float("inf")
 
@@ -124,7 +125,7 @@ def _cost_plan(problem: Problem, found: _CostProgram) -> Assignment | None:
         pods = groups * tree.pods
         prefix: list[np.ndarray] = []
         table = _pods_table(names, {n: costs[n].table for n in names}, pods, found.most_counted, prefix)
-        walk = _walk(prefix, lambda i: costs[names[i]].table, pods,
+        walk = _walk(prefix, [costs[n].table for n in names].__getitem__, pods,
                      x if table[pods, x] < _INF else found.most_counted, collects=True)
         if walk is None:
             return None
@@ -179,7 +180,7 @@ def _cost_program(problem: Problem, violations: int) -> _CostProgram | None:
         found = _groups_table(rows, len(tree.leaves), most_counted, prefix)
         if float(found.min()) < best:
             best = float(found.min())
-            walk = _walk(prefix, lambda r: rows[r], len(tree.leaves), int(found.argmin()), collects=False)
+            walk = _walk(prefix, rows.__getitem__, len(tree.leaves), int(found.argmin()), collects=False)
             parts = None if walk is None or any(j > exact for _, j, _ in walk) else \
                 [(racks[r], j, x) for r, j, x in sorted(walk)]
     if best == _INF:
@@ -192,7 +193,10 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-6 * max(1.0, abs(b))
 
 
-def _walk(prefix: list[np.ndarray], rows_of: Callable[[int], Sequence[np.ndarray]], target: int, x: int,
+Rows = Sequence[np.ndarray] | np.ndarray  # rows[k][x]: the cost of taking k with x counted (rows, or a 2-D table)
+
+
+def _walk(prefix: list[np.ndarray], rows_of: Callable[[int], Rows], target: int, x: int,
           *, collects: bool) -> list[tuple[int, int, int]] | None:
     """Back through a program's tables, last step first, from row ``target`` at count ``x``:
     (step, amount, counted) for each step that took something. ``prefix[i]`` is the table
@@ -214,7 +218,7 @@ def _walk(prefix: list[np.ndarray], rows_of: Callable[[int], Sequence[np.ndarray
     return out[::-1]
 
 
-def _step_back(rows: Sequence[np.ndarray], before: np.ndarray, f: int, x: int, here: float, collect: int | None
+def _step_back(rows: Rows, before: np.ndarray, f: int, x: int, here: float, collect: int | None
                ) -> tuple[int, int, int] | None:
     """(amount, counted, row before) of the choice that made ``here``."""
     for k in range(1, len(rows)):
@@ -279,7 +283,8 @@ def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_c
             room += np.array(uses[i], dtype=np.int64)
         free = [units[i] for i in cheap]
         keep = [i for i in range(len(costs)) if i not in set(cheap)]
-        costs, weights, uses, units = ([xs[i] for i in keep] for xs in (costs, weights, uses, units))  # type: ignore[assignment]
+        costs, weights = [costs[i] for i in keep], [weights[i] for i in keep]
+        uses, units = [uses[i] for i in keep], [units[i] for i in keep]
     n = len(costs)
     bits = ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1).astype(np.int64)
     freed = bits @ np.array(uses, dtype=np.int64).reshape(n, len(resources))
@@ -364,7 +369,8 @@ def _groups_table(racks: list[list[np.ndarray]], groups: int, most_counted: int,
         dp = new
         if prefix is not None:
             prefix.append(dp)
-    return dp[groups]
+    last: np.ndarray = dp[groups]
+    return last
 
 
 def _allowed(problem: Problem) -> int:
@@ -464,7 +470,7 @@ def _most_freed(items: Sequence[tuple[int, int]], total: int) -> list[int]:
 Options = tuple[tuple[float, int], ...]  # per node: (weight, pods) of each way to use it
 
 
-def _tree(problem: Problem, tree: _Tree, options: dict[s.NodeName, Options]
+def _tree(problem: Problem, tree: _Tree, options: Mapping[s.NodeName, Options]
           ) -> tuple[float, list[tuple[list[s.NodeName], int]]] | None:
     """The least total weight placing every pending pod, and the domains (node lists) used with
     the number of leaf groups each takes, by the tree's keys: one domain of the root's key,
@@ -482,7 +488,7 @@ def _tree(problem: Problem, tree: _Tree, options: dict[s.NodeName, Options]
 
 
 def _split(names: list[s.NodeName], key: str | None,
-           labels: dict[s.NodeName, dict[str, str]]) -> dict[str, list[s.NodeName]]:
+           labels: Mapping[s.NodeName, Mapping[str, str]]) -> dict[str, list[s.NodeName]]:
     """Nodes by their value of ``key`` (one domain without a key); unlabelled nodes left out."""
     out: dict[str, list[s.NodeName]] = defaultdict(list)
     for name in names:
@@ -492,7 +498,7 @@ def _split(names: list[s.NodeName], key: str | None,
     return out
 
 
-def _domain(names: list[s.NodeName], options: dict[s.NodeName, Options], pods: int
+def _domain(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int
             ) -> tuple[float, list[tuple[float, int]]]:
     """The least total weight for ``pods`` pods on the nodes, and per node (weight, pods) taken."""
     dp = [0.0] + [_INF] * pods
@@ -524,7 +530,7 @@ def _domain(names: list[s.NodeName], options: dict[s.NodeName, Options], pods: i
     return dp[pods], out
 
 
-def _racks(racks: dict[str, list[s.NodeName]], options: dict[s.NodeName, Options], groups: int, pods: int
+def _racks(racks: dict[str, list[s.NodeName]], options: Mapping[s.NodeName, Options], groups: int, pods: int
            ) -> tuple[float, list[tuple[list[s.NodeName], int]]]:
     """The least total weight for ``groups`` groups of ``pods`` pods, each inside one rack, and
     the racks used with the groups each takes."""
@@ -558,7 +564,7 @@ def _racks(racks: dict[str, list[s.NodeName]], options: dict[s.NodeName, Options
 
 
 def _build(problem: Problem, cls: PodClass, tree: _Tree, parts: list[tuple[list[s.NodeName], int]],
-           per_node: dict[s.NodeName, _Node], options: dict[s.NodeName, Options]) -> Assignment | None:
+           per_node: dict[s.NodeName, _Node], options: Mapping[s.NodeName, Options]) -> Assignment | None:
     """The plan behind the programs' choice, or None when a node's real room falls short."""
     allocatable = {n.name: n.allocatable for n in problem.nodes}
     evicted: set[int] = set()

@@ -43,7 +43,8 @@ class BuiltModel:
         return len(self.model.proto.constraints)
 
 
-_COMPUTE = bounds.PdbFloor(evictions=-1, violations=-1, evicted_pods=-1, plan=None)  # build_model's default: compute the floor
+# build_model's default: compute the floor
+_COMPUTE = bounds.PdbFloor(evictions=-1, violations=-1, evicted_pods=-1, plan=None)
 
 
 def build_model(problem: Problem, *, max_variables: int | None = None,

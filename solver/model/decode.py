@@ -1,107 +1,24 @@
-"""Assignments and how they become plans.
+"""How assignments become plans.
 
-An ``Assignment`` is what a solver decides: how many pods of each class go to
-each node, and which victim units are evicted. ``make_plan`` turns one into a
-``Plan`` for the CP-SAT model and for the greedy baseline alike, evaluating
-every tier from the assignment itself (the solver's objective value is never
-trusted for it). Pure: no I/O.
+``make_plan`` turns an ``Assignment`` (solver.model.assignment) into a ``Plan`` for the
+CP-SAT model and for the greedy baseline alike, every tier evaluated from the assignment
+itself. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from solver.model import snapshot as s
+from solver.model.assignment import Assignment, Evaluation, evaluate
 from solver.model.decode_devices import device_allocations
-from solver.model.plan import Binding, Eviction, GroupVerdict, Held, Objective, Plan, Tiers, WorkloadVerdict
-from solver.model.problem import MILLI, Problem, Workload
+from solver.model.plan import Binding, Eviction, GroupVerdict, Held, Objective, Plan, WorkloadVerdict
+from solver.model.problem import MILLI, Problem
+from solver.model.workloads import Workload
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Assignment:
-    counts: Mapping[tuple[int, s.NodeName], int]  # (class, node) -> pods bound, only > 0
-    evicted: frozenset[int]  # victim unit indices
-    # DRA: (class, node) -> (slot, alternative, match value, device type) -> devices, only > 0
-    devices: Mapping[tuple[int, s.NodeName], Mapping[tuple[int, int, object, int], int]] = field(
-        default_factory=dict)
-    # shared claim index -> (slot, alternative, match value, device type) -> devices
-    shared: Mapping[int, Mapping[tuple[int, int, object, int], int]] = field(default_factory=dict)
-
-
-# ---- evaluation ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    new: dict[s.GroupKey, int]  # pods bound under each group (subtree)
-    ok: dict[s.GroupKey, bool]
-    satisfied: dict[int, bool]  # per workload index
-    placed: int
-    pdb_violations: int
-    cost_milli: int
-    evicted_pods: int
-
-
-def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
-    per_class: dict[int, int] = defaultdict(int)
-    for (c, _), n in assignment.counts.items():
-        per_class[c] += n
-    new: dict[s.GroupKey, int] = {}
-    ok: dict[s.GroupKey, bool] = {}
-    satisfied: dict[int, bool] = {}
-    for w in problem.workloads:
-        for key in reversed(w.groups):
-            group = problem.groups[key]
-            new[key] = sum(per_class[c] for c in problem.classes_under(key) if c in per_class)
-            ok[key] = group_ok(problem, group, new[key], ok)
-        total = sum(per_class[c] for c in w.classes)
-        satisfied[w.index] = total >= 1 and (w.kind == s.STANDALONE_POD or ok[w.groups[0]])
-    evicted_by_pdb = pdb_taken(problem, assignment.evicted)
-    violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in problem.snapshot.pdbs)
-    return Evaluation(
-        new=new, ok=ok, satisfied=satisfied, placed=sum(per_class.values()),
-        pdb_violations=violations,
-        cost_milli=sum(problem.units[u].cost_milli for u in assignment.evicted),
-        evicted_pods=sum(len(problem.units[u].members) for u in assignment.evicted),
-    )
-
-
-def pdb_taken(problem: Problem, evicted: Iterable[int]) -> defaultdict[str, int]:
-    """PDB key -> how many of its pods the evicted units take."""
-    taken: defaultdict[str, int] = defaultdict(int)
-    for u in evicted:
-        for pdb, n in problem.units[u].pdb_counts.items():
-            taken[pdb] += n
-    return taken
-
-
-def group_ok(problem: Problem, group: s.Group, new: int, ok: Mapping[s.GroupKey, bool]) -> bool:
-    """The gang rule of one group, children already evaluated in ``ok``."""
-    if group.kind == s.POD_GROUP:
-        running = len(problem.running_in_group.get(group.key, ()))
-        floor = group.floor
-        return running + new >= floor
-    floor = group.floor
-    return sum(ok[child] for child in problem.tree.children(group.key)) >= floor
-
-
-def tiers(problem: Problem, ev: Evaluation) -> Tiers:
-    by_priority: dict[int, int] = defaultdict(int)
-    for w in problem.workloads:
-        by_priority[w.priority] += int(ev.satisfied[w.index])
-    return Tiers(tuple(sorted(by_priority.items(), reverse=True)), ev.placed, ev.pdb_violations, ev.cost_milli,
-                 ev.evicted_pods)
-
-
-def score(problem: Problem, assignment: Assignment) -> Tiers:
-    """The tiers of ``assignment``, compared as plans are (``Tiers``)."""
-    return tiers(problem, evaluate(problem, assignment))
-
-
-# ---- plan construction -----------------------------------------------------------
+__all__ = ["blocking_budgets", "make_plan", "unsatisfied_reason"]
 
 
 def make_plan(
@@ -115,7 +32,7 @@ def make_plan(
     ev = evaluate(problem, assignment)
     bindings, node_pods = _bindings(problem, assignment)
     node_of = {b.pod: b.node for b in bindings}
-    labels = {n.name: n.labels for n in problem.nodes}
+    labels: dict[str, Mapping[str, str]] = {n.name: n.labels for n in problem.nodes}
     workloads = tuple(_verdict(problem, w, ev, node_of, labels) for w in problem.workloads)
     by_priority: dict[int, int] = defaultdict(int)
     for w in problem.workloads:
@@ -157,7 +74,7 @@ def _bindings(problem: Problem, assignment: Assignment
     for c, nodes in sorted(by_class.items()):
         pods = iter(problem.classes[c].pods)
         for node, n in sorted(nodes):
-            here = [next(pods).key for _ in range(n)]
+            here: list[str] = [next(pods).key for _ in range(n)]
             node_pods[c, node] = here
             out.extend(Binding(pod=key, node=node) for key in here)
     return tuple(sorted(out, key=lambda b: b.pod)), node_pods
@@ -182,7 +99,7 @@ def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str
         group = problem.groups[key]
         domain: dict[str, str] = {}
         if group.topology_key is not None:
-            nodes = [p.node for p in problem.running_under(key) if p.node]
+            nodes: list[str] = [p.node for p in problem.running_under(key) if p.node]
             nodes += [node_of[p.key] for c in problem.classes_under(key)
                       for p in problem.classes[c].pods if p.key in node_of]
             values = {labels[n].get(group.topology_key, "") for n in nodes}

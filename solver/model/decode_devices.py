@@ -16,10 +16,9 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from solver.model import dra as dra_mod
 from solver.model import snapshot as s
+from solver.model.dra import Counts, MatchValue
 from solver.model.plan import AllocatedDevice, Binding, DeviceAllocation
 from solver.model.problem import Problem
-
-Counts = Mapping[tuple[int, int, object, int], int]  # (slot, alternative, value, type) -> devices
 
 
 class _Cursor:
@@ -52,9 +51,9 @@ def device_allocations(problem: Problem, counts_by_class_node: Mapping[tuple[int
         out.extend(_deal(dra, slots, counts, node, pods, cursor))
     for i, counts in sorted(shared.items()):
         claim = dra.shared[i]
-        for alloc in _deal(dra, claim.slots, counts, None, [claim.group], cursor, single=True):
-            out.append(DeviceAllocation(pod_group=alloc.pod, claim=alloc.claim, request=alloc.request,
-                                        devices=alloc.devices))
+        out.extend(DeviceAllocation(pod_group=alloc.pod, claim=alloc.claim, request=alloc.request,
+                                    devices=alloc.devices)
+                   for alloc in _deal(dra, claim.slots, counts, None, [claim.group], cursor, single=True))
     return tuple(sorted(out, key=lambda d: (d.pod_group, d.pod, d.claim, d.request)))
 
 
@@ -66,15 +65,15 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
           owners: list[str], cursor: _Cursor, single: bool = False) -> Iterator[DeviceAllocation]:
     """``single``: one owner (a shared claim) takes everything counted for its option."""
     # pods per (slot, alternative, value), from the device counts
-    per_option: dict[tuple[int, int, object], dict[int, int]] = defaultdict(dict)
+    per_option: dict[tuple[int, int, MatchValue], dict[int, int]] = defaultdict(dict)
     for (j, a, v, t), n in counts.items():
         per_option[j, a, v][t] = n
-    value_of: dict[tuple[int, str], object] = {}  # (claim, owner) -> match value
+    value_of: dict[tuple[int, str], MatchValue] = {}  # (claim, owner) -> match value
     for j, slot in enumerate(slots):
         options = sorted(((a, v) for (jj, a, v) in per_option if jj == j), key=repr)
         # owners to options: a claim's match value first, then the alternatives
         remaining = list(owners)
-        queue: list[tuple[str, int, object]] = []
+        queue: list[tuple[str, int, MatchValue]] = []
         for a, v in options:
             pods = 1 if single else sum(per_option[j, a, v].values()) // max(1, _need(dra, slot, a, node))
             if slot.match is not None:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 
 from solver.model import bounds, greedy
 from solver.model import snapshot as s
+from solver.model.assignment import Assignment, score
 from solver.model.build import BuiltModel, build_model
-from solver.model.decode import Assignment, score
 from solver.model.plan import FEASIBLE, OPTIMAL, Tiers
 from solver.model.problem import Problem
 from solver.model.solve import SolveParams, SolveResult, solve
@@ -50,7 +50,7 @@ def domains(problem: Problem, key: str) -> list[str]:
 def restrict(problem: Problem, key: str, value: str) -> Problem:
     labels = {n.name: n.labels for n in problem.nodes}
     candidates = [{n: k for n, k in cand.items() if labels[n].get(key) == value} for cand in problem.candidates]
-    return replace(problem, candidates=candidates)
+    return replace(problem, candidates=tuple(candidates))
 
 
 def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> DecomposedResult:
@@ -121,7 +121,7 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     finalists.sort(key=lambda v: (cost_floors[v] or 0, _greedy_cost(problem, hints[v], best13)))
     reports: list[dict[str, object]] = [{"domain": v, "status": "PRUNED", "tier": 3} for v in pruned13]
     done: list[tuple[Tiers, SolveResult]] = []
-    best: tuple[Tiers, SolveResult] | None = None
+    best: tuple[Tiers, Assignment] | None = None
     unsolved: list[str] = []
     for i, v in enumerate(finalists):
         share = _share(params, start, len(finalists) - i, 1.0)
@@ -146,13 +146,13 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
         full = score(problem, result.assignment)
         done.append((full, result))
         if best is None or full > best[0]:
-            best = (full, result)
+            best = (full, result.assignment)
     if best is None:  # every finalist cut short: fall back on the best pass-1 domain's greedy
         assignment = hints[finalists[0]]
         full = score(problem, assignment)
         least = 0
     else:
-        full, assignment = best[0], best[1].assignment  # type: ignore[assignment]
+        full, assignment = best
         # a finalist never solved is bounded by its floor; a domain cut short in pass 1, by 0
         lows = [] if certain or unsolved else [0]
         lows += [cost_floors[v] or 0 for v in unsolved]

@@ -37,14 +37,50 @@ Pure: no I/O, no solver.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from solver.model import cel, selectors
 from solver.model import snapshot as s
 from solver.model.errors import SnapshotInvalidError
+from solver.model.workloads import PodClass, VictimUnit
 
 Holder = tuple[int, ...] | None  # None: free; (): held for good; (u, ...): free once all are evicted
+MatchValue = s.AttributeValue | None  # a matchAttribute value; None: the slot has no matchAttribute
+
+
+class Option(NamedTuple):
+    """One way to meet a slot: alternative ``alt`` with matchAttribute value ``value``, taking
+    ``need`` devices from ``types``."""
+
+    alt: int
+    value: MatchValue
+    types: tuple[int, ...]
+    need: int
+
+
+class AllocKey(NamedTuple):
+    """What an allocation count is of: devices of type ``dtype`` taken for slot ``slot`` through
+    alternative ``alt`` with match value ``value``."""
+
+    slot: int
+    alt: int
+    value: MatchValue
+    dtype: int
+
+
+Counts = Mapping[AllocKey, int]  # devices taken per allocation key, only > 0
+
+
+class SharedOption(NamedTuple):
+    """One option of a shared claim's slot: alternative ``alt`` with match value ``value``, the
+    ``option``-th of the slot's options (All mode repeats (alt, value) once per reachable set)."""
+
+    slot: int
+    alt: int
+    value: MatchValue
+    option: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,7 +93,7 @@ class DeviceType:
     shareable: bool  # allowMultipleAllocations: never used up
     kept_by: tuple[int, ...] = ()  # pending classes naming a claim that holds these devices:
     # placing any of them keeps the claim allocated, so its devices are not freed
-    values: Mapping[str, s.AttributeValue | None]  # constraint attribute -> value
+    values: Mapping[str, MatchValue]  # constraint attribute -> value
 
     @property
     def size(self) -> int:
@@ -76,11 +112,12 @@ class Slot:
     match: str | None  # matchAttribute covering this request
     distinct: str | None  # distinctAttribute covering this request
 
-    def values(self, dra: DraProblem, alt: int) -> list[s.AttributeValue | None]:
+    def values(self, dra: DraProblem, alt: int) -> list[MatchValue]:
         """The matchAttribute values this alternative can take ([None] without one)."""
-        if self.match is None:
+        match = self.match
+        if match is None:
             return [None]
-        return sorted({dra.types[t].values[self.match] for t in self.eligible[alt]}, key=repr)  # type: ignore[misc]
+        return sorted({dra.types[t].values[match] for t in self.eligible[alt]}, key=repr)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,16 +130,14 @@ class SharedClaim:
     users: frozenset[int] = frozenset()  # the classes whose pods name it (not every class of the group)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DraProblem:
-    types: list[DeviceType] = field(default_factory=list)
-    node_types: dict[s.NodeName, list[int]] = field(default_factory=dict)  # node-local types per node
-    network_types: list[int] = field(default_factory=list)
-    class_slots: list[tuple[Slot, ...]] = field(default_factory=list)  # per class
-    shared: list[SharedClaim] = field(default_factory=list)
-    shared_of_class: dict[int, list[int]] = field(default_factory=dict)  # class -> shared claims it uses
-    pinned: dict[int, list[frozenset[s.NodeName]]] = field(default_factory=dict)  # class -> allowed node sets
-    unit_types: dict[int, dict[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
+    types: tuple[DeviceType, ...] = ()
+    class_slots: tuple[tuple[Slot, ...], ...] = ()  # per class
+    shared: tuple[SharedClaim, ...] = ()
+    shared_of_class: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # class -> shared claims it uses
+    pinned: Mapping[int, tuple[frozenset[s.NodeName], ...]] = field(default_factory=dict)  # class -> allowed node sets
+    unit_types: Mapping[int, Mapping[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
 
     @property
     def active(self) -> bool:
@@ -120,8 +155,8 @@ class DraProblem:
             return sum(self.types[t].size for t in eligible)
         return sum(self.types[t].size for t in eligible if node in self.types[t].reach)
 
-    def options(self, slot: Slot, node: s.NodeName | None) -> list[tuple[int, object, list[int], int]]:
-        """(alternative, value, types, need) a pod on ``node`` may use for ``slot``; node None: any node."""
+    def options(self, slot: Slot, node: s.NodeName | None) -> list[Option]:
+        """The options a pod on ``node`` may use for ``slot``; node None: any node."""
         out = []
         for a, sub in enumerate(slot.request.alternatives):
             eligible = slot.eligible[a]
@@ -132,17 +167,17 @@ class DraProblem:
             if sub.all_mode and not self._all_possible(slot, a, node):
                 continue
             for v in slot.values(self, a):
-                types = [t for t in reach if slot.match is None or self.types[t].values[slot.match] == v]
+                types = tuple(t for t in reach if slot.match is None or self.types[t].values[slot.match] == v)
                 if not types:
                     continue
                 if sub.all_mode and sum(self.types[t].size for t in types) != need:
                     continue  # All needs every reachable device, and they must share the value
                 if not any(self.types[t].shareable for t in types) and sum(self.types[t].size for t in types) < need:
                     continue
-                out.append((a, v, types, need))
+                out.append(Option(a, v, types, need))
         return out
 
-    def all_reach(self, slot: Slot, a: int, types: Sequence[int]) -> frozenset[s.NodeName]:
+    def all_reach(self, slot: Slot, a: int, types: Iterable[int]) -> frozenset[s.NodeName]:
         """Nodes from which ``types`` are exactly the eligible devices of All-mode alternative
         ``a`` they reach: where every sharer of an All allocation of ``types`` may run."""
         chosen = set(types)
@@ -187,28 +222,90 @@ class DraProblem:
         return most
 
 
-def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Sequence[object],
-            groups: Mapping[s.GroupKey, s.Group], *, free_on_eviction: bool = True) -> DraProblem:
-    """The DRA view of the problem. ``classes`` and ``units`` are problem.PodClass and
-    problem.VictimUnit (not imported here to keep the dependency one way). Without
-    ``free_on_eviction`` every allocated device stays held whoever is evicted, as upstream
-    1.37 plans (its DRA plugin has no preemption support, KEP-5690)."""
+# ---- analysis: snapshot -> DraProblem ---------------------------------------------------
+
+SharedName = tuple[s.GroupKey, str]  # (PodGroup, its claim entry name)
+OwnClaim = tuple[str, int, s.Claim]  # (the pod's claim entry, claim number, claim) still to allocate
+
+
+@dataclass(frozen=True, slots=True)
+class _Claims:
+    """The pending classes' claims, sorted out."""
+
+    own: list[list[OwnClaim]]  # per class: its per-pod claims still to allocate
+    pinned: dict[int, tuple[frozenset[s.NodeName], ...]]  # class -> nodes its allocated claims reach
+    shared: dict[SharedName, s.Claim]  # PodGroup claims still to allocate
+    shared_users: dict[SharedName, frozenset[int]]  # ... and the classes naming each
+
+
+class _TypeKey(NamedTuple):
+    """What makes two devices one type (see the module docstring)."""
+
+    node: s.NodeName | None
+    reach: frozenset[s.NodeName]
+    holder: Holder
+    kept_by: tuple[int, ...]
+    shareable: bool
+    answers: tuple[bool | None, ...]  # per question: does it select the device (None: failed)
+    values: tuple[tuple[str, MatchValue], ...]  # constraint attribute -> value
+
+
+@dataclass(frozen=True, slots=True)
+class _Types:
+    """The device types, with each type's answers to the questions (one per SubRequest)."""
+
+    types: tuple[DeviceType, ...]
+    answers: tuple[tuple[bool | None, ...], ...]  # per type
+    question: Mapping[s.SubRequest, int]  # a question's index in the answers
+
+
+def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Sequence[VictimUnit],
+            *, free_on_eviction: bool = True) -> DraProblem:
+    """The DRA view of the problem. Without ``free_on_eviction`` every allocated device stays
+    held whoever is evicted, as upstream 1.37 plans (its DRA plugin has no preemption
+    support, KEP-5690)."""
     dra_state = snapshot.dra
-    out = DraProblem(class_slots=[() for _ in classes])
     if not dra_state.pod_claims and not dra_state.devices:
-        return out
-    nodes = snapshot.nodes
-    pending_pods = {p.key for p in snapshot.pods if p.node is None}
-    unit_of_pod = {p.key: u.index for u in units for p in u.members}  # type: ignore[attr-defined]
-    protected = {u.index for u in units if u.protected}  # type: ignore[attr-defined]
+        return DraProblem(class_slots=tuple(() for _ in classes))
+    holder_of = _holders(snapshot, units, free_on_eviction=free_on_eviction)
+    kept_of = _kept(dra_state, classes)
+    _check_unshared(snapshot)
+    claims = _sort_claims(snapshot, classes)
+    found = _device_types(snapshot, _questions(claims), holder_of, kept_of)
+
+    def slots(entry: str, claim_no: int, claim: s.Claim) -> tuple[Slot, ...]:
+        return _slots(entry, claim_no, claim, found)
+
+    shared: list[SharedClaim] = []
+    shared_of_class: dict[int, list[int]] = defaultdict(list)
+    for (group, entry), claim in sorted(claims.shared.items()):
+        users = claims.shared_users[group, entry]
+        shared.append(SharedClaim(index=len(shared), group=group, entry=entry, claim=claim,
+                                  slots=slots(entry, 0, claim), users=users))
+        for c in sorted(users):
+            shared_of_class[c].append(len(shared) - 1)
+    return DraProblem(
+        types=found.types,
+        class_slots=tuple(tuple(x for entry, k, claim in own for x in slots(entry, k, claim)) for own in claims.own),
+        shared=tuple(shared),
+        shared_of_class={c: tuple(ids) for c, ids in shared_of_class.items()},
+        pinned=claims.pinned,
+        unit_types=_unit_types(found.types),
+    )
+
+
+def _holders(snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit], *,
+             free_on_eviction: bool) -> dict[s.DeviceKey, Holder]:
+    """Who holds each allocated device: the victim units whose eviction frees it, or () for good."""
+    # pod keys as claims name them (plain "ns/name" strings)
+    unit_of_pod: dict[str, int] = {p.key: u.index for u in units for p in u.members}
+    protected = {u.index for u in units if u.protected}
     running_of_group: dict[str, list[str]] = defaultdict(list)
     for pod in snapshot.pods:
         if pod.node is not None and pod.group is not None:
             running_of_group[pod.group].append(pod.key)
-
-    # ---- what is held, and by whom ------------------------------------------------
     holder_of: dict[s.DeviceKey, Holder] = {}
-    for claim in dra_state.claims.values():
+    for claim in snapshot.dra.claims.values():
         if claim.allocation is None:
             continue
         consumers = list(claim.reserved_pods) + [p for g in claim.reserved_groups for p in running_of_group.get(g, ())]
@@ -217,59 +314,91 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
             holder: Holder = tuple(sorted({unit_of_pod[p] for p in consumers}))
         else:
             holder = ()
-        for dev in claim.allocation:
-            prev = holder_of.get(dev.device)
-            holder_of[dev.device] = holder if prev is None else (() if prev == () or holder == () else
-                                                                tuple(sorted(set(prev) | set(holder or ()))))
+        for allocated in claim.allocation:
+            prev = holder_of.get(allocated.device)
+            holder_of[allocated.device] = holder if prev is None else _joined(prev, holder)
+    return holder_of
 
-    # a pending pod that names an allocated claim keeps it allocated once placed
+
+def _joined(a: tuple[int, ...], b: Holder) -> tuple[int, ...]:
+    """The holder of a device two claims hold: for good if either does, else both's units."""
+    if a == () or b == ():
+        return ()
+    return tuple(sorted(set(a) | set(b or ())))
+
+
+def _kept(dra_state: s.DraState, classes: Sequence[PodClass]) -> dict[s.DeviceKey, set[int]]:
+    """Allocated device -> the pending classes naming its claim (placed, they keep it allocated)."""
     kept_of: dict[s.DeviceKey, set[int]] = defaultdict(set)
     for cls in classes:
-        for pc in dra_state.pod_claims.get(cls.pods[0].key, ()):  # type: ignore[attr-defined]
-            for dev in dra_state.claims[pc.claim].allocation or ():
-                kept_of[dev.device].add(cls.index)  # type: ignore[attr-defined]
+        for pc in dra_state.pod_claims.get(cls.pods[0].key, ()):
+            for allocated in dra_state.claims[pc.claim].allocation or ():
+                kept_of[allocated.device].add(cls.index)
+    return kept_of
 
-    # ---- slots: per class and per shared claim ------------------------------------
-    questions: list[s.SubRequest] = []
-    constraint_attrs: set[str] = set()
-    raw_class_slots: list[list[tuple[str, int, s.Claim]]] = []
-    users: dict[s.ClaimKey, list[str]] = defaultdict(list)  # unallocated per-pod claim -> pending pods
+
+def _check_unshared(snapshot: s.ClusterSnapshot) -> None:
+    """A per-pod claim still to allocate may be named by one pending pod only."""
+    dra_state = snapshot.dra
+    pending_pods = {p.key for p in snapshot.pods if p.node is None}
+    naming: dict[s.ClaimKey, list[str]] = defaultdict(list)  # unallocated per-pod claim -> pods
     for pod_key, pcs in dra_state.pod_claims.items():
         for pc in pcs:
             if pc.shared_by is None and dra_state.claims[pc.claim].allocation is None:
-                users[pc.claim].append(pod_key)
-    for key, pods in users.items():
+                naming[pc.claim].append(pod_key)
+    for claim_key, pods in naming.items():
         pending = [p for p in pods if p in pending_pods]
         if len(pending) > 1:
-            raise SnapshotInvalidError(f"ResourceClaim/{key}", "metadata.name",
+            raise SnapshotInvalidError(f"ResourceClaim/{claim_key}", "metadata.name",
                                        f"used by several pending pods ({', '.join(sorted(pending))}) outside a "
                                        "PodGroup's spec.resourceClaims: one allocation shared that way is not modelled")
-    shared_raw: dict[tuple[s.GroupKey, str], s.Claim] = {}
-    shared_users: dict[tuple[s.GroupKey, str], set[int]] = defaultdict(set)
+
+
+def _sort_claims(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass]) -> _Claims:
+    """Each class's claims: its own still to allocate, the allocated ones pinning it, and the
+    shared claims of its PodGroup."""
+    dra_state = snapshot.dra
+    own_of: list[list[OwnClaim]] = []
+    pinned: dict[int, list[frozenset[s.NodeName]]] = defaultdict(list)
+    shared: dict[SharedName, s.Claim] = {}
+    users: dict[SharedName, set[int]] = defaultdict(set)
     for cls in classes:
-        rep = cls.pods[0]  # type: ignore[attr-defined]
-        own: list[tuple[str, int, s.Claim]] = []
-        for pc in dra_state.pod_claims.get(rep.key, ()):
+        own: list[OwnClaim] = []
+        for pc in dra_state.pod_claims.get(cls.pods[0].key, ()):
             claim = dra_state.claims[pc.claim]
             if claim.allocation is not None:
-                out.pinned.setdefault(cls.index, []).append(  # type: ignore[attr-defined]
-                    _allocation_reach(claim, dra_state, nodes))
-                continue
-            if pc.shared_by is not None:
-                shared_raw.setdefault((s.GroupKey(pc.shared_by), pc.name), claim)
-                shared_users[s.GroupKey(pc.shared_by), pc.name].add(cls.index)  # type: ignore[attr-defined]
-                continue
-            own.append((pc.name, len(own), claim))
-        raw_class_slots.append(own)
-        for _, _, claim in own:
-            _collect(claim, questions, constraint_attrs)
-    for claim in shared_raw.values():
-        _collect(claim, questions, constraint_attrs)
-    unique_questions = list(dict.fromkeys(questions))
+                pinned[cls.index].append(_allocation_reach(claim, dra_state, snapshot.nodes))
+            elif pc.shared_by is not None:
+                name = (s.GroupKey(pc.shared_by), pc.name)
+                shared.setdefault(name, claim)
+                users[name].add(cls.index)
+            else:
+                own.append((pc.name, len(own), claim))
+        own_of.append(own)
+    return _Claims(own=own_of, pinned={c: tuple(sets) for c, sets in pinned.items()}, shared=shared,
+                   shared_users={name: frozenset(cs) for name, cs in users.items()})
 
-    # ---- device types ---------------------------------------------------------------
-    reach_cache: dict[tuple[object, ...], frozenset[s.NodeName]] = {}
-    by_key: dict[tuple[object, ...], list[s.Device]] = defaultdict(list)
+
+def _questions(claims: _Claims) -> tuple[list[s.SubRequest], set[str]]:
+    """Every (sub)request the claims ask of a device, in order, and the attributes their
+    constraints name."""
+    questions: list[s.SubRequest] = []
+    attrs: set[str] = set()
+    for own in claims.own:
+        for _, _, claim in own:
+            _collect(claim, questions, attrs)
+    for claim in claims.shared.values():
+        _collect(claim, questions, attrs)
+    return list(dict.fromkeys(questions)), attrs
+
+
+def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], set[str]],
+                  holder_of: Mapping[s.DeviceKey, Holder], kept_of: Mapping[s.DeviceKey, set[int]]) -> _Types:
+    """The devices grouped into types (see the module docstring), in a stable order."""
+    questions, constraint_attrs = asked
+    dra_state = snapshot.dra
+    reach_cache: dict[tuple[tuple[s.NodeSelectorTerm, ...], bool], frozenset[s.NodeName]] = {}
+    by_key: dict[_TypeKey, list[s.Device]] = defaultdict(list)
     answers_cache: dict[tuple[object, ...], tuple[bool | None, ...]] = {}
     for dev in dra_state.devices:
         if dev.node is not None:
@@ -278,66 +407,58 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[object], units: Seque
             rk = (dev.node_selector, dev.all_nodes)
             if rk not in reach_cache:
                 reach_cache[rk] = frozenset(
-                    n.name for n in nodes
+                    n.name for n in snapshot.nodes
                     if dev.all_nodes or any(selectors.term_matches(term, n) for term in dev.node_selector))
             reach = reach_cache[rk]
         sig = dev.signature()
         if sig not in answers_cache:
-            answers_cache[sig] = tuple(_answers(dev, q, dra_state) for q in unique_questions)
-        values = tuple((a, attribute(dev, a)) for a in sorted(constraint_attrs))
+            answers_cache[sig] = tuple(_answers(dev, q, dra_state) for q in questions)
         holder = None if dev.allow_multiple else holder_of.get(dev.key)
-        kept = tuple(sorted(kept_of.get(dev.key, ()))) if holder else ()
-        key = (dev.node, reach, holder, kept, dev.allow_multiple, answers_cache[sig], values)
+        key = _TypeKey(node=dev.node, reach=reach, holder=holder,
+                       kept_by=tuple(sorted(kept_of.get(dev.key, ()))) if holder else (),
+                       shareable=dev.allow_multiple, answers=answers_cache[sig],
+                       values=tuple((a, attribute(dev, a)) for a in sorted(constraint_attrs)))
         by_key[key].append(dev)
-    answers_of_type: list[tuple[bool | None, ...]] = []
-    for key in sorted(by_key, key=lambda k: (k[0] or "", sorted(k[1])[:1], repr(k[2:]))):
-        devs = tuple(sorted(by_key[key], key=lambda d: d.key))
-        node, reach, holder, kept, shareable, answers, values = key
-        t = DeviceType(index=len(out.types), node=node, reach=reach, devices=devs, holder=holder,  # type: ignore[arg-type]
-                       kept_by=kept, shareable=bool(shareable), values=dict(values))  # type: ignore[arg-type]
-        out.types.append(t)
-        answers_of_type.append(answers)  # type: ignore[arg-type]
-        if node is None:
-            out.network_types.append(t.index)
-        else:
-            out.node_types.setdefault(node, []).append(t.index)  # type: ignore[arg-type]
-        if holder:
-            for u in holder:  # type: ignore[union-attr]
-                out.unit_types.setdefault(u, {})[t.index] = out.unit_types.get(u, {}).get(t.index, 0) + t.size
-    q_index = {q: i for i, q in enumerate(unique_questions)}
+    types: list[DeviceType] = []
+    answers: list[tuple[bool | None, ...]] = []
+    for key in sorted(by_key, key=lambda k: (k.node or "", sorted(k.reach)[:1], repr(k[2:]))):
+        types.append(DeviceType(index=len(types), node=key.node, reach=key.reach,
+                                devices=tuple(sorted(by_key[key], key=lambda d: d.key)), holder=key.holder,
+                                kept_by=key.kept_by, shareable=bool(key.shareable), values=dict(key.values)))
+        answers.append(key.answers)
+    return _Types(types=tuple(types), answers=tuple(answers), question={q: i for i, q in enumerate(questions)})
 
-    def slots_of(entry: str, claim_no: int, claim: s.Claim) -> list[Slot]:
-        match, distinct = _constraints(claim)
-        made = []
-        for req in claim.spec.requests:
-            m = match[1] if match and (not match[0] or req.name in match[0]) else None
-            d = next((a for reqs, a in distinct if not reqs or req.name in reqs), None)
-            eligible, selected = [], []
-            for sub in req.alternatives:
-                qi = q_index[sub]
-                if any(answers[qi] is None for answers in answers_of_type):
-                    eligible.append(frozenset())  # upstream aborts the allocation: nothing fits
-                    selected.append(frozenset())
-                    continue
-                selected.append(frozenset(t.index for t in out.types if answers_of_type[t.index][qi]))
-                types = {t.index for t in out.types if answers_of_type[t.index][qi]
-                         and (m is None or t.values.get(m) is not None)
-                         and (d is None or t.values.get(d) is not None)}
-                eligible.append(frozenset(types))
-            made.append(Slot(claim_entry=entry, claim=claim_no, request=req, eligible=tuple(eligible),
-                             selected=tuple(selected), match=m, distinct=d))
-        return made
 
-    out.class_slots = [tuple(x for entry, k, claim in own for x in slots_of(entry, k, claim))
-                       for own in raw_class_slots]
-    for (group, entry), claim in sorted(shared_raw.items()):
-        index = len(out.shared)
-        users = frozenset(shared_users[group, entry])
-        out.shared.append(SharedClaim(index=index, group=group, entry=entry, claim=claim,
-                                      slots=tuple(slots_of(entry, 0, claim)), users=users))
-        for c in sorted(users):
-            out.shared_of_class.setdefault(c, []).append(index)
-    return out
+def _unit_types(types: Sequence[DeviceType]) -> dict[int, dict[int, int]]:
+    """Victim unit -> type -> devices of the type it holds."""
+    out: dict[int, dict[int, int]] = defaultdict(dict)
+    for t in types:
+        for u in t.holder or ():
+            out[u][t.index] = out[u].get(t.index, 0) + t.size
+    return dict(out)
+
+
+def _slots(entry: str, claim_no: int, claim: s.Claim, found: _Types) -> tuple[Slot, ...]:
+    """One slot per request of ``claim``: per alternative, the types it may take."""
+    match, distinct = _constraints(claim)
+    made = []
+    for req in claim.spec.requests:
+        m = match[1] if match and (not match[0] or req.name in match[0]) else None
+        d = next((a for reqs, a in distinct if not reqs or req.name in reqs), None)
+        eligible, selected = [], []
+        for sub in req.alternatives:
+            qi = found.question[sub]
+            if any(answers[qi] is None for answers in found.answers):
+                eligible.append(frozenset[int]())  # upstream aborts the allocation: nothing fits
+                selected.append(frozenset[int]())
+                continue
+            selected.append(frozenset(t.index for t in found.types if found.answers[t.index][qi]))
+            eligible.append(frozenset(t.index for t in found.types if found.answers[t.index][qi]
+                                      and (m is None or t.values.get(m) is not None)
+                                      and (d is None or t.values.get(d) is not None)))
+        made.append(Slot(claim_entry=entry, claim=claim_no, request=req, eligible=tuple(eligible),
+                         selected=tuple(selected), match=m, distinct=d))
+    return tuple(made)
 
 
 def attribute(dev: s.Device, qualified: str) -> s.AttributeValue | None:
@@ -354,7 +475,11 @@ def _collect(claim: s.Claim, questions: list[s.SubRequest], attrs: set[str]) -> 
                 attrs.add(a)
 
 
-def _constraints(claim: s.Claim) -> tuple[tuple[tuple[str, ...], str] | None, list[tuple[tuple[str, ...], str]]]:
+Covered = tuple[tuple[str, ...], str]  # (the requests a constraint covers, () for all; its attribute)
+
+
+def _constraints(claim: s.Claim) -> tuple[Covered | None, list[Covered]]:
+    """The claim's matchAttribute constraint (at most one) and its distinctAttribute ones."""
     matches = [(c.requests, c.match_attribute) for c in claim.spec.constraints if c.match_attribute]
     distinct = [(c.requests, c.distinct_attribute) for c in claim.spec.constraints if c.distinct_attribute]
     if len(matches) > 1:
@@ -364,7 +489,7 @@ def _constraints(claim: s.Claim) -> tuple[tuple[tuple[str, ...], str] | None, li
         if len(reqs) != 1 and len(claim.spec.requests) != 1:
             raise SnapshotInvalidError(f"ResourceClaim/{claim.key}", "spec.devices.constraints",
                                        "distinctAttribute over more than one request is not modelled")
-    return (matches[0] if matches else None), distinct  # type: ignore[return-value]
+    return (matches[0] if matches else None), distinct
 
 
 def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState) -> bool | None:
@@ -383,21 +508,16 @@ def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState) -> bool | 
 
 def _allocation_reach(claim: s.Claim, dra_state: s.DraState, nodes: Sequence[s.Node]) -> frozenset[s.NodeName]:
     """Nodes from which an existing allocation is usable: its nodeSelector and every device's reach."""
-    devices = dra_state.device_by_key()
-    out = []
-    for n in nodes:
-        if claim.allocation_nodes and not any(selectors.term_matches(t, n) for t in claim.allocation_nodes):
-            continue
-        ok = True
-        for a in claim.allocation or ():
-            dev = devices.get(a.device)
-            if dev is None:
-                continue
-            if dev.node is not None and dev.node != n.name:
-                ok = False
-            elif dev.node is None and not dev.all_nodes and not any(
-                    selectors.term_matches(t, n) for t in dev.node_selector):
-                ok = False
-        if ok:
-            out.append(n.name)
-    return frozenset(out)
+    by_key = dra_state.device_by_key()
+    devices = [dev for a in claim.allocation or () if (dev := by_key.get(a.device)) is not None]
+    allowed = claim.allocation_nodes  # () = any node
+    return frozenset(n.name for n in nodes
+                     if (not allowed or any(selectors.term_matches(t, n) for t in allowed))
+                     and all(_reaches(dev, n) for dev in devices))
+
+
+def _reaches(dev: s.Device, node: s.Node) -> bool:
+    """Is ``dev`` reachable from ``node``?"""
+    if dev.node is not None:
+        return dev.node == node.name
+    return dev.all_nodes or any(selectors.term_matches(t, node) for t in dev.node_selector)

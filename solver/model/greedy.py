@@ -66,15 +66,16 @@ import bisect
 import heapq
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from solver.model import snapshot as s
-from solver.model.decode import Assignment, group_ok, pdb_taken
+from solver.model.assignment import Assignment, group_ok, pdb_taken
 from solver.model.greedy_devices import Devices, Take
 from solver.model.greedy_interpod import InterPodRules
-from solver.model.problem import PodClass, Problem, VictimUnit, Workload, fixed_domain
+from solver.model.problem import Problem, fixed_domain
+from solver.model.workloads import PodClass, VictimUnit, Workload
 
 T = TypeVar("T")
 
@@ -384,7 +385,7 @@ class Potential:
     before: frozenset[int]  # evicted before this preemption (by earlier workloads)
 
     @staticmethod
-    def of(problem: Problem, workload: Workload, state: _State) -> "Potential | None":
+    def of(problem: Problem, workload: Workload, state: _State) -> Potential | None:
         powers = [p for c in workload.classes if (p := problem.classes[c].power) is not None]
         return Potential(max(powers), frozenset(state.evicted)) if powers else None
 
@@ -518,19 +519,25 @@ def importance(problem: Problem, u: int) -> tuple[object, ...]:
     return (-unit.priority, -victim_rank(problem, unit), -len(unit.members), unit.start_time, unit.key)
 
 
-# name -> (the units it was worked out for, the value): the per-domain sub-problems of a
-# decomposition share their Problem's units, so each is worked out once, not once per
-# preemption. Read and replaced as one tuple, so a concurrent solve never sees another's.
-_PER_UNITS: dict[str, tuple[object, object]] = {}
+class _PerUnits(Generic[T]):
+    """A value worked out for one set of units, kept with them: the per-domain sub-problems of
+    a decomposition share their Problem's units, so it is worked out once, not once per
+    preemption. Read and replaced as one tuple, so a concurrent solve never sees another's."""
+
+    def __init__(self) -> None:
+        self._hit: tuple[tuple[VictimUnit, ...], T] | None = None
+
+    def get(self, problem: Problem, work: Callable[[], T]) -> T:
+        hit = self._hit
+        if hit is not None and hit[0] is problem.units:
+            return hit[1]
+        value = work()
+        self._hit = (problem.units, value)
+        return value
 
 
-def _per_units(problem: Problem, name: str, work: Callable[[], T]) -> T:
-    hit = _PER_UNITS.get(name)
-    if hit is not None and hit[0] is problem.units:
-        return hit[1]  # type: ignore[return-value]  # stored by this function under this name
-    value = work()
-    _PER_UNITS[name] = (problem.units, value)
-    return value
+_RANK: _PerUnits[list[int]] = _PerUnits()
+_COVERED: _PerUnits[dict[s.PdbKey, _Ranked]] = _PerUnits()
 
 
 def importance_rank(problem: Problem) -> list[int]:
@@ -542,7 +549,7 @@ def importance_rank(problem: Problem) -> list[int]:
             rank[u] = i
         return rank
 
-    return _per_units(problem, "rank", work)
+    return _RANK.get(problem, work)
 
 
 def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential | None = None) -> set[int]:
@@ -566,9 +573,9 @@ def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential
                         out.add(u)
         return out
     ranked = _covered_in_order(problem)
-    gone: dict[str, tuple[list[int], list[int]]] = {}  # per budget: positions evicted before, cumulated counts
+    gone: dict[s.PdbKey, tuple[list[int], list[int]]] = {}  # per budget: positions evicted before, cumulated counts
 
-    def spent_before(pdb: str, r: _Ranked, lo: int, hi: int) -> int:
+    def spent_before(pdb: s.PdbKey, r: _Ranked, lo: int, hi: int) -> int:
         if pdb not in gone:
             pairs = sorted((r.pos[b], units[b].pdb_counts[pdb]) for b in potential.before
                            if b in r.pos and not units[b].protected)
@@ -604,11 +611,11 @@ class _Ranked:
     neg_priority: list[int]
 
 
-def _covered_in_order(problem: Problem) -> dict[str, _Ranked]:
+def _covered_in_order(problem: Problem) -> dict[s.PdbKey, _Ranked]:
     """Per budget, the units it covers ranked (once per set of units)."""
 
-    def work() -> dict[str, _Ranked]:
-        by_pdb: dict[str, list[int]] = defaultdict(list)
+    def work() -> dict[s.PdbKey, _Ranked]:
+        by_pdb: dict[s.PdbKey, list[int]] = defaultdict(list)
         for u in sorted((u.index for u in problem.units if u.pdb_counts), key=importance_rank(problem).__getitem__):
             for pdb in problem.units[u].pdb_counts:
                 by_pdb[pdb].append(u)
@@ -622,7 +629,7 @@ def _covered_in_order(problem: Problem) -> dict[str, _Ranked]:
                                   neg_priority=[-problem.units[u].priority for u in order])
         return ranked
 
-    return _per_units(problem, "covered", work)
+    return _COVERED.get(problem, work)
 
 
 def _reprieve(state: _State, victims: list[int], potential: Potential | None = None) -> None:
@@ -730,7 +737,7 @@ def _placement_scores(state: _State, group: s.Group,
         fits.append(total // weights if weights else 0)
         counts.append(scheduled + sum(k for _, _, k in proposed))
     most = max(counts)
-    return [fit + (count * 100 // most if most else 0) for fit, count in zip(fits, counts)]
+    return [fit + (count * 100 // most if most else 0) for fit, count in zip(fits, counts, strict=True)]
 
 
 def _domains(
@@ -783,7 +790,7 @@ def _place_inner(state: _State, group: s.Group, allowed: set[s.NodeName] | None)
     return False
 
 
-def _fullest_first(state: _State, cand: dict[s.NodeName, int],
+def _fullest_first(state: _State, cand: Mapping[s.NodeName, int],
                    allowed: set[s.NodeName] | None) -> Iterator[s.NodeName]:
     """Candidate nodes by (-fullness, name). Only touched nodes can be nonempty; the empty
     rest is walked lazily in name order, so a class that fits on the first few empty nodes
@@ -797,7 +804,8 @@ def _fullest_first(state: _State, cand: dict[s.NodeName, int],
     yield from (n for n in state.by_name if n in cand and scores.get(n, 0.0) == 0.0)
 
 
-NON_ZERO_DEFAULTS = (("cpu", 100), ("memory", 200 * 1024 * 1024))  # scheduler/util DefaultMilliCPURequest, DefaultMemoryRequest
+# scheduler/util DefaultMilliCPURequest, DefaultMemoryRequest
+NON_ZERO_DEFAULTS = (("cpu", 100), ("memory", 200 * 1024 * 1024))
 
 
 def _nonzero_extra(pods: Iterable[s.Pod]) -> dict[s.NodeName, dict[str, int]]:

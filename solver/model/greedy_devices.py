@@ -16,8 +16,9 @@ from collections.abc import Sequence
 
 from solver.model import dra as dra_mod
 from solver.model import snapshot as s
+from solver.model.dra import AllocKey, MatchValue
 
-Take = dict[tuple[int, int, object, int], int]  # (slot, alternative, value, type) -> devices
+Take = dict[AllocKey, int]  # devices taken per allocation key
 INF = 1 << 40
 
 
@@ -28,7 +29,7 @@ class Devices:
         self.frees = frees  # False: an evicted holder's devices stay held (upstream 1.37)
         self.used: Counter[int] = Counter()
         self.by_class: dict[int, Counter[int]] = defaultdict(Counter)  # type -> class -> devices
-        self.placed: dict[tuple[int, s.NodeName], Counter[tuple[int, int, object, int]]] = defaultdict(Counter)
+        self.placed: dict[tuple[int, s.NodeName], Counter[AllocKey]] = defaultdict(Counter)
         self.shared: dict[int, Take] = {}
         self.shared_reach: dict[int, frozenset[s.NodeName]] = {}
 
@@ -53,15 +54,15 @@ class Devices:
         """How many of ``pods`` owners fit (up to ``pods``), and what they take together;
         ``start``: devices per type already spoken for (a shared claim about to be taken)."""
         total: Counter[int] = Counter(start or {})
-        take: Take = Counter()  # type: ignore[assignment]
+        take: Counter[AllocKey] = Counter()
         done = 0
         for _ in range(pods):
             one = self._fit_one(slots, node, total)
             if one is None:
                 break
-            for (j, a, v, t), n in one.items():
-                take[j, a, v, t] += n  # type: ignore[index]
-                total[t] += n
+            for key, n in one.items():
+                take[key] += n
+                total[key.dtype] += n
             done += 1
         return done, dict(take)
 
@@ -71,7 +72,7 @@ class Devices:
         for claim in sorted({sl.claim for sl in slots}):
             members = [(j, sl) for j, sl in enumerate(slots) if sl.claim == claim]
             match = next((sl.match for _, sl in members if sl.match is not None), None)
-            values: list[object] = [None]
+            values: list[MatchValue] = [None]
             if match is not None:
                 values = sorted({v for _, sl in members for a, v, _, _ in self.dra.options(sl, node)}, key=repr)
             for v in values:
@@ -86,7 +87,7 @@ class Devices:
                         got = self._take(sl, a, types, need, extra)
                         if got is not None:
                             for t, n in got.items():
-                                trial[j, a, vv, t] = n
+                                trial[AllocKey(j, a, vv, t)] = n
                                 extra[t] += n
                             break
                     if got is None:
@@ -100,7 +101,8 @@ class Devices:
                 return None
         return out
 
-    def _take(self, slot: dra_mod.Slot, a: int, types: list[int], need: int, extra: Counter[int]) -> dict[int, int] | None:
+    def _take(self, slot: dra_mod.Slot, a: int, types: tuple[int, ...], need: int,
+              extra: Counter[int]) -> dict[int, int] | None:
         sub = slot.request.alternatives[a]
         if sub.all_mode:
             if all(self.free(t, extra) >= self.dra.types[t].size for t in types):
@@ -108,7 +110,7 @@ class Devices:
             return None
         got: dict[int, int] = {}
         left = need
-        seen_values: set[object] = set()
+        seen_values: set[MatchValue] = set()
         # free devices first, then devices an eviction freed; then by type index
         for t in sorted(types, key=lambda t: (self.dra.types[t].holder is not None, t)):
             if left == 0:
@@ -129,28 +131,29 @@ class Devices:
 
     # ---- committing -----------------------------------------------------------------
     def commit(self, c: int, node: s.NodeName, take: Take, sign: int = 1) -> None:
-        for (j, a, v, t), n in take.items():
-            self.used[t] += sign * n
-            self.by_class[t][c] += sign * n
-            self.placed[c, node][j, a, v, t] += sign * n
+        for key, n in take.items():
+            self.used[key.dtype] += sign * n
+            self.by_class[key.dtype][c] += sign * n
+            self.placed[c, node][key] += sign * n
 
     def commit_shared(self, i: int, take: Take | None, reach: frozenset[s.NodeName] | None, c: int) -> None:
         if take is None:  # undo
             old = self.shared.pop(i)
             self.shared_reach.pop(i, None)
-            for (_, _, _, t), n in old.items():
-                self.used[t] -= n
-                self.by_class[t][c] -= n
+            for key, n in old.items():
+                self.used[key.dtype] -= n
+                self.by_class[key.dtype][c] -= n
             return
         self.shared[i] = take
         assert reach is not None
         self.shared_reach[i] = reach
-        for (_, _, _, t), n in take.items():
-            self.used[t] += n
-            self.by_class[t][c] += n
+        for key, n in take.items():
+            self.used[key.dtype] += n
+            self.by_class[key.dtype][c] += n
 
     def feasible(self, types: Sequence[int]) -> bool:
         return all(self.used[t] <= self.supply(t) for t in types)
 
-    def devices(self) -> dict[tuple[int, s.NodeName], dict[tuple[int, int, object, int], int]]:
-        return {k: {kk: n for kk, n in v.items() if n > 0} for k, v in self.placed.items() if any(n > 0 for n in v.values())}
+    def devices(self) -> dict[tuple[int, s.NodeName], Take]:
+        return {owner: {key: n for key, n in took.items() if n > 0}
+                for owner, took in self.placed.items() if any(n > 0 for n in took.values())}

@@ -15,9 +15,11 @@ from collections.abc import Callable, Mapping
 from solver.model import interpod as ip
 from solver.model import selectors
 from solver.model import snapshot as s
-from solver.model.problem import PodClass, Problem, VictimUnit
+from solver.model.problem import Problem
+from solver.model.workloads import PodClass, VictimUnit
 
 Placed = Mapping[s.NodeName, Mapping[int, int]]  # node -> class -> pods placed
+_Spread = tuple[set[s.NodeName], list[str], list[tuple[s.Pod, str]], set[int]]
 
 
 class InterPodRules:
@@ -34,10 +36,11 @@ class InterPodRules:
         self.owners = [p for p in self.running if p.pod_anti_affinity]  # running pods with anti terms
         self.port_holders: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
         for p in self.running:
-            if p.host_ports:
-                self.port_holders[p.node].append(p)  # type: ignore[index]
+            if p.host_ports and p.node is not None:
+                self.port_holders[p.node].append(p)
         self._in_domain: dict[str, dict[str, list[s.Pod]]] = {}
-        self._spread_cache: dict[tuple[int, int], tuple[set[s.NodeName], list[str], list[tuple[s.Pod, str]], set[int]]] = {}
+        # (class, spread constraint) -> (eligible nodes, their values, counted running pods, matching classes)
+        self._spread_cache: dict[tuple[int, int], _Spread] = {}
         classes = problem.classes
         self.active = self.ip.active or any(c.pods[0].host_ports for c in classes)
         self.constrained = {c.index for c in classes if self._rules_of(c)}
@@ -67,7 +70,9 @@ class InterPodRules:
         return self.unit_of[pod.key] not in self.evicted
 
     def _node_of_running(self, pod: s.Pod) -> s.Node:
-        return self.nodes[pod.node]  # type: ignore[index]
+        node = pod.node
+        assert node is not None, f"{pod.key} is running"
+        return self.nodes[node]
 
     def _same(self, key: str, a: s.Node, b: s.Node) -> bool:
         return key in a.labels and a.labels[key] == b.labels.get(key)
@@ -188,7 +193,8 @@ class InterPodRules:
         base = self.base[family]
         return all((first is not None and self._same(t.topology_key, node, self.nodes[first]))
                    or self._placed_in(base, t.topology_key, node)
-                   or any(self._stays(q) and self.ip.matches_all(terms, q) for q in self.running_in(t.topology_key, node))
+                   or any(self._stays(q) and self.ip.matches_all(terms, q)
+                          for q in self.running_in(t.topology_key, node))
                    for t in terms)
 
     def _spread_ok(self, cls: PodClass, node: s.Node, *, adding: bool = False) -> bool:
@@ -200,9 +206,10 @@ class InterPodRules:
             if (cls.index, i) not in self._spread_cache:
                 matcher = ip.SpreadMatcher(constraint, rep.namespace)
                 eligible = [n for n in self.problem.nodes if selectors.spread_eligible(constraint, rep, n)]
-                counted = [(q, self.nodes[q.node].labels[key]) for q in self.running  # type: ignore[index]
+                counted = [(q, self.nodes[q.node].labels[key]) for q in self.running
                            if q.node in {n.name for n in eligible} and self.ip.matches(matcher, q)]
-                self._spread_cache[cls.index, i] = ({n.name for n in eligible}, sorted({n.labels[key] for n in eligible}),
+                self._spread_cache[cls.index, i] = ({n.name for n in eligible},
+                                                    sorted({n.labels[key] for n in eligible}),
                                                     counted, self._matching(matcher))
             names, values, counted, matching = self._spread_cache[cls.index, i]
             counts = dict.fromkeys(values, 0)

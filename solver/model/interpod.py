@@ -93,7 +93,7 @@ class InterPod:
         if out is None:
             out = self._running[matcher, key] = defaultdict(list)
             for q in running:
-                value = nodes[q.node].labels.get(key) if q.node else None  # type: ignore[index]
+                value = nodes[q.node].labels.get(key) if q.node else None
                 if value is not None and self.matches(matcher, q):
                     out[value].append(q)
         return out

@@ -54,9 +54,10 @@ def _tier1_levels(problem: Problem, vars: PlacementVars) -> list[tuple[int, list
 
 def stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
     out = _tier_stages(problem, vars)
-    if vars.alt_picks:  # below every tier: earlier firstAvailable entries (constraints/devices.py)
-        most = sum(rank * list(var.proto.domain)[-1] for rank, var in vars.alt_picks)
-        out.append(Stage("firstAvailable", cp_model.LinearExpr.sum([r * v for r, v in vars.alt_picks]), False,
+    picks = vars.alt_picks()
+    if picks:  # below every tier: earlier firstAvailable entries (constraints/devices.py)
+        most = sum(rank * list(var.proto.domain)[-1] for rank, var in picks)
+        out.append(Stage("firstAvailable", cp_model.LinearExpr.sum([r * v for r, v in picks]), False,
                          (1,), (most,)))
     return out
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from functools import total_ordering
 from typing import Any
 
-
 OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID = "OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN", "INVALID"
 # every plan's JSON starts with these; a field removed or retyped needs a new version (docs/design.md)
 API_VERSION, KIND = "gangplace.io/v1alpha1", "Plan"

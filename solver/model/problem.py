@@ -44,38 +44,10 @@ from solver.model import interpod as ip
 from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.features import FeatureGates
+from solver.model.workloads import PodClass, VictimUnit, Workload
 
 MILLI = 1000  # preemption costs are held in thousandths
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PodClass:
-    """Identical pending pods of one leaf group: same requests, selectors, tolerations."""
-
-    index: int  # dense index into Problem.classes
-    workload: int  # index into Problem.workloads
-    group: s.GroupKey | None  # leaf PodGroup, None for a standalone pod
-    pods: tuple[s.Pod, ...]  # sorted by name; decode binds them in this order
-    requests: Mapping[str, int]  # per pod, base units, only entries > 0
-    priority: int  # the workload's priority
-    power: int | None  # may evict victims of strictly lower priority; None: Never
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Workload:
-    """One root of a workload tree with at least one pending pod."""
-
-    index: int
-    key: str  # "ns/root" (a group key, or a standalone pod's key)
-    kind: str  # kind of the root
-    priority: int
-    power: int | None
-    groups: tuple[s.GroupKey, ...]  # every group of the tree, parents before children
-    classes: tuple[int, ...]
-    rejected: str = ""  # why admission refused the workload (upstream's message), "" if admitted
-    # an earlier preemption for it is still under way: its victims terminate on the nominated
-    # nodes of its pods, so it evicts nothing new (power None) and waits for that room
-    ongoing: str = ""
+NO_GATES = FeatureGates()  # every gate at its default
 
 
 # How PodDisruptionBudgets bind a plan, one name for every entry point (CLI --pdb-policy, gRPC
@@ -87,35 +59,20 @@ DEFAULT_PDB_POLICY: PdbPolicy = "strict"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class VictimUnit:
-    """Running pods evicted all together (a ``disruptionMode: all`` subtree) or one pod."""
-
-    index: int
-    key: str  # group key of the `all` ancestor, or the pod key
-    members: tuple[s.Pod, ...]
-    priority: int  # root group's priority, or the pod's own outside any group
-    protected: bool  # member of a workload being planned: never evicted
-    cost_milli: int  # sum of members' costs, thousandths
-    usage: Mapping[s.NodeName, Mapping[str, int]]  # per node, summed member requests
-    pdb_counts: Mapping[s.PdbKey, int]  # members matching each PDB
-    start_time: str  # earliest member start
-
-
-@dataclass(slots=True)
 class Problem:
     snapshot: s.ClusterSnapshot
     nodes: tuple[s.Node, ...]
-    groups: dict[s.GroupKey, s.Group]
-    running_in_group: dict[s.GroupKey, list[s.Pod]]  # direct running members of each group
+    groups: Mapping[s.GroupKey, s.Group]
+    running_in_group: Mapping[s.GroupKey, Sequence[s.Pod]]  # direct running members of each group
     workloads: tuple[Workload, ...]
     classes: tuple[PodClass, ...]
     units: tuple[VictimUnit, ...]
-    units_on_node: dict[s.NodeName, list[int]]
+    units_on_node: Mapping[s.NodeName, Sequence[int]]
     # per class: node -> most pods of the class the node could ever take
-    candidates: list[dict[s.NodeName, int]] = field(default_factory=list)
-    dra: dra_mod.DraProblem = field(default_factory=dra_mod.DraProblem)
-    interpod: ip.InterPod = field(default_factory=ip.InterPod)
-    vectors: list[tuple[bool, ...]] = field(default_factory=list)  # per class: which matchers its pods match
+    candidates: tuple[Mapping[s.NodeName, int], ...]
+    dra: dra_mod.DraProblem
+    interpod: ip.InterPod
+    vectors: tuple[tuple[bool, ...], ...]  # per class: which matchers its pods match
     # "strict": no eviction beyond a PDB's disruptionsAllowed (a hard rule), as the Eviction API
     # refuses such evictions; "soft": a violation is tier 3, as kube-scheduler's preemption,
     # which deletes its victims (docs/design.md "PodDisruptionBudgets")
@@ -137,15 +94,24 @@ class Problem:
         return self.snapshot.tree
 
     def classes_under(self, key: s.GroupKey) -> list[int]:
-        keys = set(self.tree.subtree(key))
-        return [c.index for c in self.classes if c.group in keys]
+        return _classes_under(self.tree, self.classes, key)
 
     def running_under(self, key: s.GroupKey) -> list[s.Pod]:
-        return [p for g in self.tree.subtree(key) for p in self.running_in_group.get(g, ())]
+        return _running_under(self.tree, self.running_in_group, key)
 
     def eligible(self, cls: PodClass, unit: VictimUnit) -> bool:
         """May pods of ``cls`` preempt ``unit``? Strictly lower priority, policy not Never."""
         return not unit.protected and cls.power is not None and unit.priority < cls.power
+
+
+def _classes_under(tree: s.WorkloadTree, classes: Sequence[PodClass], key: s.GroupKey) -> list[int]:
+    keys = set(tree.subtree(key))
+    return [c.index for c in classes if c.group in keys]
+
+
+def _running_under(tree: s.WorkloadTree, running_in_group: Mapping[s.GroupKey, Sequence[s.Pod]],
+                   key: s.GroupKey) -> list[s.Pod]:
+    return [p for g in tree.subtree(key) for p in running_in_group.get(g, ())]
 
 
 def is_running(pod: s.Pod) -> bool:
@@ -167,7 +133,7 @@ def held_reason(pod: s.Pod) -> str:
 
 
 def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY,
-                  gates: FeatureGates = FeatureGates(), dra_preemption: bool = True) -> Problem:
+                  gates: FeatureGates = NO_GATES, dra_preemption: bool = True) -> Problem:
     groups = snapshot.group_by_key()
     tree = snapshot.tree
     running_in_group: dict[s.GroupKey, list[s.Pod]] = defaultdict(list)
@@ -191,7 +157,11 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
                                                 snapshot.dra, gates, preempted_on, interpod)
     planned_roots = {w.key for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, planned_roots)
-    problem = Problem(
+    dra = dra_mod.analyse(snapshot, classes, units, free_on_eviction=dra_preemption)
+    vectors = tuple(interpod.vector(c.pods[0]) for c in classes)
+    candidates = _all_candidates(snapshot, workloads, classes, units, units_on_node, dra, interpod, vectors)
+    _prune_topology(candidates, snapshot, groups, workloads, classes, running_in_group)
+    return Problem(
         snapshot=snapshot,
         nodes=snapshot.nodes,
         groups=groups,
@@ -200,39 +170,47 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
         classes=classes,
         units=units,
         units_on_node=units_on_node,
+        candidates=tuple(candidates),
+        dra=dra,
+        interpod=interpod,
+        vectors=vectors,
         pdb_policy=pdb_policy,
         gates=gates,
-        held=tuple(held),
         dra_preemption=dra_preemption,
-        interpod=interpod,
-        vectors=[interpod.vector(c.pods[0]) for c in classes],
+        held=tuple(held),
     )
-    problem.dra = dra_mod.analyse(snapshot, classes, units, groups, free_on_eviction=dra_preemption)
+
+
+def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], classes: Sequence[PodClass],
+                    units: Sequence[VictimUnit], units_on_node: Mapping[s.NodeName, Sequence[int]],
+                    dra: dra_mod.DraProblem, interpod: ip.InterPod, vectors: Sequence[tuple[bool, ...]],
+                    ) -> list[dict[s.NodeName, int]]:
+    """Per class, its candidate nodes (``_candidate_nodes``) before topology pruning."""
     powers = [c.power for c in classes if c.power is not None]
     strongest = max(powers) if powers else None
     # the same for every class: computed once per node, not once per (class, node)
-    fixed = {node.name: fixed_usage(problem, node.name, strongest) for node in problem.nodes} if classes else {}
+    fixed = {node.name: _fixed_usage(units, units_on_node.get(node.name, ()), node.name, strongest)
+             for node in snapshot.nodes} if classes else {}
     # running pods no plan evicts, with their nodes: their anti-affinity and host ports block for good
-    unmoved = _unmoved(problem, strongest) if interpod.active or any(p.host_ports for c in classes for p in c.pods[:1]) \
-        else []
+    unmoved = _unmoved(snapshot.nodes, units, strongest) \
+        if interpod.active or any(p.host_ports for c in classes for p in c.pods[:1]) else []
     # classes that differ only in their group filter the nodes the same way: filter once per shape
     shapes: dict[tuple[object, ...], dict[s.NodeName, int]] = {}
     rejected = {w.index for w in workloads if w.rejected}
+    out: list[dict[s.NodeName, int]] = []
     for cls in classes:
         if cls.workload in rejected:
-            problem.candidates.append({})
+            out.append({})
             continue
         rep = cls.pods[0]
-        shared = tuple(problem.dra.shared[i].slots for i in problem.dra.shared_of_class.get(cls.index, ()))
+        shared = tuple(dra.shared[i].slots for i in dra.shared_of_class.get(cls.index, ()))
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
-                 rep.affinity_terms, rep.tolerations, len(cls.pods), problem.dra.class_slots[cls.index],
-                 tuple(problem.dra.pinned.get(cls.index, ())), shared, ip.own_signature(rep),
-                 problem.vectors[cls.index])
+                 rep.affinity_terms, rep.tolerations, len(cls.pods), dra.class_slots[cls.index],
+                 tuple(dra.pinned.get(cls.index, ())), shared, ip.own_signature(rep), vectors[cls.index])
         if shape not in shapes:
-            shapes[shape] = _candidate_nodes(problem, cls, fixed, unmoved)
-        problem.candidates.append(dict(shapes[shape]))  # a copy: topology pruning edits it per class
-    _prune_topology(problem)
-    return problem
+            shapes[shape] = _candidate_nodes(snapshot.nodes, interpod, dra, cls, fixed, unmoved)
+        out.append(dict(shapes[shape]))  # a copy: topology pruning edits it per class
+    return out
 
 
 def _claims_signature(pod: s.Pod, dra_state: s.DraState) -> tuple[object, ...]:
@@ -381,6 +359,8 @@ def _victim_units(
     for pod in snapshot.pods:
         if not is_running(pod):
             continue
+        key: str  # the unit: the pod, or its highest `disruptionMode: all` group
+        top: str  # the unit's root: its root group, or the pod itself
         if pod.terminating:  # going already: never a victim, its room held until it is gone
             key, priority, top = pod.key, (groups[snapshot.tree.root(pod.group)].priority if pod.group
                                            else pod.priority), pod.key
@@ -392,7 +372,7 @@ def _victim_units(
             all_ancestors = [g for g in chain if groups[g].disruption_all]
             key = all_ancestors[-1] if all_ancestors else pod.key
             top = chain[-1]
-            priority = groups[top].priority
+            priority = groups[chain[-1]].priority
         by_unit[key].append(pod)
         unit_priority[key] = priority
         unit_root[key] = top
@@ -431,26 +411,29 @@ def _victim_units(
     return tuple(units), dict(units_on_node)
 
 
-def fixed_usage(problem: Problem, node: s.NodeName, power: int | None) -> dict[str, int]:
-    """Usage on ``node`` of running pods a preemptor with ``power`` cannot evict."""
+def _fixed_usage(units: Sequence[VictimUnit], on_node: Sequence[int], node: s.NodeName,
+                 power: int | None) -> dict[str, int]:
+    """Usage on ``node`` (hosting units ``on_node``) of running pods a preemptor with ``power``
+    cannot evict."""
     out: dict[str, int] = defaultdict(int)
-    for u in problem.units_on_node.get(node, ()):
-        unit = problem.units[u]
+    for u in on_node:
+        unit = units[u]
         if unit.protected or power is None or unit.priority >= power:
             for res, amount in unit.usage[node].items():
                 out[res] += amount
     return out
 
 
-def _unmoved(problem: Problem, strongest: int | None) -> list[tuple[s.Pod, s.Node]]:
-    nodes = {n.name: n for n in problem.nodes}
-    return [(p, nodes[p.node]) for u in problem.units if u.protected or strongest is None or u.priority >= strongest
+def _unmoved(nodes: Sequence[s.Node], units: Sequence[VictimUnit], strongest: int | None
+             ) -> list[tuple[s.Pod, s.Node]]:
+    by_name = {n.name: n for n in nodes}
+    return [(p, by_name[p.node]) for u in units if u.protected or strongest is None or u.priority >= strongest
             for p in u.members if p.node is not None]
 
 
 def _candidate_nodes(
-    problem: Problem, cls: PodClass, fixed: Mapping[s.NodeName, Mapping[str, int]],
-    unmoved: Sequence[tuple[s.Pod, s.Node]],
+    nodes: Sequence[s.Node], interpod: ip.InterPod, dra: dra_mod.DraProblem, cls: PodClass,
+    fixed: Mapping[s.NodeName, Mapping[str, int]], unmoved: Sequence[tuple[s.Pod, s.Node]],
 ) -> dict[s.NodeName, int]:
     """Nodes where ``cls`` could land, each with the most pods of it the node could take.
 
@@ -463,12 +446,11 @@ def _candidate_nodes(
     requesting 2000m cpu -> floor((8000 - 3000) / 2000) = 2 pods at most.
     """
     rep = cls.pods[0]
-    dra = problem.dra
     out: dict[s.NodeName, int] = {}
     relevant = [(q, n) for q, n in unmoved if rep.pod_anti_affinity or q.pod_anti_affinity or q.host_ports]
-    shut = ip.blocked(problem.interpod, rep, relevant) if relevant else set()
+    shut = ip.blocked(interpod, rep, relevant) if relevant else set()
     checks = bool(shut or rep.pod_affinity or rep.spread)
-    for node in problem.nodes:
+    for node in nodes:
         if not selectors.statically_feasible(rep, node):
             continue
         if checks and not ip.node_allowed(rep, node, shut):
@@ -478,16 +460,15 @@ def _candidate_nodes(
             free = node.allocatable.get(res, 0) - fixed[node.name].get(res, 0)
             most = min(most, max(0, free) // amount)
         if most > 0 and dra.active:
-            most = _device_most(problem, cls, node.name, most)
+            most = _device_most(dra, cls, node.name, most)
         if most > 0:
             out[node.name] = most
     return out
 
 
-def _device_most(problem: Problem, cls: PodClass, node: s.NodeName, most: int) -> int:
+def _device_most(dra: dra_mod.DraProblem, cls: PodClass, node: s.NodeName, most: int) -> int:
     """``most`` cut by devices: the class's own claims, its pinned allocations, and its group's
     shared claims (which must be reachable from the node at all)."""
-    dra = problem.dra
     if any(node not in allowed for allowed in dra.pinned.get(cls.index, ())):
         return 0
     by_devices = dra.most_on(dra.class_slots[cls.index], node)
@@ -500,12 +481,11 @@ def _device_most(problem: Problem, cls: PodClass, node: s.NodeName, most: int) -
 
 
 def topology_groups(problem: Problem) -> list[s.Group]:
-    return [
-        problem.groups[g]
-        for w in problem.workloads
-        for g in w.groups
-        if problem.groups[g].topology_key is not None
-    ]
+    return _topology_groups(problem.workloads, problem.groups)
+
+
+def _topology_groups(workloads: Sequence[Workload], groups: Mapping[s.GroupKey, s.Group]) -> list[s.Group]:
+    return [groups[g] for w in workloads for g in w.groups if groups[g].topology_key is not None]
 
 
 def fixed_domain(problem: Problem, group: s.Group) -> tuple[bool, str | None]:
@@ -513,11 +493,15 @@ def fixed_domain(problem: Problem, group: s.Group) -> tuple[bool, str | None]:
 
     Not possible when running members sit on nodes without the label or in two domains.
     """
+    return _fixed_domain(problem.snapshot.node_by_name(), problem.running_under(group.key), group)
+
+
+def _fixed_domain(nodes: Mapping[s.NodeName, s.Node], running: Sequence[s.Pod],
+                  group: s.Group) -> tuple[bool, str | None]:
     key = group.topology_key
     assert key is not None
-    nodes = problem.snapshot.node_by_name()
     values = set()
-    for pod in problem.running_under(group.key):
+    for pod in running:
         node = nodes.get(pod.node) if pod.node else None
         value = node.labels.get(key) if node else None
         if value is None:
@@ -528,27 +512,31 @@ def fixed_domain(problem: Problem, group: s.Group) -> tuple[bool, str | None]:
     return True, (values.pop() if values else None)
 
 
-def _prune_topology(problem: Problem) -> None:
-    labels = {n.name: n.labels for n in problem.nodes}
-    for group in topology_groups(problem):
+def _prune_topology(candidates: list[dict[s.NodeName, int]], snapshot: s.ClusterSnapshot,
+                    groups: Mapping[s.GroupKey, s.Group], workloads: Sequence[Workload],
+                    classes: Sequence[PodClass], running_in_group: Mapping[s.GroupKey, Sequence[s.Pod]]) -> None:
+    """Drop, per class in place, the candidate nodes its topology-constrained groups cannot use."""
+    labels = {n.name: n.labels for n in snapshot.nodes}
+    nodes = snapshot.node_by_name()
+    for group in _topology_groups(workloads, groups):
         key = group.topology_key
         assert key is not None
-        possible, fixed = fixed_domain(problem, group)
-        classes = problem.classes_under(group.key)
-        for c in classes:
-            cand = problem.candidates[c]
+        possible, fixed = _fixed_domain(nodes, _running_under(snapshot.tree, running_in_group, group.key), group)
+        under = _classes_under(snapshot.tree, classes, group.key)
+        for c in under:
+            cand = candidates[c]
             for node in list(cand):
                 value = labels[node].get(key)
                 if not possible or value is None or (fixed is not None and value != fixed):
                     del cand[node]
         if group.kind == s.POD_GROUP and group.min_count is not None:
-            need = group.min_count - len(problem.running_in_group.get(group.key, ()))
+            need = group.min_count - len(running_in_group.get(group.key, ()))
             room: dict[str, int] = defaultdict(int)
-            for c in classes:
-                for node, most in problem.candidates[c].items():
+            for c in under:
+                for node, most in candidates[c].items():
                     room[labels[node][key]] += most
             too_small = {v for v, total in room.items() if total < need}
-            for c in classes:
-                cand = problem.candidates[c]
+            for c in under:
+                cand = candidates[c]
                 for node in [n for n in cand if labels[n][key] in too_small]:
                     del cand[node]

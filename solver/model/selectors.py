@@ -53,9 +53,7 @@ def affinity_matches(pod: s.Pod, node: s.Node) -> bool:
     """nodeSelector (every pair) and required node affinity (any term)."""
     if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
         return False
-    if pod.affinity_terms and not any(term_matches(t, node) for t in pod.affinity_terms):
-        return False
-    return True
+    return not pod.affinity_terms or any(term_matches(t, node) for t in pod.affinity_terms)
 
 
 def tolerates(toleration: s.Toleration, taint: s.Taint) -> bool:

@@ -1,4 +1,4 @@
-"""solve(built, params, hint) -> SolveResult: the staged CP-SAT solve, and decode.
+"""solve(built, params, hint) -> SolveResult: the staged CP-SAT solve.
 
 Each stage optimises one slice of the lexicographic objective (see
 ``solver.model.objective``), then fixes what it found before the next stage
@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter, defaultdict
-from collections.abc import Callable
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from solver.model import bounds, objective
-from solver.model import snapshot as s
+from solver.model.assignment import Assignment, evaluate, score
 from solver.model.build import BuiltModel
-from solver.model.decode import Assignment, evaluate, score
 from solver.model.plan import FEASIBLE, OPTIMAL, UNKNOWN, Tiers
 
 
@@ -82,7 +80,7 @@ def solve(
     if floor is not None and floor.plan is not None and (hint is None or _at_least_as_good(built, floor.plan, hint)):
         hint = floor.plan  # the per-domain programs' plan leads on tiers 1-3 (solver/model/bounds.py)
     if hint is not None:
-        _hint_assignment(built, hint)
+        built.vars.hint(hint)
     values: list[int] | None = None
     checked: dict[int, tuple[Assignment, bool]] = {}  # id(plan) -> (plan, does the model accept it)
     current: Assignment | None = None  # the stages' solution so far
@@ -106,7 +104,7 @@ def solve(
         floored, better = _floor(built, stage, current)
         if better is not None:
             lead = better  # the programs' plan leads: the cost stage starts from it
-            _hint_assignment(built, lead)
+            built.vars.hint(lead)
         if limit is not None and floored is not None and floored > limit and stage.cost is None:
             reports.append({"stage": stage.name, "status": "INFEASIBLE", "seconds": 0.0, "floor": floored})
             pruned, all_optimal = True, False  # proven by the floor, without a search
@@ -133,25 +131,24 @@ def solve(
             all_optimal = False
             break
         share = remaining if i == len(built.stages) - 1 else remaining * 0.6
+        floored_cost: int | None = None
         if floored is not None and stage.cost is not None and len(stage.weights) == 2:
             # the floor bounds the cost alone: reach it first, then the evicted pods at that cost
-            floored_cost: int | None = floored
+            floored_cost = cost_floor = floored
             cost_bound = max(cost_bound or 0, floored)
             code, early = _run(model, stage.cost, False, params, share * 0.5, stop, objective.COST_STAGE, floored)
             share -= early.wall_time
             floored = None
             if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                if round(early.objective_value) <= floored_cost:
-                    model.add(stage.cost <= floored_cost)
+                if round(early.objective_value) <= cost_floor:
+                    model.add(stage.cost <= cost_floor)
                     # and the evicted pods at their own floor, when there is one, end the stage
                     pods = built.pdb_floor.evicted_pods if built.pdb_floor is not None else 0
-                    floored = stage.weights[0] * floored_cost + pods if pods else None
-                model.clear_hints()
+                    floored = stage.weights[0] * cost_floor + pods if pods else None
+                model.proto.clear_solution_hint()
                 for var_index, value in enumerate(early.response_proto.solution):
                     model.proto.solution_hint.vars.append(var_index)
                     model.proto.solution_hint.values.append(value)
-        else:
-            floored_cost = None
         code, solver = _run(model, stage.expr, stage.maximize, params, share, stop, stage.name, floored)
         if floored is not None and code == cp_model.FEASIBLE and round(solver.objective_value) <= floored:
             code = cp_model.OPTIMAL  # stopped at a proven floor
@@ -167,7 +164,7 @@ def solve(
             all_optimal = False
             break
         values = list(solver.response_proto.solution)
-        current = _decode(built, values)
+        current = built.vars.extract(values)
         found = round(solver.objective_value)
         found_values.append((found, code == cp_model.OPTIMAL))
         if code != cp_model.OPTIMAL:
@@ -181,15 +178,15 @@ def solve(
             cost_bound = None if code == cp_model.OPTIMAL else max(0, math.ceil(bound - 1e-6))
         # fix this stage's value, hint the whole solution for the next
         model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
-        model.clear_hints()
+        model.proto.clear_solution_hint()
         if lead is not None and _at_least_as_good(built, lead, current):
-            _hint_assignment(built, lead)  # the baseline still leads on the tiers below
+            built.vars.hint(lead)  # the baseline still leads on the tiers below
         else:
             lead = current
             for var_index, value in enumerate(values):
                 model.proto.solution_hint.vars.append(var_index)
                 model.proto.solution_hint.values.append(value)
-    model.clear_objective()
+    model.clear_objective()  # type: ignore[no-untyped-call]  # ortools 9.15 leaves it unannotated
     assignment = current
     status = UNKNOWN if assignment is None else (OPTIMAL if all_optimal else FEASIBLE)
     return SolveResult(
@@ -203,7 +200,8 @@ def solve(
 
 
 def _run(model: cp_model.CpModel, expr: cp_model.LinearExprT, maximize: bool, params: SolveParams, seconds: float,
-         stop: threading.Event | None, stage: str, floor: int | None) -> tuple[int, cp_model.CpSolver]:
+         stop: threading.Event | None, stage: str, floor: int | None
+         ) -> tuple[cp_model.CpSolverStatus, cp_model.CpSolver]:
     """One CP-SAT solve of ``expr``; a minimisation stops as soon as it meets ``floor``."""
     if maximize:
         model.maximize(expr)
@@ -333,58 +331,3 @@ def _places_every_pod(built: BuiltModel, assignment: Assignment) -> bool:
     problem = built.problem
     ev = evaluate(problem, assignment)
     return all(ev.satisfied.values()) and ev.placed == sum(len(c.pods) for c in problem.classes)
-
-
-def _decode(built: BuiltModel, values: list[int]) -> Assignment:
-    counts = {}
-    for key, var in built.vars.counts():
-        n = values[var.index]
-        if n > 0:
-            counts[key] = n
-    evicted = frozenset(u for u, var in built.vars.evictions() if values[var.index] > 0)
-    devices: dict[tuple[int, s.NodeName], dict[tuple[int, int, object, int], int]] = {}
-    for (c, node, j, a, v, t), var in built.vars.alloc.items():  # type: ignore[misc]
-        if (n := values[var.index]) > 0:
-            devices.setdefault((c, node), {})[j, a, v, t] = n  # type: ignore[index]
-    shared: dict[int, dict[tuple[int, int, object, int], int]] = {}
-    for (i, j, a, v, _, t), var in built.vars.shared_alloc.items():  # type: ignore[misc]
-        if (n := values[var.index]) > 0:  # one option per (slot, alt, value) is picked
-            shared.setdefault(i, {})[j, a, v, t] = n  # type: ignore[index]
-    return Assignment(counts=counts, evicted=evicted, devices=devices, shared=shared)
-
-
-def _hint_assignment(built: BuiltModel, hint: Assignment) -> None:
-    """A complete hint from a baseline assignment: counts, evictions, gang and domain literals."""
-    model, vars, problem = built.model, built.vars, built.problem
-    model.clear_hints()
-    for key, var in vars.counts():
-        model.add_hint(var, hint.counts.get(key, 0))
-    for u, var in vars.evictions():
-        model.add_hint(var, int(u in hint.evicted))
-    for (c, node, j, a, v, t), var in vars.alloc.items():  # type: ignore[misc]
-        model.add_hint(var, hint.devices.get((c, node), {}).get((j, a, v, t), 0))  # type: ignore[index]
-    options: dict[tuple[object, ...], dict[object, cp_model.IntVar]] = defaultdict(dict)
-    for (i, j, a, v, k, t), var in vars.shared_alloc.items():  # type: ignore[misc]
-        options[i, j, a, v, k][t] = var
-    repeats = Counter(key[:4] for key in options)
-    for (i, j, a, v, _), by_type in options.items():
-        took = {t: n for (jj, aa, vv, t), n in hint.shared.get(i, {}).items() if (jj, aa, vv) == (j, a, v)}
-        # All mode repeats (slot, alt, value) per reachable set: hint the one the baseline took
-        mine = repeats[i, j, a, v] == 1 or set(took) == set(by_type)
-        for t, var in by_type.items():
-            model.add_hint(var, took.get(t, 0) if mine else 0)  # type: ignore[call-overload]
-    ev = evaluate(problem, hint)
-    for group, var in vars.all_ok():
-        model.add_hint(var, int(ev.ok.get(group, False)))
-    for w, var in vars.all_satisfied():
-        model.add_hint(var, int(ev.satisfied[w]))
-    labels = {n.name: n.labels for n in problem.nodes}
-    used: set[tuple[str, str]] = set()
-    for (c, node), n in hint.counts.items():
-        if n > 0:
-            for group in problem.tree.ancestors(problem.classes[c].group) if problem.classes[c].group else ():
-                key = problem.groups[group].topology_key
-                if key is not None:
-                    used.add((group, labels[node].get(key, "")))
-    for (group, value), var in vars.domains():
-        model.add_hint(var, int((group, value) in used))

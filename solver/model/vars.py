@@ -7,13 +7,16 @@ is created on first use.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
 from solver.model import snapshot as s
-from solver.model.problem import PodClass, Problem
+from solver.model.assignment import Assignment, evaluate
+from solver.model.dra import AllocKey, SharedOption
+from solver.model.problem import Problem
+from solver.model.workloads import PodClass
 
 LinearExpr = cp_model.LinearExprT
 
@@ -34,14 +37,14 @@ class PlacementVars:
         self._in_domain: dict[tuple[s.GroupKey, str], cp_model.IntVar] = {}
         # pdb_violations[b] == evictions beyond budget b's disruptionsAllowed.
         self._pdb_violations: dict[s.PdbKey, cp_model.IntVar] = {}
-        # DRA (constraints/devices.py): alloc[c, n, slot, alt, value, type] == devices of the type
+        # DRA (constraints/devices.py): alloc[c, n][slot, alt, value, type] == devices of the type
         # the pods of class c on node n take for that slot via that alternative and match value;
-        # shared_alloc[i, slot, alt, value, option, type] the same for shared claim i (All mode
+        # shared_alloc[i][slot, alt, value, option][type] the same for shared claim i (All mode
         # has one option per distinct reachable set, so (alt, value) alone may repeat).
-        self.alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
-        self.shared_alloc: dict[tuple[object, ...], cp_model.IntVar] = {}
+        self._alloc: dict[tuple[int, s.NodeName], dict[AllocKey, cp_model.IntVar]] = {}
+        self._shared_alloc: dict[int, dict[SharedOption, dict[int, cp_model.IntVar]]] = {}
         # (rank, pick): pods (or a shared claim) taking their rank-th usable firstAvailable entry
-        self.alt_picks: list[tuple[int, cp_model.IntVar]] = []
+        self._alt_picks: list[tuple[int, cp_model.IntVar]] = []
         # present[classes, key, value] == 1 iff a pod of the classes lands where label key == value
         # (key "": on node value); constraints/interpod.py
         self._present: dict[tuple[tuple[int, ...], str, str], cp_model.IntVar] = {}
@@ -63,6 +66,10 @@ class PlacementVars:
     # ---- queries -----------------------------------------------------------------
     def count(self, cls: int, node: s.NodeName) -> cp_model.IntVar | None:
         return self._count[cls].get(node)
+
+    def count_on(self, cls: int, node: s.NodeName) -> cp_model.IntVar:
+        """count[cls, node] for a candidate node of the class (KeyError on any other)."""
+        return self._count[cls][node]
 
     def nodes_of(self, cls: int) -> dict[s.NodeName, cp_model.IntVar]:
         return self._count[cls]
@@ -161,3 +168,97 @@ class PlacementVars:
 
     def all_ok(self) -> Iterable[tuple[s.GroupKey, cp_model.IntVar]]:
         return self._ok.items()
+
+    # ---- DRA (constraints/devices.py) --------------------------------------------
+    def add_alloc(self, cls: int, node: s.NodeName, key: AllocKey, var: cp_model.IntVar) -> None:
+        """Record ``var``: the devices the pods of ``cls`` on ``node`` take for ``key``."""
+        self._alloc.setdefault((cls, node), {})[key] = var
+
+    def add_shared_alloc(self, claim: int, option: SharedOption, dtype: int, var: cp_model.IntVar) -> None:
+        """Record ``var``: the devices of type ``dtype`` shared claim ``claim`` takes through ``option``."""
+        self._shared_alloc.setdefault(claim, {}).setdefault(option, {})[dtype] = var
+
+    def add_alt_pick(self, rank: int, pick: cp_model.IntVar) -> None:
+        """``pick`` owners take their ``rank``-th usable firstAvailable entry (rank > 0)."""
+        self._alt_picks.append((rank, pick))
+
+    def alt_picks(self) -> Sequence[tuple[int, cp_model.IntVar]]:
+        return self._alt_picks
+
+    def pod_allocs(self) -> Iterator[tuple[int, s.NodeName, AllocKey, cp_model.IntVar]]:
+        """(class, node, key, var) of every per-pod allocation variable, in creation order."""
+        for (c, node), by_key in self._alloc.items():
+            for key, var in by_key.items():
+                yield c, node, key, var
+
+    def device_takers(self) -> dict[int, list[tuple[int, cp_model.IntVar]]]:
+        """type -> (class, allocation variable) of every allocation that may take a device of
+        the type; a shared claim's counts for the lowest class naming it."""
+        out: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
+        for c, _, key, var in self.pod_allocs():
+            out.setdefault(key.dtype, []).append((c, var))
+        for i, options in self._shared_alloc.items():
+            owner = min(self.problem.dra.shared[i].users)
+            for by_type in options.values():
+                for t, var in by_type.items():
+                    out.setdefault(t, []).append((owner, var))
+        return out
+
+    # ---- solutions and hints -----------------------------------------------------
+    def extract(self, values: Sequence[int]) -> Assignment:
+        """The assignment a solution describes (``values``: every variable's, by index)."""
+        counts = {key: n for key, var in self.counts() if (n := values[var.index]) > 0}
+        evicted = frozenset(u for u, var in self._evict.items() if values[var.index] > 0)
+        devices: dict[tuple[int, s.NodeName], dict[AllocKey, int]] = {}
+        for owner, by_key in self._alloc.items():
+            taken = {key: n for key, var in by_key.items() if (n := values[var.index]) > 0}
+            if taken:
+                devices[owner] = taken
+        shared: dict[int, dict[AllocKey, int]] = {}
+        for i, options in self._shared_alloc.items():
+            for o, by_type in options.items():
+                for t, var in by_type.items():
+                    if (n := values[var.index]) > 0:  # one option per (slot, alt, value) is picked
+                        shared.setdefault(i, {})[AllocKey(o.slot, o.alt, o.value, t)] = n
+        return Assignment(counts=counts, evicted=evicted, devices=devices, shared=shared)
+
+    def hint(self, assignment: Assignment) -> None:
+        """Hint the model with ``assignment``, completely: counts, evictions, devices, and the
+        gang and domain literals it implies."""
+        model, problem = self.model, self.problem
+        model.proto.clear_solution_hint()
+        for placed, var in self.counts():
+            model.add_hint(var, assignment.counts.get(placed, 0))
+        for u, var in self._evict.items():
+            model.add_hint(var, int(u in assignment.evicted))
+        for owner, by_key in self._alloc.items():
+            took = assignment.devices.get(owner, {})
+            for alloc, var in by_key.items():
+                model.add_hint(var, took.get(alloc, 0))
+        for i, options in self._shared_alloc.items():
+            self._hint_shared(options, assignment.shared.get(i, {}))
+        ev = evaluate(problem, assignment)
+        for group, var in self._ok.items():
+            model.add_hint(var, int(ev.ok.get(group, False)))
+        for w, var in self._satisfied.items():
+            model.add_hint(var, int(ev.satisfied[w]))
+        used: set[tuple[s.GroupKey, str]] = set()
+        for (c, node), n in assignment.counts.items():
+            leaf = problem.classes[c].group
+            if n > 0 and leaf is not None:
+                for g in problem.tree.ancestors(leaf):
+                    label = problem.groups[g].topology_key
+                    if label is not None:
+                        used.add((g, self._labels[node].get(label, "")))
+        for (g, value), var in self._in_domain.items():
+            model.add_hint(var, int((g, value) in used))
+
+    def _hint_shared(self, options: dict[SharedOption, dict[int, cp_model.IntVar]],
+                     took_all: Mapping[AllocKey, int]) -> None:
+        repeats = Counter((o.slot, o.alt, o.value) for o in options)
+        for o, by_type in options.items():
+            took = {k.dtype: n for k, n in took_all.items() if (k.slot, k.alt, k.value) == (o.slot, o.alt, o.value)}
+            # All mode repeats (slot, alt, value) per reachable set: hint the one the assignment took
+            mine = repeats[o.slot, o.alt, o.value] == 1 or set(took) == set(by_type)
+            for t, var in by_type.items():
+                self.model.add_hint(var, took.get(t, 0) if mine else 0)

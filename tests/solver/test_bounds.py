@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from solver import api, verify
 from solver.bench import generate
 from solver.model import bounds, greedy
+from solver.model.assignment import evaluate
 from solver.model.build import build_model
-from solver.model.decode import evaluate, make_plan
+from solver.model.decode import make_plan
 from solver.model.problem import build_problem
 from solver.model.solve import SolveParams, solve
 from tests import builders as b

@@ -14,8 +14,9 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.model import snapshot as s
-from solver.model.problem import PodClass, Problem
+from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.model.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
@@ -33,7 +34,7 @@ def _add_node(problem: Problem, vars: PlacementVars, node: s.Node, classes: list
     for res in sorted({r for c in classes for r in c.requests}):
         alloc = node.allocatable.get(res, 0)
         requesting = [c for c in classes if c.requests.get(res, 0) > 0]
-        counts = [vars.count(c.index, node.name) for c in requesting]
+        counts = [vars.count_on(c.index, node.name) for c in requesting]
         terms: list[cp_model.LinearExprT] = [c.requests[res] * v for c, v in zip(requesting, counts, strict=True)]
         most = sum(c.requests[res] * problem.candidates[c.index][node.name] for c in requesting)
         constant = 0

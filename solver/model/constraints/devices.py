@@ -35,8 +35,11 @@ from ortools.sat.python import cp_model
 
 from solver.model import dra as dra_mod
 from solver.model import snapshot as s
+from solver.model.dra import AllocKey, MatchValue, Option, SharedOption
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+
+OnType = dict[int, list[tuple[int | None, cp_model.IntVar, int]]]  # type -> (class, alloc var, its max)
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
@@ -44,14 +47,13 @@ def add(problem: Problem, vars: PlacementVars) -> None:
     if not dra.active and not any(dra.class_slots) and not dra.shared:
         return
     m = vars.model
-    on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]] = defaultdict(list)  # t -> (class, var, max)
+    on_type: OnType = defaultdict(list)
     for cls in problem.classes:
         slots = dra.class_slots[cls.index]
         if not slots:
             continue
         for node, most in sorted(problem.candidates[cls.index].items()):
-            count = vars.count(cls.index, node)
-            assert count is not None
+            count = vars.count_on(cls.index, node)
             _pod_slots(problem, vars, cls.index, node, most, count, slots, on_type)
     for shared in dra.shared:
         _shared_claim(problem, vars, shared, on_type)
@@ -61,9 +63,9 @@ def add(problem: Problem, vars: PlacementVars) -> None:
             continue
         most = sum(hi for _, _, hi in takers)
         free = dtype.size if dtype.holder is None else 0
-        terms = [v for _, v, _ in takers]
+        terms: list[cp_model.LinearExprT] = [v for _, v, _ in takers]
         if dtype.holder:
-            freed = _freed(problem, vars, dtype, [c for c, _, _ in takers])
+            freed = _freed(problem, vars, dtype)
             if freed is not None:
                 terms.append(-dtype.size * freed)
             elif most <= free:
@@ -74,31 +76,30 @@ def add(problem: Problem, vars: PlacementVars) -> None:
 
 
 def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, most: int,
-               count: cp_model.IntVar, slots: tuple[dra_mod.Slot, ...],
-               on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]]) -> None:
+               count: cp_model.IntVar, slots: tuple[dra_mod.Slot, ...], on_type: OnType) -> None:
     dra, m = problem.dra, vars.model
-    vals: dict[tuple[int, object], cp_model.IntVar] = {}
+    vals: dict[tuple[int, MatchValue], cp_model.IntVar] = {}
     for j, slot in enumerate(slots):
         opts = dra.options(slot, node)
         if not opts:
             m.add(count == 0)
             return
         picks = []
-        by_value: dict[object, list[cp_model.IntVar]] = defaultdict(list)
-        ranks = {a: r for r, a in enumerate(sorted({a for a, _, _, _ in opts}))}
+        by_value: dict[MatchValue, list[cp_model.IntVar]] = defaultdict(list)
+        ranks = _ranks(opts)
         for a, v, types, need in opts:
             sub = slot.request.alternatives[a]
             if len(opts) == 1 and slot.match is None:
-                pick: cp_model.IntVar | cp_model.LinearExprT = count
+                pick = count
             else:
                 pick = m.new_int_var(0, most, f"pick[{c},{node},{j},{a},{v!r}]")
                 picks.append(pick)
                 by_value[v].append(pick)
                 if ranks[a]:
-                    vars.alt_picks.append((ranks[a], pick))
+                    vars.add_alt_pick(ranks[a], pick)
             allocs = _take(problem, vars, slot, sub, types, need, pick, most, c, on_type)
             for t, (var, _) in zip(types, allocs, strict=True):
-                vars.alloc[c, node, j, a, v, t] = var
+                vars.add_alloc(c, node, AllocKey(j, a, v, t), var)
         if picks:
             if slot.match is None:
                 m.add(cp_model.LinearExpr.sum(picks) == count)
@@ -118,9 +119,14 @@ def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, 
         m.add(cp_model.LinearExpr.sum([var for (kk, _), var in vals.items() if kk == k]) == count)
 
 
-def _take(problem: Problem, vars: PlacementVars, slot: dra_mod.Slot, sub: s.SubRequest, types: list[int], need: int,
-          pick: cp_model.LinearExprT, owners: int, c: int | None,
-          on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]]) -> list[tuple[cp_model.IntVar, int]]:
+def _ranks(opts: list[Option]) -> dict[int, int]:
+    """alternative -> its rank among the usable ones (0: the first)."""
+    return {a: r for r, a in enumerate(sorted({o.alt for o in opts}))}
+
+
+def _take(problem: Problem, vars: PlacementVars, slot: dra_mod.Slot, sub: s.SubRequest, types: tuple[int, ...],
+          need: int, pick: cp_model.IntVar, owners: int, c: int | None, on_type: OnType
+          ) -> list[tuple[cp_model.IntVar, int]]:
     """The devices ``pick`` owners (at most ``owners``) take from ``types`` for one option:
     one allocation variable per type, need·pick in all (All mode: every device of each type),
     at most one per distinctAttribute value and owner."""
@@ -137,7 +143,7 @@ def _take(problem: Problem, vars: PlacementVars, slot: dra_mod.Slot, sub: s.SubR
     if not sub.all_mode:
         m.add(cp_model.LinearExpr.sum([v for v, _ in allocs]) == need * pick)
     if slot.distinct is not None:
-        groups: dict[object, list[cp_model.IntVar]] = defaultdict(list)
+        groups: dict[MatchValue, list[cp_model.IntVar]] = defaultdict(list)
         for t, (var, _) in zip(types, allocs, strict=True):
             groups[dra.types[t].values[slot.distinct]].append(var)
         for members in groups.values():
@@ -146,8 +152,7 @@ def _take(problem: Problem, vars: PlacementVars, slot: dra_mod.Slot, sub: s.SubR
     return allocs
 
 
-def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedClaim,
-                  on_type: dict[int, list[tuple[int | None, cp_model.IntVar, int]]]) -> None:
+def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedClaim, on_type: OnType) -> None:
     dra, m = problem.dra, vars.model
     classes = sorted(shared.users)
     counts = [(c, n, v, problem.candidates[c][n]) for c in classes for n, v in vars.nodes_of(c).items()]
@@ -158,22 +163,22 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
     m.add(total >= 1).only_enforce_if(used)
     m.add(total == 0).only_enforce_if(~used)
     uses: dict[int, cp_model.IntVar] = {}
-    vals: dict[object, cp_model.IntVar] = {}
+    vals: dict[MatchValue, cp_model.IntVar] = {}
     sites = sorted({n for _, n, _, _ in counts})
     for j, slot in enumerate(shared.slots):
         # All mode takes what the claim's node reaches: one option per distinct reachable set
-        opts = [o for o in dra.options(slot, None) if not slot.request.alternatives[o[0]].all_mode]
-        seen: set[tuple[object, ...]] = set()
+        opts = [o for o in dra.options(slot, None) if not slot.request.alternatives[o.alt].all_mode]
+        seen: set[tuple[int, str, tuple[int, ...]]] = set()
         for n in sites:
             for o in dra.options(slot, n):
-                if slot.request.alternatives[o[0]].all_mode and (o[0], repr(o[1]), tuple(o[2])) not in seen:
-                    seen.add((o[0], repr(o[1]), tuple(o[2])))
+                if slot.request.alternatives[o.alt].all_mode and (o.alt, repr(o.value), o.types) not in seen:
+                    seen.add((o.alt, repr(o.value), o.types))
                     opts.append(o)
         if not opts:
             m.add(used == 0)
             return
         picks = []
-        ranks = {a: r for r, a in enumerate(sorted({a for a, _, _, _ in opts}))}
+        ranks = _ranks(opts)
         for k, (a, v, types, need) in enumerate(opts):
             sub = slot.request.alternatives[a]
             pick = m.new_bool_var(f"shared_pick[{shared.index},{j},{k}]")
@@ -184,14 +189,14 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
                     if n not in sites_ok:
                         m.add(var <= most * (1 - pick))
             if ranks[a]:
-                vars.alt_picks.append((ranks[a], pick))
+                vars.add_alt_pick(ranks[a], pick)
             if slot.match is not None:
                 if v not in vals:
                     vals[v] = m.new_bool_var(f"shared_val[{shared.index},{v!r}]")
                 m.add(pick <= vals[v])
             allocs = _take(problem, vars, slot, sub, types, need, pick, 1, None, on_type)
             for t, (var, hi) in zip(types, allocs, strict=True):
-                vars.shared_alloc[shared.index, j, a, v, k, t] = var
+                vars.add_shared_alloc(shared.index, SharedOption(j, a, v, k), t, var)
                 if t not in uses:
                     uses[t] = m.new_bool_var(f"shared_uses[{shared.index},{t}]")
                 m.add(var <= hi * uses[t])
@@ -219,8 +224,7 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
                     m.add(var <= most * (1 - u))
 
 
-def _freed(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType,
-           takers: list[int | None]) -> cp_model.IntVar | None:
+def _freed(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType) -> cp_model.IntVar | None:
     """1 only if every holder of the type is evicted and no pending pod naming the holding
     claim is placed; None when no class may evict them all."""
     assert dtype.holder

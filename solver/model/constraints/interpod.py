@@ -39,8 +39,9 @@ from ortools.sat.python import cp_model
 from solver.model import interpod as ip
 from solver.model import selectors
 from solver.model import snapshot as s
-from solver.model.problem import PodClass, Problem
+from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.model.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
@@ -88,7 +89,7 @@ class _Context:
             self.vars.conflict_needs.setdefault(u, []).append(lit)
 
     def domain_of(self, pod: s.Pod, key: str) -> str | None:
-        return self.nodes[pod.node].labels.get(key) if pod.node else None  # type: ignore[index]
+        return self.nodes[pod.node].labels.get(key) if pod.node else None
 
     # ---- families -----------------------------------------------------------------------
     def anti_affinity(self) -> None:
@@ -109,12 +110,12 @@ class _Context:
         # the running pods' own terms against the pending classes
         for q in self.running:
             for term in q.pod_anti_affinity:
-                value = self.domain_of(q, term.topology_key)
-                if value is None:
+                domain = self.domain_of(q, term.topology_key)
+                if domain is None:
                     continue
                 for c in self.matching(term):
-                    if self.vars.by_value(c, term.topology_key).get(value):
-                        self.conflict(self.vars.present((c,), term.topology_key, value), c, q)
+                    if self.vars.by_value(c, term.topology_key).get(domain):
+                        self.conflict(self.vars.present((c,), term.topology_key, domain), c, q)
 
     def host_ports(self) -> None:
         classes = [c for c in self.problem.classes if c.pods[0].host_ports]
@@ -137,9 +138,9 @@ class _Context:
     def affinity(self) -> None:
         problem, vectors = self.problem, self.problem.vectors
         families: dict[tuple[s.PodAffinityTerm, ...], list[int]] = defaultdict(list)
-        for c in problem.classes:
-            if c.pods[0].pod_affinity:
-                families[c.pods[0].pod_affinity].append(c.index)
+        for cls in problem.classes:
+            if cls.pods[0].pod_affinity:
+                families[cls.pods[0].pod_affinity].append(cls.index)
         for terms, family in families.items():
             idx = [self.ip.index[t] for t in terms]
             matching = [c.index for c in problem.classes if all(vectors[c.index][i] for i in idx)]

@@ -28,8 +28,9 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.model import snapshot as s
-from solver.model.problem import PodClass, Problem
+from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.model.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
@@ -60,13 +61,7 @@ def add(problem: Problem, vars: PlacementVars) -> None:
 
 def _device_takers(problem: Problem, vars: PlacementVars) -> dict[int, list[tuple[PodClass, cp_model.IntVar]]]:
     """type -> (class, alloc var) of every allocation that may take a device of the type."""
-    out: dict[int, list[tuple[PodClass, cp_model.IntVar]]] = {}
-    for (c, *_, t), var in vars.alloc.items():
-        out.setdefault(t, []).append((problem.classes[c], var))  # type: ignore[index]
-    for (i, *_, t), var in vars.shared_alloc.items():
-        cls = problem.classes[min(problem.dra.shared[i].users)]  # type: ignore[index]
-        out.setdefault(t, []).append((cls, var))  # type: ignore[arg-type]
-    return out
+    return {t: [(problem.classes[c], var) for c, var in takers] for t, takers in vars.device_takers().items()}
 
 
 def _devices_to_ineligible(problem: Problem, u: int, by_type: dict[int, list[tuple[PodClass, cp_model.IntVar]]]
@@ -120,7 +115,8 @@ def _need_literals(
         most = sum(c.requests[res] * problem.candidates[c.index][node.name] for c in requesting)
         if most + running <= alloc:
             continue  # u can always be put back as far as r goes
-        terms: list[cp_model.LinearExprT] = [c.requests[res] * vars.count(c.index, node.name) for c in requesting]
+        terms: list[cp_model.LinearExprT] = [c.requests[res] * vars.count_on(c.index, node.name)
+                                               for c in requesting]
         for other in others:
             o_use = other.usage[node.name].get(res, 0)
             if o_use and vars.has_evict(other.index):
@@ -128,7 +124,7 @@ def _need_literals(
         need = vars.model.new_bool_var(f"need[{unit.key},{node.name},{res}]")
         vars.model.add(cp_model.LinearExpr.sum(terms) >= alloc + 1 - running).only_enforce_if(need)
         vars.model.add(
-            cp_model.LinearExpr.sum([vars.count(c.index, node.name) for c in eligible]) >= 1
+            cp_model.LinearExpr.sum([vars.count_on(c.index, node.name) for c in eligible]) >= 1
         ).only_enforce_if(need)
         out.append(need)
     return out

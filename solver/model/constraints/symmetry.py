@@ -16,6 +16,7 @@ rack-constrained groups otherwise has 8! copies of every solution.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 from ortools.sat.python import cp_model
@@ -45,7 +46,7 @@ def add(problem: Problem, vars: PlacementVars) -> None:
                 if sig is not None:
                     twins[sig].append(child)
             for sig, keys in twins.items():
-                for a, b in zip(keys, keys[1:], strict=False):
+                for a, b in itertools.pairwise(keys):
                     _order(vars, a, b, sig[1])
 
 

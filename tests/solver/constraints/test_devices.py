@@ -60,7 +60,7 @@ def test_two_pods_take_one_gpu_each_on_two_nodes() -> None:
     out = solve(problem, [devices.add], demand)
     assert out.status == OPTIMAL
     assert (out.counts(p), out.counts(q)) == ({"n0": 1}, {"n1": 1})
-    taken = {(key[0], key[1]): out.value(var) for key, var in out.vars.alloc.items()}
+    taken = {(c, node): out.value(var) for c, node, _, var in out.vars.pod_allocs()}
     assert {k: n for k, n in taken.items() if n} == {(p, "n0"): 1, (q, "n1"): 1}
 
 

@@ -1,0 +1,99 @@
+"""Assignments: what a solver decides, and how it scores.
+
+An ``Assignment`` is how many pods of each class go to each node, which victim units are
+evicted, and (DRA) which devices each placed class and each shared claim takes, in device
+types. ``evaluate`` and ``score`` read every tier from the assignment itself, for the CP-SAT
+model and the greedy baseline alike (the solver's objective value is never trusted for it).
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from solver.model import snapshot as s
+from solver.model.dra import Counts
+from solver.model.plan import Tiers
+from solver.model.problem import Problem
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assignment:
+    counts: Mapping[tuple[int, s.NodeName], int]  # (class, node) -> pods bound, only > 0
+    evicted: frozenset[int]  # victim unit indices
+    # DRA: (class, node) -> devices taken per allocation key, only > 0
+    devices: Mapping[tuple[int, s.NodeName], Counts] = field(default_factory=dict)
+    # shared claim index -> devices taken per allocation key, only > 0
+    shared: Mapping[int, Counts] = field(default_factory=dict)
+
+
+# ---- evaluation ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    new: dict[s.GroupKey, int]  # pods bound under each group (subtree)
+    ok: dict[s.GroupKey, bool]
+    satisfied: dict[int, bool]  # per workload index
+    placed: int
+    pdb_violations: int
+    cost_milli: int
+    evicted_pods: int
+
+
+def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
+    per_class: dict[int, int] = defaultdict(int)
+    for (c, _), n in assignment.counts.items():
+        per_class[c] += n
+    new: dict[s.GroupKey, int] = {}
+    ok: dict[s.GroupKey, bool] = {}
+    satisfied: dict[int, bool] = {}
+    for w in problem.workloads:
+        for key in reversed(w.groups):
+            group = problem.groups[key]
+            new[key] = sum(per_class[c] for c in problem.classes_under(key) if c in per_class)
+            ok[key] = group_ok(problem, group, new[key], ok)
+        total = sum(per_class[c] for c in w.classes)
+        satisfied[w.index] = total >= 1 and (w.kind == s.STANDALONE_POD or ok[w.groups[0]])
+    evicted_by_pdb = pdb_taken(problem, assignment.evicted)
+    violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in problem.snapshot.pdbs)
+    return Evaluation(
+        new=new, ok=ok, satisfied=satisfied, placed=sum(per_class.values()),
+        pdb_violations=violations,
+        cost_milli=sum(problem.units[u].cost_milli for u in assignment.evicted),
+        evicted_pods=sum(len(problem.units[u].members) for u in assignment.evicted),
+    )
+
+
+def pdb_taken(problem: Problem, evicted: Iterable[int]) -> defaultdict[str, int]:
+    """PDB key -> how many of its pods the evicted units take."""
+    taken: defaultdict[str, int] = defaultdict(int)
+    for u in evicted:
+        for pdb, n in problem.units[u].pdb_counts.items():
+            taken[pdb] += n
+    return taken
+
+
+def group_ok(problem: Problem, group: s.Group, new: int, ok: Mapping[s.GroupKey, bool]) -> bool:
+    """The gang rule of one group, children already evaluated in ``ok``."""
+    if group.kind == s.POD_GROUP:
+        running = len(problem.running_in_group.get(group.key, ()))
+        floor = group.floor
+        return running + new >= floor
+    floor = group.floor
+    return sum(ok[child] for child in problem.tree.children(group.key)) >= floor
+
+
+def tiers(problem: Problem, ev: Evaluation) -> Tiers:
+    by_priority: dict[int, int] = defaultdict(int)
+    for w in problem.workloads:
+        by_priority[w.priority] += int(ev.satisfied[w.index])
+    return Tiers(tuple(sorted(by_priority.items(), reverse=True)), ev.placed, ev.pdb_violations, ev.cost_milli,
+                 ev.evicted_pods)
+
+
+def score(problem: Problem, assignment: Assignment) -> Tiers:
+    """The tiers of ``assignment``, compared as plans are (``Tiers``)."""
+    return tiers(problem, evaluate(problem, assignment))

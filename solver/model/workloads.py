@@ -1,0 +1,58 @@
+"""What the placement problem is made of: workloads, their pending pod classes, victim units.
+
+A leaf: it imports only the snapshot, so that ``solver.model.problem`` (which builds these)
+and ``solver.model.dra`` (which reads them) both depend on it and not on each other.
+Pure: no I/O, no solver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from solver.model import snapshot as s
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodClass:
+    """Identical pending pods of one leaf group: same requests, selectors, tolerations."""
+
+    index: int  # dense index into Problem.classes
+    workload: int  # index into Problem.workloads
+    group: s.GroupKey | None  # leaf PodGroup, None for a standalone pod
+    pods: tuple[s.Pod, ...]  # sorted by name; decode binds them in this order
+    requests: Mapping[str, int]  # per pod, base units, only entries > 0
+    priority: int  # the workload's priority
+    power: int | None  # may evict victims of strictly lower priority; None: Never
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """One root of a workload tree with at least one pending pod."""
+
+    index: int
+    key: str  # "ns/root" (a group key, or a standalone pod's key)
+    kind: str  # kind of the root
+    priority: int
+    power: int | None
+    groups: tuple[s.GroupKey, ...]  # every group of the tree, parents before children
+    classes: tuple[int, ...]
+    rejected: str = ""  # why admission refused the workload (upstream's message), "" if admitted
+    # an earlier preemption for it is still under way: its victims terminate on the nominated
+    # nodes of its pods, so it evicts nothing new (power None) and waits for that room
+    ongoing: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VictimUnit:
+    """Running pods evicted all together (a ``disruptionMode: all`` subtree) or one pod."""
+
+    index: int
+    key: str  # group key of the `all` ancestor, or the pod key
+    members: tuple[s.Pod, ...]
+    priority: int  # root group's priority, or the pod's own outside any group
+    protected: bool  # member of a workload being planned: never evicted
+    cost_milli: int  # sum of members' costs, thousandths
+    usage: Mapping[s.NodeName, Mapping[str, int]]  # per node, summed member requests
+    pdb_counts: Mapping[s.PdbKey, int]  # members matching each PDB
+    start_time: str  # earliest member start
