@@ -4,10 +4,16 @@ Objects travel as plain dicts, as the API prints them (camelCase; list items get
 ``kind`` and ``apiVersion`` back), so the watch cache hands ``solver.kube`` exactly what a
 recorded snapshot holds. Every call the adapter makes is a method here; ``CALLS`` lists
 them with the RBAC verb and resource each needs (deploy/ grants exactly those).
+
+No ``ApiException`` leaves this module: an answer a caller acts on is a ``ClusterError`` of
+its own (Gone, Conflict, Refused), a write's 5xx past the retries is Unavailable, and any
+other status is UnexpectedStatus with the status code and reason. (A connection error on a
+call that is not retried still comes as urllib3's or an OSError.)
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import json
 import random
@@ -15,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import urllib3
 from kubernetes import client, config
@@ -46,7 +52,8 @@ KINDS: tuple[Kind, ...] = (
          lambda c: client.SchedulingV1beta1Api(c).list_workload_for_all_namespaces),
     Kind("CompositePodGroup", "scheduling.k8s.io/v1alpha3", "compositepodgroups",
          lambda c: client.SchedulingV1alpha3Api(c).list_composite_pod_group_for_all_namespaces),
-    Kind("ResourceSlice", "resource.k8s.io/v1", "resourceslices", lambda c: client.ResourceV1Api(c).list_resource_slice),
+    Kind("ResourceSlice", "resource.k8s.io/v1", "resourceslices",
+         lambda c: client.ResourceV1Api(c).list_resource_slice),
     Kind("DeviceClass", "resource.k8s.io/v1", "deviceclasses", lambda c: client.ResourceV1Api(c).list_device_class),
     Kind("ResourceClaim", "resource.k8s.io/v1", "resourceclaims",
          lambda c: client.ResourceV1Api(c).list_resource_claim_for_all_namespaces),
@@ -76,24 +83,53 @@ CALLS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-class Gone(Exception):
+class ClusterError(Exception):
+    """Every error this module raises: nothing above it sees the client's ``ApiException``.
+    ``status`` is the HTTP status the API server answered, when it answered one."""
+
+    status: int | None = None
+
+
+class Gone(ClusterError):
     """The watch's resourceVersion is too old (410): relist."""
 
+    status = 410
 
-class Conflict(Exception):
+
+class Conflict(ClusterError):
     """409: already bound, already exists, or a stale resourceVersion."""
 
+    status = 409
 
-class Refused(Exception):
+
+class Refused(ClusterError):
     """429 from the Eviction API: a PDB forbids it now."""
 
+    status = 429
 
-class Unavailable(Exception):
+
+class Unavailable(ClusterError):
     """The API server answered 5xx or not at all, ``ATTEMPTS`` times in a row."""
+
+
+class UnexpectedStatus(ClusterError):
+    """A status the call does not expect (403, 422, a 5xx of a call that is not retried, ...)."""
+
+    def __init__(self, call: str, status: int | None, reason: str) -> None:
+        self.call, self.status, self.reason = call, status, reason
+        super().__init__(f"{call}: {status} {reason}")
+
+
+def _unexpected(call: str, exc: ApiException) -> UnexpectedStatus:
+    status = exc.status if isinstance(exc.status, int) else None
+    return UnexpectedStatus(call, status, str(exc.reason or ""))
 
 
 ATTEMPTS = 4  # a write is tried this often on a 5xx or a dropped connection, with jittered backoff
 _BACKOFF = 0.05  # seconds before the second attempt, doubling, each times a jitter in [0.5, 1.5)
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _transient(exc: BaseException) -> bool:
@@ -102,17 +138,20 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, (urllib3.exceptions.HTTPError, OSError))
 
 
-def retried(fn: Callable[..., Any]) -> Callable[..., Any]:
+def retried(fn: Callable[P, R]) -> Callable[P, R]:
     """Call ``fn`` again on a 5xx or a connection error (the writes are idempotent: a repeated
-    eviction finds the pod gone, a repeated binding a 409); Unavailable when it never answers."""
+    eviction finds the pod gone, a repeated binding a 409); Unavailable when it never answers,
+    UnexpectedStatus on any other status ``fn`` lets through."""
     @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
         delay = _BACKOFF
         for attempt in range(ATTEMPTS):
             try:
                 return fn(*args, **kwargs)
             except Exception as exc:
                 if not _transient(exc):
+                    if isinstance(exc, ApiException):
+                        raise _unexpected(fn.__name__, exc) from exc
                     raise
                 if attempt == ATTEMPTS - 1:
                     raise Unavailable(f"{fn.__name__}: {exc}") from exc
@@ -120,6 +159,26 @@ def retried(fn: Callable[..., Any]) -> Callable[..., Any]:
                 delay *= 2
         raise AssertionError("unreachable")
     return call
+
+
+def translated(fn: Callable[P, R]) -> Callable[P, R]:
+    """A call tried once: any status ``fn`` lets through becomes UnexpectedStatus."""
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as exc:
+            raise _unexpected(fn.__name__, exc) from exc
+    return call
+
+
+def _json(resp: object) -> Obj:
+    """The JSON body of a call made with ``_preload_content=False``: the client then returns
+    urllib3's response as it came, which its annotations (the model type) do not say."""
+    if not isinstance(resp, urllib3.BaseHTTPResponse):
+        raise TypeError(f"not a raw response: {type(resp).__name__}")
+    body: Obj = json.loads(resp.data)
+    return body
 
 
 def now() -> str:
@@ -138,27 +197,29 @@ class Cluster:
     POOL = 32  # one connection per watched kind (11) plus the writes, with room
 
     @classmethod
-    def connect(cls, kubeconfig: str | None = None, in_cluster: bool = False) -> "Cluster":
+    def connect(cls, kubeconfig: str | None = None, in_cluster: bool = False) -> Cluster:
         cfg = client.Configuration()
         if in_cluster:
-            config.load_incluster_config(client_configuration=cfg)
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]  # unannotated
         else:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+            config.load_kube_config(  # type: ignore[no-untyped-call]  # unannotated in the client
+                config_file=kubeconfig, client_configuration=cfg)
         cfg.connection_pool_maxsize = cls.POOL
         return cls(client.ApiClient(cfg))
 
     @classmethod
-    def at(cls, host: str) -> "Cluster":
+    def at(cls, host: str) -> Cluster:
         cfg = client.Configuration(host=host)
         cfg.connection_pool_maxsize = cls.POOL
         return cls(client.ApiClient(cfg))
 
     def close(self) -> None:
-        self.api.close()
+        self.api.close()  # type: ignore[no-untyped-call]  # unannotated in the client
 
     # ---- list and watch ----------------------------------------------------------------
     PAGE = 500  # objects per list request, as client-go's reflector pages its lists
 
+    @translated
     def list(self, kind: Kind) -> tuple[list[Obj], str]:
         """Every object of ``kind`` and the list's resourceVersion, ``PAGE`` at a time
         (limit/continue: the pages are one consistent snapshot; an expired continue token is
@@ -170,7 +231,7 @@ class Cluster:
             if token:
                 kwargs["_continue"] = token
             try:
-                body = json.loads(kind.list_call(self.api)(**kwargs).data)
+                body = _json(kind.list_call(self.api)(**kwargs))
             except ApiException as exc:
                 if exc.status == 404 and not token:  # the API group is not served: nothing of that kind
                     return [], ""
@@ -193,9 +254,9 @@ class Cluster:
         except ApiException as exc:
             if exc.status == 410:
                 raise Gone() from exc
-            raise
+            raise _unexpected("watch", exc) from exc
         try:
-            for line in iter_resp_lines(resp):
+            for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]  # unannotated
                 if not line.strip():
                     continue
                 event = json.loads(line)
@@ -203,7 +264,7 @@ class Cluster:
                 if event.get("type") == "ERROR":
                     if raw.get("code") == 410:
                         raise Gone()
-                    raise ApiException(status=raw.get("code", 500), reason=raw.get("message", ""))
+                    raise UnexpectedStatus("watch", raw.get("code", 500), raw.get("message", ""))
                 yield event["type"], {"kind": kind.name, "apiVersion": kind.api_version, **raw}
         finally:
             resp.close()
@@ -213,7 +274,7 @@ class Cluster:
     @retried
     def get_pod(self, namespace: str, name: str) -> Obj | None:
         try:
-            return json.loads(self.core.read_namespaced_pod(name, namespace, _preload_content=False).data)
+            return _json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -278,14 +339,15 @@ class Cluster:
     @retried
     def create_claim(self, namespace: str, obj: Obj) -> None:
         try:
-            self.resource.create_namespaced_resource_claim(namespace, obj, _preload_content=False)
+            self.resource.create_namespaced_resource_claim(  # a dict body goes out as it is
+                namespace, obj, _preload_content=False)  # type: ignore[arg-type]  # annotated as the model only
         except ApiException as exc:
             if exc.status == 409:
                 raise Conflict(f"ResourceClaim {namespace}/{obj['metadata']['name']} exists") from exc
             raise
 
     @retried
-    def set_pod_claim_statuses(self, namespace: str, name: str, statuses: list[Obj]) -> None:
+    def set_pod_claim_statuses(self, namespace: str, name: str, statuses: builtins.list[Obj]) -> None:
         # strategic merge: entries merge by name, a pod's other claims' entries stay
         self.core.patch_namespaced_pod_status(name, namespace, {"status": {"resourceClaimStatuses": statuses}},
                                               _preload_content=False,
@@ -300,18 +362,19 @@ class Cluster:
                                               _content_type="application/strategic-merge-patch+json")
 
     @retried
-    def set_podgroup_claim_statuses(self, namespace: str, name: str, statuses: list[Obj]) -> None:
+    def set_podgroup_claim_statuses(self, namespace: str, name: str, statuses: builtins.list[Obj]) -> None:
         self.scheduling.patch_namespaced_pod_group_status(
             name, namespace, {"status": {"resourceClaimStatuses": statuses}}, _preload_content=False,
             _content_type="application/strategic-merge-patch+json")
 
+    @translated
     def event(self, *, namespace: str, regarding: Obj, reason: str, note: str, type_: str = "Normal",
               action: str = "Scheduling", reporter: str = "gangplace") -> None:
         meta = regarding["metadata"]
         # named as client-go's event recorder names them (tools/events makeEvent: the object's
         # name, a dot, the time in hex nanoseconds); a generateName ending in "." is refused by
         # the API server's validation (found on the real kube-apiserver)
-        body = {
+        body: Obj = {
             "apiVersion": "events.k8s.io/v1", "kind": "Event",
             "metadata": {"name": f"{meta['name']}.{time.time_ns():x}", "namespace": namespace},
             "eventTime": now(), "reportingController": f"gangplace.io/{reporter}", "reportingInstance": reporter,
@@ -319,30 +382,35 @@ class Cluster:
             "regarding": {"kind": regarding.get("kind", "Pod"), "apiVersion": regarding.get("apiVersion", "v1"),
                           "namespace": namespace, "name": meta["name"], "uid": meta.get("uid", "")},
         }
-        self.events.create_namespaced_event(namespace, body, _preload_content=False)
+        self.events.create_namespaced_event(  # a dict body goes out as it is (sanitize_for_serialization)
+            namespace, body, _preload_content=False)  # type: ignore[arg-type]  # annotated as the model only
 
     # ---- leases --------------------------------------------------------------------------
+    @translated
     def get_lease(self, namespace: str, name: str) -> Obj | None:
         try:
-            return json.loads(self.coordination.read_namespaced_lease(name, namespace, _preload_content=False).data)
+            return _json(self.coordination.read_namespaced_lease(name, namespace, _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
 
+    @translated
     def create_lease(self, namespace: str, obj: Obj) -> Obj:
         try:
-            return json.loads(self.coordination.create_namespaced_lease(namespace, obj, _preload_content=False).data)
+            return _json(self.coordination.create_namespaced_lease(  # a dict body goes out as it is
+                namespace, obj, _preload_content=False))  # type: ignore[arg-type]  # annotated as the model only
         except ApiException as exc:
             if exc.status == 409:
                 raise Conflict("lease exists") from exc
             raise
 
+    @translated
     def update_lease(self, namespace: str, obj: Obj) -> Obj:
         """PUT with the object's resourceVersion: Conflict when someone else wrote it first."""
         try:
-            return json.loads(self.coordination.replace_namespaced_lease(
-                obj["metadata"]["name"], namespace, obj, _preload_content=False).data)
+            return _json(self.coordination.replace_namespaced_lease(  # a dict body goes out as it is
+                obj["metadata"]["name"], namespace, obj, _preload_content=False))  # type: ignore[arg-type]  # annotated as the model only
         except ApiException as exc:
             if exc.status == 409:
                 raise Conflict("lease changed") from exc

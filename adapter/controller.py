@@ -2,7 +2,8 @@
 
 Thin on purpose: which pods go where, and which victims go, is the solver's. Here:
 
-- **What is planned** (``solver.selection.select``, shared with ``gangplace solve --scheduler-name``). Pending pods whose ``spec.schedulerName`` is ours, of workloads that
+- **What is planned** (``solver.selection.select``, shared with ``gangplace solve
+  --scheduler-name``). Pending pods whose ``spec.schedulerName`` is ours, of workloads that
   are ready as upstream means it: every PodGroup of the tree exists and each needed group
   has at least minCount pods observed (a CompositePodGroup needs minGroupCount ready
   children). Pods of other schedulers are running background or ignored. A terminating pod
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapter.cluster import Cluster, Conflict, Refused, now
-from solver.model.plan import Plan
+from solver.model.plan import Binding, Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.selection import key as _key
 from solver.selection import pending as _pending
@@ -132,9 +133,13 @@ class Executor:
         waiting = [b for b in plan.bindings if b.node in victim_nodes and b.pod in pods
                    and pods[b.pod].get("status", {}).get("nominatedNodeName") != b.node]
         with ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="gangplace-nominate") as pool:
-            list(pool.map(lambda b: self.cluster.nominate(*b.pod.split("/", 1), b.node), waiting))
+            list(pool.map(self._nominate_one, waiting))
 
-    def _bind(self, b: Any, pods: dict[str, Obj]) -> bool:
+    def _nominate_one(self, b: Binding) -> None:
+        ns, name = b.pod.split("/", 1)
+        self.cluster.nominate(ns, name, b.node)
+
+    def _bind(self, b: Binding, pods: dict[str, Obj]) -> bool:
         """One binding and its Scheduled event; False when the pod is bound to another node."""
         ns, name = b.pod.split("/", 1)
         try:

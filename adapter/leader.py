@@ -18,6 +18,7 @@ As client-go's leaderelection (k8s.io/client-go/tools/leaderelection/leaderelect
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from adapter.cluster import Cluster, Conflict, now
@@ -26,7 +27,7 @@ from adapter.cluster import Cluster, Conflict, now
 class LeaderElector:
     def __init__(self, cluster: Cluster, *, namespace: str, name: str, identity: str,
                  lease_duration: int = 15, renew_deadline: float | None = None,
-                 clock: Any = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.cluster = cluster
         self.namespace = namespace
         self.name = name

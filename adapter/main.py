@@ -68,7 +68,7 @@ def remote(target: str, time_limit: float = 10.0, *, tls_ca: str | None = None, 
 
     def solve(objects: list[Obj]) -> Plan:
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).encode()
-        return conn.solve(body, client.SolveOptions(time_limit=time_limit, pdb_policy=pdb_policy))
+        return conn.solve(body, api.PlanOptions(time_limit=time_limit, pdb_policy=pdb_policy))
     return solve
 
 
@@ -163,17 +163,16 @@ class Adapter:
         target = next((o for o in objects if o.get("kind") == kind and _ident(o) == bad), None)
         drop = {bad}
         if target is not None and kind == "Pod":
-            spec = target.get("spec") if isinstance(target.get("spec"), dict) else {}
-            group = (spec.get("schedulingGroup") or {}).get("podGroupName") if isinstance(
-                spec.get("schedulingGroup"), dict) else None
+            spec = _dict(target.get("spec"))
+            group = _dict(spec.get("schedulingGroup")).get("podGroupName")
             if spec.get("nodeName"):
                 drop.add(f"Node/{spec['nodeName']}")
             elif group:
                 ns = rest.split("/")[0]
                 tree = _tree(objects, f"{ns}/{group}")
                 for o in objects:
-                    s = o.get("spec") if isinstance(o.get("spec"), dict) else {}
-                    g = (s.get("schedulingGroup") or {}).get("podGroupName") if isinstance(s.get("schedulingGroup"), dict) else None
+                    s = _dict(o.get("spec"))
+                    g = _dict(s.get("schedulingGroup")).get("podGroupName")
                     if o.get("kind") == "Pod" and not s.get("nodeName") and g and f"{ns}/{g}" in tree:
                         drop.add(_ident(o))
                 self.executor.isolated(objects, tree, bad, why)
@@ -271,8 +270,13 @@ def _bad_object(exc: SolverError) -> str | None:
     return None
 
 
+def _dict(value: object) -> Obj:
+    """``value`` when it is a mapping as JSON has them, else empty (a malformed object's field)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _ident(obj: Obj) -> str:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = _dict(obj.get("metadata"))
     ns = meta.get("namespace")
     return f"{obj.get('kind')}/{ns}/{meta.get('name')}" if ns else f"{obj.get('kind')}/{meta.get('name')}"
 

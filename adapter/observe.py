@@ -65,7 +65,7 @@ class Endpoint:
         }
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:  # http.server's name for it
                 route = routes.get(self.path.split("?", 1)[0])
                 code, kind, body = route() if route else (404, "text/plain", b"not found\n")
                 self.send_response(code)

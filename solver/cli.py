@@ -18,26 +18,27 @@ reason), 2 with one clear message on bad input, 1 on an internal error.
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
+import functools
 import json
 import math
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
 from solver import api, kube, loader
 from solver.bench import generate, plot, runner
-from solver.model.errors import SolverError
-from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES
+from solver.model.errors import SnapshotInvalidError, SolverError
 from solver.model.features import (
     GATE_NAMES,
     FeatureGateError,
     FeatureGates,
-    format_feature_gates,
     parse_feature_gates,
 )
+from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES
+from solver.model.snapshot import ClusterSnapshot
 
 
 def _pdb_policy_arg(p: argparse.ArgumentParser) -> None:
@@ -96,9 +97,8 @@ def _needs_extra(name: str, why: str) -> int:
 def _version() -> str:
     import platform
 
-    from ortools import __version__ as ortools_version
-
-    return f"gangplace {metadata.version('gangplace')} (ortools {ortools_version}, python {platform.python_version()})"
+    return (f"gangplace {metadata.version('gangplace')} (ortools {metadata.version('ortools')}, "
+            f"python {platform.python_version()})")
 
 
 def _seconds(text: str) -> float:
@@ -211,10 +211,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="running background pods per node, on average (10)")
     gen.add_argument("--utilisation", type=_fraction, default=0.7, metavar="F",
                      help="share of each node's cpu the background requests (0.7)")
-    gen.add_argument("--gang-pods", type=_count, default=64, metavar="N", help="pods of the pending PodGroup (64; 0: none)")
+    gen.add_argument("--gang-pods", type=_count, default=64, metavar="N",
+                     help="pods of the pending PodGroup (64; 0: none)")
     gen.add_argument("--gang-cpu-m", type=_positive, default=8000, metavar="MILLI", help="cpu of each gang pod (8000)")
     gen.add_argument("--gang-gpus", type=_count, default=1, metavar="N", help="GPUs of each gang pod (1)")
-    gen.add_argument("--gang-topology", default=generate.RACK, metavar="KEY", help="node label key of the gang's domain")
+    gen.add_argument("--gang-topology", default=generate.RACK, metavar="KEY",
+                     help="node label key of the gang's domain")
     gen.add_argument("--composite-groups", type=_count, default=0, metavar="N",
                      help="add a CompositePodGroup (zone) of N PodGroups (rack) of 8 pods (0: none)")
     gen.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (0): the same seed, the same bytes")
@@ -226,18 +228,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _bench_cases(args: argparse.Namespace) -> list[runner.Case]:
-    cases = []
-    for arg in args.snapshots:
-        for path in loader.snapshot_files(Path(arg)):
-            cases.append(runner.Case(name=path.stem, load=lambda p=path: loader.load_snapshot(p),
-                                     objects=lambda p=path: loader.read_documents(p)))
+    cases = [runner.Case(name=path.stem, load=functools.partial(loader.load_snapshot, path),
+                         objects=functools.partial(loader.read_documents, path))
+             for arg in args.snapshots for path in loader.snapshot_files(Path(arg))]
     suites = [runner.SUITES[s] for s in args.suite]
     if args.alibaba:
         suites.append(runner.alibaba_suite(Path(args.alibaba)))
     for suite in suites:
         for name, build in suite:
-            cases.append(runner.Case(name=name, load=lambda b=build: kube.snapshot_from_objects(b()), objects=build))
+            cases.append(runner.Case(name=name, load=functools.partial(_built_snapshot, build), objects=build))
     return cases
+
+
+def _built_snapshot(build: Callable[[], runner.Objects]) -> ClusterSnapshot:
+    return kube.snapshot_from_objects(build())
 
 
 def _progress(done: int, total: int, name: str) -> None:
@@ -362,12 +366,7 @@ def _solve(args: argparse.Namespace) -> int:
         plan = _solve_remote(args).to_dict()
     else:
         snapshot = _read_snapshot(args.snapshot, args.scheduler_name)
-        options = api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers,
-                                  seed=args.seed, baseline_only=args.baseline,
-                                  decompose=not args.no_decompose, pdb_policy=args.pdb_policy,
-                                  gates=args.feature_gates or FeatureGates(),
-                                  dra_preemption=not args.no_dra_preemption,
-                                  on_solution=_progress_line(sys.stderr) if _shows_progress(args) else None)
+        options = _solve_options(args, on_solution=_progress_line(sys.stderr) if _shows_progress(args) else None)
         plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
     if args.output and args.output != "-":
@@ -377,6 +376,15 @@ def _solve(args: argparse.Namespace) -> int:
         print(text)
     summary(plan, sys.stderr)
     return 0
+
+
+def _solve_options(args: argparse.Namespace, on_solution: Callable[[str, float, float], None] | None = None
+                   ) -> api.PlanOptions:
+    """``gangplace solve``'s options, the same in process and with ``--server``."""
+    return api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers, seed=args.seed,
+                           baseline_only=args.baseline, decompose=not args.no_decompose, pdb_policy=args.pdb_policy,
+                           gates=args.feature_gates or FeatureGates(), dra_preemption=not args.no_dra_preemption,
+                           on_solution=on_solution)
 
 
 def _shows_progress(args: argparse.Namespace) -> bool:
@@ -395,7 +403,7 @@ def _documents(source: str, scheduler_name: str | None = None) -> list[Any]:
         return docs
     from solver import selection
 
-    chosen = selection.select(kube.flatten(docs), scheduler_name)
+    chosen = selection.select([dict(o) for o in kube.flatten(docs)], scheduler_name)
     for root, why in sorted(chosen.waiting.items()):
         print(f"gangplace: {root} waits: {why}", file=sys.stderr)
     return chosen.objects
@@ -408,7 +416,7 @@ def _one_case(source: str) -> Path:
     files = loader.snapshot_files(Path(source))
     if len(files) != 1:
         names = ", ".join(f.name for f in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-        raise loader.SnapshotInvalidError(source, "", (
+        raise SnapshotInvalidError(source, "", (
             f"a directory is one case per file and this one holds {len(files)} ({names}): solve one file, "
             "or give the directory to replan or bench" if files else "a directory with no .json, .yaml or .yml file"))
     return files[0]
@@ -425,7 +433,7 @@ def _read_snapshot(source: str, scheduler_name: str | None = None) -> Any:
         snapshot = loader.load_snapshot(_one_case(source))
     if not snapshot.nodes and not snapshot.pods:
         held = ", ".join(f"{n} {k}" for k, n in sorted(snapshot.skipped_kinds.items()))
-        raise loader.SnapshotInvalidError("<stdin>" if source == "-" else source, "",
+        raise SnapshotInvalidError("<stdin>" if source == "-" else source, "",
                                           "no Node and no Pod to plan" + (f" (it holds {held})" if held else ""))
     return snapshot
 
@@ -480,11 +488,7 @@ def _solve_remote(args: argparse.Namespace) -> Any:
     else:
         docs = _documents(args.snapshot, args.scheduler_name)
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
-    options = client.SolveOptions(workload=args.workload or "", time_limit=args.time_limit, workers=args.workers,
-                                  seed=args.seed, baseline_only=args.baseline, no_decompose=args.no_decompose,
-                                  pdb_policy=args.pdb_policy,
-                                  feature_gates=format_feature_gates(args.feature_gates or FeatureGates()),
-                                  no_dra_preemption=args.no_dra_preemption)
+    options = _solve_options(args)  # built before connecting: a bad option is said without a call
     with client.PlacementClient(args.server) as c:
         return c.solve(body, options)
 
@@ -506,7 +510,11 @@ def _serve(args: argparse.Namespace) -> int:
     stopped = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
-        threading.Thread(target=lambda: (running.stop(args.grace), stopped.set()), daemon=True).start()
+        def stop() -> None:
+            running.stop(args.grace)
+            stopped.set()
+
+        threading.Thread(target=stop, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

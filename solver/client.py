@@ -1,11 +1,14 @@
 """A typed client of the gangplace.v1 PlacementService.
 
     with PlacementClient("127.0.0.1:50051") as client:
-        plan = client.solve_objects(Path("snapshot.yaml").read_bytes(), SolveOptions(time_limit=10))
+        plan = client.solve(Path("snapshot.yaml").read_bytes(), api.PlanOptions(time_limit=10))
         for event in client.solve_stream(...):   # Progress, then the final Plan
             ...
 
-Plans come back as ``solver.model.plan.Plan``, the type the in-process pipeline returns,
+The options are ``solver.api.PlanOptions``, the in-process pipeline's (those only a process can
+hold, ``stop``, ``on_solution``, ``max_variables`` and ``ideal_shortcut``, must keep their
+defaults); ``deadline`` is the call's own: seconds for the whole call, None for the time
+limit plus ``DEADLINE_SLACK``. Plans come back as ``solver.model.plan.Plan``, the type the in-process pipeline returns,
 so ``plan.to_dict()`` is the same JSON either way. gRPC errors surface as
 ``PlacementError`` with the status code and the server's message.
 """
@@ -18,35 +21,16 @@ from types import TracebackType
 
 import grpc
 
+from solver import api
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.model.errors import SolverError
 from solver.model.plan import Plan
-from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.server import DEFAULT_MAX_MESSAGE
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SolveOptions:
-    workload: str = ""
-    time_limit: float = 10.0
-    workers: int = 1
-    seed: int = 0
-    relative_gap: float = 0.0
-    baseline_only: bool = False
-    no_decompose: bool = False
-    pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY  # "strict" | "soft" (solver.model.problem)
-    no_dra_preemption: bool = False  # a victim's DRA devices stay held (upstream 1.37)
-    feature_gates: str = ""  # "PodGroupPreemptionPolicy=true": kube-scheduler's gates; "" is 1.37's defaults
-    deadline: float | None = None  # seconds for the whole call; None: time_limit + 30
-
-    def message(self) -> pb.SolveOptions:
-        return pb.SolveOptions(time_limit_seconds=self.time_limit, workers=self.workers, seed=self.seed,
-                               relative_gap=self.relative_gap, baseline_only=self.baseline_only,
-                               no_decompose=self.no_decompose,
-                               pdb_policy=convert.pdb_policy_value(self.pdb_policy),
-                               feature_gates=self.feature_gates, no_dra_preemption=self.no_dra_preemption)
+DEADLINE_SLACK = 30.0  # seconds past the time limit a call may take when no deadline is given
+DEFAULT_OPTIONS = api.PlanOptions()
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +42,9 @@ class Progress:
 
 
 class PlacementError(SolverError):
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    def __init__(self, code: grpc.StatusCode, details: str | None) -> None:
         self.code = code
-        self.details = details
+        self.details = details or ""
         super().__init__(f"{code.name}: {details}")
 
 
@@ -83,9 +67,9 @@ class PlacementClient:
         else:
             self.channel = grpc.insecure_channel(target, options=options)
         self.metadata = [("authorization", f"Bearer {token}")] if token else None
-        self.stub = pb_grpc.PlacementServiceStub(self.channel)
+        self.stub = pb_grpc.PlacementServiceStub(self.channel)  # type: ignore[no-untyped-call]  # protoc's plugin writes no types
 
-    def __enter__(self) -> "PlacementClient":
+    def __enter__(self) -> PlacementClient:
         return self
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
@@ -96,27 +80,28 @@ class PlacementClient:
 
     # ---- requests --------------------------------------------------------------------
     @staticmethod
-    def request(cluster: bytes | pb.ClusterState, options: SolveOptions, request_id: str = "") -> pb.SolveRequest:
-        req = pb.SolveRequest(workload=options.workload, options=options.message(), request_id=request_id)
+    def request(cluster: bytes | pb.ClusterState, options: api.PlanOptions, request_id: str = "") -> pb.SolveRequest:
+        req = pb.SolveRequest(workload=options.workload or "", options=convert.options_to_proto(options),
+                              request_id=request_id)
         if isinstance(cluster, bytes):
             req.kubernetes_objects = cluster
         else:
             req.state.CopyFrom(cluster)
         return req
 
-    def solve(self, cluster: bytes | pb.ClusterState, options: SolveOptions = SolveOptions(),
-              request_id: str = "") -> Plan:
+    def solve(self, cluster: bytes | pb.ClusterState, options: api.PlanOptions = DEFAULT_OPTIONS,
+              request_id: str = "", *, deadline: float | None = None) -> Plan:
         """``cluster``: Kubernetes objects (a JSON List or YAML documents) as bytes, or typed state."""
-        timeout = options.deadline if options.deadline is not None else options.time_limit + 30
+        timeout = _timeout(options, deadline)
         try:
             reply = self.stub.Solve(self.request(cluster, options, request_id), timeout=timeout, metadata=self.metadata)
         except grpc.RpcError as exc:
             raise PlacementError(exc.code(), exc.details()) from exc
         return convert.plan_from_proto(reply.plan)
 
-    def solve_stream(self, cluster: bytes | pb.ClusterState, options: SolveOptions = SolveOptions(),
-                     request_id: str = "") -> Iterator[Progress | Plan]:
-        timeout = options.deadline if options.deadline is not None else options.time_limit + 30
+    def solve_stream(self, cluster: bytes | pb.ClusterState, options: api.PlanOptions = DEFAULT_OPTIONS,
+                     request_id: str = "", *, deadline: float | None = None) -> Iterator[Progress | Plan]:
+        timeout = _timeout(options, deadline)
         try:
             for event in self.stub.SolveStream(self.request(cluster, options, request_id), timeout=timeout,
                                                metadata=self.metadata):
@@ -127,3 +112,7 @@ class PlacementClient:
                     yield convert.plan_from_proto(event.result.plan)
         except grpc.RpcError as exc:
             raise PlacementError(exc.code(), exc.details()) from exc
+
+
+def _timeout(options: api.PlanOptions, deadline: float | None) -> float:
+    return deadline if deadline is not None else options.time_limit + DEADLINE_SLACK

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
-from solver import kube, loader
+from solver import api, kube, loader
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.model import plan as p
 from solver.model import snapshot as s
 from solver.model.errors import SnapshotInvalidError, SolverError
+from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 
 CPU = "cpu"
@@ -51,8 +52,27 @@ def pdb_policy(value: int) -> PdbPolicy:
     return _PDB_POLICY[value]
 
 
-def pdb_policy_value(policy: PdbPolicy) -> int:
+def pdb_policy_value(policy: PdbPolicy) -> pb.PdbPolicy:
     return pb.PDB_POLICY_STRICT if policy == "strict" else pb.PDB_POLICY_SOFT
+
+
+# PlanOptions fields that stay in the process: gangplace.v1 has no field for them, so a remote
+# call refuses a value other than the default instead of dropping it
+_LOCAL_ONLY = {"max_variables": None, "ideal_shortcut": True, "stop": None, "on_solution": None}
+
+
+def options_to_proto(options: api.PlanOptions) -> pb.SolveOptions:
+    """``PlanOptions`` as a request's ``SolveOptions`` (``workload`` travels in the request
+    itself); an option the wire cannot carry (``_LOCAL_ONLY``) set is an OptionError."""
+    for name, default in _LOCAL_ONLY.items():
+        if getattr(options, name) != default:
+            raise api.OptionError(name, "in-process only: gangplace.v1 does not carry it")
+    # empty gates: the defaults, which a server that knows fewer gates reads too
+    gates = "" if options.gates == FeatureGates() else format_feature_gates(options.gates)
+    return pb.SolveOptions(time_limit_seconds=options.time_limit, workers=options.workers, seed=options.seed,
+                           relative_gap=options.relative_gap, baseline_only=options.baseline_only,
+                           no_decompose=not options.decompose, pdb_policy=pdb_policy_value(options.pdb_policy),
+                           feature_gates=gates, no_dra_preemption=not options.dra_preemption)
 
 
 # ---- request -> snapshot ------------------------------------------------------------------
@@ -86,13 +106,15 @@ def _resources(raw: Any) -> dict[str, str]:
 
 # The enums as Kubernetes spells them. An unspecified or unknown number (a newer client's,
 # proto3 keeps it) becomes a word kube refuses, so the error names the object and field.
-_EFFECT = {pb.TAINT_EFFECT_NO_SCHEDULE: "NoSchedule", pb.TAINT_EFFECT_PREFER_NO_SCHEDULE: "PreferNoSchedule",
-           pb.TAINT_EFFECT_NO_EXECUTE: "NoExecute"}
-_TOLERATION_OPERATOR = {pb.TOLERATION_OPERATOR_UNSPECIFIED: "Equal", pb.TOLERATION_OPERATOR_EQUAL: "Equal",
-                        pb.TOLERATION_OPERATOR_EXISTS: "Exists"}
-_SELECTOR_OPERATOR = {pb.SELECTOR_OPERATOR_IN: "In", pb.SELECTOR_OPERATOR_NOT_IN: "NotIn",
-                      pb.SELECTOR_OPERATOR_EXISTS: "Exists", pb.SELECTOR_OPERATOR_DOES_NOT_EXIST: "DoesNotExist",
-                      pb.SELECTOR_OPERATOR_GT: "Gt", pb.SELECTOR_OPERATOR_LT: "Lt"}
+_EFFECT: dict[int, str] = {
+    pb.TAINT_EFFECT_NO_SCHEDULE: "NoSchedule", pb.TAINT_EFFECT_PREFER_NO_SCHEDULE: "PreferNoSchedule",
+    pb.TAINT_EFFECT_NO_EXECUTE: "NoExecute"}
+_TOLERATION_OPERATOR: dict[int, str] = {
+    pb.TOLERATION_OPERATOR_UNSPECIFIED: "Equal", pb.TOLERATION_OPERATOR_EQUAL: "Equal",
+    pb.TOLERATION_OPERATOR_EXISTS: "Exists"}
+_SELECTOR_OPERATOR: dict[int, str] = {
+    pb.SELECTOR_OPERATOR_IN: "In", pb.SELECTOR_OPERATOR_NOT_IN: "NotIn", pb.SELECTOR_OPERATOR_EXISTS: "Exists",
+    pb.SELECTOR_OPERATOR_DOES_NOT_EXIST: "DoesNotExist", pb.SELECTOR_OPERATOR_GT: "Gt", pb.SELECTOR_OPERATOR_LT: "Lt"}
 
 
 def _word(table: dict[int, str], enum: str, value: int) -> str:
@@ -149,9 +171,8 @@ def _spread(raw: Iterable[pb.TopologySpreadConstraint]) -> list[dict[str, Any]]:
             entry["labelSelector"] = _label_selector(c.label_selector)
         if c.HasField("min_domains"):
             entry["minDomains"] = c.min_domains
-        for name, value in (("nodeAffinityPolicy", c.node_affinity_policy), ("nodeTaintsPolicy", c.node_taints_policy)):
-            if value:
-                entry[name] = value
+        entry.update({name: value for name, value in (("nodeAffinityPolicy", c.node_affinity_policy),
+                                                      ("nodeTaintsPolicy", c.node_taints_policy)) if value})
         out.append(entry)
     return out
 
@@ -195,7 +216,7 @@ def _sub_request(sub: pb.DeviceSubRequest) -> dict[str, Any]:
 
 
 def _claim_devices(claim: pb.ResourceClaim) -> dict[str, Any]:
-    requests = []
+    requests: list[dict[str, Any]] = []
     for r in claim.requests:
         if r.first_available:
             requests.append({"name": r.name, "firstAvailable": [
@@ -328,18 +349,19 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
         add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
              "metadata": {"name": t.name, "namespace": t.namespace},
              "spec": {"spec": {"devices": _claim_devices(t)}}}, f"claim_templates[{i}]")
-    for i, c in enumerate(state.claims):
+    for i, claim in enumerate(state.claims):
         obj: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                               "metadata": {"name": c.name, "namespace": c.namespace},
-                               "spec": {"devices": _claim_devices(c)}}
-        if c.allocation:
+                               "metadata": {"name": claim.name, "namespace": claim.namespace},
+                               "spec": {"devices": _claim_devices(claim)}}
+        if claim.allocation:
             alloc: dict[str, Any] = {"devices": {"results": [
-                {"request": a.request, "driver": a.driver, "pool": a.pool, "device": a.device} for a in c.allocation]}}
-            if c.allocation_nodes:
-                alloc["nodeSelector"] = {"nodeSelectorTerms": _terms(c.allocation_nodes)}
-            reserved = [{"resource": "pods", "name": n} for n in c.reserved_pods]
+                {"request": a.request, "driver": a.driver, "pool": a.pool, "device": a.device}
+                for a in claim.allocation]}}
+            if claim.allocation_nodes:
+                alloc["nodeSelector"] = {"nodeSelectorTerms": _terms(claim.allocation_nodes)}
+            reserved = [{"resource": "pods", "name": n} for n in claim.reserved_pods]
             reserved += [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": n}
-                         for n in c.reserved_groups]
+                         for n in claim.reserved_groups]
             obj["status"] = {"allocation": alloc, "reservedFor": reserved}
         add(obj, f"claims[{i}]")
     return objs, origin
@@ -386,7 +408,7 @@ _PLAN_STATUS = {"OPTIMAL": pb.PLAN_STATUS_OPTIMAL, "FEASIBLE": pb.PLAN_STATUS_FE
 _PLAN_STATUS_NAME = {v: k for k, v in _PLAN_STATUS.items()}
 
 
-def _stats_struct(stats: dict[str, Any]) -> struct_pb2.Struct:
+def _stats_struct(stats: Mapping[str, Any]) -> struct_pb2.Struct:
     out = struct_pb2.Struct()
     out.update(json.loads(json.dumps(dict(stats))))  # plain JSON values: tuples as lists, keys as text
     return out

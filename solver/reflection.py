@@ -13,7 +13,10 @@ from collections.abc import Sequence
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
-from grpc_reflection.v1alpha import reflection, reflection_pb2
+from grpc_reflection.v1alpha import (  # type: ignore[import-untyped]  # no py.typed; types-grpcio-reflection not a dependency
+    reflection,
+    reflection_pb2,
+)
 
 V1ALPHA = reflection.SERVICE_NAME
 V1 = V1ALPHA.replace(".v1alpha.", ".v1.")
@@ -45,7 +48,7 @@ def _v1_file() -> descriptor_pb2.FileDescriptorProto:
 
 
 def _register_v1_descriptor() -> None:
-    pool = descriptor_pool.Default()
+    pool = descriptor_pool.Default()  # type: ignore[no-untyped-call]  # unannotated in types-protobuf
     try:
         pool.FindServiceByName(V1)
     except KeyError:

@@ -57,12 +57,12 @@ def fragmentation(snapshot: s.ClusterSnapshot, plan: Plan | None) -> dict[str, d
     used: dict[str, int] = defaultdict(int)
     pods = {p.key: p for p in snapshot.pods}
     for p in snapshot.pods:
-        node = p.node if p.node is not None and p.key not in evicted else placed.get(p.key)
-        if node is None:
+        on = p.node if p.node is not None and p.key not in evicted else placed.get(p.key)
+        if on is None:
             continue
         for res, amount in p.requests.items():
             if res.lower().endswith("gpu"):
-                used[node] += amount
+                used[on] += amount
     # DRA: node-local devices held by claims that stay, and the plan's allocations
     dra = snapshot.dra
     total_dev: dict[str, int] = defaultdict(int)

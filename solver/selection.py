@@ -31,8 +31,8 @@ def pending(pod: Obj) -> bool:
 
 
 def _parent(group: Obj) -> GroupKey | None:
-    spec = group.get("spec") if isinstance(group.get("spec"), dict) else {}
-    parent = spec.get("parentCompositePodGroupName")
+    spec = group.get("spec")
+    parent = spec.get("parentCompositePodGroupName") if isinstance(spec, dict) else None
     return GroupKey(f"{group.get('metadata', {}).get('namespace', '')}/{parent}") if parent else None
 
 

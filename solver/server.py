@@ -32,7 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import (  # type: ignore[import-untyped]  # no py.typed; types-grpcio-health-checking not a dependency
+    health,
+    health_pb2,
+    health_pb2_grpc,
+)
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from solver import api, reflection, telemetry
@@ -131,7 +135,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             self.metrics.solves.labels(method, "INVALID_ARGUMENT").inc()
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"request: not a SolveRequest: {request.reason}")
 
-    def _admitted(self, method: str, rid: str, context: grpc.ServicerContext) -> "_Admission":
+    def _admitted(self, method: str, rid: str, context: grpc.ServicerContext) -> _Admission:
         return _Admission(self, method, rid, context)
 
     def _plan(self, request: pb.SolveRequest, rid: str, context: grpc.ServicerContext,
@@ -205,7 +209,7 @@ class _Admission:
         self.s, self.method, self.rid, self.context = service, method, rid, context
         self.start = 0.0
 
-    def __enter__(self) -> "_Admission":
+    def __enter__(self) -> _Admission:
         m = self.s.metrics
         if not self.s._slots.acquire(blocking=False):
             m.solves.labels(self.method, "RESOURCE_EXHAUSTED").inc()
@@ -222,7 +226,7 @@ class _Admission:
         m.in_flight.dec()
         self.s._slots.release()
         m.latency.labels(self.method).observe(time.perf_counter() - self.start)
-        code = self.context.code()
+        code = self.context.code()  # type: ignore[attr-defined]  # grpcio has it since 1.38; types-grpcio lacks it
         if code is not None and code != grpc.StatusCode.OK:
             status = code.name
         elif not self.context.is_active():  # the caller went away or its deadline passed
@@ -348,7 +352,8 @@ class _TokenCheck(grpc.ServerInterceptor):
             pass
         want = b"Bearer " + self.token.data.strip()
         got = dict(details.invocation_metadata or ()).get("authorization", "")
-        if hmac.compare_digest(got.encode(), want) and self.token.data.strip():
+        sent = got.encode() if isinstance(got, str) else got  # bytes only under a "-bin" key
+        if hmac.compare_digest(sent, want) and self.token.data.strip():
             return handler
 
         def refuse(request: Any, context: grpc.ServicerContext) -> Any:

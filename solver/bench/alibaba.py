@@ -241,7 +241,8 @@ def _check_header(table: Table, columns: Sequence[str]) -> None:
 
 def _nodes(table: Table) -> list[_Node]:
     _check_header(table, NODE_COLUMNS)
-    out, seen = [], set()
+    out: list[_Node] = []
+    seen: set[str] = set()
     for i in range(len(table.rows)):
         row = _Row(table, i)
         name = row.unique("sn", seen, "node")
@@ -256,7 +257,8 @@ def _tasks(table: Table) -> tuple[list[_Task], bool]:
     timed = any(c in table.header for c in POD_TIME_COLUMNS)
     if timed:
         _check_header(table, POD_TIME_COLUMNS)
-    out, seen = [], set()
+    out: list[_Task] = []
+    seen: set[str] = set()
     for i in range(len(table.rows)):
         row = _Row(table, i)
         name = row.unique("name", seen, "task")
@@ -424,6 +426,7 @@ def convert(nodes_rows: Table | Sequence[Mapping[str, str]], pod_rows: Table | S
         if spec.by_phase:
             alive = [t for t in tasks if t.phase == "Running"]
         else:
+            assert at is not None  # the branch's condition, without by_phase
             alive = [t for t in tasks if t.phase in RAN_PHASES and t.created is not None
                      and t.created <= at and (t.deleted is None or at < t.deleted)]
         background = sorted(alive, key=lambda t: (t.created or 0, t.name))

@@ -220,7 +220,7 @@ class ControlPlane:
     @classmethod
     def start(cls, *, scheduler: bool = False, controller_manager: bool = False,
               scheduler_gates: Mapping[str, bool] | None = None, workdir: Path | None = None,
-              bin_dir: Path | None = None, controllers: Sequence[str] = CONTROLLERS) -> "ControlPlane":
+              bin_dir: Path | None = None, controllers: Sequence[str] = CONTROLLERS) -> ControlPlane:
         own = workdir is None
         plane = cls(workdir=workdir or Path(tempfile.mkdtemp(prefix="gangplace-cp-")),
                     bin_dir=find_binaries(bin_dir), _own_workdir=own)
@@ -238,12 +238,9 @@ class ControlPlane:
 
     def _spawn(self, name: str, argv: list[str]) -> _Proc:
         log = self.workdir / f"{name}.log"
-        fh = open(log, "wb")
-        try:
+        with open(log, "wb") as fh:  # the child holds its own copy of the descriptor
             popen = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
-        finally:
-            fh.close()
         proc = _Proc(name, popen, log)
         self.procs[name] = proc
         return proc
@@ -298,7 +295,8 @@ class ControlPlane:
             "--client-ca-file", str(p / "ca.crt"), "--authorization-mode", "RBAC",
             "--service-account-issuer", "https://kubernetes.default.svc",
             "--service-account-key-file", str(p / "sa.pub"), "--service-account-signing-key-file", str(p / "sa.key"),
-            "--service-cluster-ip-range", "10.0.0.0/24", "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
+            "--service-cluster-ip-range", "10.0.0.0/24",
+            "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
             "--endpoint-reconciler-type", "none",  # it refuses a loopback advertise address
             "--feature-gates", self._gates("kube-apiserver", dict.fromkeys(API_GATES, True)),
             "--runtime-config", RUNTIME_CONFIG,

@@ -6,7 +6,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapter.cluster import KINDS, Cluster, Gone
+from adapter import cluster as cluster_module
+from adapter.cluster import (
+    ATTEMPTS,
+    KINDS,
+    Cluster,
+    ClusterError,
+    Conflict,
+    Gone,
+    Refused,
+    Unavailable,
+    UnexpectedStatus,
+)
 from tests.apiserver import ApiServerDouble
 from tests.builders import RACK, node, pod, pod_group
 
@@ -69,3 +80,37 @@ def test_watch_from_a_compacted_resource_version_raises_gone(api: ApiServerDoubl
     api.compact()
     with pytest.raises(Gone):
         list(cluster.watch(KIND["Pod"], rv, timeout=1))
+
+
+def test_no_api_exception_leaves_the_module_every_error_is_a_cluster_error(
+        api: ApiServerDouble, cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster_module, "_BACKOFF", 0.001)
+    assert all(issubclass(e, ClusterError) for e in (Gone, Conflict, Refused, Unavailable, UnexpectedStatus))
+    assert (Gone.status, Conflict.status, Refused.status) == (410, 409, 429)
+
+    def binds() -> int:
+        return len([path for verb, path, _ in list(api.calls) if verb == "POST" and path.endswith("/p/binding")])
+
+    # calls tried once: a 5xx is an UnexpectedStatus naming the call, the status and the reason
+    api.fail_next("GET", r"^/api/v1/pods$", 503)
+    with pytest.raises(UnexpectedStatus) as listed:
+        cluster.list(KIND["Pod"])
+    assert (listed.value.call, listed.value.status) == ("list", 503) and listed.value.reason
+    assert str(listed.value) == f"list: 503 {listed.value.reason}"
+    api.fail_next("GET", r"/leases/lease$", 500)
+    with pytest.raises(UnexpectedStatus) as lease:
+        cluster.get_lease("kube-system", "lease")
+    assert (lease.value.call, lease.value.status) == ("get_lease", 500)
+    api.fail_next("watch", r"^/api/v1/pods$", 500)
+    with pytest.raises(UnexpectedStatus) as watched:
+        list(cluster.watch(KIND["Pod"], "1", timeout=1))
+    assert (watched.value.call, watched.value.status) == ("watch", 500)
+    # a retried write: a status it does not expect is not retried; 5xx past the retries is Unavailable
+    api.fail_next("POST", r"/pods/p/binding$", 403)
+    with pytest.raises(UnexpectedStatus) as forbidden:
+        cluster.bind("default", "p", "n0")
+    assert (forbidden.value.call, forbidden.value.status, binds()) == ("bind", 403, 1)
+    api.fail_next("POST", r"/pods/p/binding$", 500, times=ATTEMPTS)
+    with pytest.raises(Unavailable):
+        cluster.bind("default", "p", "n0")
+    assert binds() == 1 + ATTEMPTS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -15,8 +16,8 @@ from typing import Any
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from google.protobuf import descriptor_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
@@ -69,11 +70,11 @@ def test_solve_and_stream_give_the_in_process_plan(running: server.Running, exam
 def test_stream_reports_improving_solutions_before_the_plan(running: server.Running) -> None:
     with client.PlacementClient(_target(running)) as c:
         events = list(c.solve_stream((ROOT / "examples" / "gang-preemption.yaml").read_bytes(),
-                                     client.SolveOptions(no_decompose=True)))
+                                     api.PlanOptions(decompose=False)))
     stages = [e.stage for e in events[:-1]]  # type: ignore[union-attr]
     assert stages and stages[0] == "workloads+pods" and "preemptionCost+evictedPods" in stages
     cost = [e for e in events[:-1] if e.stage == "preemptionCost+evictedPods"]  # type: ignore[union-attr]
-    assert all(a.objective >= b.objective for a, b in zip(cost, cost[1:], strict=False))  # improving
+    assert all(a.objective >= b.objective for a, b in itertools.pairwise(cost))  # improving
     assert events[-1].status == "OPTIMAL"  # type: ignore[union-attr]
 
 
@@ -146,13 +147,16 @@ def test_typed_inter_pod_rules_gates_and_held_pods_reach_the_solver(running: ser
         groups=[pb.Group(namespace="d", name="g", kind=pb.Group.POD_GROUP, min_count=2, priority=100)])
     with client.PlacementClient(_target(running)) as c:
         plan = c.solve(state)
-        with pytest.raises(client.PlacementError) as bad:
-            c.solve(state, client.SolveOptions(feature_gates="Nope=true"))
+        unknown = c.request(state, api.PlanOptions())  # PlanOptions holds known gates only: a newer client's
+        unknown.options.feature_gates = "Nope=true"
+        with pytest.raises(grpc.RpcError) as bad:
+            c.stub.Solve(unknown)
     nodes = {b.pod: b.node for b in plan.bindings}
     assert plan.status == "OPTIMAL" and set(nodes) == {"d/g-0", "d/g-1"}
     assert "n0" not in nodes.values() and len({int(n[1]) % 2 for n in nodes.values()}) == 2  # one per zone
     assert [(h.pod, h.reason) for h in plan.held] == [("d/g-2", "waiting for scheduling gates: [example.com/hold]")]
-    assert str(bad.value).startswith("INVALID_ARGUMENT: options.feature_gates: unknown feature gate 'Nope'")
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert bad.value.details().startswith("options.feature_gates: unknown feature gate 'Nope'")  # type: ignore[attr-defined]
 
 
 def test_the_pdb_policy_reaches_the_solver(running: server.Running) -> None:
@@ -165,7 +169,7 @@ def test_the_pdb_policy_reaches_the_solver(running: server.Running) -> None:
         pdbs=[pb.PodDisruptionBudget(namespace="d", name="db", match_labels={"app": "db"}, disruptions_allowed=0)])
     with client.PlacementClient(_target(running)) as c:
         strict = c.solve(state)
-        soft = c.solve(state, client.SolveOptions(pdb_policy="soft"))
+        soft = c.solve(state, api.PlanOptions(pdb_policy="soft"))
         with pytest.raises(grpc.RpcError) as bad:  # a number this server does not know
             c.stub.Solve(pb.SolveRequest(state=state, options=pb.SolveOptions(pdb_policy=7)))  # type: ignore[arg-type]
     assert [e.pod for e in soft.evictions] == ["d/db"] and soft.objective.pdb_violations == 1
@@ -209,7 +213,7 @@ def test_an_expiring_deadline_returns_the_best_plan_so_far(running: server.Runni
     body = _hard()
     start = time.perf_counter()
     with client.PlacementClient(_target(running)) as c:
-        plan = c.solve(body, client.SolveOptions(time_limit=60, deadline=3.0))
+        plan = c.solve(body, api.PlanOptions(time_limit=60), deadline=3.0)
     assert time.perf_counter() - start < 3.0
     assert plan.status == "FEASIBLE" and plan.objective.placed_pods == 20
     assert verify.verify(loader.snapshot_from_bytes(body), plan) == []
@@ -219,7 +223,7 @@ def test_overload_is_refused_while_the_admitted_solve_finishes(running: server.R
     body = _hard()
     results: list[Any] = []
     with client.PlacementClient(_target(running)) as c:
-        first = threading.Thread(target=lambda: results.append(c.solve(body, client.SolveOptions(time_limit=3))))
+        first = threading.Thread(target=lambda: results.append(c.solve(body, api.PlanOptions(time_limit=3))))
         first.start()
         deadline = time.monotonic() + 10
         while running.metrics.in_flight._value.get() < 1 and time.monotonic() < deadline:
@@ -246,7 +250,7 @@ def test_graceful_shutdown_finishes_the_solve_in_flight() -> None:
     run = server.start(server.ServerConfig(address="127.0.0.1:0"))
     results: list[Any] = []
     with client.PlacementClient(_target(run)) as c:
-        solving = threading.Thread(target=lambda: results.append(c.solve(_hard(), client.SolveOptions(time_limit=2))))
+        solving = threading.Thread(target=lambda: results.append(c.solve(_hard(), api.PlanOptions(time_limit=2))))
         solving.start()
         while run.metrics.in_flight._value.get() < 1:
             time.sleep(0.02)
@@ -312,7 +316,7 @@ def test_a_15000_node_cluster_is_accepted(running: server.Running) -> None:
     body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}).encode()
     assert len(body) > 4 * 1024 * 1024  # more than gRPC's default limit
     with client.PlacementClient(_target(running)) as c:
-        plan = c.solve(body, client.SolveOptions(time_limit=60))
+        plan = c.solve(body, api.PlanOptions(time_limit=60))
     assert plan.status == "OPTIMAL" and plan.stats["nodes"] == 15000 and plan.objective.placed_pods == 3
     assert verify.verify(kube.snapshot_from_objects(objs), plan) == []
 
@@ -381,6 +385,27 @@ def test_a_cancelled_call_is_counted_cancelled_and_frees_its_slot(running: serve
     assert 'gangplace_solves_total{method="Solve",status="CANCELLED"} 1.0' in _metrics(running)
 
 
+def test_the_client_sends_plan_options_and_refuses_those_the_wire_cannot_carry() -> None:
+    from solver.model.features import FeatureGates
+
+    gates = FeatureGates(pod_group_preemption_policy=True)
+    req = client.PlacementClient.request(b"{}", api.PlanOptions(
+        workload="d/g", time_limit=3, workers=2, seed=7, relative_gap=0.1, baseline_only=True, decompose=False,
+        pdb_policy="soft", gates=gates, dra_preemption=False), request_id="r1")
+    assert (req.workload, req.request_id, req.kubernetes_objects) == ("d/g", "r1", b"{}")
+    o = req.options
+    assert (o.time_limit_seconds, o.workers, o.seed, o.relative_gap, o.baseline_only, o.no_decompose,
+            o.pdb_policy, o.feature_gates, o.no_dra_preemption) == (
+        3, 2, 7, 0.1, True, True, pb.PDB_POLICY_SOFT, "PodGroupPreemptionPolicy=true", True)
+    default = client.PlacementClient.request(b"{}", api.PlanOptions())
+    assert default.workload == "" and default.options == pb.SolveOptions(
+        time_limit_seconds=10, workers=1, pdb_policy=pb.PDB_POLICY_STRICT)  # empty gates: the defaults
+    for local in (api.PlanOptions(max_variables=10), api.PlanOptions(ideal_shortcut=False),
+                  api.PlanOptions(stop=threading.Event()), api.PlanOptions(on_solution=lambda *a: None)):
+        with pytest.raises(api.OptionError, match="in-process only"):
+            client.PlacementClient.request(b"{}", local)
+
+
 def test_a_deadline_stops_the_solve_inside_a_slow_cel_selector(running: server.Running) -> None:
     # a selector of 10^4 iterations, within the cost limit, read for each of 12 devices that
     # differ in the attribute it reads: ~20 s of cel-python. The call's 2 s deadline ends it
@@ -404,7 +429,7 @@ def test_a_deadline_stops_the_solve_inside_a_slow_cel_selector(running: server.R
     body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}).encode()
     start = time.perf_counter()
     with client.PlacementClient(_target(running)) as c, pytest.raises(client.PlacementError) as err:
-        c.solve(body, client.SolveOptions(time_limit=60, deadline=2.0))
+        c.solve(body, api.PlanOptions(time_limit=60), deadline=2.0)
     assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
     deadline = time.monotonic() + 3
     while running.metrics.in_flight._value.get() > 0 and time.monotonic() < deadline:

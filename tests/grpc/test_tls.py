@@ -78,7 +78,7 @@ def test_tls_serves_a_client_that_trusts_its_ca(pki: Path) -> None:
         with client.PlacementClient(f"localhost:{run.port}", tls_ca=str(pki / "ca.crt")) as c:
             assert c.solve(BODY).status == "OPTIMAL"
         with client.PlacementClient(f"localhost:{run.port}") as plain, pytest.raises(client.PlacementError) as err:
-            plain.solve(BODY, client.SolveOptions(deadline=3))
+            plain.solve(BODY, deadline=3)
         assert err.value.code == grpc.StatusCode.UNAVAILABLE
     finally:
         run.stop(2)
@@ -86,7 +86,7 @@ def test_tls_serves_a_client_that_trusts_its_ca(pki: Path) -> None:
 
 def test_mutual_tls_and_the_token_let_only_the_right_client_in(mtls: server.Running, pki: Path) -> None:
     target = f"localhost:{mtls.port}"
-    good = dict(tls_ca=str(pki / "ca.crt"), tls_cert=str(pki / "client.crt"), tls_key=str(pki / "client.key"))
+    good = {"tls_ca": str(pki / "ca.crt"), "tls_cert": str(pki / "client.crt"), "tls_key": str(pki / "client.key")}
     with client.PlacementClient(target, **good, token="s3cret") as c:
         assert c.solve(BODY).status == "OPTIMAL"
     with client.PlacementClient(target, **good, token="wrong") as c, pytest.raises(client.PlacementError) as err:
@@ -95,14 +95,14 @@ def test_mutual_tls_and_the_token_let_only_the_right_client_in(mtls: server.Runn
     with client.PlacementClient(target, **good) as c, pytest.raises(client.PlacementError) as err:
         c.solve(BODY)
     assert err.value.code == grpc.StatusCode.UNAUTHENTICATED
-    stranger = dict(tls_ca=str(pki / "ca.crt"), tls_cert=str(pki / "stranger.crt"), tls_key=str(pki / "stranger.key"))
+    stranger = {"tls_ca": str(pki / "ca.crt"), "tls_cert": str(pki / "stranger.crt"), "tls_key": str(pki / "stranger.key")}
     with client.PlacementClient(target, **stranger, token="s3cret") as c, pytest.raises(client.PlacementError) as err:
-        c.solve(BODY, client.SolveOptions(deadline=3))
+        c.solve(BODY, deadline=3)
     assert err.value.code == grpc.StatusCode.UNAVAILABLE  # the handshake refuses its certificate
 
 
 def test_a_rotated_token_is_read_again(mtls: server.Running, pki: Path) -> None:
-    good = dict(tls_ca=str(pki / "ca.crt"), tls_cert=str(pki / "client.crt"), tls_key=str(pki / "client.key"))
+    good = {"tls_ca": str(pki / "ca.crt"), "tls_cert": str(pki / "client.crt"), "tls_key": str(pki / "client.key")}
     time.sleep(0.01)
     (pki / "token").write_text("rotated-token\n")
     with client.PlacementClient(f"localhost:{mtls.port}", **good, token="rotated-token") as c:
@@ -131,7 +131,7 @@ def test_a_rotated_server_certificate_is_used_by_the_next_connection(pki: Path) 
     try:
         with client.PlacementClient(f"localhost:{run.port}", tls_ca=str(pki / "ca.crt")) as c, \
                 pytest.raises(client.PlacementError):
-            c.solve(BODY, client.SolveOptions(deadline=3))  # the server still shows the old CA's certificate
+            c.solve(BODY, deadline=3)  # the server still shows the old CA's certificate
         new_ca = _cert("gangplace-ca-2", None, ca=True)
         _write(pki, "ca2", new_ca[0])
         time.sleep(0.02)
