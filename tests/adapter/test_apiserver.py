@@ -51,7 +51,7 @@ class Streamer:
         try:
             for ev in self.watch.stream(func, *args, **kwargs):
                 self.events.put((ev["type"], ev["raw_object"]))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:  # handed to the test
             self.error = exc
         finally:
             self.done.set()

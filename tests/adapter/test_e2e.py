@@ -167,7 +167,7 @@ def die_mid_plan(adapter: Adapter, *, rounds: int, pause: float = 0.0, sync: flo
 
 
 # a clean run makes 7 writes: a Preempted event, an eviction, 2 bindings + 2 Scheduled events, a condition
-@pytest.mark.parametrize("after", range(0, 8))
+@pytest.mark.parametrize("after", range(8))
 def test_killed_after_any_write_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
         api: ApiServerDouble, after: int) -> None:
     _cluster(api)

@@ -149,7 +149,7 @@ class Real:
         for obj in reversed(self.created):
             if obj["kind"] != "Pod":
                 self._delete(upstream.path_of(obj, named=True))
-        for value, name in self.made.items():
+        for name in self.made.values():
             self.rest.call("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
         deadline = time.monotonic() + 30
         while self.rest.call("GET", "/api/v1/namespaces/default/pods")["items"]:
