@@ -465,7 +465,7 @@ def plan_from_proto(msg: pb.Plan) -> p.Plan:
         evictions=tuple(p.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group) for e in msg.evictions),
         device_allocations=tuple(p.DeviceAllocation(
             pod=d.pod, pod_group=d.pod_group, claim=d.claim, request=d.request,
-            devices=tuple(p.AllocatedDevice(driver=x.driver, pool=x.pool, device=x.device) for x in d.devices))
+            devices=tuple(p.PlanDevice(driver=x.driver, pool=x.pool, device=x.device) for x in d.devices))
             for d in msg.device_allocations),
         objective=p.Objective(
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),

@@ -273,7 +273,7 @@ def _key(o: Obj) -> str:
 
 
 @dataclass
-class Outcome:
+class SchedulerRun:
     """What the real scheduler did: pod -> node for the pods it bound, the running pods it
     deleted, and when (seconds after the first pending pod was created)."""
 
@@ -328,7 +328,7 @@ class _Watch(threading.Thread):
 
 
 def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[str, bool] | None = None,
-                       settle: float = 10.0, timeout: float = 600.0, pending_first: bool = False) -> Outcome:
+                       settle: float = 10.0, timeout: float = 600.0, pending_first: bool = False) -> SchedulerRun:
     """Load ``objects`` on a fresh control plane, run kube-scheduler until it has been idle for
     ``settle`` seconds, and read back what it bound and deleted.
 
@@ -373,7 +373,7 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         times = [t for k, (_, t) in watcher.bound.items() if k in pending_keys]
         deleted = sorted(k for k in watcher.deleted if k in set(loaded.running))
         attempts, mean = _podgroup_latency(plane.scheduler_metrics())
-        return Outcome(bindings=bindings, deleted=deleted,
+        return SchedulerRun(bindings=bindings, deleted=deleted,
                        seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
                        settled=settled, podgroup_attempts=attempts, podgroup_attempt_seconds_mean=mean)
     finally:
@@ -411,7 +411,7 @@ class Scored:
     unplanned: list[str]  # what the scheduler did that no plan of the snapshot can say
 
 
-def score(snapshot: Any, outcome: Outcome, *, gates: Any = None, dra_preemption: bool = False) -> Scored:
+def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemption: bool = False) -> Scored:
     """The real scheduler's outcome as a Plan on ``snapshot``, checked by the verifier.
 
     Bindings count per pod class and node (a class's pods are interchangeable, so the tiers

@@ -356,7 +356,7 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
 def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Claim:
     ns, name = _meta(obj, namespaced=True)
     spec = _claim_spec(obj, "spec", classes)
-    allocation: tuple[s.AllocatedDevice, ...] | None = None
+    allocation: tuple[s.AllocationResult, ...] | None = None
     nodes: tuple[s.NodeSelectorTerm, ...] = ()
     raw = _get(obj, "status.allocation", Mapping)
     if raw is not None:
@@ -368,7 +368,7 @@ def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Cl
             for key in ("request", "driver", "pool", "device"):
                 if not isinstance(r.get(key), str) or not r[key]:
                     raise _fail(obj, f"{rf}.{key}", "missing")
-            results.append(s.AllocatedDevice(
+            results.append(s.AllocationResult(
                 request=r["request"], device=s.DeviceKey(f"{r['driver']}/{r['pool']}/{r['device']}")))
         allocation = tuple(results)
         if raw.get("nodeSelector") is not None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from solver.model import dra as dra_mod
 from solver.model import snapshot as s
 from solver.model.dra import Counts, MatchValue
-from solver.model.plan import AllocatedDevice, Binding, DeviceAllocation
+from solver.model.plan import Binding, DeviceAllocation, PlanDevice
 from solver.model.problem import Problem
 
 
@@ -104,4 +104,4 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
             sub = slot.request.alternatives[a]
             for o in members:
                 yield DeviceAllocation(pod=o, claim=slot.claim_entry, request=sub.name, devices=tuple(
-                    AllocatedDevice(driver=d.driver, pool=d.pool, device=d.name) for d in got[o]))
+                    PlanDevice(driver=d.driver, pool=d.pool, device=d.name) for d in got[o]))

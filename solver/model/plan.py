@@ -60,7 +60,7 @@ class Eviction:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AllocatedDevice:
+class PlanDevice:
     driver: str
     pool: str
     device: str
@@ -76,7 +76,7 @@ class DeviceAllocation:
     pod_group: str = ""
     claim: str
     request: str
-    devices: tuple[AllocatedDevice, ...]
+    devices: tuple[PlanDevice, ...]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"podGroup": self.pod_group} if self.pod_group else {"pod": self.pod}

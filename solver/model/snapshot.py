@@ -314,7 +314,7 @@ class ClaimSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AllocatedDevice:
+class AllocationResult:
     request: str
     device: DeviceKey
 
@@ -327,7 +327,7 @@ class Claim:
     namespace: str
     name: str
     spec: ClaimSpec
-    allocation: tuple[AllocatedDevice, ...] | None = None  # status.allocation.devices.results
+    allocation: tuple[AllocationResult, ...] | None = None  # status.allocation.devices.results
     allocation_nodes: tuple[NodeSelectorTerm, ...] = ()  # status.allocation.nodeSelector; () = any node
     reserved_pods: tuple[str, ...] = ()  # status.reservedFor pods, "ns/name"
     reserved_groups: tuple[str, ...] = ()  # status.reservedFor podgroups, "ns/name"

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from solver.model import cel, selectors
 from solver.model import snapshot as s
-from solver.model.plan import AllocatedDevice as PlannedDevice
-from solver.model.plan import DeviceAllocation
+from solver.model.plan import DeviceAllocation, PlanDevice
 from solver.verify.violation import NEVER, Violation
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ def _where(claim: str, request: str | None = None) -> str:
     return f"claim {claim}" if request is None else f"claim {claim} request {request}"
 
 
-def _device_key(d: PlannedDevice) -> s.DeviceKey:
+def _device_key(d: PlanDevice) -> s.DeviceKey:
     return s.DeviceKey(f"{d.driver}/{d.pool}/{d.device}")
 
 

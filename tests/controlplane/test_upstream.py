@@ -53,9 +53,9 @@ def test_the_real_scheduler_places_the_gang_by_preempting_the_whole_infer_group(
         (1, 4, 0, 404.0, 4)  # the batch budget allows the two batch pods
 
 
-def test_an_outcome_that_splits_a_victim_unit_is_named() -> None:
+def test_a_run_that_splits_a_victim_unit_is_named() -> None:
     docs = kube.flatten(loader.read_documents(ROOT / "examples" / "gang-preemption.yaml"))
-    outcome = upstream.Outcome(bindings={}, deleted=["default/infer-0"], seconds_to_last_binding=0.0, settled=True)
+    outcome = upstream.SchedulerRun(bindings={}, deleted=["default/infer-0"], seconds_to_last_binding=0.0, settled=True)
     scored = upstream.score(kube.snapshot_from_objects(docs), outcome)
     assert scored.unplanned == ["deleted part of victim unit default/infer (not default/infer-1)"]
 

@@ -259,14 +259,14 @@ EXPECTED = s.DraState(
             key=s.ClaimKey("team/site-license"), namespace="team", name="site-license",
             spec=s.ClaimSpec(requests=(s.Request(name="seat", alternatives=(
                 s.SubRequest(name="seat", device_class="license"),)),)),
-            allocation=(s.AllocatedDevice(request="seat", device=s.DeviceKey(f"{LIC}/global/seat-0")),),
+            allocation=(s.AllocationResult(request="seat", device=s.DeviceKey(f"{LIC}/global/seat-0")),),
             reserved_groups=("team/pg",), reserved_other=("jobs.batch/team/nightly",)),
         s.ClaimKey("team/trainer-gpus-x7k2"): s.Claim(
             key=s.ClaimKey("team/trainer-gpus-x7k2"), namespace="team", name="trainer-gpus-x7k2",
             spec=s.ClaimSpec(requests=(s.Request(name="gpus", alternatives=(
                 s.SubRequest(name="gpus", device_class="gpu", count=2),)),)),
-            allocation=(s.AllocatedDevice(request="gpus", device=s.DeviceKey(f"{GPU}/n1/gpu-0")),
-                        s.AllocatedDevice(request="gpus", device=s.DeviceKey(f"{GPU}/n1/gpu-1"))),
+            allocation=(s.AllocationResult(request="gpus", device=s.DeviceKey(f"{GPU}/n1/gpu-0")),
+                        s.AllocationResult(request="gpus", device=s.DeviceKey(f"{GPU}/n1/gpu-1"))),
             allocation_nodes=(s.NodeSelectorTerm(match_fields=(
                 s.SelectorRequirement(key="metadata.name", operator="In", values=("n1",)),)),),
             reserved_pods=("team/trainer",)),

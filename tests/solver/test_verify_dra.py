@@ -58,7 +58,7 @@ def claim(key: str, *requests: s.Request, constraints: tuple[s.Constraint, ...] 
     return s.Claim(key=s.ClaimKey(key), namespace="default", name=key.split("/")[1],
                    spec=s.ClaimSpec(requests=requests, constraints=constraints),
                    allocation=None if allocation is None else tuple(
-                       s.AllocatedDevice(request=requests[0].name, device=s.DeviceKey(d)) for d in allocation),
+                       s.AllocationResult(request=requests[0].name, device=s.DeviceKey(d)) for d in allocation),
                    allocation_nodes=allocation_nodes, reserved_pods=reserved_pods, reserved_groups=reserved_groups,
                    reserved_other=reserved_other)
 
@@ -77,7 +77,7 @@ def entry(name: str, claim_key: str, shared_by: str | None = None) -> s.PodClaim
 # ---- plans ----------------------------------------------------------------------------
 
 def alloc(owner: str, claim_entry: str, request: str, *devices: str, group: bool = False) -> pl.DeviceAllocation:
-    devs = tuple(pl.AllocatedDevice(driver=d.split("/")[0], pool=d.split("/")[1], device=d.split("/")[2])
+    devs = tuple(pl.PlanDevice(driver=d.split("/")[0], pool=d.split("/")[1], device=d.split("/")[2])
                  for d in devices)
     if group:
         return pl.DeviceAllocation(pod_group=owner, claim=claim_entry, request=request, devices=devs)
