@@ -61,118 +61,147 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     asked to match or beat the incumbent's cost, so most are pruned by the solver's
     own proof instead of being optimised.
     """
-    start = time.perf_counter()
-    values = domains(problem, key)
-    subs = {v: restrict(problem, key, v) for v in values}
-    floors = {v: bounds.pdb_floor(sub) for v, sub in subs.items()}
-    hints = {v: _better(sub, greedy.hint(sub), floors[v]) for v, sub in subs.items()}
-    sizes = _Sizes(floors)
-    certain = True
-    first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
-    incumbent: list[tuple[int, int]] = []  # (stage-1 value, PDB violations) of the best domain so far
+    search = _ByDomain(problem, params, key)
+    search.first_pass()
+    if not search.first:
+        empty = SolveResult(assignment=Assignment(counts={}, evicted=frozenset()), status=FEASIBLE,
+                            cost_bound_milli=0, solve_seconds=time.perf_counter() - search.start)
+        return search.sizes.result(empty, len(search.values))
+    search.cost_pass(max(k for k, _ in search.first.values()))
+    return search.sizes.result(search.combined(), len(search.values))
 
-    def pdb_cutoff(i: int, found: list[tuple[int, bool]]) -> int | None:
+
+class _ByDomain:
+    """The branch and bound's state: each domain's sub-problem, floors and hint; pass 1's
+    tiers 1-3 per domain and its incumbent; pass 2's finalists, their results and the best."""
+
+    def __init__(self, problem: Problem, params: SolveParams, key: str) -> None:
+        self.problem, self.params = problem, params
+        self.start = time.perf_counter()
+        self.values = domains(problem, key)
+        self.subs = {v: restrict(problem, key, v) for v in self.values}
+        self.floors = {v: bounds.pdb_floor(sub) for v, sub in self.subs.items()}
+        self.hints = {v: _better(sub, greedy.hint(sub), self.floors[v]) for v, sub in self.subs.items()}
+        self.sizes = _Sizes(self.floors)
+        self.certain = True  # every domain left behind was proven worse, or pruned
+        self.first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
+        self.incumbent: tuple[int, int] | None = None  # (stage-1 value, PDB violations) of the best domain so far
+        self.reports: list[dict[str, object]] = []
+        self.finalists: list[str] = []  # the domains reaching the best tiers 1-3, in the order pass 2 takes them
+        self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
+        self.done: list[tuple[Tiers, SolveResult]] = []  # the finalists pass 2 solved
+        self.best: tuple[Tiers, Assignment] | None = None
+        self.unsolved: list[str] = []  # the finalists pass 2 had no time for
+
+    def pdb_cutoff(self, i: int, found: list[tuple[int, bool]]) -> int | None:
         """Branch and bound on tier 3: a domain must match the incumbent's violations."""
-        if i != 1 or not incumbent:
+        if i != 1 or self.incumbent is None:
             return None
-        (value, proven), (best_value, best_pdb) = found[0], incumbent[0]
+        (value, proven), (best_value, best_pdb) = found[0], self.incumbent
         if value == best_value:
             return best_pdb
         return -1 if value < best_value and proven else None  # -1: proven worse, prune
 
-    # best greedy tiers 1-3 first, so the incumbent is good early (a stable sort: ties keep their order)
-    values.sort(key=lambda v: score(problem, hints[v]).head, reverse=True)
-    pruned13: list[str] = []  # domains proven worse on tier 3 by the cutoff
-    for i, v in enumerate(values):
-        share = _share(params, start, len(values) - i, 0.5)
-        if share is None:
-            certain = False
-            break
-        result = solve(sizes.build(subs[v], v), share, hint=hints[v], upto_cost=True, stage_cutoff=pdb_cutoff)
-        if result.pruned:
-            pruned13.append(v)
-            continue
-        if result.assignment is None:
-            certain = False
-            continue
-        found = score(problem, result.assignment)
-        first[v] = (found.head, result.status == OPTIMAL)
-        if found > score(problem, hints[v]):
-            hints[v] = result.assignment  # pass 2 starts from what pass 1 found
-        # the incumbent is the returned solution itself: its stage-1 value and its own violations
-        stage1 = result.stages[0].get("objective") if result.stages else None
-        if isinstance(stage1, float):
-            pdb = found.pdb_violations
-            if not incumbent or stage1 > incumbent[0][0] or (stage1 == incumbent[0][0] and pdb < incumbent[0][1]):
-                incumbent[:] = [(round(stage1), pdb)]
-    if not first:
-        empty = SolveResult(assignment=Assignment(counts={}, evicted=frozenset()), status=FEASIBLE,
-                            cost_bound_milli=0, solve_seconds=time.perf_counter() - start)
-        return sizes.result(empty, len(values))
-    best13 = max(k for k, _ in first.values())
-    certain = certain and all(proven for k, proven in first.values() if k < best13)
-    finalists = [v for v, (k, _) in first.items() if k == best13]
-    # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every pod
-    costs = {v: _cost_floor(problem, subs[v], best13) for v in finalists}
-    cost_floors = {v: None if c is None else c.cost for v, c in costs.items()}
-    for v, c in costs.items():
-        if c is not None and c.plan is not None:
-            hints[v] = _better_plan(subs[v], hints[v], c.plan)
-    finalists.sort(key=lambda v: (cost_floors[v] or 0, _greedy_cost(problem, hints[v], best13)))
-    reports: list[dict[str, object]] = [{"domain": v, "status": "PRUNED", "tier": 3} for v in pruned13]
-    done: list[tuple[Tiers, SolveResult]] = []
-    best: tuple[Tiers, Assignment] | None = None
-    unsolved: list[str] = []
-    for i, v in enumerate(finalists):
-        share = _share(params, start, len(finalists) - i, 1.0)
-        if share is None:
-            certain = False
-            unsolved = finalists[i:]
-            break
-        # the cost cutoff only applies where tiers 1-3 are proven equal to the incumbent's
-        cutoff = None if best is None else (best[0].head, best[0].cost_milli)
-        if best is not None and first[v][1] and _cannot_beat(best[0], cost_floors[v], floors[v]):
-            reports.append({"domain": v, "status": "PRUNED", "tier": 4, "floor": cost_floors[v]})
-            continue  # proven by its floors: at best as costly as the incumbent
-        result = solve(sizes.build(subs[v], v, {best13.pdb_violations: costs[v]}), share, hint=hints[v],
-                       cost_cutoff=cutoff)
-        reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
-                        "seconds": round(result.solve_seconds, 4)})
-        if result.pruned:
-            continue  # proven: same tiers 1-3, costlier than the incumbent
-        if result.assignment is None:
-            certain = False
-            continue
-        full = score(problem, result.assignment)
-        done.append((full, result))
-        if best is None or full > best[0]:
-            best = (full, result.assignment)
-    if best is None:  # every finalist cut short: fall back on the best pass-1 domain's greedy
-        assignment = hints[finalists[0]]
-        full = score(problem, assignment)
-        least = 0
-    else:
-        full, assignment = best
-        # a finalist never solved is bounded by its floor; a domain cut short in pass 1, by 0
-        lows = [] if certain or unsolved else [0]
-        lows += [cost_floors[v] or 0 for v in unsolved]
-        for tiers, result in done:
-            proven = result.status == OPTIMAL
-            certain = certain and proven
-            if tiers.head < full.head:
-                if not proven:
-                    lows.append(0)  # cut short: it might still reach the best tiers, at any cost
+    def first_pass(self) -> None:
+        """Tiers 1-3 in every domain, the best greedy tiers first so the incumbent is good early
+        (a stable sort: ties keep their order)."""
+        problem = self.problem
+        self.values.sort(key=lambda v: score(problem, self.hints[v]).head, reverse=True)
+        pruned: list[str] = []  # domains proven worse on tier 3 by the cutoff
+        for i, v in enumerate(self.values):
+            share = _share(self.params, self.start, len(self.values) - i, 0.5)
+            if share is None:
+                self.certain = False
+                break
+            result = solve(self.sizes.build(self.subs[v], v), share, hint=self.hints[v], upto_cost=True,
+                           stage_cutoff=self.pdb_cutoff)
+            if result.pruned:
+                pruned.append(v)
                 continue
-            lows.append(tiers.cost_milli if result.cost_bound_milli is None else result.cost_bound_milli)
-        least = min(lows) if lows else full.cost_milli
-    combined = SolveResult(
-        assignment=assignment,
-        status=OPTIMAL if certain and best is not None else FEASIBLE,
-        cost_bound_milli=None if least >= full.cost_milli else least,
-        solve_seconds=time.perf_counter() - start - sizes.build_seconds,
-        stages=tuple(reports),
-    )
-    return sizes.result(combined, len(values))
+            if result.assignment is None:
+                self.certain = False
+                continue
+            found = score(problem, result.assignment)
+            self.first[v] = (found.head, result.status == OPTIMAL)
+            if found > score(problem, self.hints[v]):
+                self.hints[v] = result.assignment  # pass 2 starts from what pass 1 found
+            # the incumbent is the returned solution itself: its stage-1 value and its own violations
+            stage1 = result.stages[0].get("objective") if result.stages else None
+            if isinstance(stage1, float):
+                pdb, best = found.pdb_violations, self.incumbent
+                if best is None or stage1 > best[0] or (stage1 == best[0] and pdb < best[1]):
+                    self.incumbent = (round(stage1), pdb)
+        self.reports = [{"domain": v, "status": "PRUNED", "tier": 3} for v in pruned]
+
+    def cost_pass(self, best13: Tiers) -> None:
+        """The cost tiers in the domains that reach ``best13``: lowest cost floor (then
+        greedy cost) first, each asked to beat the incumbent's cost or pruned by its floors."""
+        problem = self.problem
+        self.certain = self.certain and all(proven for k, proven in self.first.values() if k < best13)
+        finalists = [v for v, (k, _) in self.first.items() if k == best13]
+        # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every pod
+        costs = {v: _cost_floor(problem, self.subs[v], best13) for v in finalists}
+        self.cost_floors = {v: None if c is None else c.cost for v, c in costs.items()}
+        for v, c in costs.items():
+            if c is not None and c.plan is not None:
+                self.hints[v] = _better_plan(self.subs[v], self.hints[v], c.plan)
+        finalists.sort(key=lambda v: (self.cost_floors[v] or 0, _greedy_cost(problem, self.hints[v], best13)))
+        self.finalists = finalists
+        for i, v in enumerate(finalists):
+            share = _share(self.params, self.start, len(finalists) - i, 1.0)
+            if share is None:
+                self.certain = False
+                self.unsolved = finalists[i:]
+                break
+            best = self.best
+            # the cost cutoff only applies where tiers 1-3 are proven equal to the incumbent's
+            cutoff = None if best is None else (best[0].head, best[0].cost_milli)
+            if best is not None and self.first[v][1] and _cannot_beat(best[0], self.cost_floors[v], self.floors[v]):
+                self.reports.append({"domain": v, "status": "PRUNED", "tier": 4, "floor": self.cost_floors[v]})
+                continue  # proven by its floors: at best as costly as the incumbent
+            result = solve(self.sizes.build(self.subs[v], v, {best13.pdb_violations: costs[v]}), share,
+                           hint=self.hints[v], cost_cutoff=cutoff)
+            self.reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
+                                 "seconds": round(result.solve_seconds, 4)})
+            if result.pruned:
+                continue  # proven: same tiers 1-3, costlier than the incumbent
+            if result.assignment is None:
+                self.certain = False
+                continue
+            full = score(problem, result.assignment)
+            self.done.append((full, result))
+            if best is None or full > best[0]:
+                self.best = (full, result.assignment)
+
+    def combined(self) -> SolveResult:
+        """The best finalist; OPTIMAL when every domain is proven, and a bound on the cost: the
+        least among the domains that might still reach the best tiers 1-3 at a lower cost."""
+        certain = self.certain
+        if self.best is None:  # every finalist cut short: fall back on the best pass-1 domain's greedy
+            assignment = self.hints[self.finalists[0]]
+            full = score(self.problem, assignment)
+            least = 0
+        else:
+            full, assignment = self.best
+            # a finalist never solved is bounded by its floor; a domain cut short in pass 1, by 0
+            lows = [] if certain or self.unsolved else [0]
+            lows += [self.cost_floors[v] or 0 for v in self.unsolved]
+            for tiers, result in self.done:
+                proven = result.status == OPTIMAL
+                certain = certain and proven
+                if tiers.head < full.head:
+                    if not proven:
+                        lows.append(0)  # cut short: it might still reach the best tiers, at any cost
+                    continue
+                lows.append(tiers.cost_milli if result.cost_bound_milli is None else result.cost_bound_milli)
+            least = min(lows) if lows else full.cost_milli
+        return SolveResult(
+            assignment=assignment,
+            status=OPTIMAL if certain and self.best is not None else FEASIBLE,
+            cost_bound_milli=None if least >= full.cost_milli else least,
+            solve_seconds=time.perf_counter() - self.start - self.sizes.build_seconds,
+            stages=tuple(self.reports),
+        )
 
 
 def _better(sub: Problem, hint: Assignment, floor: bounds.PdbFloor | None) -> Assignment:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -73,130 +73,175 @@ def solve(
     earlier stages found. A stage made infeasible by either marks the result
     ``pruned``.
     """
-    model = built.model
-    start = time.perf_counter()
-    stop = stop if stop is not None else params.stop
-    floor = built.pdb_floor
-    if floor is not None and floor.plan is not None and (hint is None or _at_least_as_good(built, floor.plan, hint)):
-        hint = floor.plan  # the per-domain programs' plan leads on tiers 1-3 (solver/model/bounds.py)
-    if hint is not None:
-        built.vars.hint(hint)
-    values: list[int] | None = None
-    checked: dict[int, tuple[Assignment, bool]] = {}  # id(plan) -> (plan, does the model accept it)
-    current: Assignment | None = None  # the stages' solution so far
-    lead = hint  # the assignment the model is hinted with
-    all_optimal = True
-    has_cost_stage = any(st.cost is not None for st in built.stages)
-    cost_bound: int | None = 0 if has_cost_stage else None  # 0 until the cost stage proves better
-    reports: list[dict[str, object]] = []
-    pruned = False
-    found_values: list[tuple[int, bool]] = []  # per stage: value found, proven optimal
+    run = _Staged(built, params, stop if stop is not None else params.stop)
+    run.start_from(hint)
     for i, stage in enumerate(built.stages):
         if upto_cost and stage.cost is not None:
             break
-        cut = False
-        if cost_cutoff is not None and stage.cost is not None and current is not None \
-                and all(p for _, p in found_values) \
-                and score(built.problem, current).head == cost_cutoff[0]:
-            model.add(stage.cost <= cost_cutoff[1])
-            cut = True
-        limit = stage_cutoff(i, found_values) if stage_cutoff is not None and not stage.maximize else None
-        floored, better = _floor(built, stage, current)
+        if not run.stage(i, stage, cost_cutoff, stage_cutoff):
+            break
+    built.model.clear_objective()  # type: ignore[no-untyped-call]  # ortools 9.15 leaves it unannotated
+    return run.result()
+
+
+class _Staged:
+    """One staged solve as it goes: what the stages found, which plan leads the hint, and what
+    each stage reported. ``stage`` decides one stage: pruned by a cutoff, taken from the hinted
+    plan when that meets a proven bound, or searched (the cost first, down to its floor)."""
+
+    def __init__(self, built: BuiltModel, params: SolveParams, stop: threading.Event | None) -> None:
+        self.built, self.model, self.params, self.stop = built, built.model, params, stop
+        self.start = time.perf_counter()
+        self.checked: dict[int, tuple[Assignment, bool]] = {}  # id(plan) -> (plan, does the model accept it)
+        self.current: Assignment | None = None  # the stages' solution so far
+        self.lead: Assignment | None = None  # the assignment the model is hinted with
+        self.all_optimal = True
+        has_cost_stage = any(st.cost is not None for st in built.stages)
+        self.cost_bound: int | None = 0 if has_cost_stage else None  # 0 until the cost stage proves better
+        self.reports: list[dict[str, object]] = []
+        self.pruned = False
+        self.found_values: list[tuple[int, bool]] = []  # per stage: value found, proven optimal
+
+    def start_from(self, hint: Assignment | None) -> None:
+        floor = self.built.pdb_floor
+        if floor is not None and floor.plan is not None and \
+                (hint is None or _at_least_as_good(self.built, floor.plan, hint)):
+            hint = floor.plan  # the per-domain programs' plan leads on tiers 1-3 (solver/model/bounds.py)
+        if hint is not None:
+            self.built.vars.hint(hint)
+        self.lead = hint
+
+    def result(self) -> SolveResult:
+        status = UNKNOWN if self.current is None else (OPTIMAL if self.all_optimal else FEASIBLE)
+        return SolveResult(assignment=self.current, status=status, cost_bound_milli=self.cost_bound,
+                           solve_seconds=time.perf_counter() - self.start, stages=tuple(self.reports),
+                           pruned=self.pruned)
+
+    def stage(self, i: int, stage: objective.Stage, cost_cutoff: tuple[Tiers, int] | None,
+              stage_cutoff: Callable[[int, list[tuple[int, bool]]], int | None] | None) -> bool:
+        """Decide stage ``i``; False ends the run (pruned, out of time, or no solution)."""
+        cut = self._cost_cut(stage, cost_cutoff)
+        limit = stage_cutoff(i, self.found_values) if stage_cutoff is not None and not stage.maximize else None
+        floored, better = _floor(self.built, stage, self.current)
         if better is not None:
-            lead = better  # the programs' plan leads: the cost stage starts from it
-            built.vars.hint(lead)
+            self.lead = better  # the programs' plan leads: the cost stage starts from it
+            self.built.vars.hint(better)
         if limit is not None and floored is not None and floored > limit and stage.cost is None:
-            reports.append({"stage": stage.name, "status": "INFEASIBLE", "seconds": 0.0, "floor": floored})
-            pruned, all_optimal = True, False  # proven by the floor, without a search
-            break
+            self.reports.append({"stage": stage.name, "status": "INFEASIBLE", "seconds": 0.0, "floor": floored})
+            self.pruned, self.all_optimal = True, False  # proven by the floor, without a search
+            return False
         if limit is not None:
-            model.add(stage.expr <= limit)
+            self.model.add(stage.expr <= limit)
             cut = True
-        proven = _proven_by(built, stage, lead, floored, first=i == 0)
-        if proven is not None and (limit is None or proven <= limit) and _holds(built, lead, params, checked):
-            # the hinted plan meets the stage's proven bound: no search (solver/model/bounds.py)
-            reports.append({"stage": stage.name, "status": "OPTIMAL", "seconds": 0.0, "objective": float(proven),
-                            "bound": float(proven), "fromHint": True,
-                            **({"floor": floored} if floored is not None else {})})
-            found_values.append((proven, True))
-            if params.on_solution is not None:
-                params.on_solution(stage.name, float(proven), float(proven))
-            if stage.cost is not None:
-                cost_bound = None
-            current = lead
-            model.add(stage.expr >= proven if stage.maximize else stage.expr <= proven)
-            continue
-        remaining = params.time_limit - (time.perf_counter() - start)
-        if remaining <= 0.01 or (stop is not None and stop.is_set()):
-            all_optimal = False
-            break
-        share = remaining if i == len(built.stages) - 1 else remaining * 0.6
+        proven = _proven_by(self.built, stage, self.lead, floored, first=i == 0)
+        if proven is not None and (limit is None or proven <= limit) and \
+                _holds(self.built, self.lead, self.params, self.checked):
+            self._take_lead(stage, proven, floored)
+            return True
+        remaining = self.params.time_limit - (time.perf_counter() - self.start)
+        if remaining <= 0.01 or (self.stop is not None and self.stop.is_set()):
+            self.all_optimal = False
+            return False
+        share = remaining if i == len(self.built.stages) - 1 else remaining * 0.6
+        return self._search(stage, share, floored, cut)
+
+    def _cost_cut(self, stage: objective.Stage, cost_cutoff: tuple[Tiers, int] | None) -> bool:
+        """Branch and bound across sub-models: the cost stage must beat the incumbent's cost
+        when everything before it was proven and matched the incumbent's tiers 1-3."""
+        if cost_cutoff is None or stage.cost is None or self.current is None:
+            return False
+        if not all(p for _, p in self.found_values) or score(self.built.problem, self.current).head != cost_cutoff[0]:
+            return False
+        self.model.add(stage.cost <= cost_cutoff[1])
+        return True
+
+    def _take_lead(self, stage: objective.Stage, proven: int, floored: int | None) -> None:
+        """The hinted plan meets the stage's proven bound: no search (solver/model/bounds.py)."""
+        self.reports.append({"stage": stage.name, "status": "OPTIMAL", "seconds": 0.0, "objective": float(proven),
+                             "bound": float(proven), "fromHint": True,
+                             **({"floor": floored} if floored is not None else {})})
+        self.found_values.append((proven, True))
+        if self.params.on_solution is not None:
+            self.params.on_solution(stage.name, float(proven), float(proven))
+        if stage.cost is not None:
+            self.cost_bound = None
+        self.current = self.lead
+        self.model.add(stage.expr >= proven if stage.maximize else stage.expr <= proven)
+
+    def _search(self, stage: objective.Stage, share: float, floored: int | None, cut: bool) -> bool:
+        """CP-SAT on the stage, stopping at its floor; False when it found nothing."""
         floored_cost: int | None = None
         if floored is not None and stage.cost is not None and len(stage.weights) == 2:
             # the floor bounds the cost alone: reach it first, then the evicted pods at that cost
-            floored_cost = cost_floor = floored
-            cost_bound = max(cost_bound or 0, floored)
-            code, early = _run(model, stage.cost, False, params, share * 0.5, stop, objective.COST_STAGE, floored)
-            share -= early.wall_time
-            floored = None
-            if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                if round(early.objective_value) <= cost_floor:
-                    model.add(stage.cost <= cost_floor)
-                    # and the evicted pods at their own floor, when there is one, end the stage
-                    pods = built.pdb_floor.evicted_pods if built.pdb_floor is not None else 0
-                    floored = stage.weights[0] * cost_floor + pods if pods else None
-                model.proto.clear_solution_hint()
-                for var_index, value in enumerate(early.response_proto.solution):
-                    model.proto.solution_hint.vars.append(var_index)
-                    model.proto.solution_hint.values.append(value)
-        code, solver = _run(model, stage.expr, stage.maximize, params, share, stop, stage.name, floored)
+            floored_cost = floored
+            self.cost_bound = max(self.cost_bound or 0, floored)
+            share, floored = self._cost_first(stage, share, floored)
+        code, solver = _run(self.model, stage.expr, stage.maximize, self.params, share, self.stop, stage.name, floored)
         if floored is not None and code == cp_model.FEASIBLE and round(solver.objective_value) <= floored:
             code = cp_model.OPTIMAL  # stopped at a proven floor
         if floored_cost is not None:
             floored = floored_cost  # reported, and the cost's bound below
-        name = solver.status_name(code)
-        reports.append({"stage": stage.name, "status": name, "seconds": round(solver.wall_time, 4),
-                        "objective": solver.objective_value if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None,
-                        "bound": solver.best_objective_bound,
-                        **({"floor": floored} if floored is not None else {})})
-        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            pruned = code == cp_model.INFEASIBLE and cut
-            all_optimal = False
-            break
+        found_any = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        self.reports.append({"stage": stage.name, "status": solver.status_name(code),
+                             "seconds": round(solver.wall_time, 4),
+                             "objective": solver.objective_value if found_any else None,
+                             "bound": solver.best_objective_bound,
+                             **({"floor": floored} if floored is not None else {})})
+        if not found_any:
+            self.pruned = code == cp_model.INFEASIBLE and cut
+            self.all_optimal = False
+            return False
+        self._record(stage, code, solver, floored)
+        return True
+
+    def _cost_first(self, stage: objective.Stage, share: float, cost_floor: int) -> tuple[float, int | None]:
+        """Search the cost alone down to its floor. Returns the time left for the stage and the
+        floor of its weighted sum (cost·(E+1) + evicted), when the cost reached its own and the
+        evicted pods have one."""
+        assert stage.cost is not None
+        code, early = _run(self.model, stage.cost, False, self.params, share * 0.5, self.stop,
+                           objective.COST_STAGE, cost_floor)
+        share -= early.wall_time
+        floored: int | None = None
+        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if round(early.objective_value) <= cost_floor:
+                self.model.add(stage.cost <= cost_floor)
+                # and the evicted pods at their own floor, when there is one, end the stage
+                pods = self.built.pdb_floor.evicted_pods if self.built.pdb_floor is not None else 0
+                floored = stage.weights[0] * cost_floor + pods if pods else None
+            self._hint_values(early.response_proto.solution)
+        return share, floored
+
+    def _record(self, stage: objective.Stage, code: cp_model.CpSolverStatus, solver: cp_model.CpSolver,
+                floored: int | None) -> None:
+        """Keep what the stage found, fix its value, and hint the next stage with the better of
+        the lead and this solution."""
         values = list(solver.response_proto.solution)
-        current = built.vars.extract(values)
+        self.current = self.built.vars.extract(values)
         found = round(solver.objective_value)
-        found_values.append((found, code == cp_model.OPTIMAL))
+        self.found_values.append((found, code == cp_model.OPTIMAL))
         if code != cp_model.OPTIMAL:
-            all_optimal = False
+            self.all_optimal = False
         if stage.cost is not None:
             bound = solver.best_objective_bound
             if len(stage.weights) == 2:  # cost·(E+1) + evicted, evicted ≤ E
                 w, most_evicted = stage.weights[0], stage.bounds[1]
                 bound = (bound - most_evicted) / w
             bound = max(bound, floored or 0)
-            cost_bound = None if code == cp_model.OPTIMAL else max(0, math.ceil(bound - 1e-6))
-        # fix this stage's value, hint the whole solution for the next
-        model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
-        model.proto.clear_solution_hint()
-        if lead is not None and _at_least_as_good(built, lead, current):
-            built.vars.hint(lead)  # the baseline still leads on the tiers below
+            self.cost_bound = None if code == cp_model.OPTIMAL else max(0, math.ceil(bound - 1e-6))
+        self.model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
+        if self.lead is not None and _at_least_as_good(self.built, self.lead, self.current):
+            self.built.vars.hint(self.lead)  # the baseline still leads on the tiers below
         else:
-            lead = current
-            for var_index, value in enumerate(values):
-                model.proto.solution_hint.vars.append(var_index)
-                model.proto.solution_hint.values.append(value)
-    model.clear_objective()  # type: ignore[no-untyped-call]  # ortools 9.15 leaves it unannotated
-    assignment = current
-    status = UNKNOWN if assignment is None else (OPTIMAL if all_optimal else FEASIBLE)
-    return SolveResult(
-        assignment=assignment,
-        status=status,
-        cost_bound_milli=cost_bound,
-        solve_seconds=time.perf_counter() - start,
-        stages=tuple(reports),
-        pruned=pruned,
-    )
+            self.lead = self.current
+            self._hint_values(values)
+
+    def _hint_values(self, values: Sequence[int]) -> None:
+        """Hint the model with a whole solution, variable by variable."""
+        self.model.proto.clear_solution_hint()
+        for var_index, value in enumerate(values):
+            self.model.proto.solution_hint.vars.append(var_index)
+            self.model.proto.solution_hint.values.append(value)
 
 
 def _run(model: cp_model.CpModel, expr: cp_model.LinearExprT, maximize: bool, params: SolveParams, seconds: float,
