@@ -261,77 +261,9 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
              "spec": {"taints": _taints(n.taints), "unschedulable": n.unschedulable},
              "status": {"allocatable": _resources(n.allocatable)}}, f"nodes[{i}]")
     for i, pod in enumerate(state.pods):
-        path = f"pods[{i}]"
-        spec: dict[str, Any] = {
-            "containers": [{"name": "main", "resources": {"requests": _resources(
-                {k: v for k, v in pod.requests.items() if k != "pods"})}}],
-            "priority": pod.priority,
-            "nodeSelector": dict(pod.node_selector),
-            "tolerations": _tolerations(pod.tolerations),
-        }
-        if pod.preemption_policy:
-            spec["preemptionPolicy"] = pod.preemption_policy
-        if pod.node:
-            spec["nodeName"] = pod.node
-        if pod.scheduler_name:
-            spec["schedulerName"] = pod.scheduler_name
-        if pod.scheduling_gates:
-            spec["schedulingGates"] = [{"name": g} for g in pod.scheduling_gates]
-        if pod.group:
-            spec["schedulingGroup"] = {"podGroupName": pod.group}
-        if pod.affinity:
-            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": _terms(pod.affinity)}}}
-        for kind, terms in (("podAffinity", pod.pod_affinity), ("podAntiAffinity", pod.pod_anti_affinity)):
-            if terms:
-                spec.setdefault("affinity", {})[kind] = {
-                    "requiredDuringSchedulingIgnoredDuringExecution": _pod_terms(terms)}
-        if pod.topology_spread:
-            spec["topologySpreadConstraints"] = _spread(pod.topology_spread)
-        if pod.host_ports:
-            spec["containers"][0]["ports"] = [{"containerPort": h.port, "hostPort": h.port,
-                                               "protocol": h.protocol or "TCP", "hostIP": h.host_ip}
-                                              for h in pod.host_ports]
-        status: dict[str, Any] = {"phase": "Running" if pod.node else "Pending"}
-        if pod.start_time:
-            status["startTime"] = pod.start_time
-        if pod.nominated_node:
-            status["nominatedNodeName"] = pod.nominated_node
-        if pod.claims:
-            spec["resourceClaims"], statuses = _claim_refs(path, pod.claims)
-            spec["containers"][0]["resources"]["claims"] = [{"name": c.name} for c in pod.claims]
-            if statuses:
-                status["resourceClaimStatuses"] = statuses
-        meta: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "labels": dict(pod.labels)}
-        if pod.HasField("preemption_cost"):
-            meta["annotations"] = {kube.COST_ANNOTATION: repr(pod.preemption_cost)}
-        if pod.terminating:
-            meta["deletionTimestamp"] = pod.start_time or "1970-01-01T00:00:00Z"
-        add({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}, path)
+        add(_pod_object(f"pods[{i}]", pod), f"pods[{i}]")
     for i, g in enumerate(state.groups):
-        path = f"groups[{i}]"
-        if g.kind == pb.Group.POD_GROUP:
-            api, kind, floor = "scheduling.k8s.io/v1beta1", "PodGroup", "minCount"
-        elif g.kind == pb.Group.COMPOSITE_POD_GROUP:
-            api, kind, floor = "scheduling.k8s.io/v1alpha3", "CompositePodGroup", "minGroupCount"
-        else:
-            raise RequestInvalidError(f"{path}.kind", "must be POD_GROUP or COMPOSITE_POD_GROUP")
-        gspec: dict[str, Any] = {"schedulingPolicy": {"gang": {floor: g.min_count}} if g.HasField("min_count")
-                                 else {"basic": {}}}
-        if g.HasField("priority"):
-            gspec["priority"] = g.priority
-        if g.preemption_policy:
-            gspec["preemptionPolicy"] = g.preemption_policy
-        if g.parent:
-            gspec["parentCompositePodGroupName"] = g.parent
-        if g.topology_key:
-            gspec["schedulingConstraints"] = {"topology": [{"key": g.topology_key}]}
-        if g.disruption_all:
-            gspec["disruptionMode"] = {"all": {}}
-        if g.claims:
-            gspec["resourceClaims"], _ = _claim_refs(path, g.claims)
-        add({"apiVersion": api, "kind": kind, "metadata": {"name": g.name, "namespace": g.namespace},
-             "spec": gspec}, path)
+        add(_group_object(f"groups[{i}]", g), f"groups[{i}]")
     for i, ns in enumerate(state.namespaces):
         add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns.name, "labels": dict(ns.labels)}},
             f"namespaces[{i}]")
@@ -350,21 +282,101 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
              "metadata": {"name": t.name, "namespace": t.namespace},
              "spec": {"spec": {"devices": _claim_devices(t)}}}, f"claim_templates[{i}]")
     for i, claim in enumerate(state.claims):
-        obj: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                               "metadata": {"name": claim.name, "namespace": claim.namespace},
-                               "spec": {"devices": _claim_devices(claim)}}
-        if claim.allocation:
-            alloc: dict[str, Any] = {"devices": {"results": [
-                {"request": a.request, "driver": a.driver, "pool": a.pool, "device": a.device}
-                for a in claim.allocation]}}
-            if claim.allocation_nodes:
-                alloc["nodeSelector"] = {"nodeSelectorTerms": _terms(claim.allocation_nodes)}
-            reserved = [{"resource": "pods", "name": n} for n in claim.reserved_pods]
-            reserved += [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": n}
-                         for n in claim.reserved_groups]
-            obj["status"] = {"allocation": alloc, "reservedFor": reserved}
-        add(obj, f"claims[{i}]")
+        add(_claim_object(claim), f"claims[{i}]")
     return objs, origin
+
+
+def _pod_object(path: str, pod: pb.Pod) -> dict[str, Any]:
+    """A Pod as the API server would return it: spec, status, and the annotations gangplace reads."""
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "resources": {"requests": _resources(
+            {k: v for k, v in pod.requests.items() if k != "pods"})}}],
+        "priority": pod.priority,
+        "nodeSelector": dict(pod.node_selector),
+        "tolerations": _tolerations(pod.tolerations),
+    }
+    if pod.preemption_policy:
+        spec["preemptionPolicy"] = pod.preemption_policy
+    if pod.node:
+        spec["nodeName"] = pod.node
+    if pod.scheduler_name:
+        spec["schedulerName"] = pod.scheduler_name
+    if pod.scheduling_gates:
+        spec["schedulingGates"] = [{"name": g} for g in pod.scheduling_gates]
+    if pod.group:
+        spec["schedulingGroup"] = {"podGroupName": pod.group}
+    if pod.affinity:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": _terms(pod.affinity)}}}
+    for kind, terms in (("podAffinity", pod.pod_affinity), ("podAntiAffinity", pod.pod_anti_affinity)):
+        if terms:
+            spec.setdefault("affinity", {})[kind] = {
+                "requiredDuringSchedulingIgnoredDuringExecution": _pod_terms(terms)}
+    if pod.topology_spread:
+        spec["topologySpreadConstraints"] = _spread(pod.topology_spread)
+    if pod.host_ports:
+        spec["containers"][0]["ports"] = [{"containerPort": h.port, "hostPort": h.port,
+                                           "protocol": h.protocol or "TCP", "hostIP": h.host_ip}
+                                          for h in pod.host_ports]
+    status: dict[str, Any] = {"phase": "Running" if pod.node else "Pending"}
+    if pod.start_time:
+        status["startTime"] = pod.start_time
+    if pod.nominated_node:
+        status["nominatedNodeName"] = pod.nominated_node
+    if pod.claims:
+        spec["resourceClaims"], statuses = _claim_refs(path, pod.claims)
+        spec["containers"][0]["resources"]["claims"] = [{"name": c.name} for c in pod.claims]
+        if statuses:
+            status["resourceClaimStatuses"] = statuses
+    meta: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "labels": dict(pod.labels)}
+    if pod.HasField("preemption_cost"):
+        meta["annotations"] = {kube.COST_ANNOTATION: repr(pod.preemption_cost)}
+    if pod.terminating:
+        meta["deletionTimestamp"] = pod.start_time or "1970-01-01T00:00:00Z"
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def _group_object(path: str, g: pb.Group) -> dict[str, Any]:
+    """A PodGroup or CompositePodGroup (by ``kind``)."""
+    if g.kind == pb.Group.POD_GROUP:
+        api, kind, floor = "scheduling.k8s.io/v1beta1", "PodGroup", "minCount"
+    elif g.kind == pb.Group.COMPOSITE_POD_GROUP:
+        api, kind, floor = "scheduling.k8s.io/v1alpha3", "CompositePodGroup", "minGroupCount"
+    else:
+        raise RequestInvalidError(f"{path}.kind", "must be POD_GROUP or COMPOSITE_POD_GROUP")
+    gspec: dict[str, Any] = {"schedulingPolicy": {"gang": {floor: g.min_count}} if g.HasField("min_count")
+                             else {"basic": {}}}
+    if g.HasField("priority"):
+        gspec["priority"] = g.priority
+    if g.preemption_policy:
+        gspec["preemptionPolicy"] = g.preemption_policy
+    if g.parent:
+        gspec["parentCompositePodGroupName"] = g.parent
+    if g.topology_key:
+        gspec["schedulingConstraints"] = {"topology": [{"key": g.topology_key}]}
+    if g.disruption_all:
+        gspec["disruptionMode"] = {"all": {}}
+    if g.claims:
+        gspec["resourceClaims"], _ = _claim_refs(path, g.claims)
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": g.name, "namespace": g.namespace}, "spec": gspec}
+
+
+def _claim_object(claim: pb.ResourceClaim) -> dict[str, Any]:
+    """A ResourceClaim, with its allocation and reservations when it has them."""
+    obj: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                           "metadata": {"name": claim.name, "namespace": claim.namespace},
+                           "spec": {"devices": _claim_devices(claim)}}
+    if claim.allocation:
+        alloc: dict[str, Any] = {"devices": {"results": [
+            {"request": a.request, "driver": a.driver, "pool": a.pool, "device": a.device}
+            for a in claim.allocation]}}
+        if claim.allocation_nodes:
+            alloc["nodeSelector"] = {"nodeSelectorTerms": _terms(claim.allocation_nodes)}
+        reserved = [{"resource": "pods", "name": n} for n in claim.reserved_pods]
+        reserved += [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": n}
+                     for n in claim.reserved_groups]
+        obj["status"] = {"allocation": alloc, "reservedFor": reserved}
+    return obj
 
 
 def _add_slices(state: pb.ClusterState, add: Any) -> None:
