@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import celpy
 import lark
@@ -29,12 +29,18 @@ _MAPS = {MAP, ATTRS, ATTR_DOMAIN, CAPS, CAP_DOMAIN}
 _NUMBERS = {INT, UINT, DOUBLE}
 _DEVICE_FIELDS = {"driver": STRING, "attributes": ATTRS, "capacity": CAPS, "allowMultipleAllocations": BOOL}
 
-# name -> overloads (receiver or None for a global call, parameter types, result type)
-Overload = tuple[str | None, tuple[str, ...], str]
+
+class Overload(NamedTuple):
+    receiver: str | None  # None for a global call
+    params: tuple[str, ...]
+    result: str
+
+
 _SIZED = (STRING, BYTES, LIST, MAP)
 _TIME_GETTERS = ("getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear", "getMonth",
                  "getHours", "getMilliseconds", "getMinutes", "getSeconds")
-_OVERLOADS: dict[str, list[Overload]] = {
+# name -> (receiver or None for a global call, parameter types, result type)
+_TABLE: dict[str, list[tuple[str | None, tuple[str, ...], str]]] = {
     "size": [(None, (t,), INT) for t in _SIZED] + [(t, (), INT) for t in _SIZED],
     "int": [(None, (ANY,), INT)], "uint": [(None, (ANY,), UINT)], "double": [(None, (ANY,), DOUBLE)],
     "string": [(None, (ANY,), STRING)], "bytes": [(None, (ANY,), BYTES)], "bool": [(None, (ANY,), BOOL)],
@@ -69,6 +75,7 @@ _OVERLOADS: dict[str, list[Overload]] = {
     "isSorted": [(LIST, (), BOOL)], "sum": [(LIST, (), DYN)], "min": [(LIST, (), DYN)], "max": [(LIST, (), DYN)],
     **{g: [(t, (), INT) for t in (TIMESTAMP, DURATION)] + [(TIMESTAMP, (STRING,), INT)] for g in _TIME_GETTERS},
 }
+_OVERLOADS = {name: [Overload(*o) for o in overloads] for name, overloads in _TABLE.items()}
 _MACROS = {"all": BOOL, "exists": BOOL, "exists_one": BOOL, "map": LIST, "filter": LIST}
 
 _TEMPLATE_ENV = celpy.Environment()
@@ -285,14 +292,14 @@ class _Checker:
         if overloads is None:
             raise self.fail(f"unknown function '{name}'")
         matching = [o for o in overloads
-                    if (o[0] is None) == (target is None) and len(o[1]) == len(args)
-                    and (target is None or (o[0] is not None and _fits(target, o[0])))
-                    and all(_fits(a, w) for a, w in zip(args, o[1], strict=True))]
+                    if (o.receiver is None) == (target is None) and len(o.params) == len(args)
+                    and (target is None or (o.receiver is not None and _fits(target, o.receiver)))
+                    and all(_fits(a, w) for a, w in zip(args, o.params, strict=True))]
         if not matching:
             shown = ", ".join(args)
             call = f"{target}.{name}({shown})" if target is not None else f"{name}({shown})"
             raise self.fail(f"found no matching overload for {call}")
-        results = {o[2] for o in matching}
+        results = {o.result for o in matching}
         return results.pop() if len(results) == 1 else DYN
 
     def _ident_arg(self, tree: Tree, scope: dict[str, str]) -> str:

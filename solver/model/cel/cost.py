@@ -577,8 +577,8 @@ class _Coster:
             return args[0].type if all(a.type == args[0].type for a in args) else DYN
         if name == "!_":
             return BOOL
-        results = {o[2] for o in _OVERLOADS.get(name, ())
-                   if (o[0] is None) == (target is None) and len(o[1]) == len(args)}
+        results = {o.result for o in _OVERLOADS.get(name, ())
+                   if (o.receiver is None) == (target is None) and len(o.params) == len(args)}
         if len(results) != 1:
             return DYN
         result = results.pop()
