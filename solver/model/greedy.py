@@ -830,8 +830,8 @@ def node_tree_order(nodes: Iterable[s.Node]) -> list[s.NodeName]:
     creation order, which a snapshot does not record."""
     zones: dict[tuple[str, str], list[s.NodeName]] = {}
     for node in sorted(nodes, key=lambda n: n.name):
-        key = tuple(next((node.labels[k] for k in keys if node.labels.get(k)), "") for keys in ZONE_LABELS)
-        zones.setdefault((key[0], key[1]), []).append(node.name)
+        region, zone = (next((node.labels[k] for k in keys if node.labels.get(k)), "") for keys in ZONE_LABELS)
+        zones.setdefault((region, zone), []).append(node.name)
     out: list[s.NodeName] = []
     lists = list(zones.values())
     for i in range(max((len(z) for z in lists), default=0)):
