@@ -79,7 +79,9 @@ def pdb_floor(problem: Problem) -> PdbFloor | None:
         return None
     evictions, parts = found
     plan = _build(problem, cls, tree, parts, per_node, options)
-    once = all(sum(u.pdb_counts.values()) <= len(u.members) for u in problem.units)
+    # only units on these nodes can be evicted (an eviction makes room beside a placed pod)
+    reachable = {u for name in per_node for u in problem.units_on_node.get(name, ())}
+    once = all(sum(problem.units[u].pdb_counts.values()) <= len(problem.units[u].members) for u in reachable)
     return PdbFloor(evictions=int(evictions), violations=max(0, int(evictions) - _allowed(problem)),
                     evicted_pods=int(evictions) if once else 0, plan=plan)
 
@@ -498,9 +500,10 @@ def _split(names: list[s.NodeName], key: str | None,
     return out
 
 
-def _domain(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int
-            ) -> tuple[float, list[tuple[float, int]]]:
-    """The least total weight for ``pods`` pods on the nodes, and per node (weight, pods) taken."""
+def _program(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int, *, keep: bool
+             ) -> tuple[list[float], list[list[tuple[int, int]]]]:
+    """dp[t]: the least total weight for exactly t pods on the nodes (t < ``pods``), and for at
+    least ``pods`` (t = ``pods``); with ``keep``, each node's choices to walk the answer back."""
     dp = [0.0] + [_INF] * pods
     choices: list[list[tuple[int, int]]] = []
     for name in names:
@@ -514,8 +517,28 @@ def _domain(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods
                 if dp[filled] + weight < new[t]:
                     new[t] = dp[filled] + weight
                     took[t] = (filled, i + 1)
-        choices.append(took)
+        if keep:
+            choices.append(took)
         dp = new
+    return dp, choices
+
+
+def _by_count(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int, groups: int
+              ) -> list[float]:
+    """``_domain(names, options, j * pods)[0]`` for j = 0..groups, from one program: with weights
+    never negative, at least j·pods costs the least of exactly t for j·pods <= t < groups·pods
+    and of at least groups·pods."""
+    dp, _ = _program(names, options, groups * pods, keep=False)
+    least = dp[:]
+    for t in range(len(least) - 2, -1, -1):
+        least[t] = min(least[t], least[t + 1])
+    return [0.0] + [least[j * pods] for j in range(1, groups + 1)]
+
+
+def _domain(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int
+            ) -> tuple[float, list[tuple[float, int]]]:
+    """The least total weight for ``pods`` pods on the nodes, and per node (weight, pods) taken."""
+    dp, choices = _program(names, options, pods, keep=True)
     if dp[pods] >= _INF:
         return _INF, []
     out: list[tuple[float, int]] = [(0.0, 0)] * len(names)
@@ -535,7 +558,7 @@ def _racks(racks: dict[str, list[s.NodeName]], options: Mapping[s.NodeName, Opti
     """The least total weight for ``groups`` groups of ``pods`` pods, each inside one rack, and
     the racks used with the groups each takes."""
     names = sorted(racks)
-    cost = {r: [_domain(racks[r], options, j * pods)[0] if j else 0.0 for j in range(groups + 1)] for r in names}
+    cost = {r: _by_count(racks[r], options, pods, groups) for r in names}
     dp = [0.0] + [_INF] * groups
     took: list[list[tuple[int, int]]] = []
     for r in names:

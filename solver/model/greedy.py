@@ -90,32 +90,53 @@ class _State:
         self.placed: dict[s.NodeName, dict[int, int]] = defaultdict(dict)
         self.evicted: set[int] = set()  # change it only through evict / unevict
         self.log: list[tuple[str, int, s.NodeName, int]] = []
-        # running[n][r]: requests of the running pods not evicted; new[n][r]: of the pods placed
-        self._running: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        self._new: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        # requests of the running pods not evicted, per node: what every running pod holds (worked
+        # out once per set of units and shared, never written), and a node's own copy once one of
+        # its victims was evicted; a sub-problem of one domain so pays only for the nodes it touches
+        self._base_running = _base_running(problem)
+        self._running: dict[s.NodeName, dict[str, int]] = {}
+        self._new: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # of the pods placed
         # what the non-zero defaults add to those requests, for the node scores (baseline only)
-        self._nonzero: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        self._unit_nonzero = [_nonzero_extra(unit.members) for unit in problem.units] if spread else []
-        for unit in problem.units:
-            self._bump_unit(unit.index, 1)
+        self._unit_nonzero, self._base_nonzero = _base_nonzero(problem) if spread else ([], {})
+        self._nonzero: dict[s.NodeName, dict[str, int]] = {}
         self.dev = Devices(problem.dra, self.evicted, frees=frees_devices)
         self._takes: list[Take] = []  # device takes of the "dev" log entries
         # nodes that hold or held something: every other node is empty (fullness 0)
-        self.touched: set[s.NodeName] = set(self._running)
+        self.touched: set[s.NodeName] = set(self._base_running)
         self.by_name = sorted(self.nodes)
         self.order = node_tree_order(problem.nodes) if spread else self.by_name
         self.position = {n: i for i, n in enumerate(self.order)}
         self.rules = InterPodRules(problem, self.evicted, self.placed, lambda: self.log)
 
+    def running_on(self, node: s.NodeName) -> Mapping[str, int]:
+        """Requests of the running pods on ``node`` that are not evicted."""
+        own = self._running.get(node)
+        return own if own is not None else self._base_running.get(node, _EMPTY)
+
+    def nonzero_on(self, node: s.NodeName) -> Mapping[str, int]:
+        """What the non-zero defaults add on ``node`` (baseline only)."""
+        own = self._nonzero.get(node)
+        return own if own is not None else self._base_nonzero.get(node, _EMPTY)
+
+    @staticmethod
+    def _own(mine: dict[s.NodeName, dict[str, int]], base: Mapping[s.NodeName, Mapping[str, int]],
+             node: s.NodeName) -> dict[str, int]:
+        """``node``'s own copy in ``mine``, made from ``base`` on the first write."""
+        own = mine.get(node)
+        if own is None:
+            own = mine[node] = defaultdict(int, base.get(node, _EMPTY))
+        return own
+
     def _bump_unit(self, u: int, sign: int) -> None:
         for node, usage in self.problem.units[u].usage.items():
-            running = self._running[node]
+            running = self._own(self._running, self._base_running, node)
             for res, amount in usage.items():
                 running[res] += sign * amount
         if self._unit_nonzero:
             for node, extra in self._unit_nonzero[u].items():
+                nonzero = self._own(self._nonzero, self._base_nonzero, node)
                 for res, amount in extra.items():
-                    self._nonzero[node][res] += sign * amount
+                    nonzero[res] += sign * amount
 
     def _bump_class(self, cls: int, node: s.NodeName, n: int) -> None:
         new = self._new[node]
@@ -125,7 +146,7 @@ class _State:
         if self.spread:
             for res, default in NON_ZERO_DEFAULTS:
                 if not requests.get(res):
-                    self._nonzero[node][res] += default * n
+                    self._own(self._nonzero, self._base_nonzero, node)[res] += default * n
 
     # ---- transactions -------------------------------------------------------------
     def savepoint(self) -> int:
@@ -192,13 +213,13 @@ class _State:
     # ---- capacity -----------------------------------------------------------------
     def used(self, node: s.NodeName, res: str, *, placed: bool = True) -> int:
         """Requests on ``node`` of placed pods (unless ``placed`` is False) and running pods left."""
-        running = self._running[node].get(res, 0)
+        running = self.running_on(node).get(res, 0)
         return running + self._new[node].get(res, 0) if placed else running
 
     def nonzero_used(self, node: s.NodeName, res: str) -> int:
         """``used`` as the node scores count it: a pod without a cpu or memory request counts
         the non-zero default (NodeInfo.NonZeroRequested)."""
-        return self.used(node, res) + self._nonzero[node].get(res, 0)
+        return self.used(node, res) + self.nonzero_on(node).get(res, 0)
 
     def ordered(self, nodes: set[s.NodeName] | None) -> list[s.NodeName]:
         """``nodes`` (every node if None) in the order upstream's snapshot lists them."""
@@ -209,7 +230,7 @@ class _State:
     def room_for(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only)."""
         alloc = self.nodes[node].allocatable
-        running, new = self._running.get(node), self._new.get(node)
+        running, new = self.running_on(node), self._new.get(node)
         most = len(cls.pods)
         for res, amount in cls.requests.items():
             free = alloc.get(res, 0) - (running.get(res, 0) if running else 0) - (new.get(res, 0) if new else 0)
@@ -284,7 +305,7 @@ class _State:
 
     def fullness(self, node: s.NodeName) -> float:
         alloc = self.nodes[node].allocatable
-        running, new = self._running.get(node), self._new.get(node)
+        running, new = self.running_on(node), self._new.get(node)
         score = 0.0
         for res in ("cpu", "memory"):
             total = alloc.get(res, 0)
@@ -537,6 +558,35 @@ class _PerUnits(Generic[T]):
 
 
 _RANK: _PerUnits[list[int]] = _PerUnits()
+_RUNNING: _PerUnits[dict[s.NodeName, dict[str, int]]] = _PerUnits()
+_NONZERO: _PerUnits[tuple[list[dict[s.NodeName, dict[str, int]]], dict[s.NodeName, dict[str, int]]]] = _PerUnits()
+_EMPTY: Mapping[str, int] = {}
+
+
+def _sum_by_node(parts: Iterable[Mapping[s.NodeName, Mapping[str, int]]]) -> dict[s.NodeName, dict[str, int]]:
+    out: dict[s.NodeName, dict[str, int]] = {}
+    for part in parts:
+        for node, amounts in part.items():
+            total = out.setdefault(node, {})
+            for res, amount in amounts.items():
+                total[res] = total.get(res, 0) + amount
+    return out
+
+
+def _base_running(problem: Problem) -> Mapping[s.NodeName, Mapping[str, int]]:
+    """Every running pod's requests per node, before any eviction: once per set of units (every
+    domain's sub-problem shares its cluster's), read by every greedy state and written by none."""
+    return _RUNNING.get(problem, lambda: _sum_by_node(unit.usage for unit in problem.units))
+
+
+def _base_nonzero(problem: Problem
+                  ) -> tuple[list[dict[s.NodeName, dict[str, int]]], Mapping[s.NodeName, Mapping[str, int]]]:
+    """Per unit, and summed per node, what the non-zero defaults add (the baseline's scores)."""
+    def work() -> tuple[list[dict[s.NodeName, dict[str, int]]], dict[s.NodeName, dict[str, int]]]:
+        per_unit = [_nonzero_extra(unit.members) for unit in problem.units]
+        return per_unit, _sum_by_node(per_unit)
+
+    return _NONZERO.get(problem, work)
 _COVERED: _PerUnits[dict[s.PdbKey, _Ranked]] = _PerUnits()
 
 
@@ -846,7 +896,7 @@ def _node_score(state: _State, cls: PodClass, node: s.NodeName) -> int:
     requests, 50 + (50 + balance with the pod - balance without it) / 2 (balanced_allocation.go,
     balancedResourceScorer; a pod without requests scores 0)."""
     alloc = state.nodes[node].allocatable
-    running, new, nonzero = state._running.get(node, {}), state._new.get(node, {}), state._nonzero.get(node, {})
+    running, new, nonzero = state.running_on(node), state._new.get(node, {}), state.nonzero_on(node)
     least, weights = 0, 0
     with_pod, without = [], []
     for res, default in NON_ZERO_DEFAULTS:

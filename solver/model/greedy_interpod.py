@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
+from functools import cached_property
 
 from solver.model import interpod as ip
 from solver.model import selectors
@@ -31,13 +32,6 @@ class InterPodRules:
         self.log = log
         self.ip = problem.interpod
         self.nodes = {n.name: n for n in problem.nodes}
-        self.unit_of = {p.key: u.index for u in problem.units for p in u.members}
-        self.running = [p for u in problem.units for p in u.members if p.node is not None]
-        self.owners = [p for p in self.running if p.pod_anti_affinity]  # running pods with anti terms
-        self.port_holders: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
-        for p in self.running:
-            if p.host_ports and p.node is not None:
-                self.port_holders[p.node].append(p)
         self._in_domain: dict[str, dict[str, list[s.Pod]]] = {}
         # (class, spread constraint) -> (eligible nodes, their values, counted running pods, matching classes)
         self._spread_cache: dict[tuple[int, int], _Spread] = {}
@@ -59,6 +53,29 @@ class InterPodRules:
             self.first_allowed[tuple(fam)] = matching == set(fam) and not any(
                 self.ip.matches_all(terms, q) for q in self.running)
             self.base[tuple(fam)] = {c for c in matching if not classes[c].pods[0].pod_affinity}
+
+    # what the running pods are, worked out on first use: a cluster without inter-pod rules or
+    # host ports never needs it, and each domain's greedy would otherwise walk every pod
+    @cached_property
+    def unit_of(self) -> dict[s.PodKey, int]:
+        return {p.key: u.index for u in self.problem.units for p in u.members}
+
+    @cached_property
+    def running(self) -> list[s.Pod]:
+        return [p for u in self.problem.units for p in u.members if p.node is not None]
+
+    @cached_property
+    def owners(self) -> list[s.Pod]:
+        """Running pods with anti-affinity terms."""
+        return [p for p in self.running if p.pod_anti_affinity]
+
+    @cached_property
+    def port_holders(self) -> dict[s.NodeName, list[s.Pod]]:
+        out: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
+        for p in self.running:
+            if p.host_ports and p.node is not None:
+                out[p.node].append(p)
+        return out
 
     @staticmethod
     def _rules_of(cls: PodClass) -> bool:

@@ -383,9 +383,14 @@ class ClusterSnapshot:
     # (a running pod whose PodGroup is gone, a PriorityClass deleted after admission)
     warnings: tuple[str, ...] = ()
     _tree: WorkloadTree | None = field(default=None, init=False, repr=False, compare=False)
+    _nodes: Mapping[NodeName, Node] | None = field(default=None, init=False, repr=False, compare=False)
 
-    def node_by_name(self) -> dict[NodeName, Node]:
-        return {node.name: node for node in self.nodes}
+    def node_by_name(self) -> Mapping[NodeName, Node]:
+        """Nodes by name, built on first use and shared (read only)."""
+        if self._nodes is None:
+            object.__setattr__(self, "_nodes", {node.name: node for node in self.nodes})
+        assert self._nodes is not None
+        return self._nodes
 
     def group_by_key(self) -> dict[GroupKey, Group]:
         return {group.key: group for group in self.groups}

@@ -182,3 +182,15 @@ def test_host_ports_keep_the_floors_out_and_a_plan_is_taken_only_if_the_model_ac
     assert verify.verify(snap, plan) == []
     o = plan.objective
     assert (plan.status, o.placed_pods, o.evicted_pods, o.preemption_cost) == ("OPTIMAL", 1, 1, 1.0)
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.integers(1, 5)), min_size=1, max_size=3),
+                min_size=0, max_size=6),
+       st.integers(1, 4), st.integers(1, 4))
+def test_one_program_gives_every_count_the_rack_program_asks_for(nodes: list[list[tuple[int, int]]],
+                                                                 pods: int, groups: int) -> None:
+    """``_by_count`` (one program, its suffix minima) against ``_domain`` run per count."""
+    names = [f"n{i}" for i in range(len(nodes))]
+    options = {name: tuple((float(w), cap) for w, cap in opts) for name, opts in zip(names, nodes, strict=True)}
+    expected = [bounds._domain(names, options, j * pods)[0] if j else 0.0 for j in range(groups + 1)]
+    assert bounds._by_count(names, options, pods, groups) == expected
