@@ -80,10 +80,19 @@ class _ByDomain:
         self.start = time.perf_counter()
         self.values = domains(problem, key)
         self.subs = {v: restrict(problem, key, v) for v in self.values}
-        self.floors = {v: bounds.pdb_floor(sub) for v, sub in self.subs.items()}
-        self.hints = {v: _better(sub, greedy.hint(sub), self.floors[v]) for v, sub in self.subs.items()}
-        self.sizes = _Sizes(self.floors)
         self.certain = True  # every domain left behind was proven worse, or pruned
+        # each domain's floors and greedy hint; past half the time limit the domains left are
+        # not tried at all (the plan is then not proven), so the groundwork never eats the search
+        self.floors: dict[str, bounds.PdbFloor | None] = {}
+        self.hints: dict[str, Assignment] = {}
+        for v, sub in self.subs.items():
+            if time.perf_counter() - self.start > params.time_limit * 0.5 or (params.stop and params.stop.is_set()):
+                self.certain = False
+                break
+            self.floors[v] = bounds.pdb_floor(sub)
+            self.hints[v] = _better(sub, greedy.hint(sub), self.floors[v])
+        self.tried = [v for v in self.values if v in self.hints]
+        self.sizes = _Sizes(self.floors)
         self.first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
         self.incumbent: tuple[int, int] | None = None  # (stage-1 value, PDB violations) of the best domain so far
         self.reports: list[dict[str, object]] = []
@@ -106,10 +115,10 @@ class _ByDomain:
         """Tiers 1-3 in every domain, the best greedy tiers first so the incumbent is good early
         (a stable sort: ties keep their order)."""
         problem = self.problem
-        self.values.sort(key=lambda v: score(problem, self.hints[v]).head, reverse=True)
+        self.tried.sort(key=lambda v: score(problem, self.hints[v]).head, reverse=True)
         pruned: list[str] = []  # domains proven worse on tier 3 by the cutoff
-        for i, v in enumerate(self.values):
-            share = _share(self.params, self.start, len(self.values) - i, 0.5)
+        for i, v in enumerate(self.tried):
+            share = _share(self.params, self.start, len(self.tried) - i, 0.5)
             if share is None:
                 self.certain = False
                 break

@@ -100,6 +100,7 @@ class _State:
         self._unit_nonzero, self._base_nonzero = _base_nonzero(problem) if spread else ([], {})
         self._nonzero: dict[s.NodeName, dict[str, int]] = {}
         self.dev = Devices(problem.dra, self.evicted, frees=frees_devices)
+        self.dra_active = problem.dra.active  # read per node tried: asked once
         self._takes: list[Take] = []  # device takes of the "dev" log entries
         # nodes that hold or held something: every other node is empty (fullness 0)
         self.touched: set[s.NodeName] = set(self._base_running)
@@ -237,8 +238,7 @@ class _State:
             if free < amount:
                 return 0
             most = min(most, free // amount)
-        dra = self.problem.dra
-        if most and dra.active:
+        if most and self.dra_active:
             most = self._device_room(cls, node, most)
         if most and self.rules.active:
             most = self.rules.room(cls, node, most)

@@ -55,3 +55,17 @@ def test_optimal_is_never_claimed_for_a_worse_plan_under_any_time_limit() -> Non
         if plan.status == "OPTIMAL":
             assert plan.objective.tiers == reference.objective.tiers
         assert plan.objective.preemption_cost_bound <= plan.objective.preemption_cost
+
+
+def test_a_search_stopped_before_any_domain_is_tried_falls_back_and_claims_nothing() -> None:
+    """The per-domain groundwork (floors, greedy hints) stops with the search: no domain
+    tried, the plan is the greedy's, never OPTIMAL, and still the whole gang."""
+    import threading
+
+    stop = threading.Event()
+    stop.set()
+    plan, out = run_plan(*_racks(), stop=stop)
+    assert out["stats"]["decomposedBy"] == {"key": RACK, "domains": 3}
+    assert out["stats"]["stages"] == [] and out["stats"]["variables"] == 0
+    assert plan.status == "FEASIBLE" and out["stats"]["fromBaseline"] is True
+    assert len(plan.bindings) == 2 and plan.objective.preemption_cost_bound == 0
