@@ -16,10 +16,10 @@ Workloads are taken one at a time, highest priority first (then by name). For ea
    then reprieve victims one at a time as upstream's selectVictimsOnDomain does
    (framework/preemption/podgrouppreemption.go): the victims are classified by
    FilterVictimsWithPDBViolation (each budget spent over every potential victim
-   cluster-wide in importance order; ``pdb_violating``), the violating ones are tried
+   cluster-wide in importance order; ``victims.pdb_violating``), the violating ones are tried
    first, then the others, each in MoreImportantVictim order (priority, victim rank —
    CompositePodGroup > PodGroup > pod, a pod of a `single` group ranking as a PodGroup —
-   more pods, earlier start; ``importance``), keeping each one whose return still leaves
+   more pods, earlier start; ``victims.importance``), keeping each one whose return still leaves
    every node's placement feasible;
 3. when the tree was placed without preemption but some of its pods were not, preempt for
    those as upstream's next cycle does, inside the domains the placed pods fix
@@ -62,22 +62,18 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
 
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment, group_ok, pdb_taken
+from solver.model.assignment import Assignment, group_ok
 from solver.model.greedy_devices import Devices, Take
 from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import Problem, fixed_domain
+from solver.model.victims import PerUnits, Potential, breaks_a_pdb, importance_rank, pdb_violating, within_budgets
 from solver.model.workloads import PodClass, VictimUnit, Workload
-
-T = TypeVar("T")
 
 
 class _State:
@@ -359,7 +355,7 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False) -> _State:
         if _try_with(state, workload, victims, point):
             continue
         if problem.strict_pdbs:  # the reprieves were not enough: only the victims the budgets allow
-            _try_with(state, workload, _within_budgets(problem, state, victims), point)
+            _try_with(state, workload, within_budgets(problem, state.evicted, victims), point)
     # A later workload's evictions can make room that an earlier victim no longer
     # needs to leave: put back every victim that fits again (the plan is joint).
     _reprieve(state, sorted(state.evicted))
@@ -396,28 +392,13 @@ def _candidate_victims(problem: Problem, workload: Workload, state: _State) -> l
     return sorted(out)
 
 
-@dataclass(frozen=True, slots=True)
-class Potential:
-    """Upstream's potential victims for the PDB classification: every unit cluster-wide that the
-    preemptor may preempt (below its strongest power, not protected) and that was not evicted
-    before this preemption, plus the candidates themselves."""
-
-    top: int
-    before: frozenset[int]  # evicted before this preemption (by earlier workloads)
-
-    @staticmethod
-    def of(problem: Problem, workload: Workload, state: _State) -> Potential | None:
-        powers = [p for c in workload.classes if (p := problem.classes[c].power) is not None]
-        return Potential(max(powers), frozenset(state.evicted)) if powers else None
-
-
 def _try_with(state: _State, workload: Workload, victims: list[int], point: int) -> bool:
-    potential = Potential.of(state.problem, workload, state)
+    potential = Potential.of(state.problem, workload, state.evicted)
     for u in victims:
         state.evict(u)
     if _place_workload(state, workload):
         _reprieve(state, victims, potential)
-        if not (state.problem.strict_pdbs and _breaks_a_pdb(state.problem, state.evicted)):
+        if not (state.problem.strict_pdbs and breaks_a_pdb(state.problem, state.evicted)):
             return True
     state.rollback(point)
     return False
@@ -439,7 +420,7 @@ def _preempt_for_remainder(state: _State, workload: Workload) -> None:
     if not victims:
         return
     point = state.savepoint()
-    potential = Potential.of(problem, workload, state)
+    potential = Potential.of(problem, workload, state.evicted)
     for u in victims:
         state.evict(u)
     more = 0
@@ -460,7 +441,7 @@ def _preempt_for_remainder(state: _State, workload: Workload) -> None:
         more += got
     if more and state.rules.holds():
         _reprieve(state, victims, potential)
-        if not (problem.strict_pdbs and _breaks_a_pdb(problem, state.evicted)):
+        if not (problem.strict_pdbs and breaks_a_pdb(problem, state.evicted)):
             return
     state.rollback(point)
 
@@ -499,67 +480,8 @@ def _fixed_nodes(state: _State, group: s.GroupKey | None) -> set[s.NodeName] | N
     return allowed
 
 
-def _within_budgets(problem: Problem, state: _State, victims: list[int]) -> list[int]:
-    """The victims, lowest priority first, each taken while every budget it is under has room."""
-    taken = pdb_taken(problem, state.evicted)
-    allowed = _allowed(problem)
-    out = []
-    for u in sorted(victims, key=lambda u: (problem.units[u].priority, problem.units[u].key)):
-        counts = problem.units[u].pdb_counts
-        if all(taken[p] + n <= allowed[p] for p, n in counts.items()):
-            out.append(u)
-            for p, n in counts.items():
-                taken[p] += n
-    return out
-
-
-def _breaks_a_pdb(problem: Problem, evicted: Iterable[int]) -> bool:
-    allowed = _allowed(problem)
-    return any(n > allowed[p] for p, n in pdb_taken(problem, evicted).items())
-
-
-def _allowed(problem: Problem) -> dict[str, int]:
-    return {p.key: max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs}
-
-
-def victim_rank(problem: Problem, unit: VictimUnit) -> int:
-    """victimRank (framework/preemption/util.go): a CompositePodGroup victim 3, a PodGroup 2, a
-    pod 1; a pod with a scheduling group that is its own victim (a `single` group) ranks as a
-    PodGroup, as NewPodVictim types it."""
-    group = problem.groups.get(s.GroupKey(unit.key))
-    if group is not None:
-        return 3 if group.kind == s.COMPOSITE_POD_GROUP else 2
-    return 2 if unit.members[0].group is not None else 1
-
-
-def importance(problem: Problem, u: int) -> tuple[object, ...]:
-    """MoreImportantVictim's order (framework/preemption/util.go), most important first:
-    higher priority, then victim rank, then more pods, then the earlier start; the unit key
-    breaks the ties upstream leaves to sort.Slice."""
-    unit = problem.units[u]
-    return (-unit.priority, -victim_rank(problem, unit), -len(unit.members), unit.start_time, unit.key)
-
-
-class _PerUnits(Generic[T]):
-    """A value worked out for one set of units, kept with them: the per-domain sub-problems of
-    a decomposition share their Problem's units, so it is worked out once, not once per
-    preemption. Read and replaced as one tuple, so a concurrent solve never sees another's."""
-
-    def __init__(self) -> None:
-        self._hit: tuple[tuple[VictimUnit, ...], T] | None = None
-
-    def get(self, problem: Problem, work: Callable[[], T]) -> T:
-        hit = self._hit
-        if hit is not None and hit[0] is problem.units:
-            return hit[1]
-        value = work()
-        self._hit = (problem.units, value)
-        return value
-
-
-_RANK: _PerUnits[list[int]] = _PerUnits()
-_RUNNING: _PerUnits[dict[s.NodeName, dict[str, int]]] = _PerUnits()
-_NONZERO: _PerUnits[tuple[list[dict[s.NodeName, dict[str, int]]], dict[s.NodeName, dict[str, int]]]] = _PerUnits()
+_RUNNING: PerUnits[dict[s.NodeName, dict[str, int]]] = PerUnits()
+_NONZERO: PerUnits[tuple[list[dict[s.NodeName, dict[str, int]]], dict[s.NodeName, dict[str, int]]]] = PerUnits()
 _EMPTY: Mapping[str, int] = {}
 
 
@@ -587,99 +509,6 @@ def _base_nonzero(problem: Problem
         return per_unit, _sum_by_node(per_unit)
 
     return _NONZERO.get(problem, work)
-_COVERED: _PerUnits[dict[s.PdbKey, _Ranked]] = _PerUnits()
-
-
-def importance_rank(problem: Problem) -> list[int]:
-    """rank[u]: the unit's place in ``importance`` order, worked out once per set of units."""
-
-    def work() -> list[int]:
-        rank = [0] * len(problem.units)
-        for i, u in enumerate(sorted(range(len(problem.units)), key=lambda u: importance(problem, u))):
-            rank[u] = i
-        return rank
-
-    return _RANK.get(problem, work)
-
-
-def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential | None = None) -> set[int]:
-    """Which ``victims`` FilterVictimsWithPDBViolation (framework/preemption/util.go) classifies
-    as violating: each budget's disruptionsAllowed is spent over the pods of every potential
-    victim (``potential``, else the victims alone) in importance order, and a victim with a pod
-    beyond a budget violates. A budget with an empty selector matches nothing there. Spent per
-    victim from its per-budget counts: a pod under two budgets spends both, where upstream stops
-    at the first one it exhausts (the only difference, and only for such pods)."""
-    units = problem.units
-    live = {p.key: p.disruptions_allowed for p in problem.snapshot.pdbs
-            if p.selector.match_labels or p.selector.match_expressions}
-    mine = sorted(set(victims), key=importance_rank(problem).__getitem__)
-    out: set[int] = set()
-    if potential is None:  # only the victims spend, most important first
-        for u in mine:
-            for pdb, n in units[u].pdb_counts.items():
-                if pdb in live:
-                    live[pdb] -= n
-                    if live[pdb] < 0:
-                        out.add(u)
-        return out
-    ranked = _covered_in_order(problem)
-    gone: dict[s.PdbKey, tuple[list[int], list[int]]] = {}  # per budget: positions evicted before, cumulated counts
-
-    def spent_before(pdb: s.PdbKey, r: _Ranked, lo: int, hi: int) -> int:
-        if pdb not in gone:
-            pairs = sorted((r.pos[b], units[b].pdb_counts[pdb]) for b in potential.before
-                           if b in r.pos and not units[b].protected)
-            cumulated = [0]
-            for _, n in pairs:
-                cumulated.append(cumulated[-1] + n)
-            gone[pdb] = ([j for j, _ in pairs], cumulated)
-        positions, cumulated = gone[pdb]
-        return cumulated[bisect.bisect_left(positions, hi)] - cumulated[bisect.bisect_left(positions, lo)]
-
-    for u in mine:
-        for pdb, n in units[u].pdb_counts.items():
-            if pdb not in live:
-                continue
-            r = ranked[pdb]
-            i = r.pos[u]
-            # the potential victims before u under this budget: below the preemptor's power (a
-            # suffix of the priority-descending order), not protected, not evicted already
-            first = min(bisect.bisect_left(r.neg_priority, -potential.top + 1), i)
-            spent = r.prefix[i] - r.prefix[first] - spent_before(pdb, r, first, i)
-            if live[pdb] - spent - n < 0:
-                out.add(u)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Ranked:
-    """The units one budget covers, in importance order: each unit's position, the cumulated
-    counts of the unprotected ones before each position, and the (descending) priorities."""
-
-    pos: dict[int, int]
-    prefix: list[int]
-    neg_priority: list[int]
-
-
-def _covered_in_order(problem: Problem) -> dict[s.PdbKey, _Ranked]:
-    """Per budget, the units it covers ranked (once per set of units)."""
-
-    def work() -> dict[s.PdbKey, _Ranked]:
-        by_pdb: dict[s.PdbKey, list[int]] = defaultdict(list)
-        for u in sorted((u.index for u in problem.units if u.pdb_counts), key=importance_rank(problem).__getitem__):
-            for pdb in problem.units[u].pdb_counts:
-                by_pdb[pdb].append(u)
-        ranked = {}
-        for pdb, order in by_pdb.items():
-            prefix = [0]
-            for u in order:
-                unit = problem.units[u]
-                prefix.append(prefix[-1] + (0 if unit.protected else unit.pdb_counts[pdb]))
-            ranked[pdb] = _Ranked(pos={u: i for i, u in enumerate(order)}, prefix=prefix,
-                                  neg_priority=[-problem.units[u].priority for u in order])
-        return ranked
-
-    return _COVERED.get(problem, work)
 
 
 def _reprieve(state: _State, victims: list[int], potential: Potential | None = None) -> None:
