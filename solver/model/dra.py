@@ -138,11 +138,13 @@ class DraProblem:
     shared_of_class: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # class -> shared claims it uses
     pinned: Mapping[int, tuple[frozenset[s.NodeName], ...]] = field(default_factory=dict)  # class -> allowed node sets
     unit_types: Mapping[int, Mapping[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
+    # devices, or claims that need some (which then cannot be met without devices); asked per
+    # class and node tried, so worked out once from the fields above
+    active: bool = field(init=False, default=False)
 
-    @property
-    def active(self) -> bool:
-        """Devices, or claims that need some (which then cannot be met without devices)."""
-        return bool(self.types) or any(self.class_slots) or bool(self.shared) or bool(self.pinned)
+    def __post_init__(self) -> None:
+        active = bool(self.types) or any(self.class_slots) or bool(self.shared) or bool(self.pinned)
+        object.__setattr__(self, "active", active)
 
     def reachable(self, node: s.NodeName, types: frozenset[int]) -> list[int]:
         return [t for t in sorted(types) if node in self.types[t].reach]

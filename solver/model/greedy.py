@@ -96,7 +96,6 @@ class _State:
         self._unit_nonzero, self._base_nonzero = _base_nonzero(problem) if spread else ([], {})
         self._nonzero: dict[s.NodeName, dict[str, int]] = {}
         self.dev = Devices(problem.dra, self.evicted, frees=frees_devices)
-        self.dra_active = problem.dra.active  # read per node tried: asked once
         self._takes: list[Take] = []  # device takes of the "dev" log entries
         # nodes that hold or held something: every other node is empty (fullness 0)
         self.touched: set[s.NodeName] = set(self._base_running)
@@ -230,11 +229,11 @@ class _State:
         running, new = self.running_on(node), self._new.get(node)
         most = len(cls.pods)
         for res, amount in cls.requests.items():
-            free = alloc.get(res, 0) - (running.get(res, 0) if running else 0) - (new.get(res, 0) if new else 0)
+            free = alloc.get(res, 0) - running.get(res, 0) - (new.get(res, 0) if new else 0)
             if free < amount:
                 return 0
             most = min(most, free // amount)
-        if most and self.dra_active:
+        if most and self.problem.dra.active:
             most = self._device_room(cls, node, most)
         if most and self.rules.active:
             most = self.rules.room(cls, node, most)
@@ -306,7 +305,7 @@ class _State:
         for res in ("cpu", "memory"):
             total = alloc.get(res, 0)
             if total > 0:
-                score += ((running.get(res, 0) if running else 0) + (new.get(res, 0) if new else 0)) / total
+                score += (running.get(res, 0) + (new.get(res, 0) if new else 0)) / total
         return score
 
 
