@@ -47,10 +47,18 @@ def domains(problem: Problem, key: str) -> list[str]:
     return sorted({labels[n][key] for cand in problem.candidates for n in cand})
 
 
-def restrict(problem: Problem, key: str, value: str) -> Problem:
+def split(problem: Problem, key: str) -> dict[str, Problem]:
+    """One sub-problem per domain of ``key`` (in ``domains`` order): the problem with every
+    class's candidates cut to that domain's nodes, all made in one pass over the candidates."""
     labels = {n.name: n.labels for n in problem.nodes}
-    candidates = [{n: k for n, k in cand.items() if labels[n].get(key) == value} for cand in problem.candidates]
-    return replace(problem, candidates=tuple(candidates))
+    cut: dict[str, list[dict[s.NodeName, int]]] = {
+        v: [{} for _ in problem.candidates] for v in domains(problem, key)}
+    for c, cand in enumerate(problem.candidates):
+        for n, k in cand.items():
+            value = labels[n].get(key)
+            if value is not None:
+                cut[value][c][n] = k
+    return {v: replace(problem, candidates=tuple(candidates)) for v, candidates in cut.items()}
 
 
 def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> DecomposedResult:
@@ -78,8 +86,8 @@ class _ByDomain:
     def __init__(self, problem: Problem, params: SolveParams, key: str) -> None:
         self.problem, self.params = problem, params
         self.start = time.perf_counter()
-        self.values = domains(problem, key)
-        self.subs = {v: restrict(problem, key, v) for v in self.values}
+        self.subs = split(problem, key)
+        self.values = list(self.subs)
         self.certain = True  # every domain left behind was proven worse, or pruned
         # each domain's floors and greedy hint; past half the time limit the domains left are
         # not tried at all (the plan is then not proven), so the groundwork never eats the search
