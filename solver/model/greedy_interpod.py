@@ -223,10 +223,10 @@ class InterPodRules:
             if (cls.index, i) not in self._spread_cache:
                 matcher = ip.SpreadMatcher(constraint, rep.namespace)
                 eligible = [n for n in self.problem.nodes if selectors.spread_eligible(constraint, rep, n)]
+                eligible_names = {n.name for n in eligible}
                 counted = [(q, self.nodes[q.node].labels[key]) for q in self.running
-                           if q.node in {n.name for n in eligible} and self.ip.matches(matcher, q)]
-                self._spread_cache[cls.index, i] = ({n.name for n in eligible},
-                                                    sorted({n.labels[key] for n in eligible}),
+                           if q.node in eligible_names and self.ip.matches(matcher, q)]
+                self._spread_cache[cls.index, i] = (eligible_names, sorted({n.labels[key] for n in eligible}),
                                                     counted, self._matching(matcher))
             names, values, counted, matching = self._spread_cache[cls.index, i]
             counts = dict.fromkeys(values, 0)
