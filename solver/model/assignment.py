@@ -58,7 +58,7 @@ def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
         total = sum(per_class[c] for c in w.classes)
         satisfied[w.index] = total >= 1 and (w.kind == s.STANDALONE_POD or ok[w.groups[0]])
     evicted_by_pdb = pdb_taken(problem, assignment.evicted)
-    violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in problem.snapshot.pdbs)
+    violations = sum(max(0, evicted_by_pdb[p.key] - p.allowed) for p in problem.snapshot.pdbs)
     return Evaluation(
         new=new, ok=ok, satisfied=satisfied, placed=sum(per_class.values()),
         pdb_violations=violations,
@@ -80,10 +80,8 @@ def group_ok(problem: Problem, group: s.Group, new: int, ok: Mapping[s.GroupKey,
     """The gang rule of one group, children already evaluated in ``ok``."""
     if group.kind == s.POD_GROUP:
         running = len(problem.running_in_group.get(group.key, ()))
-        floor = group.floor
-        return running + new >= floor
-    floor = group.floor
-    return sum(ok[child] for child in problem.tree.children(group.key)) >= floor
+        return running + new >= group.floor
+    return sum(ok[child] for child in problem.tree.children(group.key)) >= group.floor
 
 
 def tiers(problem: Problem, ev: Evaluation) -> Tiers:

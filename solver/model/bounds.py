@@ -376,7 +376,7 @@ def _groups_table(racks: list[list[np.ndarray]], groups: int, most_counted: int,
 
 
 def _allowed(problem: Problem) -> int:
-    return sum(max(0, b.disruptions_allowed) for b in problem.snapshot.pdbs)
+    return sum(b.allowed for b in problem.snapshot.pdbs)
 
 
 _ROOT = "\0root"  # leaf_key of a tree whose root is its only group

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment, Evaluation, evaluate
+from solver.model.assignment import Assignment, Evaluation, evaluate, pdb_taken
 from solver.model.decode_devices import device_allocations
 from solver.model.plan import Binding, Eviction, GroupVerdict, Held, Objective, Plan, WorkloadVerdict
 from solver.model.problem import MILLI, Problem
@@ -135,12 +135,9 @@ def blocking_budgets(problem: Problem, w: Workload) -> list[tuple[str, int]]:
         cls = problem.classes[c]
         for node in problem.candidates[c]:
             units.update(u for u in problem.units_on_node.get(node, ()) if problem.eligible(cls, problem.units[u]))
-    counted: dict[str, int] = defaultdict(int)
-    for u in units:
-        for key, n in problem.units[u].pdb_counts.items():
-            counted[key] += n
-    return [(b.key, max(0, b.disruptions_allowed)) for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key)
-            if counted[b.key] > max(0, b.disruptions_allowed)]
+    counted = pdb_taken(problem, units)
+    return [(b.key, b.allowed) for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key)
+            if counted[b.key] > b.allowed]
 
 
 def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:

@@ -229,6 +229,12 @@ class PodDisruptionBudget:
     selector: LabelSelector
     disruptions_allowed: int  # status.disruptionsAllowed
 
+    @property
+    def allowed(self) -> int:
+        """Evictions it still allows: ``disruptions_allowed``, never below 0 (a budget already
+        broken allows none)."""
+        return max(0, self.disruptions_allowed)
+
 
 # ---- DRA (resource.k8s.io/v1) -------------------------------------------------------
 # Attribute and capacity names are fully qualified: an unqualified name in a ResourceSlice

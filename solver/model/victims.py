@@ -193,4 +193,4 @@ def breaks_a_pdb(problem: Problem, evicted: Iterable[int]) -> bool:
 
 
 def _allowed(problem: Problem) -> dict[str, int]:
-    return {p.key: max(0, p.disruptions_allowed) for p in problem.snapshot.pdbs}
+    return {p.key: p.allowed for p in problem.snapshot.pdbs}

@@ -22,7 +22,7 @@ def add(problem: Problem, vars: PlacementVars) -> None:
             if n:
                 terms.append(n * evict)
                 most += n
-        allowed = max(0, pdb.disruptions_allowed)
+        allowed = pdb.allowed
         if most <= allowed:
             continue
         if problem.strict_pdbs:
