@@ -18,16 +18,16 @@ from dataclasses import dataclass, replace
 
 from solver import verify as verify_mod
 from solver.gcpause import without_gc
-from solver.model import cel, decompose, greedy
+from solver.model import bounds, cel, decompose, greedy
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment, evaluate, score
+from solver.model.assignment import Assignment, score, trivial_bound
 from solver.model.build import build_model
 from solver.model.decode import make_plan
 from solver.model.errors import SolverError
 from solver.model.features import FeatureGates, format_feature_gates
-from solver.model.plan import FEASIBLE, OPTIMAL, Plan
+from solver.model.plan import OPTIMAL, Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy, Problem, build_problem
-from solver.model.solve import SolveParams, solve
+from solver.model.solve import SolveParams, SolveResult, solve
 
 
 class PlanInvalidError(SolverError):
@@ -123,10 +123,9 @@ def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnap
 
 
 def reaches_ideal(problem: Problem, assignment: Assignment) -> bool:
-    """True when ``assignment`` meets every tier's trivial bound, so it is optimal."""
-    ev = evaluate(problem, assignment)
-    return (all(ev.satisfied.values()) and ev.placed == sum(len(c.pods) for c in problem.classes)
-            and ev.pdb_violations == 0 and ev.cost_milli == 0 and ev.evicted_pods == 0)
+    """True when ``assignment`` meets every tier's trivial bound (firstAvailable included), so
+    it is optimal."""
+    return score(problem, assignment) == trivial_bound(problem)
 
 
 def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> Plan:
@@ -135,16 +134,47 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
         return _plan(snapshot, options)
 
 
+# The time limit is a deadline for the whole plan (docs/performance.md, "The deadline"). The
+# hint may take this share of it; the model is built only when its estimated build time fits
+# in half of what is left; the search ends early enough to leave this share for the fallback,
+# decoding and verifying.
+HINT_SHARE = 0.3
+RESERVE_SHARE = 0.1
+BUILD_SECONDS_PER_VARIABLE = 50e-6  # twice the rate measured on contention-5000 (0.9 M in 21 s)
+
+
+class _Deadline:
+    """The plan's clock: seconds left of the time limit, and whether the caller stopped."""
+
+    def __init__(self, limit: float, stop: threading.Event | None) -> None:
+        self.start, self.limit, self.stop = time.perf_counter(), limit, stop
+
+    def left(self) -> float:
+        return self.limit - (time.perf_counter() - self.start)
+
+    def passed(self, share: float = 1.0) -> bool:
+        """Past ``share`` of the limit, or stopped."""
+        return (time.perf_counter() - self.start) >= self.limit * share or \
+            (self.stop is not None and self.stop.is_set())
+
+
 def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
     if options.workload:
         snapshot = select_workload(snapshot, options.workload)
     start = time.perf_counter()
+    clock = _Deadline(options.time_limit, options.stop)
+    cut: list[str] = []  # what the deadline cut, in the order it was cut (stats.cut)
     with without_gc():  # not around the solve: a server's other threads keep collecting then
         problem = build_problem(snapshot, pdb_policy=options.pdb_policy, gates=options.gates,
                                 dra_preemption=options.dra_preemption)
         problem_done = time.perf_counter()
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
-        baseline = greedy.baseline(problem) if options.baseline_only else greedy.hint(problem)
+        if options.baseline_only:
+            baseline = greedy.baseline(problem)
+        else:
+            baseline = greedy.hint(problem, stop=lambda: clock.passed(HINT_SHARE))
+            if clock.passed(HINT_SHARE):
+                cut.append("hint")  # the workloads not reached by then are left out of the hint
     baseline_seconds = time.perf_counter() - start
     # where a plan's time goes, for the bench's profile (everything after the snapshot is read)
     phases: dict[str, float] = {"problem": problem_done - start, "hint": time.perf_counter() - problem_done}
@@ -161,57 +191,30 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         "featureGates": format_feature_gates(options.gates),
         "draPreemption": options.dra_preemption,
         "baselineSeconds": round(baseline_seconds, 4),
+        "timeLimit": options.time_limit,
     }
+    trivial = trivial_bound(problem)
     if not options.baseline_only and options.ideal_shortcut and reaches_ideal(problem, baseline):
-        # every workload satisfied, every pod placed, nothing evicted: no plan can be better,
-        # so this is proven optimal without a model (a bound of 0 on cost, gap 0)
+        # every workload satisfied, every pod placed, nothing evicted, every claim on its first
+        # entry: no plan can be better, so this is proven optimal without a model
         stats.update({"solver": "baseline-at-ideal", "buildSeconds": 0.0, "solveSeconds": 0.0,
                       "variables": 0, "constraints": 0})
-        result = make_plan(problem, baseline, status=OPTIMAL, stats=stats, cost_bound_milli=0)
+        result = make_plan(problem, baseline, bound=trivial, stats=stats)
     elif options.baseline_only:
         stats.update({"solver": "baseline", "buildSeconds": 0.0, "solveSeconds": 0.0, "variables": 0, "constraints": 0})
-        # the greedy proves nothing: its bound is the trivial 0
-        result = make_plan(problem, baseline, status=FEASIBLE, stats=stats, cost_bound_milli=0)
+        # the greedy proves nothing: its bound is the trivial one
+        result = make_plan(problem, baseline, bound=trivial, stats=stats)
+    elif bounds.strict_blocks(problem):
+        # strict: the one workload needs more budget-counted evictions than the budgets allow,
+        # so the best plan places nothing (solver/model/bounds.py), proven without a model
+        stats.update({"solver": "strict-floor", "buildSeconds": 0.0, "solveSeconds": 0.0,
+                      "variables": 0, "constraints": 0})
+        empty = Assignment(counts={}, evicted=frozenset())
+        result = make_plan(problem, empty, bound=score(problem, empty), stats=stats)
     else:
-        params = SolveParams(time_limit=options.time_limit, workers=options.workers, seed=options.seed,
-                             relative_gap=options.relative_gap, stop=options.stop, on_solution=options.on_solution)
-        key = decompose.root_key(problem) if options.decompose else None
-        if key is not None and not decompose.domains(problem, key):
-            key = None  # nothing can land anywhere: the whole model is trivial
-        if key is not None:
-            parts = decompose.solve_by_domain(problem, params, key)
-            solved = parts.result
-            size = (parts.variables, parts.constraints, parts.build_seconds)
-            stats["decomposedBy"] = {"key": key, "domains": parts.domains}
-        else:
-            built = build_model(problem, max_variables=options.max_variables)
-            solved = solve(built, params, hint=baseline)
-            size = (built.variables, built.constraints, built.build_seconds)
-        stats.update({
-            "solver": "cp-sat",
-            "buildSeconds": round(size[2], 4),
-            "solveSeconds": round(solved.solve_seconds, 4),
-            "variables": size[0],
-            "constraints": size[1],
-            "stages": list(solved.stages),
-        })
-        phases.update(build=size[2], solve=solved.solve_seconds)
-        fallback_start = time.perf_counter()
-        assignment, status, bound = solved.assignment, solved.status, solved.cost_bound_milli
-        if assignment is not None and status != OPTIMAL:
-            assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
-        fallbacks = [baseline]
-        if status != OPTIMAL:  # an optimum is never worse than upstream's plan; a cut-short one may be
-            fallbacks.append(greedy.baseline(problem))
-        for fallback in fallbacks:
-            if assignment is None or score(problem, assignment) < score(problem, fallback):
-                # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
-                assignment, status, bound, stats["fromBaseline"] = fallback, FEASIBLE, 0, True
-        assert assignment is not None  # the fallbacks hold the hint at least
-        phases["fallback"] = time.perf_counter() - fallback_start
-        decode_start = time.perf_counter()
-        result = make_plan(problem, assignment, status=status, stats=stats, cost_bound_milli=bound)
-        phases["decode"] = time.perf_counter() - decode_start
+        result = _solved(problem, options, clock, baseline, stats, phases, cut)
+    if cut:
+        stats["cut"] = cut
     verify_start = time.perf_counter()
     violations = verify_mod.verify(snapshot, result, strict_pdbs=options.pdb_policy == "strict", gates=options.gates,
                                    dra_preemption=options.dra_preemption)
@@ -219,4 +222,65 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         raise PlanInvalidError(violations)
     phases["verify"] = time.perf_counter() - verify_start
     stats["phaseSeconds"] = {name: round(seconds, 4) for name, seconds in phases.items()}
+    return result
+
+
+def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assignment, stats: dict[str, object],
+            phases: dict[str, float], cut: list[str]) -> Plan:
+    """Build, solve within what the deadline leaves, fall back where that was cut short, and
+    decode. Degrades in this order as time runs out: the model not built (the hint is the
+    plan), the search shortened, upstream's baseline not re-run for the fallback."""
+    search = max(0.0, clock.left() - options.time_limit * RESERVE_SHARE)
+    params = SolveParams(time_limit=max(search, 0.001), workers=options.workers, seed=options.seed,
+                         relative_gap=options.relative_gap, stop=options.stop, on_solution=options.on_solution)
+    key = decompose.root_key(problem) if options.decompose else None
+    if key is not None and not decompose.domains(problem, key):
+        key = None  # nothing can land anywhere: the whole model is trivial
+    planned = sum(len(c) for c in problem.candidates)
+    solved: SolveResult | None = None
+    size = (0, 0, 0.0)
+    if key is not None:
+        parts = decompose.solve_by_domain(problem, params, key)
+        solved = parts.result
+        size = (parts.variables, parts.constraints, parts.build_seconds)
+        stats["decomposedBy"] = {"key": key, "domains": parts.domains}
+    elif search <= 0.01 or planned * BUILD_SECONDS_PER_VARIABLE > search / 2 or clock.passed():
+        cut.append("model")  # no time to build it, let alone search it: the hint is the plan
+    else:
+        built = build_model(problem, max_variables=options.max_variables)
+        size = (built.variables, built.constraints, built.build_seconds)
+        left = clock.left() - options.time_limit * RESERVE_SHARE
+        solved = solve(built, replace(params, time_limit=max(left, 0.001)), hint=hint)
+    trivial = trivial_bound(problem)
+    stats.update({
+        "solver": "cp-sat" if solved is not None else "hint",
+        "buildSeconds": round(size[2], 4),
+        "solveSeconds": round(solved.solve_seconds if solved else 0.0, 4),
+        "variables": size[0],
+        "constraints": size[1],
+        "stages": list(solved.stages) if solved else [],
+    })
+    phases.update(build=size[2], solve=solved.solve_seconds if solved else 0.0)
+    fallback_start = time.perf_counter()
+    assignment = solved.assignment if solved else None
+    bound = solved.bound if solved else trivial
+    if assignment is not None and (solved is None or solved.status != OPTIMAL):
+        assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
+    fallbacks = [hint]
+    if solved is None or solved.status != OPTIMAL:  # an optimum is never worse than upstream's plan
+        # upstream's choice costs about what the hint cost: re-run it only when that fits
+        if clock.left() > 2 * phases["hint"] + 0.05 * options.time_limit:
+            fallbacks.append(greedy.baseline(problem))
+        else:
+            cut.append("baselineFallback")
+    for fallback in fallbacks:
+        if assignment is None or score(problem, assignment) < score(problem, fallback):
+            # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
+            assignment, stats["fromBaseline"] = fallback, True
+    assert assignment is not None  # the fallbacks hold the hint at least
+    phases["fallback"] = time.perf_counter() - fallback_start
+    decode_start = time.perf_counter()
+    # the bound is the problem's, whichever plan is returned
+    result = make_plan(problem, assignment, bound=max(bound, score(problem, assignment)), stats=stats)
+    phases["decode"] = time.perf_counter() - decode_start
     return result

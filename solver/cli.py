@@ -317,11 +317,16 @@ _LISTED = 8  # past this many evictions, the summary counts them per node
 def summary(plan: dict[str, Any], out: TextIO) -> None:
     o, st = plan["objective"], plan["stats"]
     print(f"status {plan['status']}: {o['satisfiedWorkloads']}/{len(plan['workloads'])} workloads satisfied, "
-          f"{o['placedPods']} pods placed, {o['evictedPods']} evicted (cost {o['preemptionCost']:g}, "
-          f"bound {o['preemptionCostBound']:g}, gap {o['gap']:.2%}), {o['pdbViolations']} PDB violations",
+          f"{o['placedPods']} pods placed, {o['evictedPods']} evicted (cost {o['preemptionCost']:g}), "
+          f"{o['pdbViolations']} PDB violations", file=out)
+    gap = f"gap {o['gap']:.2%} on {o['gapTier']}" if o["gapTier"] else "every tier proven"
+    print(f"  bounds: satisfied <= {o['satisfiedBound']}, placed <= {o['placedBound']}, PDB violations >= "
+          f"{o['pdbViolationsBound']}, cost >= {o['preemptionCostBound']:g}, evicted >= {o['evictedPodsBound']}"
+          f"{', firstAvailable >= ' + str(o['firstAvailableBound']) if o['firstAvailable'] else ''}; {gap}",
           file=out)
     for w in plan["workloads"]:
-        verdict = "satisfied" if w["satisfied"] else f"unsatisfied: {w['reason']}"
+        proven = " (proven: no plan satisfies it)" if w.get("proven") else ""
+        verdict = "satisfied" if w["satisfied"] else f"unsatisfied{proven}: {w['reason']}"
         print(f"  {w['kind']} {w['name']} (priority {w['priority']}): {verdict}", file=out)
         for g in w["groups"]:
             domain = "".join(f" {k}={v}" for k, v in g["domain"].items())

@@ -442,7 +442,7 @@ def plan_to_proto(plan: p.Plan) -> pb.Plan:
     return pb.Plan(
         status=_PLAN_STATUS[plan.status],
         workloads=[pb.WorkloadVerdict(
-            name=w.name, kind=w.kind, priority=w.priority, satisfied=w.satisfied, reason=w.reason,
+            name=w.name, kind=w.kind, priority=w.priority, satisfied=w.satisfied, reason=w.reason, proven=w.proven,
             groups=[pb.GroupVerdict(name=g.name, kind=g.kind, placed_pods=g.placed_pods, running_pods=g.running_pods,
                                     min_count=g.min_count, satisfied=g.satisfied, domain=dict(g.domain))
                     for g in w.groups]) for w in plan.workloads],
@@ -455,7 +455,11 @@ def plan_to_proto(plan: p.Plan) -> pb.Plan:
         objective=pb.Objective(
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),
             placed_pods=o.placed_pods, pdb_violations=o.pdb_violations, preemption_cost=o.preemption_cost,
-            evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap),
+            evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap,
+            first_available=o.first_available, satisfied_bound=o.satisfied_bound,
+            satisfied_by_priority_bound=dict(o.satisfied_by_priority_bound), placed_bound=o.placed_bound,
+            pdb_violations_bound=o.pdb_violations_bound, evicted_pods_bound=o.evicted_pods_bound,
+            first_available_bound=o.first_available_bound, gap_tier=o.gap_tier),
         stats=_stats_struct(plan.stats),
         held_pods=[pb.HeldPod(pod=h.pod, reason=h.reason) for h in plan.held],
         warnings=list(plan.warnings),
@@ -471,7 +475,8 @@ def plan_from_proto(msg: pb.Plan) -> p.Plan:
             groups=tuple(p.GroupVerdict(name=g.name, kind=g.kind, placed_pods=g.placed_pods,
                                         running_pods=g.running_pods,
                                         min_count=g.min_count if g.HasField("min_count") else None,
-                                        satisfied=g.satisfied, domain=dict(g.domain)) for g in w.groups))
+                                        satisfied=g.satisfied, domain=dict(g.domain)) for g in w.groups),
+            proven=w.proven)
             for w in msg.workloads),
         bindings=tuple(p.Binding(pod=b.pod, node=b.node) for b in msg.bindings),
         evictions=tuple(p.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group) for e in msg.evictions),
@@ -482,7 +487,11 @@ def plan_from_proto(msg: pb.Plan) -> p.Plan:
         objective=p.Objective(
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),
             placed_pods=o.placed_pods, pdb_violations=o.pdb_violations, preemption_cost=o.preemption_cost,
-            evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap),
+            evicted_pods=o.evicted_pods, preemption_cost_bound=o.preemption_cost_bound, gap=o.gap,
+            first_available=o.first_available, satisfied_bound=o.satisfied_bound,
+            satisfied_by_priority_bound=dict(o.satisfied_by_priority_bound), placed_bound=o.placed_bound,
+            pdb_violations_bound=o.pdb_violations_bound, evicted_pods_bound=o.evicted_pods_bound,
+            first_available_bound=o.first_available_bound, gap_tier=o.gap_tier),
         stats=_integral(json_format.MessageToDict(msg.stats)),
         held=tuple(p.Held(pod=h.pod, reason=h.reason) for h in msg.held_pods),
         warnings=tuple(msg.warnings),

@@ -110,6 +110,7 @@ def report(name: str, snapshot: s.ClusterSnapshot, plan: Plan) -> dict[str, Any]
         "preemptionCost": o.preemption_cost,
         "preemptionCostBound": o.preemption_cost_bound,
         "gap": o.gap,
+        "gapTier": o.gap_tier,
         "pdbViolations": o.pdb_violations,
         "fragmentationBefore": fragmentation(snapshot, None),
         "fragmentationAfter": fragmentation(snapshot, plan),

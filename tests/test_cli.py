@@ -110,7 +110,9 @@ def _plan(evictions: int) -> dict[str, object]:
     return {
         "status": "OPTIMAL",
         "objective": {"satisfiedWorkloads": 1, "placedPods": 4, "evictedPods": evictions, "preemptionCost": 1.0,
-                      "preemptionCostBound": 1.0, "gap": 0.0, "pdbViolations": 0},
+                      "preemptionCostBound": 1.0, "gap": 0.0, "pdbViolations": 0, "gapTier": "",
+                      "satisfiedBound": 1, "placedBound": 4, "pdbViolationsBound": 0, "evictedPodsBound": evictions,
+                      "firstAvailable": 0, "firstAvailableBound": 0},
         "workloads": [{"kind": "PodGroup", "name": "ns/g", "priority": 5, "satisfied": True, "groups": [
             {"kind": "PodGroup", "name": "ns/g", "placedPods": 4, "runningPods": 0, "minCount": 4, "domain": {}}]}],
         "evictions": [{"pod": f"ns/v{i}", "node": f"n{i % 3}", "cost": 1} for i in range(evictions)],

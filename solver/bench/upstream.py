@@ -425,7 +425,6 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
     from solver.model.assignment import Assignment
     from solver.model.decode import make_plan
     from solver.model.features import FeatureGates
-    from solver.model.plan import FEASIBLE
     from solver.model.problem import build_problem
 
     gates = gates or FeatureGates()
@@ -452,6 +451,6 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
         if missing:
             unplanned.append(f"deleted part of victim unit {problem.units[u].key} (not {', '.join(missing)})")
     assignment = Assignment(counts=dict(counts), evicted=frozenset(evicted))
-    plan = make_plan(problem, assignment, status=FEASIBLE, stats={"solver": "kube-scheduler"}, cost_bound_milli=0)
+    plan = make_plan(problem, assignment, stats={"solver": "kube-scheduler"})
     violations = verify.verify(snapshot, plan, gates=gates, dra_preemption=dra_preemption)
     return Scored(plan=plan, violations=[str(v) for v in violations], unplanned=unplanned)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from solver.model import snapshot as s
-from solver.model.dra import Counts
+from solver.model.dra import AllocKey, Counts
 from solver.model.plan import Tiers
 from solver.model.problem import Problem
 
@@ -41,6 +41,7 @@ class Evaluation:
     pdb_violations: int
     cost_milli: int
     evicted_pods: int
+    first_available: int = 0  # Σ rank of the firstAvailable entry each claim request takes
 
 
 def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
@@ -64,7 +65,47 @@ def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
         pdb_violations=violations,
         cost_milli=sum(problem.units[u].cost_milli for u in assignment.evicted),
         evicted_pods=sum(len(problem.units[u].members) for u in assignment.evicted),
+        first_available=first_available(problem, assignment),
     )
+
+
+def first_available(problem: Problem, assignment: Assignment) -> int:
+    """The firstAvailable tier of ``assignment``: for every pod (or shared claim) and request
+    with ``firstAvailable`` entries, the rank of the entry it takes among those usable where it
+    runs (0: the first usable one), summed. The same sum the model's last stage minimises
+    (constraints/devices.py), read back from the devices the assignment takes."""
+    dra = problem.dra
+    if not any(len(sl.request.alternatives) > 1 for slots in dra.class_slots for sl in slots) and \
+            not any(len(sl.request.alternatives) > 1 for sh in dra.shared for sl in sh.slots):
+        return 0
+    total = 0
+    for (c, node), took in assignment.devices.items():
+        for j, slot in enumerate(dra.class_slots[c]):
+            if len(slot.request.alternatives) < 2:
+                continue
+            opts = dra.options(slot, node)
+            ranks = {a: r for r, a in enumerate(sorted({o.alt for o in opts}))}
+            for o in opts:
+                if not ranks[o.alt]:
+                    continue
+                taken = [took.get(AllocKey(j, o.alt, o.value, t), 0) for t in o.types]
+                if slot.request.alternatives[o.alt].all_mode:
+                    size = dra.types[o.types[0]].size
+                    pods = taken[0] // size if size else 0
+                else:
+                    pods = sum(taken) // o.need if o.need else 0
+                total += ranks[o.alt] * pods
+    for i, took in assignment.shared.items():
+        shared = dra.shared[i]
+        sites = sorted({n for c in shared.users for n in problem.candidates[c]})
+        for j, slot in enumerate(shared.slots):
+            if len(slot.request.alternatives) < 2:
+                continue
+            alts = {o.alt for o in dra.options(slot, None) if not slot.request.alternatives[o.alt].all_mode}
+            alts |= {o.alt for n in sites for o in dra.options(slot, n) if slot.request.alternatives[o.alt].all_mode}
+            ranks = {a: r for r, a in enumerate(sorted(alts))}
+            total += sum(ranks.get(a, 0) for a in {k.alt for k in took if k.slot == j})
+    return total
 
 
 def pdb_taken(problem: Problem, evicted: Iterable[int]) -> defaultdict[str, int]:
@@ -89,9 +130,18 @@ def tiers(problem: Problem, ev: Evaluation) -> Tiers:
     for w in problem.workloads:
         by_priority[w.priority] += int(ev.satisfied[w.index])
     return Tiers(tuple(sorted(by_priority.items(), reverse=True)), ev.placed, ev.pdb_violations, ev.cost_milli,
-                 ev.evicted_pods)
+                 ev.evicted_pods, ev.first_available)
 
 
 def score(problem: Problem, assignment: Assignment) -> Tiers:
     """The tiers of ``assignment``, compared as plans are (``Tiers``)."""
     return tiers(problem, evaluate(problem, assignment))
+
+
+def trivial_bound(problem: Problem) -> Tiers:
+    """The best tiers any plan could have: every workload satisfied, every pending pod placed,
+    nothing evicted, every claim on its first entry. Proven by nothing, true of every plan."""
+    levels: dict[int, int] = defaultdict(int)
+    for w in problem.workloads:
+        levels[w.priority] += 1
+    return Tiers(tuple(sorted(levels.items(), reverse=True)), sum(len(c.pods) for c in problem.classes))

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -84,6 +84,38 @@ def pdb_floor(problem: Problem) -> PdbFloor | None:
     once = all(sum(problem.units[u].pdb_counts.values()) <= len(problem.units[u].members) for u in reachable)
     return PdbFloor(evictions=int(evictions), violations=max(0, int(evictions) - _allowed(problem)),
                     evicted_pods=int(evictions) if once else 0, plan=plan)
+
+
+def strict_blocks(problem: Problem) -> bool:
+    """Under strict budgets, True when no plan can satisfy the problem's one workload: it needs
+    every pending pod (each gang's minCount, each composite's minGroupCount, all of them), and
+    placing every pending pod needs more budget-counted evictions than every budget together
+    allows (the PDB floor of the same problem with soft budgets is above 0). A strict plan
+    evicts at most ``disruptionsAllowed`` of each budget's pods, so at most Σ allowed counted
+    pods in all. False whenever the floor does not apply: never a wrong proof."""
+    if not problem.strict_pdbs or not problem.snapshot.pdbs or _shape(problem) is None:
+        return False
+    if not _needs_every_pod(problem):
+        return False
+    floor = pdb_floor(replace(problem, pdb_policy="soft"))
+    return floor is not None and floor.violations > 0
+
+
+def _needs_every_pod(problem: Problem) -> bool:
+    """Does satisfying the one workload take every one of its pending pods?"""
+    workload = problem.workloads[0]
+    for key in workload.groups:
+        group = problem.groups[key]
+        if group.min_count is None:
+            return False  # basic: one pod (or one child) is enough
+        if group.kind == s.POD_GROUP:
+            running = len(problem.running_in_group.get(key, ()))
+            pending = sum(len(problem.classes[c].pods) for c in workload.classes if problem.classes[c].group == key)
+            if group.floor - running < pending:
+                return False
+        elif group.floor < len(problem.tree.children(key)):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,25 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment, Evaluation, evaluate, pdb_taken
+from solver.model.assignment import Assignment, Evaluation, evaluate, pdb_taken, tiers, trivial_bound
 from solver.model.decode_devices import device_allocations
-from solver.model.plan import Binding, Eviction, GroupVerdict, Held, Objective, Plan, WorkloadVerdict
+from solver.model.plan import (
+    FEASIBLE,
+    OPTIMAL,
+    TIER_NAMES,
+    Binding,
+    Eviction,
+    GroupVerdict,
+    Held,
+    Objective,
+    Plan,
+    Tiers,
+    WorkloadVerdict,
+)
 from solver.model.problem import MILLI, Problem
 from solver.model.workloads import Workload
 
@@ -25,11 +38,18 @@ def make_plan(
     problem: Problem,
     assignment: Assignment,
     *,
-    status: str,
+    bound: Tiers | None = None,
     stats: Mapping[str, Any],
-    cost_bound_milli: int | None = None,
 ) -> Plan:
+    """The plan of ``assignment``, with ``bound``, the best tiers any plan can reach (a proven
+    lexicographic bound: ``objective.lex_bound``). OPTIMAL exactly when the plan's tiers are
+    the bound; else FEASIBLE, with the gap of the first tier not proven. No bound: the trivial
+    one (``trivial_bound``), which proves nothing but an ideal plan."""
     ev = evaluate(problem, assignment)
+    found = tiers(problem, ev)
+    bound = trivial_bound(problem) if bound is None else bound
+    if bound < found:
+        raise ValueError(f"bound {bound} below the plan's own tiers {found}")
     bindings, node_pods = _bindings(problem, assignment)
     node_of = {b.pod: b.node for b in bindings}
     labels: dict[str, Mapping[str, str]] = {n.name: n.labels for n in problem.nodes}
@@ -37,10 +57,12 @@ def make_plan(
     by_priority: dict[int, int] = defaultdict(int)
     for w in problem.workloads:
         by_priority[w.priority] += int(ev.satisfied[w.index])
-    bound = ev.cost_milli if cost_bound_milli is None else min(cost_bound_milli, ev.cost_milli)
-    gap = 0.0 if ev.cost_milli == 0 else (ev.cost_milli - bound) / ev.cost_milli
+    gap_tier, gap = first_gap(found, bound)
+    proven_out = len(problem.workloads) == 1 and not bound_satisfied(bound)  # no plan satisfies the one workload
+    workloads = tuple(replace(w, proven=True) if not w.satisfied and (w.proven or proven_out) else w
+                      for w in workloads)
     return Plan(
-        status=status,
+        status=OPTIMAL if found == bound else FEASIBLE,
         workloads=workloads,
         bindings=bindings,
         evictions=_evictions(problem, assignment),
@@ -56,11 +78,39 @@ def make_plan(
             pdb_violations=ev.pdb_violations,
             preemption_cost=ev.cost_milli / MILLI,
             evicted_pods=ev.evicted_pods,
-            preemption_cost_bound=bound / MILLI,
+            first_available=ev.first_available,
+            satisfied_bound=bound_satisfied(bound),
+            satisfied_by_priority_bound=dict(bound.satisfied),
+            placed_bound=bound.placed,
+            pdb_violations_bound=bound.pdb_violations,
+            preemption_cost_bound=bound.cost_milli / MILLI,
+            evicted_pods_bound=bound.evicted,
+            first_available_bound=bound.first_available,
             gap=round(gap, 6),
+            gap_tier=gap_tier,
         ),
         stats=stats,
     )
+
+
+def bound_satisfied(bound: Tiers) -> int:
+    """The workloads satisfied in the bound (its vector's sum)."""
+    return sum(n for _, n in bound.satisfied)
+
+
+def first_gap(found: Tiers, bound: Tiers) -> tuple[str, float]:
+    """The first tier where ``found`` is not proven (its name in the plan's objective, "" when
+    none) and its relative gap, |bound − value| / max(|bound|, |value|, 1). The satisfied tier
+    compares its vectors' sums, the gap of a vector that differs at a higher priority."""
+    pairs = [(bound_satisfied(found), bound_satisfied(bound), found.satisfied != bound.satisfied),
+             (found.placed, bound.placed, None), (found.pdb_violations, bound.pdb_violations, None),
+             (found.cost_milli, bound.cost_milli, None), (found.evicted, bound.evicted, None),
+             (found.first_available, bound.first_available, None)]
+    for name, (value, best, differs) in zip(TIER_NAMES, pairs, strict=True):
+        if differs or (differs is None and value != best):
+            gap = abs(best - value) / max(abs(best), abs(value), 1)
+            return name, gap if gap > 0 else 1 / max(abs(best), 1)
+    return "", 0.0
 
 
 def _bindings(problem: Problem, assignment: Assignment
@@ -116,11 +166,30 @@ def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str
         groups.append(GroupVerdict(name=w.key, kind=s.STANDALONE_POD, placed_pods=int(placed),
                                    running_pods=0, min_count=None, satisfied=placed))
     satisfied = ev.satisfied[w.index]
+    reason = "" if satisfied else unsatisfied_reason(problem, w, ev)
     return WorkloadVerdict(
-        name=w.key, kind=w.kind, priority=w.priority, satisfied=satisfied,
-        reason="" if satisfied else unsatisfied_reason(problem, w, ev),
-        groups=tuple(groups),
+        name=w.key, kind=w.kind, priority=w.priority, satisfied=satisfied, reason=reason,
+        groups=tuple(groups), proven=not satisfied and _statically_out(problem, w),
     )
+
+
+def _statically_out(problem: Problem, w: Workload) -> bool:
+    """Its own objects rule it out whatever the room: rejected at admission, or a root gang
+    that cannot reach its minCount (minGroupCount) with every pod (child) it has."""
+    if w.rejected:
+        return True
+    if w.kind == s.STANDALONE_POD:
+        return False
+    key = w.groups[0]
+    group = problem.groups[key]
+    if group.min_count is None:
+        return False
+    if group.kind == s.POD_GROUP:
+        have = len(problem.running_in_group.get(key, ())) + \
+            sum(len(problem.classes[c].pods) for c in problem.classes_under(key))
+    else:
+        have = len(problem.tree.children(key))
+    return have < group.min_count
 
 
 _BUDGETS_NAMED = 5  # a reason names this many budgets, then counts the rest

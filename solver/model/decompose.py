@@ -7,9 +7,12 @@ it). The problem therefore separates exactly: the optimum is the best of the
 per-domain optima, each a model over one domain's nodes. Each sub-model is
 built by the same ``build_model`` and solved by the same staged ``solve``.
 
-Proven OPTIMAL only when every domain is proven: optimal, or worse on tiers
-1-3, or pruned by the cost cutoff. The bound on tier 4 is the least bound among
-the domains that reach the best tiers 1-3 (0 when one might, but was cut short).
+Each domain has a bound, the best tiers any plan there may reach (lexicographically,
+``objective.lex_bound``); a domain proven no better than the incumbent (pruned) drops
+out. The plan's bound is the greatest left, so it is OPTIMAL exactly when no domain
+may beat it on any tier, firstAvailable included. Under strict budgets, a domain where
+the gang needs more budget-counted evictions than the budgets allow is proven empty
+by the floors, without a search (``bounds.strict_blocks``).
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from solver.model import bounds, greedy
+from solver.model import bounds, greedy, objective
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment, score
+from solver.model.assignment import Assignment, score, trivial_bound
 from solver.model.build import BuiltModel, build_model
 from solver.model.plan import FEASIBLE, OPTIMAL, Tiers
 from solver.model.problem import Problem
@@ -71,50 +74,61 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     """
     search = _ByDomain(problem, params, key)
     search.first_pass()
-    if not search.first:
-        empty = SolveResult(assignment=Assignment(counts={}, evicted=frozenset()), status=FEASIBLE,
-                            cost_bound_milli=0, solve_seconds=time.perf_counter() - search.start)
-        return search.sizes.result(empty, len(search.values))
-    search.cost_pass(max(k for k, _ in search.first.values()))
+    if search.first:
+        search.cost_pass(max(k for k, _ in search.first.values()))
     return search.sizes.result(search.combined(), len(search.values))
 
 
 class _ByDomain:
     """The branch and bound's state: each domain's sub-problem, floors and hint; pass 1's
-    tiers 1-3 per domain and its incumbent; pass 2's finalists, their results and the best."""
+    tiers 1-3 per domain and its incumbent; pass 2's finalists, their results and the best;
+    and per domain the best tiers it could still reach (its bound), or none once it is proven
+    no better than the incumbent."""
 
     def __init__(self, problem: Problem, params: SolveParams, key: str) -> None:
         self.problem, self.params = problem, params
         self.start = time.perf_counter()
         self.subs = split(problem, key)
         self.values = list(self.subs)
-        self.certain = True  # every domain left behind was proven worse, or pruned
+        trivial = trivial_bound(problem)
+        self.bounds: dict[str, Tiers] = dict.fromkeys(self.values, trivial)  # domain -> what it may reach
+        self.unplaceable: list[str] = []  # proven by the floors: no plan there satisfies the workload
         # each domain's floors and greedy hint; past half the time limit the domains left are
-        # not tried at all (the plan is then not proven), so the groundwork never eats the search
+        # not tried at all (their bound stays trivial), so the groundwork never eats the search
         self.floors: dict[str, bounds.PdbFloor | None] = {}
         self.hints: dict[str, Assignment] = {}
         for v, sub in self.subs.items():
             if time.perf_counter() - self.start > params.time_limit * 0.5 or (params.stop and params.stop.is_set()):
-                self.certain = False
                 break
+            if bounds.strict_blocks(sub):
+                # strict: placing the gang here needs more budget-counted evictions than the
+                # budgets allow, so nothing is placed here in any plan (solver/model/bounds.py)
+                self.unplaceable.append(v)
+                self.bounds[v] = replace(trivial, satisfied=tuple((p, 0) for p, _ in trivial.satisfied), placed=0)
+                continue
             self.floors[v] = bounds.pdb_floor(sub)
             self.hints[v] = _better(sub, greedy.hint(sub), self.floors[v])
         self.tried = [v for v in self.values if v in self.hints]
         self.sizes = _Sizes(self.floors)
         self.first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
         self.incumbent: tuple[int, int] | None = None  # (stage-1 value, PDB violations) of the best domain so far
-        self.reports: list[dict[str, object]] = []
+        self.reports: list[dict[str, object]] = [{"domain": v, "status": "UNPLACEABLE"} for v in self.unplaceable]
         self.finalists: list[str] = []  # the domains reaching the best tiers 1-3, in the order pass 2 takes them
         self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
-        self.done: list[tuple[Tiers, SolveResult]] = []  # the finalists pass 2 solved
         self.best: tuple[Tiers, Assignment] | None = None
-        self.unsolved: list[str] = []  # the finalists pass 2 had no time for
 
-    def pdb_cutoff(self, i: int, found: list[tuple[int, bool]]) -> int | None:
-        """Branch and bound on tier 3: a domain must match the incumbent's violations."""
-        if i != 1 or self.incumbent is None:
+    def drop(self, v: str) -> None:
+        """Domain ``v`` is proven no better than the incumbent: its bound no longer counts."""
+        self.bounds.pop(v, None)
+
+    def pdb_cutoff(self, kind: objective.StageKind, found: dict[objective.StageKind, tuple[int, bool]]
+                   ) -> int | None:
+        """Branch and bound on tier 3: a domain must match the incumbent's violations. Only the
+        PDB stage is cut (a domain that can evict nothing has none: its second stage is
+        firstAvailable, which no incumbent's violations say anything of)."""
+        if kind is not objective.StageKind.PDB or self.incumbent is None:
             return None
-        (value, proven), (best_value, best_pdb) = found[0], self.incumbent
+        (value, proven), (best_value, best_pdb) = found[objective.StageKind.WORKLOADS_PODS], self.incumbent
         if value == best_value:
             return best_pdb
         return -1 if value < best_value and proven else None  # -1: proven worse, prune
@@ -124,37 +138,35 @@ class _ByDomain:
         (a stable sort: ties keep their order)."""
         problem = self.problem
         self.tried.sort(key=lambda v: score(problem, self.hints[v]).head, reverse=True)
-        pruned: list[str] = []  # domains proven worse on tier 3 by the cutoff
         for i, v in enumerate(self.tried):
             share = _share(self.params, self.start, len(self.tried) - i, 0.5)
             if share is None:
-                self.certain = False
                 break
             result = solve(self.sizes.build(self.subs[v], v), share, hint=self.hints[v], upto_cost=True,
                            stage_cutoff=self.pdb_cutoff)
             if result.pruned:
-                pruned.append(v)
+                self.drop(v)
+                self.reports.append({"domain": v, "status": "PRUNED", "tier": 3})
                 continue
+            self.bounds[v] = result.bound
             if result.assignment is None:
-                self.certain = False
                 continue
             found = score(problem, result.assignment)
-            self.first[v] = (found.head, result.status == OPTIMAL)
+            self.first[v] = (found.head, result.bound.head == found.head)
             if found > score(problem, self.hints[v]):
                 self.hints[v] = result.assignment  # pass 2 starts from what pass 1 found
             # the incumbent is the returned solution itself: its stage-1 value and its own violations
-            stage1 = result.stages[0].get("objective") if result.stages else None
+            stage1 = next((r.get("objective") for r in result.stages
+                           if r["stage"] == objective.StageKind.WORKLOADS_PODS.value), None)
             if isinstance(stage1, float):
                 pdb, best = found.pdb_violations, self.incumbent
                 if best is None or stage1 > best[0] or (stage1 == best[0] and pdb < best[1]):
                     self.incumbent = (round(stage1), pdb)
-        self.reports = [{"domain": v, "status": "PRUNED", "tier": 3} for v in pruned]
 
     def cost_pass(self, best13: Tiers) -> None:
         """The cost tiers in the domains that reach ``best13``: lowest cost floor (then
         greedy cost) first, each asked to beat the incumbent's cost or pruned by its floors."""
         problem = self.problem
-        self.certain = self.certain and all(proven for k, proven in self.first.values() if k < best13)
         finalists = [v for v, (k, _) in self.first.items() if k == best13]
         # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every pod
         costs = {v: _cost_floor(problem, self.subs[v], best13) for v in finalists}
@@ -162,18 +174,19 @@ class _ByDomain:
         for v, c in costs.items():
             if c is not None and c.plan is not None:
                 self.hints[v] = _better_plan(self.subs[v], self.hints[v], c.plan)
+            if c is not None and self.first[v][1]:  # tiers 1-3 proven: the cost is at least the floor
+                self.bounds[v] = replace(self.bounds[v], cost_milli=max(self.bounds[v].cost_milli, c.cost))
         finalists.sort(key=lambda v: (self.cost_floors[v] or 0, _greedy_cost(problem, self.hints[v], best13)))
         self.finalists = finalists
         for i, v in enumerate(finalists):
             share = _share(self.params, self.start, len(finalists) - i, 1.0)
             if share is None:
-                self.certain = False
-                self.unsolved = finalists[i:]
-                break
+                break  # the finalists left keep their pass-1 bound, raised to their cost floor
             best = self.best
             # the cost cutoff only applies where tiers 1-3 are proven equal to the incumbent's
             cutoff = None if best is None else (best[0].head, best[0].cost_milli)
             if best is not None and self.first[v][1] and _cannot_beat(best[0], self.cost_floors[v], self.floors[v]):
+                self.drop(v)
                 self.reports.append({"domain": v, "status": "PRUNED", "tier": 4, "floor": self.cost_floors[v]})
                 continue  # proven by its floors: at best as costly as the incumbent
             result = solve(self.sizes.build(self.subs[v], v, {best13.pdb_violations: costs[v]}), share,
@@ -181,41 +194,31 @@ class _ByDomain:
             self.reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
                                  "seconds": round(result.solve_seconds, 4)})
             if result.pruned:
+                self.drop(v)
                 continue  # proven: same tiers 1-3, costlier than the incumbent
+            self.bounds[v] = min(self.bounds[v], result.bound)
             if result.assignment is None:
-                self.certain = False
                 continue
             full = score(problem, result.assignment)
-            self.done.append((full, result))
             if best is None or full > best[0]:
                 self.best = (full, result.assignment)
 
     def combined(self) -> SolveResult:
-        """The best finalist; OPTIMAL when every domain is proven, and a bound on the cost: the
-        least among the domains that might still reach the best tiers 1-3 at a lower cost."""
-        certain = self.certain
-        if self.best is None:  # every finalist cut short: fall back on the best pass-1 domain's greedy
-            assignment = self.hints[self.finalists[0]]
-            full = score(self.problem, assignment)
-            least = 0
-        else:
-            full, assignment = self.best
-            # a finalist never solved is bounded by its floor; a domain cut short in pass 1, by 0
-            lows = [] if certain or self.unsolved else [0]
-            lows += [self.cost_floors[v] or 0 for v in self.unsolved]
-            for tiers, result in self.done:
-                proven = result.status == OPTIMAL
-                certain = certain and proven
-                if tiers.head < full.head:
-                    if not proven:
-                        lows.append(0)  # cut short: it might still reach the best tiers, at any cost
-                    continue
-                lows.append(tiers.cost_milli if result.cost_bound_milli is None else result.cost_bound_milli)
-            least = min(lows) if lows else full.cost_milli
+        """The best plan found (else the best pass-1 domain's, else the best greedy hint, else
+        nothing placed), and the best tiers any domain may still reach: OPTIMAL when they are
+        the plan's own."""
+        problem = self.problem
+        candidates = ([self.best[1]] if self.best is not None else []) + \
+            [self.hints[v] for v in self.finalists] + list(self.hints.values())
+        assignment = max(candidates, key=lambda a: score(problem, a), default=None)
+        if assignment is None:
+            assignment = Assignment(counts={}, evicted=frozenset())
+        found = score(problem, assignment)
+        bound = max([found, *self.bounds.values()])
         return SolveResult(
             assignment=assignment,
-            status=OPTIMAL if certain and self.best is not None else FEASIBLE,
-            cost_bound_milli=None if least >= full.cost_milli else least,
+            status=OPTIMAL if bound == found else FEASIBLE,
+            bound=bound,
             solve_seconds=time.perf_counter() - self.start - self.sizes.build_seconds,
             stages=tuple(self.reports),
         )
@@ -232,7 +235,9 @@ def _cannot_beat(incumbent: Tiers, cost: int | None, floor: bounds.PdbFloor | No
         return False
     best_cost, best_evicted = incumbent.cost_milli, incumbent.evicted
     pods = floor.evicted_pods if floor is not None else 0
-    return cost > best_cost or (cost == best_cost and pods >= best_evicted)
+    # equal on cost and evicted pods, a domain may still take earlier firstAvailable entries
+    return cost > best_cost or (cost == best_cost and (pods > best_evicted or
+                                                        (pods == best_evicted and incumbent.first_available == 0)))
 
 
 def _better_plan(sub: Problem, hint: Assignment, plan: Assignment) -> Assignment:

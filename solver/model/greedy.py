@@ -65,7 +65,7 @@ from __future__ import annotations
 import heapq
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, group_ok
@@ -315,29 +315,42 @@ def baseline(problem: Problem) -> Assignment:
     return _run(problem, spread=True)
 
 
-def hint(problem: Problem) -> Assignment:
+def hint(problem: Problem, stop: Callable[[], bool] | None = None) -> Assignment:
     """The solver's complete hint: the same walk, but each class packed on the fullest nodes
     first, which leaves more room for later workloads and usually evicts less. Not upstream's
-    choice of node, so never reported as the baseline."""
-    return _run(problem, spread=False)
+    choice of node, so never reported as the baseline. Once ``stop()`` is true the walk tries
+    no further workload (in priority order): the hint is then the plan of those it reached."""
+    return _run(problem, spread=False, stop=stop)
 
 
-def _run(problem: Problem, *, spread: bool) -> Assignment:
+def _run(problem: Problem, *, spread: bool, stop: Callable[[], bool] | None = None) -> Assignment:
     """A lower-priority workload may lean on room a victim left for a higher one; when a later
     eviction then makes that victim unnecessary, the lowest-priority workload on its node is
-    dropped and the greedy run again (every eviction of a plan must be necessary)."""
+    dropped and the greedy run again (every eviction of a plan must be necessary). A run cut
+    by ``stop`` is run again over the same workloads only."""
     skip: set[int] = set()
+    upto: int | None = None
     while True:
-        state = _greedy(problem, skip, spread)
+        state, reached = _greedy(problem, skip, spread, stop=stop if upto is None else None, upto=upto)
         blamed = state.blame_unnecessary()
         if blamed is None:
             return state.assignment()
         skip.add(blamed)
+        if stop is not None and stop():
+            upto = reached
 
 
-def _greedy(problem: Problem, skip: set[int], spread: bool = False) -> _State:
+def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Callable[[], bool] | None = None,
+            upto: int | None = None) -> tuple[_State, int]:
+    """The walk over the workloads in priority order; it ends early when ``stop()`` is true or
+    after ``upto`` of them. Returns the state and how many workloads it went through."""
     state = _State(problem, spread=spread)
-    for workload in sorted(problem.workloads, key=lambda w: (-w.priority, w.key)):
+    order = sorted(problem.workloads, key=lambda w: (-w.priority, w.key))
+    reached = 0
+    for workload in order[:upto]:
+        if stop is not None and stop():
+            break
+        reached += 1
         if workload.index in skip or workload.rejected:
             continue
         point = state.savepoint()
@@ -358,7 +371,7 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False) -> _State:
     # A later workload's evictions can make room that an earlier victim no longer
     # needs to leave: put back every victim that fits again (the plan is joint).
     _reprieve(state, sorted(state.evicted))
-    return state
+    return state, reached
 
 
 def put_back(problem: Problem, assignment: Assignment) -> Assignment:

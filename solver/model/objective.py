@@ -14,35 +14,63 @@ splits in two when its weighted sum would not fit comfortably in int64.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
 
 from ortools.sat.python import cp_model
 
+from solver.model.assignment import trivial_bound
+from solver.model.plan import Tiers
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
 
 INT64_SAFE = 2**62
-PDB_STAGE = "pdbViolations"
-COST_STAGE = "preemptionCost"  # the cost alone: split from the evicted pods, or reaching its floor first
-# stage name -> the plan.Tiers fields it decides, in the order the stages run
-STAGE_TIERS: dict[str, tuple[str, ...]] = {
-    "workloads+pods": ("satisfied", "placed"),
-    PDB_STAGE: ("pdb_violations",),
-    "preemptionCost+evictedPods": ("cost_milli", "evicted"),
-    COST_STAGE: ("cost_milli",),
-    "evictedPods": ("evicted",),
+
+
+class StageKind(Enum):
+    """What a stage decides. Cutoffs, pruning, floors and bounds key on the kind, never on a
+    stage's position or shape: a domain with no eviction has no PDB stage, and its second
+    stage is ``FIRST_AVAILABLE``."""
+
+    WORKLOADS_PODS = "workloads+pods"
+    PDB = "pdbViolations"
+    COST_EVICTED = "preemptionCost+evictedPods"
+    COST = "preemptionCost"  # the cost alone: split from the evicted pods, or reaching its floor first
+    EVICTED = "evictedPods"
+    FIRST_AVAILABLE = "firstAvailable"
+
+
+# stage kind -> the plan.Tiers fields it decides, in the order the stages run
+STAGE_TIERS: dict[StageKind, tuple[str, ...]] = {
+    StageKind.WORKLOADS_PODS: ("satisfied", "placed"),
+    StageKind.PDB: ("pdb_violations",),
+    StageKind.COST_EVICTED: ("cost_milli", "evicted"),
+    StageKind.COST: ("cost_milli",),
+    StageKind.EVICTED: ("evicted",),
+    StageKind.FIRST_AVAILABLE: ("first_available",),
 }
+PDB_STAGE, COST_STAGE = StageKind.PDB.value, StageKind.COST.value
 
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    name: str  # tiers this stage decides, e.g. "workloads+pods"
+    kind: StageKind
     expr: cp_model.LinearExprT
     maximize: bool
     weights: tuple[int, ...]  # weight of each tier inside expr, highest first
     bounds: tuple[int, ...]  # largest possible value of each tier
     cost: cp_model.LinearExprT | None = None  # the preemption cost (tier 4), in the stage that decides it
+    # WORKLOADS_PODS: (priority, weight, workloads) per level, highest priority first; the pods
+    # placed have weight 1 and at most ``pods``
+    levels: tuple[tuple[int, int, int], ...] = ()
+    pods: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.kind.value
 
 
 def _tier1_levels(problem: Problem, vars: PlacementVars) -> list[tuple[int, list[cp_model.IntVar]]]:
@@ -57,7 +85,7 @@ def stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
     picks = vars.alt_picks()
     if picks:  # below every tier: earlier firstAvailable entries (constraints/devices.py)
         most = sum(rank * list(var.proto.domain)[-1] for rank, var in picks)
-        out.append(Stage("firstAvailable", cp_model.LinearExpr.sum([r * v for r, v in picks]), False,
+        out.append(Stage(StageKind.FIRST_AVAILABLE, cp_model.LinearExpr.sum([r * v for r, v in picks]), False,
                          (1,), (most,)))
     return out
 
@@ -68,10 +96,13 @@ def _tier_stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
     placed = cp_model.LinearExpr.sum([v for _, v in vars.counts()])
     weight = total_pods + 1
     terms: list[cp_model.LinearExprT] = [placed]
-    for _, sats in _tier1_levels(problem, vars):
+    levels: list[tuple[int, int, int]] = []
+    for priority, sats in _tier1_levels(problem, vars):
         terms.append(weight * cp_model.LinearExpr.sum(sats))
+        levels.append((priority, weight, len(sats)))
         weight *= len(sats) + 1
-    out.append(Stage("workloads+pods", cp_model.LinearExpr.sum(terms), True, (), (weight,)))
+    out.append(Stage(StageKind.WORKLOADS_PODS, cp_model.LinearExpr.sum(terms), True, (), (weight,),
+                     levels=tuple(reversed(levels)), pods=total_pods))
 
     evictions = list(vars.evictions())
     if not evictions:
@@ -79,17 +110,77 @@ def _tier_stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
     violations = vars.all_pdb_violations()
     if violations:
         most = sum(problem.units[u].pdb_counts.get(p.key, 0) for u, _ in evictions for p in problem.snapshot.pdbs)
-        out.append(Stage(PDB_STAGE, cp_model.LinearExpr.sum(violations), False, (1,), (most,)))
+        out.append(Stage(StageKind.PDB, cp_model.LinearExpr.sum(violations), False, (1,), (most,)))
     cost = cp_model.LinearExpr.sum([problem.units[u].cost_milli * e for u, e in evictions])
     evicted = cp_model.LinearExpr.sum([len(problem.units[u].members) * e for u, e in evictions])
     most_cost = sum(problem.units[u].cost_milli for u, _ in evictions)
     most_evicted = sum(len(problem.units[u].members) for u, _ in evictions)
     if most_cost * (most_evicted + 1) + most_evicted < INT64_SAFE:
         out.append(
-            Stage("preemptionCost+evictedPods", (most_evicted + 1) * cost + evicted, False,
+            Stage(StageKind.COST_EVICTED, (most_evicted + 1) * cost + evicted, False,
                   (most_evicted + 1, 1), (most_cost, most_evicted), cost)
         )
     else:
-        out.append(Stage(COST_STAGE, cost, False, (1,), (most_cost,), cost))
-        out.append(Stage("evictedPods", evicted, False, (1,), (most_evicted,)))
+        out.append(Stage(StageKind.COST, cost, False, (1,), (most_cost,), cost))
+        out.append(Stage(StageKind.EVICTED, evicted, False, (1,), (most_evicted,)))
     return out
+
+
+# ---- bounds ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StageBound:
+    """What one stage decided: the value it found, and its proven bound (an upper bound for a
+    maximised stage, a lower one for a minimised stage; equal when proven optimal)."""
+
+    stage: Stage
+    found: int
+    bound: float
+
+    @property
+    def proven(self) -> bool:
+        best = math.floor(self.bound + 1e-6) if self.stage.maximize else math.ceil(self.bound - 1e-6)
+        return best == self.found
+
+
+def lex_bound(problem: Problem, decided: Sequence[StageBound]) -> Tiers:
+    """A lexicographic bound on the optimum from the stages decided, in order: each proven stage
+    fixes its tiers at what it found; the first unproven one gives its proven bound, and every
+    tier after it keeps the trivial best. A tier no stage decides (no eviction possible: no PDB
+    or cost stage) is 0 in every plan, which the trivial best already says."""
+    bound = trivial_bound(problem)
+    fields: dict[str, object] = {}
+    for done in decided:
+        stage, proven = done.stage, done.proven
+        if stage.kind is StageKind.WORKLOADS_PODS:
+            value = done.found if proven else math.floor(done.bound + 1e-6)
+            fields["satisfied"], fields["placed"] = _decode_tier1(bound, stage, value)
+        elif stage.kind is StageKind.COST_EVICTED:
+            w, most_evicted = stage.weights[0], stage.bounds[1]
+            if proven:
+                fields["cost_milli"], fields["evicted"] = divmod(done.found, w)
+            else:  # the least (cost, evicted) with cost·w + evicted ≥ bound, evicted ≤ most
+                low = math.ceil(done.bound - 1e-6)
+                cost = max(0, -((most_evicted - low) // w))
+                fields["cost_milli"], fields["evicted"] = cost, max(0, low - w * cost)
+        else:
+            value = done.found if proven else max(0, math.ceil(done.bound - 1e-6))
+            fields[STAGE_TIERS[stage.kind][0]] = value
+        if not proven:
+            break
+    return replace(bound, **fields)  # type: ignore[arg-type]  # the keys are Tiers' field names
+
+
+def _decode_tier1(trivial: Tiers, stage: Stage, value: int) -> tuple[tuple[tuple[int, int], ...], int]:
+    """Stage 1's weighted sum as (satisfied per priority, placed): the greatest vector, in the
+    tiers' order, whose weighted sum is at most ``value`` (each level's weight exceeds everything
+    below it, so the sum orders vectors as the tiers do)."""
+    left = max(0, value)
+    satisfied = []
+    for priority, weight, most in stage.levels:
+        n = min(most, left // weight)
+        satisfied.append((priority, n))
+        left -= n * weight
+    levels = dict(satisfied)
+    return tuple((p, levels.get(p, 0)) for p, _ in trivial.satisfied), min(stage.pods, left)

@@ -34,6 +34,7 @@ class WorkloadVerdict:
     satisfied: bool
     reason: str
     groups: tuple[GroupVerdict, ...]
+    proven: bool = False  # unsatisfied, and no plan can satisfy it (the bound says so, or its own objects)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,16 +93,22 @@ class Tiers:
     "Objective"; ``objective.stages`` optimises them in this order). A plan is better than
     another when its tiers compare greater: more satisfied workloads, priority by priority from
     the highest; then more pods placed; then fewer PDB violations; then a lower preemption
-    cost; then fewer evicted pods."""
+    cost; then fewer evicted pods; last, below the five, earlier ``firstAvailable`` entries
+    (the sum of the ranks of the entries taken, 0 when every claim gets its first usable one).
+
+    The same type carries a plan's bound: the best tiers any plan can reach, lexicographically
+    (``OPTIMAL`` exactly when a plan's tiers equal it)."""
 
     satisfied: tuple[tuple[int, int], ...] = ()  # (priority, workloads satisfied), highest first
     placed: int = 0
     pdb_violations: int = 0
     cost_milli: int = 0
     evicted: int = 0
+    first_available: int = 0
 
-    def _key(self) -> tuple[tuple[tuple[int, int], ...], int, int, int, int]:
-        return (self.satisfied, self.placed, -self.pdb_violations, -self.cost_milli, -self.evicted)
+    def _key(self) -> tuple[tuple[tuple[int, int], ...], int, int, int, int, int]:
+        return (self.satisfied, self.placed, -self.pdb_violations, -self.cost_milli, -self.evicted,
+                -self.first_available)
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Tiers):
@@ -114,8 +121,16 @@ class Tiers:
         return Tiers(self.satisfied, self.placed, self.pdb_violations)
 
 
+# the tiers as the plan's objective names them, in Tiers' order (gapTier is one of them)
+TIER_NAMES = ("satisfiedWorkloads", "placedPods", "pdbViolations", "preemptionCost", "evictedPods", "firstAvailable")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Objective:
+    """Each tier's value and its proven bound: the best any plan can reach, lexicographically
+    (a tier after the first one not proven has its trivial bound). ``gap`` is the relative gap
+    of the first tier not proven, ``gap_tier`` its name ("" when every tier is proven)."""
+
     satisfied_workloads: int
     satisfied_by_priority: Mapping[int, int]
     placed_pods: int
@@ -124,11 +139,20 @@ class Objective:
     evicted_pods: int
     preemption_cost_bound: float
     gap: float
+    first_available: int = 0
+    satisfied_bound: int = 0
+    satisfied_by_priority_bound: Mapping[int, int] = field(default_factory=dict)
+    placed_bound: int = 0
+    pdb_violations_bound: int = 0
+    evicted_pods_bound: int = 0
+    first_available_bound: int = 0
+    gap_tier: str = ""
 
     @property
     def tiers(self) -> Tiers:
         return Tiers(tuple(sorted(self.satisfied_by_priority.items(), reverse=True)), self.placed_pods,
-                     self.pdb_violations, round(self.preemption_cost * 1000), self.evicted_pods)
+                     self.pdb_violations, round(self.preemption_cost * 1000), self.evicted_pods,
+                     self.first_available)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,7 +176,7 @@ class Plan:
             "workloads": [
                 {
                     "name": w.name, "kind": w.kind, "priority": w.priority,
-                    "satisfied": w.satisfied, "reason": w.reason,
+                    "satisfied": w.satisfied, "reason": w.reason, "proven": w.proven,
                     "groups": [
                         {"name": g.name, "kind": g.kind, "placedPods": g.placed_pods,
                          "runningPods": g.running_pods, "minCount": g.min_count,
@@ -174,8 +198,17 @@ class Plan:
                 "pdbViolations": o.pdb_violations,
                 "preemptionCost": o.preemption_cost,
                 "evictedPods": o.evicted_pods,
+                "firstAvailable": o.first_available,
+                "satisfiedBound": o.satisfied_bound,
+                "satisfiedByPriorityBound": {str(p): n for p, n in
+                                             sorted(o.satisfied_by_priority_bound.items(), reverse=True)},
+                "placedBound": o.placed_bound,
+                "pdbViolationsBound": o.pdb_violations_bound,
                 "preemptionCostBound": o.preemption_cost_bound,
+                "evictedPodsBound": o.evicted_pods_bound,
+                "firstAvailableBound": o.first_available_bound,
                 "gap": o.gap,
+                "gapTier": o.gap_tier,
             },
             "stats": dict(self.stats),
         }

@@ -15,7 +15,6 @@ for 40 s, where the same model without it reached the optimum.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -47,7 +46,9 @@ class SolveParams:
 class SolveResult:
     assignment: Assignment | None  # None: no solution at all (cannot happen with a hint)
     status: str  # OPTIMAL when every stage proved optimal, else FEASIBLE / UNKNOWN
-    cost_bound_milli: int | None  # lower bound on tier 4, tiers 1-3 fixed as found
+    # the best tiers any plan of this model can reach, lexicographically (objective.lex_bound):
+    # every tier up to the first unproven one, that one's proven bound, the trivial best after
+    bound: Tiers
     solve_seconds: float
     stages: tuple[dict[str, object], ...] = field(default_factory=tuple)
     pruned: bool = False  # a cutoff proved this model cannot match the incumbent
@@ -61,7 +62,8 @@ def solve(
     *,
     cost_cutoff: tuple[Tiers, int] | None = None,
     upto_cost: bool = False,
-    stage_cutoff: Callable[[int, list[tuple[int, bool]]], int | None] | None = None,
+    stage_cutoff: Callable[[objective.StageKind, dict[objective.StageKind, tuple[int, bool]]], int | None]
+    | None = None,
 ) -> SolveResult:
     """Run the stages in order.
 
@@ -70,7 +72,7 @@ def solve(
     earlier stage was proven optimal and the solution's tiers 1-3 are exactly
     ``tiers`` (branch and bound across sub-models). ``stage_cutoff(i, found)`` may
     give an upper bound for minimising stage i from the (value, proven) pairs the
-    earlier stages found. A stage made infeasible by either marks the result
+    earlier stages found, by kind. A stage made infeasible by either marks the result
     ``pruned``.
     """
     run = _Staged(built, params, stop if stop is not None else params.stop)
@@ -96,11 +98,10 @@ class _Staged:
         self.current: Assignment | None = None  # the stages' solution so far
         self.lead: Assignment | None = None  # the assignment the model is hinted with
         self.all_optimal = True
-        has_cost_stage = any(st.cost is not None for st in built.stages)
-        self.cost_bound: int | None = 0 if has_cost_stage else None  # 0 until the cost stage proves better
         self.reports: list[dict[str, object]] = []
         self.pruned = False
-        self.found_values: list[tuple[int, bool]] = []  # per stage: value found, proven optimal
+        self.found_values: dict[objective.StageKind, tuple[int, bool]] = {}  # per stage: value found, proven
+        self.bounds: list[objective.StageBound] = []  # per stage decided: its value, its proven bound
 
     def start_from(self, hint: Assignment | None) -> None:
         floor = self.built.pdb_floor
@@ -113,15 +114,18 @@ class _Staged:
 
     def result(self) -> SolveResult:
         status = UNKNOWN if self.current is None else (OPTIMAL if self.all_optimal else FEASIBLE)
-        return SolveResult(assignment=self.current, status=status, cost_bound_milli=self.cost_bound,
+        bound = objective.lex_bound(self.built.problem, self.bounds)
+        return SolveResult(assignment=self.current, status=status, bound=bound,
                            solve_seconds=time.perf_counter() - self.start, stages=tuple(self.reports),
                            pruned=self.pruned)
 
     def stage(self, i: int, stage: objective.Stage, cost_cutoff: tuple[Tiers, int] | None,
-              stage_cutoff: Callable[[int, list[tuple[int, bool]]], int | None] | None) -> bool:
+              stage_cutoff: Callable[[objective.StageKind, dict[objective.StageKind, tuple[int, bool]]], int | None]
+              | None) -> bool:
         """Decide stage ``i``; False ends the run (pruned, out of time, or no solution)."""
         cut = self._cost_cut(stage, cost_cutoff)
-        limit = stage_cutoff(i, self.found_values) if stage_cutoff is not None and not stage.maximize else None
+        limit = stage_cutoff(stage.kind, self.found_values) if stage_cutoff is not None and not stage.maximize \
+            else None
         floored, better = _floor(self.built, stage, self.current)
         if better is not None:
             self.lead = better  # the programs' plan leads: the cost stage starts from it
@@ -133,7 +137,7 @@ class _Staged:
         if limit is not None:
             self.model.add(stage.expr <= limit)
             cut = True
-        proven = _proven_by(self.built, stage, self.lead, floored, first=i == 0)
+        proven = _proven_by(self.built, stage, self.lead, floored)
         if proven is not None and (limit is None or proven <= limit) and \
                 _holds(self.built, self.lead, self.params, self.checked):
             self._take_lead(stage, proven, floored)
@@ -150,7 +154,8 @@ class _Staged:
         when everything before it was proven and matched the incumbent's tiers 1-3."""
         if cost_cutoff is None or stage.cost is None or self.current is None:
             return False
-        if not all(p for _, p in self.found_values) or score(self.built.problem, self.current).head != cost_cutoff[0]:
+        if not all(p for _, p in self.found_values.values()) or \
+                score(self.built.problem, self.current).head != cost_cutoff[0]:
             return False
         self.model.add(stage.cost <= cost_cutoff[1])
         return True
@@ -160,21 +165,19 @@ class _Staged:
         self.reports.append({"stage": stage.name, "status": "OPTIMAL", "seconds": 0.0, "objective": float(proven),
                              "bound": float(proven), "fromHint": True,
                              **({"floor": floored} if floored is not None else {})})
-        self.found_values.append((proven, True))
+        self.found_values[stage.kind] = (proven, True)
+        self.bounds.append(objective.StageBound(stage, proven, proven))
         if self.params.on_solution is not None:
             self.params.on_solution(stage.name, float(proven), float(proven))
-        if stage.cost is not None:
-            self.cost_bound = None
         self.current = self.lead
         self.model.add(stage.expr >= proven if stage.maximize else stage.expr <= proven)
 
     def _search(self, stage: objective.Stage, share: float, floored: int | None, cut: bool) -> bool:
         """CP-SAT on the stage, stopping at its floor; False when it found nothing."""
         floored_cost: int | None = None
-        if floored is not None and stage.cost is not None and len(stage.weights) == 2:
+        if floored is not None and stage.kind is objective.StageKind.COST_EVICTED:
             # the floor bounds the cost alone: reach it first, then the evicted pods at that cost
             floored_cost = floored
-            self.cost_bound = max(self.cost_bound or 0, floored)
             share, floored = self._cost_first(stage, share, floored)
         code, solver = _run(self.model, stage.expr, stage.maximize, self.params, share, self.stop, stage.name, floored)
         if floored is not None and code == cp_model.FEASIBLE and round(solver.objective_value) <= floored:
@@ -191,7 +194,7 @@ class _Staged:
             self.pruned = code == cp_model.INFEASIBLE and cut
             self.all_optimal = False
             return False
-        self._record(stage, code, solver, floored)
+        self._record(stage, code, solver, floored, floored_cost)
         return True
 
     def _cost_first(self, stage: objective.Stage, share: float, cost_floor: int) -> tuple[float, int | None]:
@@ -213,22 +216,20 @@ class _Staged:
         return share, floored
 
     def _record(self, stage: objective.Stage, code: cp_model.CpSolverStatus, solver: cp_model.CpSolver,
-                floored: int | None) -> None:
-        """Keep what the stage found, fix its value, and hint the next stage with the better of
-        the lead and this solution."""
+                floored: int | None, floored_cost: int | None) -> None:
+        """Keep what the stage found and its proven bound, fix its value, and hint the next stage
+        with the better of the lead and this solution."""
         values = list(solver.response_proto.solution)
         self.current = self.built.vars.extract(values)
         found = round(solver.objective_value)
-        self.found_values.append((found, code == cp_model.OPTIMAL))
-        if code != cp_model.OPTIMAL:
+        proven = code == cp_model.OPTIMAL
+        self.found_values[stage.kind] = (found, proven)
+        if not proven:
             self.all_optimal = False
-        if stage.cost is not None:
-            bound = solver.best_objective_bound
-            if len(stage.weights) == 2:  # cost·(E+1) + evicted, evicted ≤ E
-                w, most_evicted = stage.weights[0], stage.bounds[1]
-                bound = (bound - most_evicted) / w
-            bound = max(bound, floored or 0)
-            self.cost_bound = None if code == cp_model.OPTIMAL else max(0, math.ceil(bound - 1e-6))
+        bound = found if proven else solver.best_objective_bound
+        if not proven and floored is not None and not stage.maximize:
+            bound = max(bound, floored if floored_cost is None else stage.weights[0] * floored_cost)
+        self.bounds.append(objective.StageBound(stage, found, bound))
         self.model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
         if self.lead is not None and _at_least_as_good(self.built, self.lead, self.current):
             self.built.vars.hint(self.lead)  # the baseline still leads on the tiers below
@@ -306,11 +307,11 @@ def _floor(built: BuiltModel, stage: objective.Stage, found: Assignment | None
     """A proven floor for this stage (solver/model/bounds.py) once the stages before it placed
     every pod: fixed as found, every plan this stage may return places them all too. With it,
     the programs' plan when it is at least as good as what was found."""
-    if found is None or (stage.name != objective.PDB_STAGE and stage.cost is None):
+    if found is None or (stage.kind is not objective.StageKind.PDB and stage.cost is None):
         return None, None
     if not _places_every_pod(built, found):
         return None, None
-    if stage.name == objective.PDB_STAGE:
+    if stage.kind is objective.StageKind.PDB:
         return (built.pdb_floor.violations if built.pdb_floor is not None else None), None
     # the PDB stage before this one is fixed: at most its violations
     violations = evaluate(built.problem, found).pdb_violations
@@ -323,22 +324,23 @@ def _floor(built: BuiltModel, stage: objective.Stage, found: Assignment | None
     return cost.cost, better
 
 
-def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | None, floor: int | None,
-               *, first: bool) -> int | None:
+def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | None, floor: int | None
+               ) -> int | None:
     """The stage's value when the hinted plan meets a proven bound on it, else None: every pod
     placed and every workload satisfied for the first stage, the floor for the others."""
     if lead is None:
         return None
-    if first and stage.maximize:
+    kind = stage.kind
+    if kind is objective.StageKind.WORKLOADS_PODS:
         return _hinted_value(built.model, stage.expr) if _places_every_pod(built, lead) else None
     if floor is None:
         return None
     ev = evaluate(built.problem, lead)
-    if stage.name == objective.PDB_STAGE:
+    if kind is objective.StageKind.PDB:
         return ev.pdb_violations if ev.pdb_violations <= floor else None
     if stage.cost is None or ev.cost_milli > floor:
         return None
-    if len(stage.weights) == 1:
+    if kind is objective.StageKind.COST:
         return ev.cost_milli
     pods = built.pdb_floor.evicted_pods if built.pdb_floor is not None else 0
     return stage.weights[0] * ev.cost_milli + ev.evicted_pods if ev.evicted_pods <= pods else None

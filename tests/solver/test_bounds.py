@@ -87,7 +87,7 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
     event(f"cost floor is the optimum: {cost.cost == want.cost_milli}")
     if cost.plan is not None:
         event("cost plan built")
-        assert verify.verify(snap, make_plan(problem, cost.plan, status="FEASIBLE", stats={})) == []
+        assert verify.verify(snap, make_plan(problem, cost.plan, stats={})) == []
         got = evaluate(problem, cost.plan)
         # it may break more budgets than the optimum, never beat it
         assert got.placed == want.placed
@@ -96,7 +96,7 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
         event(f"cost plan is the optimum: {(got.pdb_violations, got.cost_milli) == (want.pdb_violations, want.cost_milli)}")
     if floor.plan is not None:
         event("plan built")
-        plan = make_plan(problem, floor.plan, status="FEASIBLE", stats={})
+        plan = make_plan(problem, floor.plan, stats={})
         assert verify.verify(snap, plan) == []
         assert evaluate(problem, floor.plan).placed == want.placed
     # the solver with the floor in its PDB stage still finds the naive model's tiers
@@ -160,7 +160,7 @@ def test_the_rest_of_a_composite_is_not_spread_over_two_racks() -> None:
     snap = b.snapshot(*objs)
     problem = build_problem(snap, pdb_policy="soft")
     for assignment in (greedy.hint(problem), greedy.baseline(problem)):
-        assert verify.verify(snap, make_plan(problem, assignment, status="FEASIBLE", stats={})) == []
+        assert verify.verify(snap, make_plan(problem, assignment, stats={})) == []
     o = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft")).objective
     assert (o.placed_pods, o.pdb_violations, o.evicted_pods) == (4, 1, 1)
 

@@ -16,7 +16,7 @@ from tests.builders import node, pdb, pod, pod_group
 
 
 def _fields_in_stage_order(stages: list[objective.Stage]) -> list[str]:
-    return [f for stage in stages for f in objective.STAGE_TIERS[stage.name]]
+    return [f for stage in stages for f in objective.STAGE_TIERS[stage.kind]]
 
 
 @pytest.mark.parametrize("soft", [True, False])

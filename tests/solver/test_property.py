@@ -382,7 +382,7 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     assert whole.objective.tiers == o.tiers
     # the greedy baseline is a valid plan, never better than the optimum
     problem = build_problem(snap, gates=gates, dra_preemption=dra_free, pdb_policy="soft")
-    base = make_plan(problem, greedy.baseline(problem), status="FEASIBLE", stats={})
+    base = make_plan(problem, greedy.baseline(problem), stats={})
     assert verify.verify(snap, base, gates=gates, dra_preemption=False) == []  # upstream frees no device
     assert base.objective.tiers <= o.tiers
 

@@ -557,20 +557,22 @@ class GroupVerdict(_message.Message):
     def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., placed_pods: _Optional[int] = ..., running_pods: _Optional[int] = ..., min_count: _Optional[int] = ..., domain: _Optional[_Mapping[str, str]] = ..., satisfied: _Optional[bool] = ...) -> None: ...
 
 class WorkloadVerdict(_message.Message):
-    __slots__ = ("name", "kind", "priority", "satisfied", "reason", "groups")
+    __slots__ = ("name", "kind", "priority", "satisfied", "reason", "groups", "proven")
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     SATISFIED_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
+    PROVEN_FIELD_NUMBER: _ClassVar[int]
     name: str
     kind: str
     priority: int
     satisfied: bool
     reason: str
     groups: _containers.RepeatedCompositeFieldContainer[GroupVerdict]
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., priority: _Optional[int] = ..., satisfied: _Optional[bool] = ..., reason: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupVerdict, _Mapping]]] = ...) -> None: ...
+    proven: bool
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., priority: _Optional[int] = ..., satisfied: _Optional[bool] = ..., reason: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupVerdict, _Mapping]]] = ..., proven: _Optional[bool] = ...) -> None: ...
 
 class Binding(_message.Message):
     __slots__ = ("pod", "node")
@@ -617,8 +619,15 @@ class DeviceAllocation(_message.Message):
     def __init__(self, pod: _Optional[str] = ..., pod_group: _Optional[str] = ..., claim: _Optional[str] = ..., request: _Optional[str] = ..., devices: _Optional[_Iterable[_Union[PlanDevice, _Mapping]]] = ...) -> None: ...
 
 class Objective(_message.Message):
-    __slots__ = ("satisfied_workloads", "satisfied_by_priority", "placed_pods", "pdb_violations", "preemption_cost", "evicted_pods", "preemption_cost_bound", "gap")
+    __slots__ = ("satisfied_workloads", "satisfied_by_priority", "placed_pods", "pdb_violations", "preemption_cost", "evicted_pods", "preemption_cost_bound", "gap", "first_available", "satisfied_bound", "satisfied_by_priority_bound", "placed_bound", "pdb_violations_bound", "evicted_pods_bound", "first_available_bound", "gap_tier")
     class SatisfiedByPriorityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    class SatisfiedByPriorityBoundEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -633,6 +642,14 @@ class Objective(_message.Message):
     EVICTED_PODS_FIELD_NUMBER: _ClassVar[int]
     PREEMPTION_COST_BOUND_FIELD_NUMBER: _ClassVar[int]
     GAP_FIELD_NUMBER: _ClassVar[int]
+    FIRST_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    SATISFIED_BOUND_FIELD_NUMBER: _ClassVar[int]
+    SATISFIED_BY_PRIORITY_BOUND_FIELD_NUMBER: _ClassVar[int]
+    PLACED_BOUND_FIELD_NUMBER: _ClassVar[int]
+    PDB_VIOLATIONS_BOUND_FIELD_NUMBER: _ClassVar[int]
+    EVICTED_PODS_BOUND_FIELD_NUMBER: _ClassVar[int]
+    FIRST_AVAILABLE_BOUND_FIELD_NUMBER: _ClassVar[int]
+    GAP_TIER_FIELD_NUMBER: _ClassVar[int]
     satisfied_workloads: int
     satisfied_by_priority: _containers.ScalarMap[int, int]
     placed_pods: int
@@ -641,7 +658,15 @@ class Objective(_message.Message):
     evicted_pods: int
     preemption_cost_bound: float
     gap: float
-    def __init__(self, satisfied_workloads: _Optional[int] = ..., satisfied_by_priority: _Optional[_Mapping[int, int]] = ..., placed_pods: _Optional[int] = ..., pdb_violations: _Optional[int] = ..., preemption_cost: _Optional[float] = ..., evicted_pods: _Optional[int] = ..., preemption_cost_bound: _Optional[float] = ..., gap: _Optional[float] = ...) -> None: ...
+    first_available: int
+    satisfied_bound: int
+    satisfied_by_priority_bound: _containers.ScalarMap[int, int]
+    placed_bound: int
+    pdb_violations_bound: int
+    evicted_pods_bound: int
+    first_available_bound: int
+    gap_tier: str
+    def __init__(self, satisfied_workloads: _Optional[int] = ..., satisfied_by_priority: _Optional[_Mapping[int, int]] = ..., placed_pods: _Optional[int] = ..., pdb_violations: _Optional[int] = ..., preemption_cost: _Optional[float] = ..., evicted_pods: _Optional[int] = ..., preemption_cost_bound: _Optional[float] = ..., gap: _Optional[float] = ..., first_available: _Optional[int] = ..., satisfied_bound: _Optional[int] = ..., satisfied_by_priority_bound: _Optional[_Mapping[int, int]] = ..., placed_bound: _Optional[int] = ..., pdb_violations_bound: _Optional[int] = ..., evicted_pods_bound: _Optional[int] = ..., first_available_bound: _Optional[int] = ..., gap_tier: _Optional[str] = ...) -> None: ...
 
 class Plan(_message.Message):
     __slots__ = ("status", "workloads", "bindings", "evictions", "device_allocations", "objective", "stats", "held_pods", "warnings")
