@@ -280,7 +280,10 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     assert assignment is not None  # the fallbacks hold the hint at least
     phases["fallback"] = time.perf_counter() - fallback_start
     decode_start = time.perf_counter()
-    # the bound is the problem's, whichever plan is returned
-    result = make_plan(problem, assignment, bound=max(bound, score(problem, assignment)), stats=stats)
+    # the bound is the problem's, whichever plan is returned; a fallback above it means the model
+    # refused a plan the verifier accepts, and then nothing is claimed
+    if bound < score(problem, assignment):
+        bound, stats["boundDropped"] = trivial, True
+    result = make_plan(problem, assignment, bound=bound, stats=stats)
     phases["decode"] = time.perf_counter() - decode_start
     return result

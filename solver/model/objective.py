@@ -145,11 +145,16 @@ class StageBound:
 
 
 def lex_bound(problem: Problem, decided: Sequence[StageBound]) -> Tiers:
+    """``lex_bound_from`` the problem's trivial bound."""
+    return lex_bound_from(trivial_bound(problem), decided)
+
+
+def lex_bound_from(trivial: Tiers, decided: Sequence[StageBound]) -> Tiers:
     """A lexicographic bound on the optimum from the stages decided, in order: each proven stage
     fixes its tiers at what it found; the first unproven one gives its proven bound, and every
     tier after it keeps the trivial best. A tier no stage decides (no eviction possible: no PDB
     or cost stage) is 0 in every plan, which the trivial best already says."""
-    bound = trivial_bound(problem)
+    bound = trivial
     fields: dict[str, object] = {}
     for done in decided:
         stage, proven = done.stage, done.proven

@@ -1,0 +1,157 @@
+"""Honest proofs: every tier compared (firstAvailable included), a bound for every tier, strict
+budgets proven, and the time limit bounding the whole plan.
+
+The three firstAvailable shapes are the ones a differential check found claimed OPTIMAL when
+they were not (issue 28): a domain that needs no eviction pruned as if its firstAvailable stage
+were the PDB stage, the ideal shortcut ignoring firstAvailable, and two domains tied on tiers
+1-5 kept in order without comparing it. Every node has 2 GPUs, so the claim's first entry (2
+GPUs) is usable everywhere; on a node where a pod that cannot be preempted holds one of them,
+only the second entry (1 GPU) fits: rank 1 there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from solver import api, verify
+from solver.model import objective
+from solver.model.plan import OPTIMAL, Tiers
+from tests.builders import RACK, node, pdb, pod, pod_group, snapshot
+from tests.dra_builders import DRIVER, claim, claim_template, device_class, first_available, gpu_slice, request, with_claims
+
+GPU_CLASS = device_class("gpu", f'device.driver == "{DRIVER}"')
+TEMPLATE = claim_template("fa", first_available("gpu", request("two", count=2), request("one", count=1)))
+
+
+def _gang(*, pods: int = 1) -> list[Any]:
+    objs: list[Any] = [pod_group("g", pods).topology(RACK).priority(100), GPU_CLASS, TEMPLATE]
+    objs += [with_claims(pod(f"g-{i}").group("g").cpu_m(1000).priority(100), gpu="fa") for i in range(pods)]
+    return objs
+
+
+def _held(name: str) -> list[Any]:
+    """gpu-0 of node ``name`` held for good by a pod of a higher priority than the gang's."""
+    held = claim(f"{name}-held", request("gpu"), allocated=[(name, "gpu-0")], node=name, reserved_for=[f"{name}-vip"])
+    return [held, with_claims(pod(f"{name}-vip").on(name).cpu_m(500).priority(1000), gpu=f"claim:{name}-held")]
+
+
+def _rack(rack: str, held: bool, victim_cost: str | None) -> list[Any]:
+    objs: list[Any] = [node(f"{rack}-n").rack(rack).cpu_m(4000), gpu_slice(f"{rack}-n", 2)]
+    if held:
+        objs += _held(f"{rack}-n")
+    if victim_cost is not None:  # the node is busy: the gang's pod needs this victim gone
+        objs.append(pod(f"{rack}-victim").on(f"{rack}-n").cpu_m(3500).priority(1).cost(victim_cost).label("app", rack))
+    return objs
+
+
+def _plan(*objs: Any, **options: Any) -> tuple[Any, dict[str, Any]]:
+    snap = snapshot(*objs)
+    opts = api.PlanOptions(**{"time_limit": 30, **options})
+    plan = api.plan(snap, opts)
+    assert verify.verify(snap, plan, strict_pdbs=opts.pdb_policy == "strict") == []
+    return plan, plan.to_dict()
+
+
+@pytest.mark.parametrize("decomposed", [True, False])
+def test_a_domain_that_needs_no_eviction_is_not_pruned_by_its_first_available_stage(decomposed: bool) -> None:
+    # rack ra: the first entry, but one eviction (cost 2); rack rb: no eviction, the second entry
+    plan, out = _plan(*_rack("ra", False, "2"), *_rack("rb", True, None), *_gang(), decompose=decomposed)
+    assert ("decomposedBy" in out["stats"]) is decomposed
+    assert plan.status == OPTIMAL
+    assert {b.node for b in plan.bindings} == {"rb-n"} and plan.evictions == ()
+    assert (plan.objective.preemption_cost, plan.objective.first_available) == (0.0, 1)
+    assert plan.objective.gap_tier == ""
+
+
+def test_the_ideal_shortcut_compares_first_available_too() -> None:
+    # the hint packs the fuller node, where only the second entry fits; the emptier one takes
+    # the first: a plan at tiers 1-5's ideal is not optimal while another takes the first entry
+    full = [node("n0").cpu_m(4000), gpu_slice("n0", 2), *_held("n0")]
+    plan, out = _plan(*full, node("n1").cpu_m(4000), gpu_slice("n1", 2), GPU_CLASS, TEMPLATE,
+                      with_claims(pod("p").cpu_m(1000).priority(100), gpu="fa"))
+    assert out["stats"]["solver"] == "cp-sat"  # not "baseline-at-ideal"
+    assert plan.status == OPTIMAL and [b.node for b in plan.bindings] == ["n1"]
+    assert plan.objective.first_available == 0
+
+
+def test_domains_tied_on_every_other_tier_are_told_apart_by_first_available() -> None:
+    # the same eviction cost in both racks; ra (sorted first) only has the second entry
+    plan, _ = _plan(*_rack("ra", True, "3"), *_rack("rb", False, "3"), *_gang())
+    assert plan.status == OPTIMAL
+    assert {b.node for b in plan.bindings} == {"rb-n"}
+    assert (plan.objective.preemption_cost, plan.objective.first_available) == (3.0, 0)
+
+
+def test_stage_cutoffs_key_on_the_kind_not_the_position() -> None:
+    assert [k.value for k in objective.StageKind] == [
+        "workloads+pods", "pdbViolations", "preemptionCost+evictedPods", "preemptionCost", "evictedPods",
+        "firstAvailable"]
+    from solver.model.plan import Tiers as T  # the tier every kind decides is one of Tiers' fields
+    fields = set(T.__dataclass_fields__)
+    assert all(set(tiers) <= fields for tiers in objective.STAGE_TIERS.values())
+
+
+def _budgeted_racks(allowed: int) -> list[Any]:
+    """Two racks, each one node busy with a budgeted victim; a 2-pod gang needs one rack."""
+    objs: list[Any] = [pdb("keep", allowed, app="batch")]
+    for rack in ("ra", "rb"):
+        objs += [node(f"{rack}-n").rack(rack).cpu_m(4000),
+                 pod(f"{rack}-victim").on(f"{rack}-n").cpu_m(3000).priority(1).label("app", "batch")]
+    objs += [pod_group("g", 2).topology(RACK).priority(100),
+             pod("g-0").group("g").cpu_m(1000).priority(100), pod("g-1").group("g").cpu_m(1000).priority(100)]
+    return objs
+
+
+@pytest.mark.parametrize("decomposed", [True, False])
+def test_strict_proves_a_gang_unplaceable_when_every_rack_needs_more_than_the_budgets_allow(decomposed: bool) -> None:
+    plan, out = _plan(*_budgeted_racks(0), pdb_policy="strict", decompose=decomposed)
+    assert plan.status == OPTIMAL and plan.bindings == () and plan.evictions == ()
+    (w,) = plan.workloads
+    assert not w.satisfied and w.proven
+    o = plan.objective
+    assert (o.satisfied_bound, o.placed_bound, o.gap, o.gap_tier) == (0, 0, 0.0, "")
+    # soft: the same cluster is placed with one violation, proven too
+    soft, _ = _plan(*_budgeted_racks(0), pdb_policy="soft", decompose=decomposed)
+    assert soft.status == OPTIMAL and len(soft.bindings) == 2 and soft.objective.pdb_violations == 1
+    assert not soft.workloads[0].proven
+
+
+def test_strict_with_budget_to_spare_places_the_gang() -> None:
+    plan, _ = _plan(*_budgeted_racks(1), pdb_policy="strict")
+    assert plan.status == OPTIMAL and len(plan.bindings) == 2 and len(plan.evictions) == 1
+    assert not plan.workloads[0].proven
+
+
+def test_every_plan_names_a_bound_per_tier_and_the_first_unproven_tier() -> None:
+    # the baseline proves nothing: its bounds are the trivial ones, and the gap is on the
+    # first tier it falls short of
+    plan, out = _plan(*_budgeted_racks(0), pdb_policy="soft", baseline_only=True)
+    o = out["objective"]
+    assert plan.status != OPTIMAL or plan.objective.tiers == Tiers(((100, 1),), 2)
+    assert (o["satisfiedBound"], o["placedBound"], o["pdbViolationsBound"], o["preemptionCostBound"],
+            o["evictedPodsBound"], o["firstAvailableBound"]) == (1, 2, 0, 0, 0, 0)
+    assert o["gapTier"] == "pdbViolations" and o["gap"] == 1.0
+
+
+def test_lex_bound_decodes_stage_one_into_tiers() -> None:
+    # two priority levels (100: 2 workloads, 5: 3 workloads), 10 pods: weights 1, 11, 11*4
+    stage = objective.Stage(objective.StageKind.WORKLOADS_PODS, 0, True, (), (0,),
+                            levels=((100, 44, 2), (5, 11, 3)), pods=10)
+    trivial = Tiers(((100, 2), (5, 3)), 10)
+    done = objective.StageBound(stage, found=44 + 2 * 11 + 7, bound=2 * 44 + 3)  # unproven
+    bound = objective.lex_bound_from(trivial, [done])
+    assert bound == Tiers(((100, 2), (5, 0)), 3)
+    assert bound > Tiers(((100, 1), (5, 2)), 7)  # what was found: below its bound
+
+
+def test_a_deadline_spent_before_the_hint_still_gives_a_verified_plan_and_says_what_was_cut() -> None:
+    plan, out = _plan(*_rack("ra", False, "2"), *_rack("rb", True, None), *_gang(), time_limit=0.001)
+    assert "hint" in out["stats"]["cut"]
+    assert plan.objective.tiers <= decompose_free_optimum()
+
+
+def decompose_free_optimum() -> Tiers:
+    plan, _ = _plan(*_rack("ra", False, "2"), *_rack("rb", True, None), *_gang(), decompose=False)
+    return plan.objective.tiers
