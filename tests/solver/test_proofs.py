@@ -19,7 +19,16 @@ from solver import api, verify
 from solver.model import objective
 from solver.model.plan import OPTIMAL, Tiers
 from tests.builders import RACK, node, pdb, pod, pod_group, snapshot
-from tests.dra_builders import DRIVER, claim, claim_template, device_class, first_available, gpu_slice, request, with_claims
+from tests.dra_builders import (
+    DRIVER,
+    claim,
+    claim_template,
+    device_class,
+    first_available,
+    gpu_slice,
+    request,
+    with_claims,
+)
 
 GPU_CLASS = device_class("gpu", f'device.driver == "{DRIVER}"')
 TEMPLATE = claim_template("fa", first_available("gpu", request("two", count=2), request("one", count=1)))
@@ -106,7 +115,7 @@ def _budgeted_racks(allowed: int) -> list[Any]:
 
 @pytest.mark.parametrize("decomposed", [True, False])
 def test_strict_proves_a_gang_unplaceable_when_every_rack_needs_more_than_the_budgets_allow(decomposed: bool) -> None:
-    plan, out = _plan(*_budgeted_racks(0), pdb_policy="strict", decompose=decomposed)
+    plan, _ = _plan(*_budgeted_racks(0), pdb_policy="strict", decompose=decomposed)
     assert plan.status == OPTIMAL and plan.bindings == () and plan.evictions == ()
     (w,) = plan.workloads
     assert not w.satisfied and w.proven
