@@ -287,3 +287,59 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     result = make_plan(problem, assignment, bound=bound, stats=stats)
     phases["decode"] = time.perf_counter() - decode_start
     return result
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetNeed:
+    """One PodDisruptionBudget a workload would have to break: ``needed`` of its pods evicted
+    where ``allowed`` (status.disruptionsAllowed) may go."""
+
+    budget: str  # namespace/name
+    allowed: int
+    needed: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Explanation:
+    """What it would take to place one pending workload that strict budgets leave out: the
+    least set of budget relaxations (from the soft optimum of that workload alone) and the
+    evictions that plan makes. ``proven`` when that optimum's PDB tier is proven minimal."""
+
+    workload: str
+    satisfied: bool  # under the options' own policy
+    satisfied_soft: bool  # by the soft plan of the workload alone
+    budgets: tuple[BudgetNeed, ...]  # only those the soft plan breaks
+    evictions: tuple[str, ...]
+    proven: bool
+    reason: str  # the workload's reason under the options' policy ("" when satisfied)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"workload": self.workload, "satisfied": self.satisfied, "satisfiedSoft": self.satisfied_soft,
+                "budgets": [{"budget": b.budget, "allowed": b.allowed, "needed": b.needed} for b in self.budgets],
+                "evictions": list(self.evictions), "proven": self.proven, "reason": self.reason}
+
+
+def explain(snapshot: s.ClusterSnapshot, workload: str, options: PlanOptions = PlanOptions()) -> Explanation:
+    """Plan ``workload`` alone under the options' policy and under soft budgets: when soft
+    places it, the budgets its plan breaks (allowed now, evicted by it) are the least
+    relaxation that lets it in, proven so when the soft plan's PDB tier is proven. Each plan
+    has the options' time limit and is verified."""
+    alone = replace(options, workload=workload, on_solution=None)
+    own = plan(snapshot, alone)
+    soft = plan(snapshot, replace(alone, pdb_policy="soft"))
+    verdict = own.workloads[0]
+    evicted = {e.pod for e in soft.evictions}
+    problem = build_problem(select_workload(snapshot, workload), pdb_policy="soft", gates=options.gates,
+                            dra_preemption=options.dra_preemption)
+    taken: dict[str, int] = {}
+    for unit in problem.units:
+        if any(p.key in evicted for p in unit.members):
+            for budget, n in unit.pdb_counts.items():
+                taken[budget] = taken.get(budget, 0) + n
+    needs = tuple(BudgetNeed(budget=b.key, allowed=b.allowed, needed=taken[b.key])
+                  for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key) if taken.get(b.key, 0) > b.allowed)
+    o = soft.objective
+    proven = soft.workloads[0].satisfied and o.satisfied_bound == o.satisfied_workloads and \
+        o.placed_bound == o.placed_pods and o.pdb_violations_bound == o.pdb_violations
+    return Explanation(workload=workload, satisfied=verdict.satisfied, satisfied_soft=soft.workloads[0].satisfied,
+                       budgets=needs, evictions=tuple(sorted(evicted)), proven=proven, reason=verdict.reason)

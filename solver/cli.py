@@ -134,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("snapshot", help="a JSON List or multi-document YAML; a directory of them is one cluster; "
                                         "- reads standard input")
     solve.add_argument("--workload", metavar="NS/NAME", help="plan only this pending workload (its root group)")
+    solve.add_argument("--explain", metavar="NS/NAME",
+                       help="what it would take to place this pending workload: the budgets to relax (JSON)")
     solve.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds for the solve (10)")
     solve.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     solve.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
@@ -367,11 +369,16 @@ def _progress_line(out: TextIO) -> Any:
 
 
 def _solve(args: argparse.Namespace) -> int:
+    if args.server and args.explain:
+        print("gangplace: --explain plans in this process: it does not take --server", file=sys.stderr)
+        return 2
     if args.server:
         plan = _solve_remote(args).to_dict()
     else:
         snapshot = _read_snapshot(args.snapshot, args.scheduler_name)
         options = _solve_options(args, on_solution=_progress_line(sys.stderr) if _shows_progress(args) else None)
+        if args.explain:
+            return _explain(api.explain(snapshot, args.explain, options), args)
         plan = api.plan(snapshot, options).to_dict()
     text = json.dumps(plan, indent=2)
     if args.output and args.output != "-":
@@ -380,6 +387,29 @@ def _solve(args: argparse.Namespace) -> int:
     else:
         print(text)
     summary(plan, sys.stderr)
+    return 0
+
+
+def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
+    """``solve --explain``: the explanation as JSON on -o (stdout), in words on stderr."""
+    text = json.dumps(found.to_dict(), indent=2)
+    if args.output and args.output != "-":
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    else:
+        print(text)
+    err = sys.stderr
+    if found.satisfied:
+        print(f"{found.workload} is placed under --pdb-policy {args.pdb_policy}: nothing to relax", file=err)
+    elif not found.satisfied_soft:
+        print(f"{found.workload} stays pending even with budgets soft: {found.reason}", file=err)
+    else:
+        proof = "the fewest violations, proven" if found.proven else "not proven the fewest"
+        print(f"{found.workload} is pending: {found.reason}", file=err)
+        print(f"  placing it alone needs these budgets relaxed ({proof}):", file=err)
+        for b in found.budgets:
+            print(f"    PodDisruptionBudget {b.budget}: {b.needed} evictions, {b.allowed} allowed", file=err)
+        print(f"  and evicts {len(found.evictions)} pods", file=err)
     return 0
 
 

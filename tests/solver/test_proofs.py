@@ -164,3 +164,28 @@ def test_a_deadline_spent_before_the_hint_still_gives_a_verified_plan_and_says_w
 def decompose_free_optimum() -> Tiers:
     plan, _ = _plan(*_rack("ra", False, "2"), *_rack("rb", True, None), *_gang(), decompose=False)
     return plan.objective.tiers
+
+
+def test_explain_names_the_least_budget_relaxation_that_places_a_strict_pending_gang(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from solver import cli
+    from tests.builders import _Builder, admitted
+
+    def build_all(*objs: Any) -> list[Any]:
+        return admitted([o.build() if isinstance(o, _Builder) else o for o in objs])
+
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": build_all(*_budgeted_racks(0))}))
+    assert cli.main(["solve", str(path), "--explain", "default/g"]) == 0
+    out = capsys.readouterr()
+    found = json.loads(out.out)
+    assert found["satisfied"] is False and found["satisfiedSoft"] is True and found["proven"] is True
+    assert found["budgets"] == [{"budget": "default/keep", "allowed": 0, "needed": 1}]
+    assert len(found["evictions"]) == 1 and found["evictions"][0] in ("default/ra-victim", "default/rb-victim")
+    assert "PodDisruptionBudget default/keep: 1 evictions, 0 allowed" in out.err
+    # with budget to spare there is nothing to relax
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": build_all(*_budgeted_racks(1))}))
+    assert cli.main(["solve", str(path), "--explain", "default/g"]) == 0
+    assert json.loads(capsys.readouterr().out)["budgets"] == []
