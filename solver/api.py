@@ -143,6 +143,16 @@ RESERVE_SHARE = 0.1
 BUILD_SECONDS_PER_VARIABLE = 50e-6  # twice the rate measured on contention-5000 (0.9 M in 21 s)
 
 
+def _hint_share(problem: Problem, options: PlanOptions) -> float:
+    """The share of the time limit the hint may take: HINT_SHARE, or most of it when no model
+    could be built in time anyway (one workload per domain aside), so that the hint, which is
+    then the plan, reaches as many workloads as it can."""
+    if options.decompose and decompose.root_key(problem) is not None:
+        return HINT_SHARE
+    planned = sum(len(c) for c in problem.candidates)
+    return HINT_SHARE if planned * BUILD_SECONDS_PER_VARIABLE <= options.time_limit / 2 else 1 - RESERVE_SHARE * 2
+
+
 class _Deadline:
     """The plan's clock: seconds left of the time limit, and whether the caller stopped."""
 
@@ -172,8 +182,9 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         if options.baseline_only:
             baseline = greedy.baseline(problem)
         else:
-            baseline = greedy.hint(problem, stop=lambda: clock.passed(HINT_SHARE))
-            if clock.passed(HINT_SHARE):
+            share = _hint_share(problem, options)
+            baseline = greedy.hint(problem, stop=lambda: clock.passed(share))
+            if clock.passed(share):
                 cut.append("hint")  # the workloads not reached by then are left out of the hint
     baseline_seconds = time.perf_counter() - start
     # where a plan's time goes, for the bench's profile (everything after the snapshot is read)

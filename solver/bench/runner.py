@@ -177,7 +177,9 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
         # median of each phase over the repeats: problem, hint, build, solve, fallback, decode, verify
         "phaseSeconds": {name: statistics.median(float(p.stats["phaseSeconds"].get(name, 0.0)) for p in plans)
                          for name in plans[0].stats["phaseSeconds"]},
-        "status": plan.status, "gap": plan.objective.gap,
+        "status": plan.status, "gap": plan.objective.gap, "gapTier": plan.objective.gap_tier,
+        "bounds": {k: v for k, v in plan.to_dict()["objective"].items() if k.endswith("Bound")},
+        "cut": list(st.get("cut", [])),
         "gangplace": mine, "baseline": theirs, "baselineSeconds": round(base_seconds, 4),
         "costRatio": ratio, "betterThanBaseline": better, "worseThanBaseline": worse,
         "verified": ok, "repeat": repeat,
@@ -210,7 +212,8 @@ def run(cases: Iterable[Case], *, repeat: int, options: api.PlanOptions,
 def row_line(row: dict[str, Any]) -> str:
     """One finished case in a line: status, gap, median total seconds, tiers 3-4 against the baseline."""
     g, b = row["gangplace"], row["baseline"]
-    return (f"{row['case']}: {row['status']} gap {row['gap']:.2%}, {row['totalSeconds']:.1f} s, "
+    tier = f" on {row['gapTier']}" if row.get("gapTier") else ""
+    return (f"{row['case']}: {row['status']} gap {row['gap']:.2%}{tier}, {row['totalSeconds']:.1f} s, "
             f"pdb {g['pdbViolations']}/{b['pdbViolations']}, cost {g['preemptionCost']:g}/{b['preemptionCost']:g}"
             f"{'' if row['verified'] else ', NOT VERIFIED'}")
 
@@ -219,6 +222,7 @@ COLUMNS = (
     ("case", "{case}"), ("nodes", "{nodes}"), ("running", "{runningPods}"), ("pending", "{pendingPods}"),
     ("vars", "{variables}"), ("build s", "{buildSeconds:.3f}"), ("solve s", "{solveSeconds:.3f}"),
     ("total s", "{totalSeconds:.3f}"), ("status", "{status}"), ("gap", "{gap:.2%}"),
+    ("gap tier", "{gap_tier}"),
     ("sat gp/bl", "{gangplace[satisfiedWorkloads]}/{baseline[satisfiedWorkloads]}"),
     ("placed gp/bl", "{gangplace[placedPods]}/{baseline[placedPods]}"),
     ("pdb gp/bl", "{gangplace[pdbViolations]}/{baseline[pdbViolations]}"),
@@ -253,7 +257,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         ratio = "-" if row["costRatio"] is None else f"{row['costRatio']:.3f}"
         pg = row.get("podGroupAttemptSeconds")
         pg_ms = "-" if pg is None else f"{pg * 1000:.1f} x{row['podGroupAttempts']}"
-        cells.append([fmt.format(**row, ratio=ratio, pg_ms=pg_ms) for _, fmt in columns])
+        gap_tier = row.get("gapTier") or "-"
+        cells.append([fmt.format(**row, ratio=ratio, pg_ms=pg_ms, gap_tier=gap_tier) for _, fmt in columns])
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     lines.insert(1, "-+-".join("-" * w for w in widths))
