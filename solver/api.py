@@ -179,8 +179,11 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
                                 dra_preemption=options.dra_preemption)
         problem_done = time.perf_counter()
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
+        blocked = not options.baseline_only and bounds.strict_blocks(problem)
         if options.baseline_only:
             baseline = greedy.baseline(problem)
+        elif blocked:
+            baseline = Assignment(counts={}, evicted=frozenset())  # proven below: nothing can be placed
         else:
             share = _hint_share(problem, options)
             baseline = greedy.hint(problem, stop=lambda: clock.passed(share))
@@ -215,7 +218,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         stats.update({"solver": "baseline", "buildSeconds": 0.0, "solveSeconds": 0.0, "variables": 0, "constraints": 0})
         # the greedy proves nothing: its bound is the trivial one
         result = make_plan(problem, baseline, bound=trivial, stats=stats)
-    elif bounds.strict_blocks(problem):
+    elif blocked:
         # strict: the one workload needs more budget-counted evictions than the budgets allow,
         # so the best plan places nothing (solver/model/bounds.py), proven without a model
         stats.update({"solver": "strict-floor", "buildSeconds": 0.0, "solveSeconds": 0.0,
@@ -279,10 +282,9 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
         assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
     fallbacks = [hint]
     if solved is None or solved.status != OPTIMAL:  # an optimum is never worse than upstream's plan
-        # upstream's choice costs about what the hint cost: re-run it only when that fits
-        if clock.left() > 2 * phases["hint"] + 0.05 * options.time_limit:
-            fallbacks.append(greedy.baseline(problem))
-        else:
+        # upstream's choice, as far as it gets before half the reserve is left
+        fallbacks.append(greedy.baseline(problem, stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
+        if clock.passed(1 - RESERVE_SHARE / 2):
             cut.append("baselineFallback")
     for fallback in fallbacks:
         if assignment is None or score(problem, assignment) < score(problem, fallback):

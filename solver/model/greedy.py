@@ -309,10 +309,11 @@ class _State:
         return score
 
 
-def baseline(problem: Problem) -> Assignment:
+def baseline(problem: Problem, stop: Callable[[], bool] | None = None) -> Assignment:
     """Upstream's plan as this module follows it: each pod on the node the default profile
-    scores best (``_spread_fill``). The bench's and ``--baseline``'s yardstick."""
-    return _run(problem, spread=True)
+    scores best (``_spread_fill``). The bench's and ``--baseline``'s yardstick. ``stop`` as
+    for ``hint``: once true, no further workload is tried."""
+    return _run(problem, spread=True, stop=stop)
 
 
 def hint(problem: Problem, stop: Callable[[], bool] | None = None) -> Assignment:

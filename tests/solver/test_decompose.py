@@ -58,8 +58,9 @@ def test_optimal_is_never_claimed_for_a_worse_plan_under_any_time_limit() -> Non
 
 
 def test_a_search_stopped_before_any_domain_is_tried_falls_back_and_claims_nothing() -> None:
-    """The per-domain groundwork (floors, greedy hints) stops with the search: no domain
-    tried, the plan is the greedy's, never OPTIMAL, and still the whole gang."""
+    """A stop set before the plan starts reaches every phase: the hint tries no workload, the
+    per-domain groundwork (floors, greedy hints) tries no domain, and the plan, verified,
+    places nothing and is never OPTIMAL: every tier keeps its trivial bound."""
     import threading
 
     stop = threading.Event()
@@ -67,5 +68,6 @@ def test_a_search_stopped_before_any_domain_is_tried_falls_back_and_claims_nothi
     plan, out = run_plan(*_racks(), stop=stop)
     assert out["stats"]["decomposedBy"] == {"key": RACK, "domains": 3}
     assert out["stats"]["stages"] == [] and out["stats"]["variables"] == 0
-    assert plan.status == "FEASIBLE" and out["stats"]["fromBaseline"] is True
-    assert len(plan.bindings) == 2 and plan.objective.preemption_cost_bound == 0
+    assert plan.status == "FEASIBLE" and "hint" in out["stats"]["cut"]
+    assert plan.bindings == () and plan.objective.gap_tier == "satisfiedWorkloads"
+    assert (plan.objective.satisfied_bound, plan.objective.placed_bound) == (1, 2)
