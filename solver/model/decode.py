@@ -8,7 +8,7 @@ itself. Pure: no I/O.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -53,7 +53,8 @@ def make_plan(
     bindings, node_pods = _bindings(problem, assignment)
     node_of = {b.pod: b.node for b in bindings}
     labels: dict[str, Mapping[str, str]] = {n.name: n.labels for n in problem.nodes}
-    workloads = tuple(_verdict(problem, w, ev, node_of, labels) for w in problem.workloads)
+    context = _ReasonContext(problem)
+    workloads = tuple(_verdict(problem, w, ev, node_of, labels, context) for w in problem.workloads)
     by_priority: dict[int, int] = defaultdict(int)
     for w in problem.workloads:
         by_priority[w.priority] += int(ev.satisfied[w.index])
@@ -143,7 +144,7 @@ def _evictions(problem: Problem, assignment: Assignment) -> tuple[Eviction, ...]
 
 
 def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str, str],
-             labels: Mapping[str, Mapping[str, str]]) -> WorkloadVerdict:
+             labels: Mapping[str, Mapping[str, str]], context: _ReasonContext) -> WorkloadVerdict:
     groups = []
     for key in w.groups:
         group = problem.groups[key]
@@ -166,7 +167,7 @@ def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str
         groups.append(GroupVerdict(name=w.key, kind=s.STANDALONE_POD, placed_pods=int(placed),
                                    running_pods=0, min_count=None, satisfied=placed))
     satisfied = ev.satisfied[w.index]
-    reason = "" if satisfied else unsatisfied_reason(problem, w, ev)
+    reason = "" if satisfied else unsatisfied_reason(problem, w, ev, context)
     return WorkloadVerdict(
         name=w.key, kind=w.kind, priority=w.priority, satisfied=satisfied, reason=reason,
         groups=tuple(groups), proven=not satisfied and _statically_out(problem, w),
@@ -195,28 +196,76 @@ def _statically_out(problem: Problem, w: Workload) -> bool:
 _BUDGETS_NAMED = 5  # a reason names this many budgets, then counts the rest
 
 
-def blocking_budgets(problem: Problem, w: Workload) -> list[tuple[str, int]]:
+class _ReasonContext:
+    """What the reasons of one plan's workloads share: pods by key, held pods, and per node
+    the units a budget counts (built on first use)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.held = {k for k, _ in problem.held}
+        self._pods: dict[str, s.Pod] | None = None
+        self._counted: dict[s.NodeName, list[int]] | None = None
+        self.budget_counts: dict[object, defaultdict[str, int]] = {}
+
+    @property
+    def pods(self) -> dict[str, s.Pod]:
+        if self._pods is None:
+            self._pods = {p.key: p for p in self.problem.snapshot.pods}
+        return self._pods
+
+    @property
+    def counted_on(self) -> dict[s.NodeName, list[int]]:
+        if self._counted is None:
+            self._counted = counted_units(self.problem)
+        return self._counted
+
+
+def blocking_budgets(problem: Problem, w: Workload, counted_on: Mapping[s.NodeName, Sequence[int]] | None = None,
+                     memo: dict[object, defaultdict[str, int]] | None = None) -> list[tuple[str, int]]:
     """The budgets (key, disruptionsAllowed) that cap ``w``'s victims under the strict policy:
     those counting more of the running pods ``w`` may preempt (lower priority, on a node one of
-    its classes could use) than they allow. Sorted by key."""
-    units: set[int] = set()
+    its classes could use) than they allow. Sorted by key. ``counted_on`` (``counted_units``)
+    lists per node the units a budget counts, and ``memo`` keeps the counts per set of nodes
+    and priority, both shared between the workloads of one plan."""
+    counted_on = counted_units(problem) if counted_on is None else counted_on
+    nodes_by_power: dict[int, set[s.NodeName]] = defaultdict(set)
     for c in w.classes:
-        cls = problem.classes[c]
-        for node in problem.candidates[c]:
-            units.update(u for u in problem.units_on_node.get(node, ()) if problem.eligible(cls, problem.units[u]))
-    counted = pdb_taken(problem, units)
+        power = problem.classes[c].power
+        if power is not None:  # eligible: strictly lower priority, and may preempt at all
+            nodes_by_power[power].update(problem.candidates[c])
+    key = tuple(sorted((power, frozenset(nodes)) for power, nodes in nodes_by_power.items()))
+    counted = memo.get(key) if memo is not None else None
+    if counted is None:
+        units: set[int] = set()
+        for power, nodes in nodes_by_power.items():
+            for node in nodes:
+                units.update(u for u in counted_on.get(node, ()) if problem.units[u].priority < power)
+        counted = pdb_taken(problem, units)
+        if memo is not None:
+            memo[key] = counted
     return [(b.key, b.allowed) for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key)
             if counted[b.key] > b.allowed]
 
 
-def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
-    """Why a workload was left out, most specific first (upstream gangscheduling wording)."""
+def counted_units(problem: Problem) -> dict[s.NodeName, list[int]]:
+    """node -> the victim units there that some budget counts and that may be preempted at all."""
+    out: dict[s.NodeName, list[int]] = {}
+    for node, on in problem.units_on_node.items():
+        kept = [u for u in on if problem.units[u].pdb_counts and not problem.units[u].protected]
+        if kept:
+            out[node] = kept
+    return out
+
+
+def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _ReasonContext | None = None) -> str:
+    """Why a workload was left out, most specific first (upstream gangscheduling wording).
+    ``context`` holds what every workload's reason reads, made once per plan."""
+    context = _ReasonContext(problem) if context is None else context
     if w.rejected:
         return w.rejected
     if w.ongoing:
         return w.ongoing
-    held = {k for k, _ in problem.held}
-    pods = {p.key: p for p in problem.snapshot.pods}
+    held, pods = context.held, context.pods
     for key in reversed(w.groups):
         group = problem.groups[key]
         if group.kind == s.POD_GROUP and group.min_count is not None:
@@ -240,7 +289,7 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation) -> str:
         return "no new pod could be placed: every group is already satisfied by running pods"
     why = ("not enough free capacity for the gang, even after evicting every victim "
            "this plan may evict without displacing a higher tier")
-    if problem.strict_pdbs and (budgets := blocking_budgets(problem, w)):
+    if problem.strict_pdbs and (budgets := blocking_budgets(problem, w, context.counted_on, context.budget_counts)):
         shown = [f"{key} ({allowed} allowed)" for key, allowed in budgets[:_BUDGETS_NAMED]]
         more = f" and {len(budgets) - _BUDGETS_NAMED} more" if len(budgets) > _BUDGETS_NAMED else ""
         why += f" or evicting beyond the disruptionsAllowed of PodDisruptionBudget {', '.join(shown)}{more}"
