@@ -25,7 +25,7 @@ from solver.model.build import build_model
 from solver.model.decode import make_plan
 from solver.model.errors import SolverError
 from solver.model.features import FeatureGates, format_feature_gates
-from solver.model.plan import OPTIMAL, Plan
+from solver.model.plan import OPTIMAL, BudgetNeed, Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy, Problem, build_problem
 from solver.model.solve import SolveParams, SolveResult, solve
 
@@ -179,7 +179,8 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
                                 dra_preemption=options.dra_preemption)
         problem_done = time.perf_counter()
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
-        blocked = not options.baseline_only and bounds.strict_blocks(problem)
+        floor = None if options.baseline_only else bounds.strict_floor(problem)
+        blocked = floor is not None
         if options.baseline_only:
             baseline = greedy.baseline(problem)
         elif blocked:
@@ -224,7 +225,9 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         stats.update({"solver": "strict-floor", "buildSeconds": 0.0, "solveSeconds": 0.0,
                       "variables": 0, "constraints": 0})
         empty = Assignment(counts={}, evicted=frozenset())
-        result = make_plan(problem, empty, bound=score(problem, empty), stats=stats)
+        assert floor is not None
+        result = make_plan(problem, empty, bound=score(problem, empty), stats=stats,
+                           would_take={problem.workloads[0].index: bounds.would_take(problem, floor)})
     else:
         result = _solved(problem, options, clock, baseline, stats, phases, cut)
     if cut:
@@ -300,16 +303,6 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     result = make_plan(problem, assignment, bound=bound, stats=stats)
     phases["decode"] = time.perf_counter() - decode_start
     return result
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BudgetNeed:
-    """One PodDisruptionBudget a workload would have to break: ``needed`` of its pods evicted
-    where ``allowed`` (status.disruptionsAllowed) may go."""
-
-    budget: str  # namespace/name
-    allowed: int
-    needed: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

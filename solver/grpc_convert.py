@@ -437,12 +437,30 @@ def _integral(value: Any) -> Any:
     return value
 
 
+def _would_take_to_proto(took: p.WouldTake | None) -> pb.WouldTake | None:
+    if took is None:
+        return None
+    return pb.WouldTake(violations_at_least=took.violations_at_least, evictions=took.evictions, proven=took.proven,
+                        budgets=[pb.BudgetNeed(budget=b.budget, allowed=b.allowed, needed=b.needed)
+                                 for b in took.budgets])
+
+
+def _would_take_from_proto(w: pb.WorkloadVerdict) -> p.WouldTake | None:
+    if not w.HasField("would_take"):
+        return None
+    took = w.would_take
+    return p.WouldTake(violations_at_least=took.violations_at_least, evictions=took.evictions, proven=took.proven,
+                       budgets=tuple(p.BudgetNeed(budget=b.budget, allowed=b.allowed, needed=b.needed)
+                                     for b in took.budgets))
+
+
 def plan_to_proto(plan: p.Plan) -> pb.Plan:
     o = plan.objective
     return pb.Plan(
         status=_PLAN_STATUS[plan.status],
         workloads=[pb.WorkloadVerdict(
             name=w.name, kind=w.kind, priority=w.priority, satisfied=w.satisfied, reason=w.reason, proven=w.proven,
+            would_take=_would_take_to_proto(w.would_take),
             groups=[pb.GroupVerdict(name=g.name, kind=g.kind, placed_pods=g.placed_pods, running_pods=g.running_pods,
                                     min_count=g.min_count, satisfied=g.satisfied, domain=dict(g.domain))
                     for g in w.groups]) for w in plan.workloads],
@@ -476,7 +494,7 @@ def plan_from_proto(msg: pb.Plan) -> p.Plan:
                                         running_pods=g.running_pods,
                                         min_count=g.min_count if g.HasField("min_count") else None,
                                         satisfied=g.satisfied, domain=dict(g.domain)) for g in w.groups),
-            proven=w.proven)
+            proven=w.proven, would_take=_would_take_from_proto(w))
             for w in msg.workloads),
         bindings=tuple(p.Binding(pod=b.pod, node=b.node) for b in msg.bindings),
         evictions=tuple(p.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group) for e in msg.evictions),

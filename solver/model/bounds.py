@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment
+from solver.model.assignment import Assignment, evaluate, pdb_taken
+from solver.model.plan import BudgetNeed, WouldTake
 from solver.model.problem import Problem
 from solver.model.workloads import PodClass
 
@@ -87,18 +88,42 @@ def pdb_floor(problem: Problem) -> PdbFloor | None:
 
 
 def strict_blocks(problem: Problem) -> bool:
-    """Under strict budgets, True when no plan can satisfy the problem's one workload: it needs
-    every pending pod (each gang's minCount, each composite's minGroupCount, all of them), and
-    placing every pending pod needs more budget-counted evictions than every budget together
-    allows (the PDB floor of the same problem with soft budgets is above 0). A strict plan
-    evicts at most ``disruptionsAllowed`` of each budget's pods, so at most Σ allowed counted
-    pods in all. False whenever the floor does not apply: never a wrong proof."""
+    """Under strict budgets, True when no plan can satisfy the problem's one workload
+    (``strict_floor`` is not None)."""
+    return strict_floor(problem) is not None
+
+
+def strict_floor(problem: Problem) -> PdbFloor | None:
+    """Under strict budgets, the PDB floor that proves no plan can satisfy the problem's one
+    workload, else None. It proves so when the workload needs every pending pod (each gang's
+    minCount, each composite's minGroupCount, all of them) and placing every pending pod needs
+    more budget-counted evictions than every budget together allows: the PDB floor of the same
+    problem under soft budgets is above 0. A strict plan evicts at most ``disruptionsAllowed``
+    of each budget's pods, so at most Σ allowed counted pods in all. None whenever the floor
+    does not apply: never a wrong proof. The floor (and its plan, under soft budgets) also
+    says what placing the workload would take."""
     if not problem.strict_pdbs or not problem.snapshot.pdbs or _shape(problem) is None:
-        return False
+        return None
     if not _needs_every_pod(problem):
-        return False
+        return None
     floor = pdb_floor(replace(problem, pdb_policy="soft"))
-    return floor is not None and floor.violations > 0
+    return floor if floor is not None and floor.violations > 0 else None
+
+
+def would_take(problem: Problem, floor: PdbFloor) -> WouldTake:
+    """What placing the one workload ``strict_floor`` keeps out would take: at least the floor's
+    violations, and the floor's plan (under soft budgets): the budgets it breaks and the pods
+    it evicts, proven the fewest violations when it meets the floor."""
+    if floor.plan is None:
+        return WouldTake(violations_at_least=floor.violations)
+    soft = replace(problem, pdb_policy="soft")
+    ev = evaluate(soft, floor.plan)
+    taken = pdb_taken(soft, floor.plan.evicted)
+    needs = tuple(BudgetNeed(budget=b.key, allowed=b.allowed, needed=taken[b.key])
+                  for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key) if taken[b.key] > b.allowed)
+    placed_all = ev.placed == sum(len(c.pods) for c in problem.classes)
+    return WouldTake(violations_at_least=floor.violations, budgets=needs, evictions=ev.evicted_pods,
+                     proven=placed_all and ev.pdb_violations == floor.violations)
 
 
 def _needs_every_pod(problem: Problem) -> bool:

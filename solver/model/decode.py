@@ -27,6 +27,7 @@ from solver.model.plan import (
     Plan,
     Tiers,
     WorkloadVerdict,
+    WouldTake,
 )
 from solver.model.problem import MILLI, Problem
 from solver.model.workloads import Workload
@@ -40,11 +41,14 @@ def make_plan(
     *,
     bound: Tiers | None = None,
     stats: Mapping[str, Any],
+    would_take: Mapping[int, WouldTake] | None = None,
 ) -> Plan:
     """The plan of ``assignment``, with ``bound``, the best tiers any plan can reach (a proven
     lexicographic bound: ``objective.lex_bound``). OPTIMAL exactly when the plan's tiers are
     the bound; else FEASIBLE, with the gap of the first tier not proven. No bound: the trivial
-    one (``trivial_bound``), which proves nothing but an ideal plan."""
+    one (``trivial_bound``), which proves nothing but an ideal plan. ``would_take`` (workload
+    index -> what placing it would take, ``bounds.would_take``) goes into its verdict and, in
+    words, its reason."""
     ev = evaluate(problem, assignment)
     found = tiers(problem, ev)
     bound = trivial_bound(problem) if bound is None else bound
@@ -62,6 +66,11 @@ def make_plan(
     proven_out = len(problem.workloads) == 1 and not bound_satisfied(bound)  # no plan satisfies the one workload
     workloads = tuple(replace(w, proven=True) if not w.satisfied and (w.proven or proven_out) else w
                       for w in workloads)
+    for index, took in (would_take or {}).items():
+        verdict = workloads[index]
+        if not verdict.satisfied:
+            taken = replace(verdict, would_take=took, reason=verdict.reason + _taking(took))
+            workloads = (*workloads[:index], taken, *workloads[index + 1:])
     return Plan(
         status=OPTIMAL if found == bound else FEASIBLE,
         workloads=workloads,
@@ -92,6 +101,16 @@ def make_plan(
         ),
         stats=stats,
     )
+
+
+def _taking(took: WouldTake) -> str:
+    """A reason's tail: what placing the workload would take."""
+    shown = "; ".join(f"PodDisruptionBudget {b.budget}: {b.needed} evictions, {b.allowed} allowed"
+                      for b in took.budgets[:_BUDGETS_NAMED])
+    more = f" and {len(took.budgets) - _BUDGETS_NAMED} more" if len(took.budgets) > _BUDGETS_NAMED else ""
+    plan = f" ({shown}{more}, {took.evictions} pods evicted{', the fewest violations' if took.proven else ''})" \
+        if took.budgets else ""
+    return f"; placing it needs at least {took.violations_at_least} evictions beyond the budgets{plan}"
 
 
 def bound_satisfied(bound: Tiers) -> int:

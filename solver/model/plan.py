@@ -27,6 +27,33 @@ class GroupVerdict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetNeed:
+    """One PodDisruptionBudget a workload would have to break: ``needed`` of its pods evicted
+    where ``allowed`` (status.disruptionsAllowed) may go."""
+
+    budget: str  # namespace/name
+    allowed: int
+    needed: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WouldTake:
+    """What placing a workload strict budgets leave out would take: at least
+    ``violations_at_least`` evictions beyond the budgets' allowance (a proven floor), and a plan
+    placing it under soft budgets that breaks ``budgets`` and evicts ``evictions`` pods
+    (``proven`` when that plan meets the floor: no plan placing it breaks fewer)."""
+
+    violations_at_least: int
+    budgets: tuple[BudgetNeed, ...] = ()
+    evictions: int = 0
+    proven: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"violationsAtLeast": self.violations_at_least, "evictions": self.evictions, "proven": self.proven,
+                "budgets": [{"budget": b.budget, "allowed": b.allowed, "needed": b.needed} for b in self.budgets]}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadVerdict:
     name: str
     kind: str
@@ -35,6 +62,7 @@ class WorkloadVerdict:
     reason: str
     groups: tuple[GroupVerdict, ...]
     proven: bool = False  # unsatisfied, and no plan can satisfy it (the bound says so, or its own objects)
+    would_take: WouldTake | None = None  # strict: the budgets that keep it out, when they were proven to
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +205,7 @@ class Plan:
                 {
                     "name": w.name, "kind": w.kind, "priority": w.priority,
                     "satisfied": w.satisfied, "reason": w.reason, "proven": w.proven,
+                    **({"wouldTake": w.would_take.to_dict()} if w.would_take is not None else {}),
                     "groups": [
                         {"name": g.name, "kind": g.kind, "placedPods": g.placed_pods,
                          "runningPods": g.running_pods, "minCount": g.min_count,

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import api, verify
+from solver import api, grpc_convert, verify
 from solver.model import objective
-from solver.model.plan import OPTIMAL, Tiers
+from solver.model.plan import OPTIMAL, BudgetNeed, Tiers, WouldTake
 from tests.builders import RACK, node, pdb, pod, pod_group, snapshot
 from tests.dra_builders import (
     DRIVER,
@@ -123,6 +123,13 @@ def test_strict_proves_a_gang_unplaceable_when_every_rack_needs_more_than_the_bu
     assert not w.satisfied and w.proven
     o = plan.objective
     assert (o.satisfied_bound, o.placed_bound, o.gap, o.gap_tier) == (0, 0, 0.0, "")
+    # what it would take, in the plan, over gRPC and in the reason the adapter's condition shows
+    want = WouldTake(violations_at_least=1, budgets=(BudgetNeed(budget="default/keep", allowed=0, needed=1),),
+                     evictions=1, proven=True)
+    assert w.would_take == want
+    assert grpc_convert.plan_from_proto(grpc_convert.plan_to_proto(plan)).workloads[0].would_take == want
+    assert w.reason.endswith("placing it needs at least 1 evictions beyond the budgets (PodDisruptionBudget "
+                             "default/keep: 1 evictions, 0 allowed, 1 pods evicted, the fewest violations)")
     # soft: the same cluster is placed with one violation, proven too
     soft, _ = _plan(*_budgeted_racks(0), pdb_policy="soft", decompose=decomposed)
     assert soft.status == OPTIMAL and len(soft.bindings) == 2 and soft.objective.pdb_violations == 1

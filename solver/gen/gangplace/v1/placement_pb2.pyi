@@ -557,7 +557,7 @@ class GroupVerdict(_message.Message):
     def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., placed_pods: _Optional[int] = ..., running_pods: _Optional[int] = ..., min_count: _Optional[int] = ..., domain: _Optional[_Mapping[str, str]] = ..., satisfied: _Optional[bool] = ...) -> None: ...
 
 class WorkloadVerdict(_message.Message):
-    __slots__ = ("name", "kind", "priority", "satisfied", "reason", "groups", "proven")
+    __slots__ = ("name", "kind", "priority", "satisfied", "reason", "groups", "proven", "would_take")
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -565,6 +565,7 @@ class WorkloadVerdict(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     PROVEN_FIELD_NUMBER: _ClassVar[int]
+    WOULD_TAKE_FIELD_NUMBER: _ClassVar[int]
     name: str
     kind: str
     priority: int
@@ -572,7 +573,30 @@ class WorkloadVerdict(_message.Message):
     reason: str
     groups: _containers.RepeatedCompositeFieldContainer[GroupVerdict]
     proven: bool
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., priority: _Optional[int] = ..., satisfied: _Optional[bool] = ..., reason: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupVerdict, _Mapping]]] = ..., proven: _Optional[bool] = ...) -> None: ...
+    would_take: WouldTake
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., priority: _Optional[int] = ..., satisfied: _Optional[bool] = ..., reason: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[GroupVerdict, _Mapping]]] = ..., proven: _Optional[bool] = ..., would_take: _Optional[_Union[WouldTake, _Mapping]] = ...) -> None: ...
+
+class BudgetNeed(_message.Message):
+    __slots__ = ("budget", "allowed", "needed")
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    NEEDED_FIELD_NUMBER: _ClassVar[int]
+    budget: str
+    allowed: int
+    needed: int
+    def __init__(self, budget: _Optional[str] = ..., allowed: _Optional[int] = ..., needed: _Optional[int] = ...) -> None: ...
+
+class WouldTake(_message.Message):
+    __slots__ = ("violations_at_least", "budgets", "evictions", "proven")
+    VIOLATIONS_AT_LEAST_FIELD_NUMBER: _ClassVar[int]
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    EVICTIONS_FIELD_NUMBER: _ClassVar[int]
+    PROVEN_FIELD_NUMBER: _ClassVar[int]
+    violations_at_least: int
+    budgets: _containers.RepeatedCompositeFieldContainer[BudgetNeed]
+    evictions: int
+    proven: bool
+    def __init__(self, violations_at_least: _Optional[int] = ..., budgets: _Optional[_Iterable[_Union[BudgetNeed, _Mapping]]] = ..., evictions: _Optional[int] = ..., proven: _Optional[bool] = ...) -> None: ...
 
 class Binding(_message.Message):
     __slots__ = ("pod", "node")
