@@ -26,7 +26,7 @@ from solver.model.assignment import Assignment, score, trivial_bound
 from solver.model.build import BuiltModel, build_model
 from solver.model.plan import FEASIBLE, OPTIMAL, Tiers
 from solver.model.problem import Problem
-from solver.model.solve import SolveParams, SolveResult, solve
+from solver.model.solve import SolveParams, SolveResult, StageReport, solve
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,7 +112,7 @@ class _ByDomain:
         self.sizes = _Sizes(self.floors)
         self.first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
         self.incumbent: tuple[int, int] | None = None  # (stage-1 value, PDB violations) of the best domain so far
-        self.reports: list[dict[str, object]] = [{"domain": v, "status": "UNPLACEABLE"} for v in self.unplaceable]
+        self.reports: list[StageReport] = [{"domain": v, "status": "UNPLACEABLE"} for v in self.unplaceable]
         self.finalists: list[str] = []  # the domains reaching the best tiers 1-3, in the order pass 2 takes them
         self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
         self.best: tuple[Tiers, Assignment] | None = None

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ortools.sat.python import cp_model
 
@@ -42,6 +43,20 @@ class SolveParams:
     on_solution: Callable[[str, float, float], None] | None = None
 
 
+class StageReport(TypedDict, total=False):
+    """One stage as ``stats.stages`` reports it (or, decomposed, one domain: ``domain``)."""
+
+    stage: str  # objective.StageKind's value
+    status: str  # CP-SAT's status name, or PRUNED / UNPLACEABLE for a domain
+    seconds: float
+    objective: float | None
+    bound: float
+    floor: int | None
+    fromHint: bool  # taken from the hinted plan at a proven bound, no search
+    domain: str
+    tier: int  # a pruned domain: the tier it was proven worse on
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SolveResult:
     assignment: Assignment | None  # None: no solution at all (cannot happen with a hint)
@@ -50,7 +65,7 @@ class SolveResult:
     # every tier up to the first unproven one, that one's proven bound, the trivial best after
     bound: Tiers
     solve_seconds: float
-    stages: tuple[dict[str, object], ...] = field(default_factory=tuple)
+    stages: tuple[StageReport, ...] = field(default_factory=tuple)
     pruned: bool = False  # a cutoff proved this model cannot match the incumbent
 
 
@@ -98,7 +113,7 @@ class _Staged:
         self.current: Assignment | None = None  # the stages' solution so far
         self.lead: Assignment | None = None  # the assignment the model is hinted with
         self.all_optimal = True
-        self.reports: list[dict[str, object]] = []
+        self.reports: list[StageReport] = []
         self.pruned = False
         self.found_values: dict[objective.StageKind, tuple[int, bool]] = {}  # per stage: value found, proven
         self.bounds: list[objective.StageBound] = []  # per stage decided: its value, its proven bound
@@ -356,7 +371,7 @@ def _holds(built: BuiltModel, lead: Assignment | None, params: SolveParams,
         solver = cp_model.CpSolver()
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = params.workers
-        solver.parameters.max_time_in_seconds = max(1.0, params.time_limit / 10)
+        solver.parameters.max_time_in_seconds = max(0.05, params.time_limit / 10)
         checked[id(lead)] = (lead, solver.solve(built.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE))
     return checked[id(lead)][1]
 

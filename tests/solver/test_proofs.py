@@ -225,3 +225,16 @@ def test_decomposed_monolithic_and_shortcut_answers_agree_on_every_tier(objs: li
     assert all(p.status == OPTIMAL for p in answers)
     assert len({p.objective.tiers for p in answers}) == 1, [p.objective.tiers for p in answers]
     assert all(p.objective.gap_tier == "" for p in answers)
+
+
+def test_a_deadline_too_short_for_a_model_plans_from_the_hint_and_says_so() -> None:
+    # two workloads (no decomposition); 10 ms leave no time to build a model: the plan is the
+    # hint's (what it reached), verified, and the bound proves nothing it did not reach
+    objs = [node("n0").cpu_m(4000), node("n1").cpu_m(4000),
+            pod_group("a", 1).priority(100), pod("a-0").group("a").cpu_m(1000).priority(100),
+            pod_group("b", 1).priority(50), pod("b-0").group("b").cpu_m(1000).priority(50)]
+    plan, out = _plan(*objs, time_limit=0.01, ideal_shortcut=False)
+    assert "model" in out["stats"]["cut"] and out["stats"]["solver"] == "hint"
+    assert out["stats"]["variables"] == 0
+    assert plan.objective.tiers <= Tiers(((100, 1), (50, 1)), 2)
+    assert plan.status == OPTIMAL or plan.objective.gap_tier != ""
