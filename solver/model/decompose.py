@@ -168,8 +168,13 @@ class _ByDomain:
         greedy cost) first, each asked to beat the incumbent's cost or pruned by its floors."""
         problem = self.problem
         finalists = [v for v, (k, _) in self.first.items() if k == best13]
-        # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every pod
-        costs = {v: _cost_floor(problem, self.subs[v], best13) for v in finalists}
+        # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every
+        # pod, while the search has time left (a finalist past it has no floor: bound 0)
+        costs: dict[str, bounds.CostFloor | None] = {}
+        for v in finalists:
+            out_of_time = time.perf_counter() - self.start > self.params.time_limit or \
+                (self.params.stop is not None and self.params.stop.is_set())
+            costs[v] = None if out_of_time else _cost_floor(problem, self.subs[v], best13)
         self.cost_floors = {v: None if c is None else c.cost for v, c in costs.items()}
         for v, c in costs.items():
             if c is not None and c.plan is not None:
