@@ -59,7 +59,11 @@ def test_strict_leaves_the_gang_pending_with_a_reason_when_no_eviction_is_allowe
     assert list(plan.bindings) == []
     assert list(plan.evictions) == []
     assert not plan.workloads[0].satisfied
-    assert plan.workloads[0].reason.endswith("beyond the disruptionsAllowed of PodDisruptionBudget default/db (0 allowed)")
+    why, _, took = plan.workloads[0].reason.partition("; placing it needs")
+    assert why.endswith("beyond the disruptionsAllowed of PodDisruptionBudget default/db (0 allowed)")
+    # proven by the strict floor (one gang, one shape): what it would take, in words too
+    assert (took == " at least 1 evictions beyond the budgets (PodDisruptionBudget default/db: 1 evictions, "
+            "0 allowed, 1 pods evicted, the fewest violations)") is not baseline_only
     soft = _plan(objs, baseline_only=baseline_only, pdb_policy="soft")
     assert [e.pod for e in soft.evictions] == ["default/db-1"] and soft.objective.pdb_violations == 1
 
@@ -89,9 +93,13 @@ def test_a_reason_names_five_budgets_then_counts_the_rest() -> None:
         objs += [pod(f"app-{k}").on("n1").cpu_m(1000).priority(1).label("app", f"a{k}"), pdb(f"b{k}", 0, app=f"a{k}")]
     objs += [pod_group("g", 1).priority(100), pod("g-0").group("g").cpu_m(3000)]
     plan = _plan(objs)
-    assert plan.workloads[0].reason.endswith(
+    why, _, took = plan.workloads[0].reason.partition("; placing it needs")
+    assert why.endswith(
         "PodDisruptionBudget default/b0 (0 allowed), default/b1 (0 allowed), default/b2 (0 allowed), "
         "default/b3 (0 allowed), default/b4 (0 allowed) and 2 more")
+    # the floor's plan frees 3 CPUs with the fewest budgets broken: three of the seven
+    assert plan.workloads[0].would_take is not None and len(plan.workloads[0].would_take.budgets) == 3
+    assert took.startswith(" at least 3 evictions beyond the budgets")
 
 
 def test_an_unknown_policy_is_an_option_error() -> None:
