@@ -221,7 +221,7 @@ def row_line(row: dict[str, Any]) -> str:
 COLUMNS = (
     ("case", "{case}"), ("nodes", "{nodes}"), ("running", "{runningPods}"), ("pending", "{pendingPods}"),
     ("vars", "{variables}"), ("build s", "{buildSeconds:.3f}"), ("solve s", "{solveSeconds:.3f}"),
-    ("total s", "{totalSeconds:.3f}"), ("status", "{status}"), ("gap", "{gap:.2%}"),
+    ("total s", "{totalSeconds:.3f}"), ("in limit", "{in_limit}"), ("status", "{status}"), ("gap", "{gap:.2%}"),
     ("gap tier", "{gap_tier}"),
     ("sat gp/bl", "{gangplace[satisfiedWorkloads]}/{baseline[satisfiedWorkloads]}"),
     ("placed gp/bl", "{gangplace[placedPods]}/{baseline[placedPods]}"),
@@ -247,6 +247,16 @@ THREE_WAY = (
 )
 
 
+DEADLINE_SLACK = 0.10  # a plan is on time within its limit and 10 % more (after the snapshot is read)
+
+
+def within_deadline(row: dict[str, Any]) -> str:
+    """"yes" when the median plan took at most the time limit + 10 %, else the overrun."""
+    limit = float(row["params"]["timeLimit"])
+    over = row["totalSeconds"] - limit * (1 + DEADLINE_SLACK)
+    return "yes" if over <= 0 else f"+{over:.1f} s"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     columns = THREE_WAY if rows and any("upstream" in r or "upstreamError" in r for r in rows) else COLUMNS
     cells = [[h for h, _ in columns]]
@@ -258,7 +268,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         pg = row.get("podGroupAttemptSeconds")
         pg_ms = "-" if pg is None else f"{pg * 1000:.1f} x{row['podGroupAttempts']}"
         gap_tier = row.get("gapTier") or "-"
-        cells.append([fmt.format(**row, ratio=ratio, pg_ms=pg_ms, gap_tier=gap_tier) for _, fmt in columns])
+        in_limit = within_deadline(row)
+        cells.append([fmt.format(**row, ratio=ratio, pg_ms=pg_ms, gap_tier=gap_tier, in_limit=in_limit)
+                      for _, fmt in columns])
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     lines.insert(1, "-+-".join("-" * w for w in widths))
