@@ -136,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--workload", metavar="NS/NAME", help="plan only this pending workload (its root group)")
     solve.add_argument("--explain", metavar="NS/NAME",
                        help="what it would take to place this pending workload: the budgets to relax (JSON)")
-    solve.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds for the solve (10)")
+    solve.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="deadline for the whole plan after the snapshot is read (10)")
     solve.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     solve.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
     solve.add_argument("--baseline", action="store_true", help="answer with the upstream-greedy baseline plan")
@@ -163,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="solves at once; more get RESOURCE_EXHAUSTED (2)")
     serve.add_argument("--max-message-mb", type=int, default=512, metavar="MB", help="largest request/reply (512)")
     serve.add_argument("--time-limit", type=float, default=10.0, metavar="S",
-                       help="solve time when the request sets none (10)")
+                       help="deadline for a plan when the request sets none (10)")
     serve.add_argument("--grace", type=float, default=30.0, metavar="S",
                        help="seconds in-flight solves get to finish on SIGTERM (30)")
     serve.add_argument("--health-port", type=port_arg, default=0, metavar="PORT",
@@ -181,7 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--alibaba", metavar="TRACE_DIR",
                        help="add cases converted from the Alibaba GPU trace (cluster-trace-gpu-v2023) there")
     bench.add_argument("--repeat", type=_positive, default=3, metavar="N", help="gangplace solves per case (3)")
-    bench.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds per solve (60)")
+    bench.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="deadline per plan after the snapshot is read (60)")
     bench.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     bench.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
     bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
