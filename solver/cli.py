@@ -136,7 +136,8 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--workload", metavar="NS/NAME", help="plan only this pending workload (its root group)")
     solve.add_argument("--explain", metavar="NS/NAME",
                        help="what it would take to place this pending workload: the budgets to relax (JSON)")
-    solve.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="deadline for the whole plan after the snapshot is read (10)")
+    solve.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                       help="deadline for the whole plan after the snapshot is read (10)")
     solve.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     solve.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
     solve.add_argument("--baseline", action="store_true", help="answer with the upstream-greedy baseline plan")
@@ -181,7 +182,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--alibaba", metavar="TRACE_DIR",
                        help="add cases converted from the Alibaba GPU trace (cluster-trace-gpu-v2023) there")
     bench.add_argument("--repeat", type=_positive, default=3, metavar="N", help="gangplace solves per case (3)")
-    bench.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="deadline per plan after the snapshot is read (60)")
+    bench.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                       help="deadline per plan after the snapshot is read (60)")
     bench.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     bench.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
     bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
