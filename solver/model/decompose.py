@@ -139,7 +139,7 @@ class _ByDomain:
         problem = self.problem
         self.tried.sort(key=lambda v: score(problem, self.hints[v]).head, reverse=True)
         for i, v in enumerate(self.tried):
-            share = _share(self.params, self.start, len(self.tried) - i, 0.5)
+            share = _share(self.params, self.start, len(self.tried) - i, 0.5, self.sizes.overhead())
             if share is None:
                 break
             result = solve(self.sizes.build(self.subs[v], v), share, hint=self.hints[v], upto_cost=True,
@@ -184,7 +184,7 @@ class _ByDomain:
         finalists.sort(key=lambda v: (self.cost_floors[v] or 0, _greedy_cost(problem, self.hints[v], best13)))
         self.finalists = finalists
         for i, v in enumerate(finalists):
-            share = _share(self.params, self.start, len(finalists) - i, 1.0)
+            share = _share(self.params, self.start, len(finalists) - i, 1.0, self.sizes.overhead())
             if share is None:
                 break  # the finalists left keep their pass-1 bound, raised to their cost floor
             best = self.best
@@ -264,23 +264,33 @@ class _Sizes:
     def __init__(self, floors: dict[str, bounds.PdbFloor | None]) -> None:
         self.variables = self.constraints = 0
         self.build_seconds = 0.0
+        self.longest = 0.0
         self._floors = floors
 
     def build(self, sub: Problem, domain: str,
               cost_floors: dict[int, bounds.CostFloor | None] | None = None) -> BuiltModel:
         built = build_model(sub, pdb_floor=self._floors[domain], cost_floors=cost_floors)
         self.build_seconds += built.build_seconds
+        self.longest = max(self.longest, built.build_seconds)
         self.variables = max(self.variables, built.variables)
         self.constraints = max(self.constraints, built.constraints)
         return built
+
+    def overhead(self) -> float:
+        """Seconds a domain costs besides its search: the longest build so far, doubled for the
+        checks around the search (the hinted plan's, the floors'), at least 10 ms."""
+        return max(0.01, 2 * self.longest)
 
     def result(self, result: SolveResult, domains: int) -> DecomposedResult:
         return DecomposedResult(result=result, domains=domains, variables=self.variables,
                                 constraints=self.constraints, build_seconds=self.build_seconds)
 
 
-def _share(params: SolveParams, start: float, left: int, fraction: float) -> SolveParams | None:
-    remaining = (params.time_limit - (time.perf_counter() - start)) * fraction
+def _share(params: SolveParams, start: float, left: int, fraction: float, overhead: float) -> SolveParams | None:
+    """The search time of the next of ``left`` domains: its part of ``fraction`` of what is left,
+    once each domain's own building and checking (``overhead`` seconds) is set aside, so the
+    domains together keep to the limit."""
+    remaining = (params.time_limit - (time.perf_counter() - start)) * fraction - overhead * left
     if remaining <= 0.01:
         return None
     return replace(params, time_limit=remaining / left)
