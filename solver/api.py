@@ -181,7 +181,9 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
                                 dra_preemption=options.dra_preemption)
         problem_done = time.perf_counter()
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
-        floor = None if options.baseline_only else bounds.strict_floor(problem)
+        # the strict floor, given up (no proof) when the limit is near
+        floor = None if options.baseline_only else \
+            bounds.strict_floor(problem, stop=lambda: clock.passed(1 - 1.5 * RESERVE_SHARE))
         blocked = floor is not None
         if options.baseline_only:
             baseline = greedy.baseline(problem)
@@ -285,7 +287,7 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     fallback_start = time.perf_counter()
     assignment = solved.assignment if solved else None
     bound = solved.bound if solved else trivial
-    if assignment is not None and (solved is None or solved.status != OPTIMAL):
+    if assignment is not None and assignment.evicted and (solved is None or solved.status != OPTIMAL):
         assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
     fallbacks = [hint]
     if solved is None or solved.status != OPTIMAL:  # an optimum is never worse than upstream's plan

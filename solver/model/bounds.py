@@ -65,21 +65,27 @@ class _Node:
     free_units: tuple[int, ...]  # eligible units no budget counts
 
 
-def pdb_floor(problem: Problem) -> PdbFloor | None:
-    """The floor on PDB violations of any plan that places every pending pod, or None."""
+def pdb_floor(problem: Problem, stop: Callable[[], bool] | None = None) -> PdbFloor | None:
+    """The floor on PDB violations of any plan that places every pending pod, or None. Once
+    ``stop()`` is true the programs give up (None: a floor over some domains only would be
+    wrong), or, when the floor is known already, the plan behind it is not built."""
     tree = _shape(problem)
     if tree is None or problem.strict_pdbs or not problem.snapshot.pdbs:
         return None
     cls = problem.classes[problem.workloads[0].classes[0]]
     nodes = {n.name: n for n in problem.nodes}
-    per_node = {name: _node(problem, cls, nodes[name], most) for name, most in _candidates(problem).items()}
+    per_node: dict[s.NodeName, _Node] = {}
+    for i, (name, most) in enumerate(_candidates(problem).items()):
+        if stop is not None and i % 256 == 0 and stop():
+            return None
+        per_node[name] = _node(problem, cls, nodes[name], most)
     options = {name: tuple((x, cap) for x, cap in enumerate(node.caps) if cap and (x == 0 or cap > node.caps[x - 1]))
                for name, node in per_node.items()}
-    found = _tree(problem, tree, options)
+    found = _tree(problem, tree, options, stop)
     if found is None:
         return None
     evictions, parts = found
-    plan = _build(problem, cls, tree, parts, per_node, options)
+    plan = None if stop is not None and stop() else _build(problem, cls, tree, parts, per_node, options)
     # only units on these nodes can be evicted (an eviction makes room beside a placed pod)
     reachable = {u for name in per_node for u in problem.units_on_node.get(name, ())}
     once = all(sum(problem.units[u].pdb_counts.values()) <= len(problem.units[u].members) for u in reachable)
@@ -93,7 +99,7 @@ def strict_blocks(problem: Problem) -> bool:
     return strict_floor(problem) is not None
 
 
-def strict_floor(problem: Problem) -> PdbFloor | None:
+def strict_floor(problem: Problem, stop: Callable[[], bool] | None = None) -> PdbFloor | None:
     """Under strict budgets, the PDB floor that proves no plan can satisfy the problem's one
     workload, else None. It proves so when the workload needs every pending pod (each gang's
     minCount, each composite's minGroupCount, all of them) and placing every pending pod needs
@@ -106,7 +112,7 @@ def strict_floor(problem: Problem) -> PdbFloor | None:
         return None
     if not _needs_every_pod(problem):
         return None
-    floor = pdb_floor(replace(problem, pdb_policy="soft"))
+    floor = pdb_floor(replace(problem, pdb_policy="soft"), stop)
     return floor if floor is not None and floor.violations > 0 else None
 
 
@@ -529,14 +535,16 @@ def _most_freed(items: Sequence[tuple[int, int]], total: int) -> list[int]:
 Options = tuple[tuple[float, int], ...]  # per node: (weight, pods) of each way to use it
 
 
-def _tree(problem: Problem, tree: _Tree, options: Mapping[s.NodeName, Options]
-          ) -> tuple[float, list[tuple[list[s.NodeName], int]]] | None:
+def _tree(problem: Problem, tree: _Tree, options: Mapping[s.NodeName, Options],
+          stop: Callable[[], bool] | None = None) -> tuple[float, list[tuple[list[s.NodeName], int]]] | None:
     """The least total weight placing every pending pod, and the domains (node lists) used with
     the number of leaf groups each takes, by the tree's keys: one domain of the root's key,
     each leaf group in one domain of the leaves' key."""
     labels = {n.name: n.labels for n in problem.nodes}
     best: tuple[float, list[tuple[list[s.NodeName], int]]] | None = None
     for outer in _split(sorted(options), tree.root_key, labels).values():
+        if stop is not None and stop():
+            return None  # the least over some domains is no floor
         if tree.leaf_key is _ROOT:
             found = (_domain(outer, options, tree.pods)[0], [(outer, 1)])
         else:
