@@ -238,3 +238,17 @@ def test_a_deadline_too_short_for_a_model_plans_from_the_hint_and_says_so() -> N
     assert out["stats"]["variables"] == 0
     assert plan.objective.tiers <= Tiers(((100, 1), (50, 1)), 2)
     assert plan.status == OPTIMAL or plan.objective.gap_tier != ""
+
+
+def test_a_floor_stopped_part_way_is_no_floor_and_a_plan_stopped_keeps_the_floor() -> None:
+    from solver.model import bounds
+    from solver.model.problem import build_problem
+
+    problem = build_problem(snapshot(*_budgeted_racks(0)), pdb_policy="soft")
+    whole = bounds.pdb_floor(problem)
+    assert whole is not None and whole.violations == 1 and whole.plan is not None
+    assert bounds.pdb_floor(problem, stop=lambda: True) is None  # never a floor over some domains
+    calls = iter(range(1000))
+    # true only at the last check, after the programs: the floor stands, its plan is not built
+    late = bounds.pdb_floor(problem, stop=lambda: next(calls) >= 3)
+    assert late is not None and late.violations == whole.violations and late.plan is None
