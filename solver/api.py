@@ -294,7 +294,9 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
         # upstream's choice, as far as it gets before half the reserve is left; it cannot stop
         # inside a workload and scores every pod over sampled nodes (measured at up to 5 times
         # the hint's walk), so it is not started without that much time left
-        if clock.left() - options.time_limit * RESERVE_SHARE / 2 > BASELINE_PER_HINT * phases["hint"]:
+        # (a hint the deadline cut says nothing of how long a whole walk takes)
+        if "hint" not in cut and \
+                clock.left() - options.time_limit * RESERVE_SHARE / 2 > BASELINE_PER_HINT * phases["hint"]:
             fallbacks.append(greedy.baseline(problem, stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
         if clock.passed(1 - RESERVE_SHARE / 2) or len(fallbacks) == 1:
             cut.append("baselineFallback")
