@@ -70,12 +70,17 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     Pass 1 solves tiers 1-3 in every domain (cheap). Pass 2 solves the cost tiers
     only in the domains that reach the best tiers 1-3, cheapest greedy first, each
     asked to match or beat the incumbent's cost, so most are pruned by the solver's
-    own proof instead of being optimised.
+    own proof instead of being optimised. Both run in rounds: each round's groundwork
+    (floors and hints) takes at most half the time left, and a round that ends with time
+    left starts another on the domains not reached yet.
     """
     search = _ByDomain(problem, params, key)
-    search.first_pass()
-    if search.first:
-        search.cost_pass(max(k for k, _ in search.first.values()))
+    while search.groundwork():  # in rounds: time a round leaves goes to the domains not reached
+        search.first_pass()
+        if search.first:
+            search.cost_pass(max(k for k, _ in search.first.values()))
+        if not search.pending or search.left() <= params.time_limit * 0.05:
+            break
     return search.sizes.result(search.combined(), len(search.values))
 
 
@@ -93,29 +98,44 @@ class _ByDomain:
         trivial = trivial_bound(problem)
         self.bounds: dict[str, Tiers] = dict.fromkeys(self.values, trivial)  # domain -> what it may reach
         self.unplaceable: list[str] = []  # proven by the floors: no plan there satisfies the workload
-        # each domain's floors and greedy hint; past half the time limit the domains left are
-        # not tried at all (their bound stays trivial), so the groundwork never eats the search
         self.floors: dict[str, bounds.PdbFloor | None] = {}
         self.hints: dict[str, Assignment] = {}
-        for v, sub in self.subs.items():
-            if time.perf_counter() - self.start > params.time_limit * 0.5 or (params.stop and params.stop.is_set()):
-                break
+        self.pending = list(self.values)  # domains whose groundwork is still to do
+        self.tried: list[str] = []  # domains with a hint, in the order pass 1 takes them
+        self.passed: set[str] = set()  # domains pass 1 has tried
+        self.costed: set[str] = set()  # finalists pass 2 has tried
+        self.sizes = _Sizes(self.floors)
+        self.first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
+        self.incumbent: tuple[int, int] | None = None  # (stage-1 value, PDB violations) of the best domain so far
+        self.reports: list[StageReport] = []
+        self.finalists: list[str] = []  # the domains reaching the best tiers 1-3, in the order pass 2 takes them
+        self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
+        self.best: tuple[Tiers, Assignment] | None = None
+
+    def left(self) -> float:
+        return self.params.time_limit - (time.perf_counter() - self.start)
+
+    def groundwork(self) -> bool:
+        """Each pending domain's floors and greedy hint, until half of the time left is spent
+        (the domains left wait for the next round; their bound stays trivial until then), so
+        the groundwork never eats the search. False when there is nothing to search."""
+        stop = self.params.stop
+        until = time.perf_counter() + self.left() * 0.5
+        trivial = trivial_bound(self.problem)
+        while self.pending and time.perf_counter() < until and not (stop is not None and stop.is_set()):
+            v = self.pending.pop(0)
+            sub = self.subs[v]
             if bounds.strict_blocks(sub):
                 # strict: placing the gang here needs more budget-counted evictions than the
                 # budgets allow, so nothing is placed here in any plan (solver/model/bounds.py)
                 self.unplaceable.append(v)
                 self.bounds[v] = replace(trivial, satisfied=tuple((p, 0) for p, _ in trivial.satisfied), placed=0)
+                self.reports.append({"domain": v, "status": "UNPLACEABLE"})
                 continue
             self.floors[v] = bounds.pdb_floor(sub)
             self.hints[v] = _better(sub, greedy.hint(sub), self.floors[v])
-        self.tried = [v for v in self.values if v in self.hints]
-        self.sizes = _Sizes(self.floors)
-        self.first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
-        self.incumbent: tuple[int, int] | None = None  # (stage-1 value, PDB violations) of the best domain so far
-        self.reports: list[StageReport] = [{"domain": v, "status": "UNPLACEABLE"} for v in self.unplaceable]
-        self.finalists: list[str] = []  # the domains reaching the best tiers 1-3, in the order pass 2 takes them
-        self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
-        self.best: tuple[Tiers, Assignment] | None = None
+            self.tried.append(v)
+        return any(v not in self.passed for v in self.tried)
 
     def drop(self, v: str) -> None:
         """Domain ``v`` is proven no better than the incumbent: its bound no longer counts."""
@@ -137,11 +157,13 @@ class _ByDomain:
         """Tiers 1-3 in every domain, the best greedy tiers first so the incumbent is good early
         (a stable sort: ties keep their order)."""
         problem = self.problem
-        self.tried.sort(key=lambda v: score(problem, self.hints[v]).head, reverse=True)
-        for i, v in enumerate(self.tried):
-            share = _share(self.params, self.start, len(self.tried) - i, 0.5, self.sizes.overhead())
+        fresh = sorted((v for v in self.tried if v not in self.passed),
+                       key=lambda v: score(problem, self.hints[v]).head, reverse=True)
+        for i, v in enumerate(fresh):
+            share = _share(self.params, self.start, len(fresh) - i, 0.5, self.sizes.overhead())
             if share is None:
                 break
+            self.passed.add(v)
             result = solve(self.sizes.build(self.subs[v], v), share, hint=self.hints[v], upto_cost=True,
                            stage_cutoff=self.pdb_cutoff)
             if result.pruned:
@@ -167,7 +189,7 @@ class _ByDomain:
         """The cost tiers in the domains that reach ``best13``: lowest cost floor (then
         greedy cost) first, each asked to beat the incumbent's cost or pruned by its floors."""
         problem = self.problem
-        finalists = [v for v, (k, _) in self.first.items() if k == best13]
+        finalists = [v for v, (k, _) in self.first.items() if k == best13 and v not in self.costed]
         # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every
         # pod, while the search has time left (a finalist past it has no floor: bound 0)
         costs: dict[str, bounds.CostFloor | None] = {}
@@ -175,18 +197,19 @@ class _ByDomain:
             out_of_time = time.perf_counter() - self.start > self.params.time_limit or \
                 (self.params.stop is not None and self.params.stop.is_set())
             costs[v] = None if out_of_time else _cost_floor(problem, self.subs[v], best13)
-        self.cost_floors = {v: None if c is None else c.cost for v, c in costs.items()}
+        self.cost_floors.update({v: None if c is None else c.cost for v, c in costs.items()})
         for v, c in costs.items():
             if c is not None and c.plan is not None:
                 self.hints[v] = _better_plan(self.subs[v], self.hints[v], c.plan)
             if c is not None and self.first[v][1]:  # tiers 1-3 proven: the cost is at least the floor
                 self.bounds[v] = replace(self.bounds[v], cost_milli=max(self.bounds[v].cost_milli, c.cost))
         finalists.sort(key=lambda v: (self.cost_floors[v] or 0, _greedy_cost(problem, self.hints[v], best13)))
-        self.finalists = finalists
+        self.finalists += finalists
         for i, v in enumerate(finalists):
             share = _share(self.params, self.start, len(finalists) - i, 1.0, self.sizes.overhead())
             if share is None:
                 break  # the finalists left keep their pass-1 bound, raised to their cost floor
+            self.costed.add(v)
             best = self.best
             # the cost cutoff only applies where tiers 1-3 are proven equal to the incumbent's
             cutoff = None if best is None else (best[0].head, best[0].cost_milli)
