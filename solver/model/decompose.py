@@ -76,10 +76,12 @@ def solve_by_domain(problem: Problem, params: SolveParams, key: str) -> Decompos
     """
     search = _ByDomain(problem, params, key)
     while search.groundwork():  # in rounds: time a round leaves goes to the domains not reached
+        progress = len(search.passed) + len(search.costed)
         search.first_pass()
         if search.first:
             search.cost_pass(max(k for k, _ in search.first.values()))
-        if not search.pending or search.left() <= params.time_limit * 0.05:
+        if search.left() <= params.time_limit * 0.05 or \
+                (not search.pending and len(search.passed) + len(search.costed) == progress):
             break
     return search.sizes.result(search.combined(), len(search.values))
 
@@ -313,10 +315,12 @@ def _share(params: SolveParams, start: float, left: int, fraction: float, overhe
     """The search time of the next of ``left`` domains: its part of ``fraction`` of what is left,
     once each domain's own building and checking (``overhead`` seconds) is set aside, so the
     domains together keep to the limit."""
-    remaining = (params.time_limit - (time.perf_counter() - start)) * fraction - overhead * left
-    if remaining <= 0.01:
+    remaining = (params.time_limit - (time.perf_counter() - start)) * fraction
+    if remaining - overhead <= 0.01:
         return None
-    return replace(params, time_limit=remaining / left)
+    # too little for every domain left: this one still gets a short search (the next round, or
+    # the bound, takes care of the rest)
+    return replace(params, time_limit=max((remaining - overhead * left) / left, min(0.05, remaining - overhead)))
 
 
 def _greedy_cost(problem: Problem, hint: Assignment, best13: Tiers) -> tuple[int, int]:
