@@ -60,7 +60,7 @@ class StageReport(TypedDict, total=False):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SolveResult:
     assignment: Assignment | None  # None: no solution at all (cannot happen with a hint)
-    status: str  # OPTIMAL when every stage proved optimal, else FEASIBLE / UNKNOWN
+    status: str  # OPTIMAL when every stage is proven, else FEASIBLE / UNKNOWN (the plan derives its own from bound)
     # the best tiers any plan of this model can reach, lexicographically (objective.lex_bound):
     # every tier up to the first unproven one, that one's proven bound, the trivial best after
     bound: Tiers
