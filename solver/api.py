@@ -20,12 +20,12 @@ from solver import verify as verify_mod
 from solver.gcpause import without_gc
 from solver.model import bounds, cel, decompose, greedy
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment, score, trivial_bound
+from solver.model.assignment import Assignment, budget_needs, score, trivial_bound
 from solver.model.build import build_model
 from solver.model.decode import make_plan
 from solver.model.errors import SolverError
 from solver.model.features import FeatureGates, format_feature_gates
-from solver.model.plan import OPTIMAL, BudgetNeed, Plan
+from solver.model.plan import OPTIMAL, TIER_NAMES, BudgetNeed, Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy, Problem, build_problem
 from solver.model.solve import SolveParams, SolveResult, solve
 
@@ -145,14 +145,21 @@ BUILD_SECONDS_PER_VARIABLE = 50e-6  # twice the rate measured on contention-5000
 BASELINE_PER_HINT = 5  # upstream's walk against the hint's, measured on scale-1000 (2.4 s and 0.47 s)
 
 
+_NOTHING = Assignment(counts={}, evicted=frozenset())  # nothing placed, nothing evicted
+
+
+def _build_estimate(problem: Problem) -> float:
+    """Seconds building the whole model should take, at BUILD_SECONDS_PER_VARIABLE a count."""
+    return sum(len(c) for c in problem.candidates) * BUILD_SECONDS_PER_VARIABLE
+
+
 def _hint_share(problem: Problem, options: PlanOptions) -> float:
     """The share of the time limit the hint may take: HINT_SHARE; DOMAINS_HINT_SHARE when the
     problem is solved per domain; most of it when no model could be built in time anyway, so
     that the hint, which is then the plan, reaches as many workloads as it can."""
     if options.decompose and decompose.root_key(problem) is not None:
         return DOMAINS_HINT_SHARE  # each domain gets a hint of its own; this one is for the shortcut
-    planned = sum(len(c) for c in problem.candidates)
-    return HINT_SHARE if planned * BUILD_SECONDS_PER_VARIABLE <= options.time_limit / 2 else 1 - RESERVE_SHARE * 2
+    return HINT_SHARE if _build_estimate(problem) <= options.time_limit / 2 else 1 - RESERVE_SHARE * 2
 
 
 class _Deadline:
@@ -188,11 +195,11 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         if options.baseline_only:
             baseline = greedy.baseline(problem)
         elif blocked:
-            baseline = Assignment(counts={}, evicted=frozenset())  # proven below: nothing can be placed
+            baseline = _NOTHING  # proven below: nothing can be placed
         else:
             share = _hint_share(problem, options)
             # past its share already (building the problem took it): no hint, not even its setup
-            baseline = Assignment(counts={}, evicted=frozenset()) if clock.passed(share) else \
+            baseline = _NOTHING if clock.passed(share) else \
                 greedy.hint(problem, stop=lambda: clock.passed(share))
             if clock.passed(share):
                 cut.append("hint")  # the workloads not reached by then are left out of the hint
@@ -230,9 +237,8 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         # so the best plan places nothing (solver/model/bounds.py), proven without a model
         stats.update({"solver": "strict-floor", "buildSeconds": 0.0, "solveSeconds": 0.0,
                       "variables": 0, "constraints": 0})
-        empty = Assignment(counts={}, evicted=frozenset())
         assert floor is not None
-        result = make_plan(problem, empty, bound=score(problem, empty), stats=stats,
+        result = make_plan(problem, _NOTHING, bound=score(problem, _NOTHING), stats=stats,
                            would_take={problem.workloads[0].index: bounds.would_take(problem, floor)})
     else:
         result = _solved(problem, options, clock, baseline, stats, phases, cut)
@@ -259,7 +265,6 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     key = decompose.root_key(problem) if options.decompose else None
     if key is not None and not decompose.domains(problem, key):
         key = None  # nothing can land anywhere: the whole model is trivial
-    planned = sum(len(c) for c in problem.candidates)
     solved: SolveResult | None = None
     size = (0, 0, 0.0)
     if key is not None:
@@ -267,7 +272,7 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
         solved = parts.result
         size = (parts.variables, parts.constraints, parts.build_seconds)
         stats["decomposedBy"] = {"key": key, "domains": parts.domains}
-    elif search <= 0.01 or planned * BUILD_SECONDS_PER_VARIABLE > search / 2 or clock.passed():
+    elif search <= 0.01 or _build_estimate(problem) > search / 2 or clock.passed():
         cut.append("model")  # no time to build it, let alone search it: the hint is the plan
     else:
         built = build_model(problem, max_variables=options.max_variables)
@@ -348,15 +353,9 @@ def explain(snapshot: s.ClusterSnapshot, workload: str, options: PlanOptions = P
     evicted = {e.pod for e in soft.evictions}
     problem = build_problem(select_workload(snapshot, workload), pdb_policy="soft", gates=options.gates,
                             dra_preemption=options.dra_preemption)
-    taken: dict[str, int] = {}
-    for unit in problem.units:
-        if any(p.key in evicted for p in unit.members):
-            for budget, n in unit.pdb_counts.items():
-                taken[budget] = taken.get(budget, 0) + n
-    needs = tuple(BudgetNeed(budget=b.key, allowed=b.allowed, needed=taken[b.key])
-                  for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key) if taken.get(b.key, 0) > b.allowed)
-    o = soft.objective
-    proven = soft.workloads[0].satisfied and o.satisfied_bound == o.satisfied_workloads and \
-        o.placed_bound == o.placed_pods and o.pdb_violations_bound == o.pdb_violations
+    needs = budget_needs(problem, (u for u, unit in enumerate(problem.units)
+                                   if any(p.key in evicted for p in unit.members)))
+    # proven when the soft plan's tiers 1-3 (satisfied, placed, PDB violations) equal their bounds
+    proven = soft.workloads[0].satisfied and soft.objective.gap_tier not in TIER_NAMES[:3]
     return Explanation(workload=workload, satisfied=verdict.satisfied, satisfied_soft=soft.workloads[0].satisfied,
                        budgets=needs, evictions=tuple(sorted(evicted)), proven=proven, reason=verdict.reason)

@@ -382,24 +382,24 @@ def _solve(args: argparse.Namespace) -> int:
         if args.explain:
             return _explain(api.explain(snapshot, args.explain, options), args)
         plan = api.plan(snapshot, options).to_dict()
-    text = json.dumps(plan, indent=2)
-    if args.output and args.output != "-":
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-    else:
-        print(text)
+    _write_json(plan, args.output)
     summary(plan, sys.stderr)
     return 0
 
 
-def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
-    """``solve --explain``: the explanation as JSON on -o (stdout), in words on stderr."""
-    text = json.dumps(found.to_dict(), indent=2)
-    if args.output and args.output != "-":
-        with open(args.output, "w", encoding="utf-8") as fh:
+def _write_json(body: object, output: str | None) -> None:
+    """``body`` as indented JSON to the file ``output``, or to stdout when it is None or -."""
+    text = json.dumps(body, indent=2)
+    if output and output != "-":
+        with open(output, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
     else:
         print(text)
+
+
+def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
+    """``solve --explain``: the explanation as JSON on -o (stdout), in words on stderr."""
+    _write_json(found.to_dict(), args.output)
     err = sys.stderr
     if found.satisfied:
         print(f"{found.workload} is placed under --pdb-policy {args.pdb_policy}: nothing to relax", file=err)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from solver.model import snapshot as s
 from solver.model.dra import AllocKey, Counts
-from solver.model.plan import Tiers
+from solver.model.plan import BudgetNeed, Tiers
 from solver.model.problem import Problem
 
 
@@ -123,6 +123,14 @@ def group_ok(problem: Problem, group: s.Group, new: int, ok: Mapping[s.GroupKey,
         running = len(problem.running_in_group.get(group.key, ()))
         return running + new >= group.floor
     return sum(ok[child] for child in problem.tree.children(group.key)) >= group.floor
+
+
+def budget_needs(problem: Problem, evicted: Iterable[int]) -> tuple[BudgetNeed, ...]:
+    """The budgets the evicted units break, by key: each with its disruptionsAllowed and the
+    pods of it they take."""
+    taken = pdb_taken(problem, evicted)
+    return tuple(BudgetNeed(budget=b.key, allowed=b.allowed, needed=taken[b.key])
+                 for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key) if taken[b.key] > b.allowed)
 
 
 def tiers(problem: Problem, ev: Evaluation) -> Tiers:

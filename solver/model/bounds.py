@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment, evaluate, pdb_taken
-from solver.model.plan import BudgetNeed, WouldTake
+from solver.model.assignment import Assignment, budget_needs, evaluate
+from solver.model.plan import WouldTake
 from solver.model.problem import Problem
 from solver.model.workloads import PodClass
 
@@ -124,9 +124,7 @@ def would_take(problem: Problem, floor: PdbFloor) -> WouldTake:
         return WouldTake(violations_at_least=floor.violations)
     soft = replace(problem, pdb_policy="soft")
     ev = evaluate(soft, floor.plan)
-    taken = pdb_taken(soft, floor.plan.evicted)
-    needs = tuple(BudgetNeed(budget=b.key, allowed=b.allowed, needed=taken[b.key])
-                  for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key) if taken[b.key] > b.allowed)
+    needs = budget_needs(soft, floor.plan.evicted)
     placed_all = ev.placed == sum(len(c.pods) for c in problem.classes)
     return WouldTake(violations_at_least=floor.violations, budgets=needs, evictions=ev.evicted_pods,
                      proven=placed_all and ev.pdb_violations == floor.violations)
@@ -565,10 +563,11 @@ def _split(names: list[s.NodeName], key: str | None,
     return out
 
 
-def _program(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int, *, keep: bool
+def _program(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int
              ) -> tuple[list[float], list[list[tuple[int, int]]]]:
     """dp[t]: the least total weight for exactly t pods on the nodes (t < ``pods``), and for at
-    least ``pods`` (t = ``pods``); with ``keep``, each node's choices to walk the answer back."""
+    least ``pods`` (t = ``pods``), with each node's choices to walk the answer back (the values
+    alone: ``_program_values``)."""
     dp = [0.0] + [_INF] * pods
     choices: list[list[tuple[int, int]]] = []
     for name in names:
@@ -582,14 +581,13 @@ def _program(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pod
                 if dp[filled] + weight < new[t]:
                     new[t] = dp[filled] + weight
                     took[t] = (filled, i + 1)
-        if keep:
-            choices.append(took)
+        choices.append(took)
         dp = new
     return dp, choices
 
 
 def _program_values(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int) -> np.ndarray:
-    """``_program(names, options, pods, keep=False)[0]``, a node at a time over whole arrays:
+    """``_program(names, options, pods)[0]``, a node at a time over whole arrays:
     an option (weight, cap) takes dp[t − cap] + weight to t for cap <= t < pods, and the least
     of dp[pods − cap .. pods − 1] + weight to ``pods`` (at least ``pods``). Measured on the 59
     zones of scale-15000: the strict floor's rack programs 6 s -> well under 1 s."""
@@ -621,7 +619,7 @@ def _by_count(names: list[s.NodeName], options: Mapping[s.NodeName, Options], po
 def _domain(names: list[s.NodeName], options: Mapping[s.NodeName, Options], pods: int
             ) -> tuple[float, list[tuple[float, int]]]:
     """The least total weight for ``pods`` pods on the nodes, and per node (weight, pods) taken."""
-    dp, choices = _program(names, options, pods, keep=True)
+    dp, choices = _program(names, options, pods)
     if dp[pods] >= _INF:
         return _INF, []
     out: list[tuple[float, int]] = [(0.0, 0)] * len(names)

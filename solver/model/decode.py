@@ -122,12 +122,11 @@ def first_gap(found: Tiers, bound: Tiers) -> tuple[str, float]:
     """The first tier where ``found`` is not proven (its name in the plan's objective, "" when
     none) and its relative gap, |bound − value| / max(|bound|, |value|, 1). The satisfied tier
     compares its vectors' sums, the gap of a vector that differs at a higher priority."""
-    pairs = [(bound_satisfied(found), bound_satisfied(bound), found.satisfied != bound.satisfied),
-             (found.placed, bound.placed, None), (found.pdb_violations, bound.pdb_violations, None),
-             (found.cost_milli, bound.cost_milli, None), (found.evicted, bound.evicted, None),
-             (found.first_available, bound.first_available, None)]
-    for name, (value, best, differs) in zip(TIER_NAMES, pairs, strict=True):
-        if differs or (differs is None and value != best):
+    pairs = [(bound_satisfied(found), bound_satisfied(bound)), (found.placed, bound.placed),
+             (found.pdb_violations, bound.pdb_violations), (found.cost_milli, bound.cost_milli),
+             (found.evicted, bound.evicted), (found.first_available, bound.first_available)]
+    for i, (name, (value, best)) in enumerate(zip(TIER_NAMES, pairs, strict=True)):
+        if value != best or (i == 0 and found.satisfied != bound.satisfied):
             gap = abs(best - value) / max(abs(best), abs(value), 1)
             return name, gap if gap > 0 else 1 / max(abs(best), 1)
     return "", 0.0

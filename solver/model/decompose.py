@@ -97,9 +97,8 @@ class _ByDomain:
         self.start = time.perf_counter()
         self.subs = split(problem, key)
         self.values = list(self.subs)
-        trivial = trivial_bound(problem)
-        self.bounds: dict[str, Tiers] = dict.fromkeys(self.values, trivial)  # domain -> what it may reach
-        self.unplaceable: list[str] = []  # proven by the floors: no plan there satisfies the workload
+        self.trivial = trivial_bound(problem)
+        self.bounds: dict[str, Tiers] = dict.fromkeys(self.values, self.trivial)  # domain -> what it may reach
         self.floors: dict[str, bounds.PdbFloor | None] = {}
         self.hints: dict[str, Assignment] = {}
         self.pending = list(self.values)  # domains whose groundwork is still to do
@@ -110,7 +109,6 @@ class _ByDomain:
         self.first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
         self.incumbent: tuple[int, int] | None = None  # (stage-1 value, PDB violations) of the best domain so far
         self.reports: list[StageReport] = []
-        self.finalists: list[str] = []  # the domains reaching the best tiers 1-3, in the order pass 2 takes them
         self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
         self.best: tuple[Tiers, Assignment] | None = None
 
@@ -123,14 +121,13 @@ class _ByDomain:
         the groundwork never eats the search. False when there is nothing to search."""
         stop = self.params.stop
         until = time.perf_counter() + self.left() * 0.5
-        trivial = trivial_bound(self.problem)
+        trivial = self.trivial
         while self.pending and time.perf_counter() < until and not (stop is not None and stop.is_set()):
             v = self.pending.pop(0)
             sub = self.subs[v]
             if bounds.strict_blocks(sub):
                 # strict: placing the gang here needs more budget-counted evictions than the
                 # budgets allow, so nothing is placed here in any plan (solver/model/bounds.py)
-                self.unplaceable.append(v)
                 self.bounds[v] = replace(trivial, satisfied=tuple((p, 0) for p, _ in trivial.satisfied), placed=0)
                 self.reports.append({"domain": v, "status": "UNPLACEABLE"})
                 continue
@@ -206,7 +203,6 @@ class _ByDomain:
             if c is not None and self.first[v][1]:  # tiers 1-3 proven: the cost is at least the floor
                 self.bounds[v] = replace(self.bounds[v], cost_milli=max(self.bounds[v].cost_milli, c.cost))
         finalists.sort(key=lambda v: (self.cost_floors[v] or 0, _greedy_cost(problem, self.hints[v], best13)))
-        self.finalists += finalists
         for i, v in enumerate(finalists):
             share = _share(self.params, self.start, len(finalists) - i, 1.0, self.sizes.overhead())
             if share is None:
@@ -238,15 +234,14 @@ class _ByDomain:
         nothing placed), and the best tiers any domain may still reach: OPTIMAL when they are
         the plan's own."""
         problem = self.problem
-        candidates = ([self.best[1]] if self.best is not None else []) + \
-            [self.hints[v] for v in self.finalists] + list(self.hints.values())
+        candidates = ([self.best[1]] if self.best is not None else []) + list(self.hints.values())
         assignment = max(candidates, key=lambda a: score(problem, a), default=None)
         if assignment is None:
             assignment = Assignment(counts={}, evicted=frozenset())
         found = score(problem, assignment)
         bound = max(self.bounds.values(), default=found)
         if bound < found:  # a plan beats what the domains were proven to reach: claim nothing
-            bound = trivial_bound(problem)
+            bound = self.trivial
         return SolveResult(
             assignment=assignment,
             status=OPTIMAL if bound == found else FEASIBLE,

@@ -52,7 +52,6 @@ STAGE_TIERS: dict[StageKind, tuple[str, ...]] = {
     StageKind.EVICTED: ("evicted",),
     StageKind.FIRST_AVAILABLE: ("first_available",),
 }
-PDB_STAGE, COST_STAGE = StageKind.PDB.value, StageKind.COST.value
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,8 +115,12 @@ class _Staged:
         self.all_optimal = True
         self.reports: list[StageReport] = []
         self.pruned = False
-        self.found_values: dict[objective.StageKind, tuple[int, bool]] = {}  # per stage: value found, proven
         self.bounds: list[objective.StageBound] = []  # per stage decided: its value, its proven bound
+
+    @property
+    def found_values(self) -> dict[objective.StageKind, tuple[int, bool]]:
+        """Per stage decided: the value found and whether it is proven."""
+        return {done.stage.kind: (done.found, done.proven) for done in self.bounds}
 
     def start_from(self, hint: Assignment | None) -> None:
         floor = self.built.pdb_floor
@@ -180,7 +184,6 @@ class _Staged:
         self.reports.append({"stage": stage.name, "status": "OPTIMAL", "seconds": 0.0, "objective": float(proven),
                              "bound": float(proven), "fromHint": True,
                              **({"floor": floored} if floored is not None else {})})
-        self.found_values[stage.kind] = (proven, True)
         self.bounds.append(objective.StageBound(stage, proven, proven))
         if self.params.on_solution is not None:
             self.params.on_solution(stage.name, float(proven), float(proven))
@@ -218,7 +221,7 @@ class _Staged:
         evicted pods have one."""
         assert stage.cost is not None
         code, early = _run(self.model, stage.cost, False, self.params, share * 0.5, self.stop,
-                           objective.COST_STAGE, cost_floor)
+                           objective.StageKind.COST.value, cost_floor)
         share -= early.wall_time
         floored: int | None = None
         if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -238,7 +241,6 @@ class _Staged:
         self.current = self.built.vars.extract(values)
         found = round(solver.objective_value)
         proven = code == cp_model.OPTIMAL
-        self.found_values[stage.kind] = (found, proven)
         if not proven:
             self.all_optimal = False
         bound = found if proven else solver.best_objective_bound
