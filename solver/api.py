@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from solver import verify as verify_mod
 from solver.gcpause import without_gc
-from solver.model import bounds, cel, decompose, greedy
+from solver.model import bounds, capacity, cel, decompose, greedy
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, budget_needs, score, trivial_bound
 from solver.model.build import build_model
@@ -312,9 +312,13 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     assert assignment is not None  # the fallbacks hold the hint at least
     phases["fallback"] = time.perf_counter() - fallback_start
     decode_start = time.perf_counter()
+    found = score(problem, assignment)
+    if found.satisfied != bound.satisfied and not clock.passed(1 - RESERVE_SHARE / 2):
+        # the first tier unproven: room alone bounds it, for every workload at once
+        bound = min(bound, replace(trivial, satisfied=capacity.satisfied_bound(problem)))
     # the bound is the problem's, whichever plan is returned; a fallback above it means the model
     # refused a plan the verifier accepts, and then nothing is claimed
-    if bound < score(problem, assignment):
+    if bound < found:
         bound, stats["boundDropped"] = trivial, True
     result = make_plan(problem, assignment, bound=bound, stats=stats)
     phases["decode"] = time.perf_counter() - decode_start

@@ -95,6 +95,7 @@ class _State:
         # what the non-zero defaults add to those requests, for the node scores (baseline only)
         self._unit_nonzero, self._base_nonzero = _base_nonzero(problem) if spread else ([], {})
         self._nonzero: dict[s.NodeName, dict[str, int]] = {}
+        self._held: dict[int, dict[s.NodeName, dict[str, int]]] = {}  # per power: _held_by
         self.dev = Devices(problem.dra, self.evicted, frees=frees_devices)
         self._takes: list[Take] = []  # device takes of the "dev" log entries
         # nodes that hold or held something: every other node is empty (fullness 0)
@@ -225,19 +226,38 @@ class _State:
 
     def room_for(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only)."""
-        alloc = self.nodes[node].allocatable
-        running, new = self.running_on(node), self._new.get(node)
+        most = self._requests_room(cls, node, self.running_on(node))
+        if most and self.problem.dra.active:
+            most = self._device_room(cls, node, most)
+        if most and self.rules.active:
+            most = self.rules.room(cls, node, most)
+        return most
+
+    def room_evicting(self, cls: PodClass, node: s.NodeName) -> int:
+        """How many more pods of ``cls`` would fit on ``node`` were every unit it may preempt
+        evicted (requested resources only: the hint's estimate of where preemption can help)."""
+        assert cls.power is not None
+        return self._requests_room(cls, node, self._held_by(cls.power).get(node, _EMPTY))
+
+    def _requests_room(self, cls: PodClass, node: s.NodeName, running: Mapping[str, int]) -> int:
+        """How many more pods of ``cls`` fit in the allocatable less ``running`` and the pods placed."""
+        alloc, new = self.nodes[node].allocatable, self._new.get(node)
         most = len(cls.pods)
         for res, amount in cls.requests.items():
             free = alloc.get(res, 0) - running.get(res, 0) - (new.get(res, 0) if new else 0)
             if free < amount:
                 return 0
             most = min(most, free // amount)
-        if most and self.problem.dra.active:
-            most = self._device_room(cls, node, most)
-        if most and self.rules.active:
-            most = self.rules.room(cls, node, most)
         return most
+
+    def _held_by(self, power: int) -> Mapping[s.NodeName, Mapping[str, int]]:
+        """Requests per node of the running units a preemptor of ``power`` may not evict (those
+        an earlier workload evicted still counted: an estimate on the safe side)."""
+        held = self._held.get(power)
+        if held is None:
+            held = self._held[power] = _sum_by_node(
+                u.usage for u in self.problem.units if u.protected or u.priority >= power)
+        return held
 
     def _device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
         dra = self.problem.dra
@@ -346,7 +366,10 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
     """The walk over the workloads in priority order; it ends early when ``stop()`` is true or
     after ``upto`` of them. Returns the state and how many workloads it went through."""
     state = _State(problem, spread=spread)
-    order = sorted(problem.workloads, key=lambda w: (-w.priority, w.key))
+    if spread:  # upstream's queue: priority, then (here) the name
+        order = sorted(problem.workloads, key=lambda w: (-w.priority, w.key))
+    else:  # the hint: within a priority the smallest first, the most workloads for the room
+        order = sorted(problem.workloads, key=lambda w: (-w.priority, _size(problem, w), w.key))
     reached = 0
     for workload in order[:upto]:
         if stop is not None and stop():
@@ -361,6 +384,9 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
             continue
         state.rollback(point)
         if workload.power is None:
+            continue
+        if not spread and (domains := _preemption_domains(state, workload)) is not None:
+            _preempt_in_domains(state, workload, domains, point)
             continue
         victims = _candidate_victims(problem, workload, state)
         if not victims:
@@ -394,8 +420,61 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
     return state.assignment()
 
 
-def _candidate_victims(problem: Problem, workload: Workload, state: _State) -> list[int]:
-    nodes = {n for c in workload.classes for n in problem.candidates[c]}
+def _size(problem: Problem, workload: Workload) -> int:
+    return sum(len(problem.classes[c].pods) for c in workload.classes)
+
+
+# how many domains of its root's key the hint's preemption tries for one workload
+HINT_DOMAINS = 8
+
+
+def _preemption_domains(state: _State, workload: Workload) -> list[set[s.NodeName]] | None:
+    """Where the hint's preemption tries a workload whose root has a topology key: the
+    domains of that key where the gang's floor would fit were every pod it may preempt gone
+    (an estimate: requested resources only), the most free room first (the fewest evictions),
+    at most ``HINT_DOMAINS``. None when the root has no key or its running members span
+    domains: the whole cluster is tried at once."""
+    if workload.kind == s.STANDALONE_POD:
+        return None
+    problem = state.problem
+    root = problem.groups[workload.groups[0]]
+    if root.topology_key is None:
+        return None
+    possible, fixed = fixed_domain(problem, root)
+    if not possible:
+        return None
+    least = _least_pods(state, root.key)
+    ranked = []
+    for value, nodes, room in _domains(state, root, None, fixed):
+        most = sum(state.room_evicting(problem.classes[c], node)
+                   for c in workload.classes for node in nodes if node in problem.candidates[c])
+        if most >= least:
+            ranked.append((-room, value, nodes))
+    return [nodes for _, _, nodes in sorted(ranked, key=lambda r: (r[0], r[1]))][:HINT_DOMAINS]
+
+
+def _preempt_in_domains(state: _State, workload: Workload, domains: list[set[s.NodeName]], point: int) -> bool:
+    """The hint's preemption one domain at a time: the candidates on the domain's nodes
+    evicted, the workload placed there, the victims reprieved (and under strict budgets,
+    when that breaks one, only the victims the budgets allow). Evicting every candidate in
+    the cluster and reprieving them one by one costs about a second a workload on 5,000
+    nodes; a domain's candidates are a few hundred."""
+    problem = state.problem
+    for nodes in domains:
+        victims = _candidate_victims(problem, workload, state, nodes)
+        if not victims:
+            continue
+        if _try_with(state, workload, victims, point, nodes):
+            return True
+        if problem.strict_pdbs and _try_with(
+                state, workload, within_budgets(problem, state.evicted, victims), point, nodes):
+            return True
+    return False
+
+
+def _candidate_victims(problem: Problem, workload: Workload, state: _State,
+                       within: set[s.NodeName] | None = None) -> list[int]:
+    nodes = {n for c in workload.classes for n in problem.candidates[c] if within is None or n in within}
     out = set()
     for node in nodes:
         for u in problem.units_on_node.get(node, ()):
@@ -405,11 +484,12 @@ def _candidate_victims(problem: Problem, workload: Workload, state: _State) -> l
     return sorted(out)
 
 
-def _try_with(state: _State, workload: Workload, victims: list[int], point: int) -> bool:
+def _try_with(state: _State, workload: Workload, victims: list[int], point: int,
+              allowed: set[s.NodeName] | None = None) -> bool:
     potential = Potential.of(state.problem, workload, state.evicted)
     for u in victims:
         state.evict(u)
-    if _place_workload(state, workload):
+    if _place_workload(state, workload, allowed):
         _reprieve(state, victims, potential)
         if not (state.problem.strict_pdbs and breaks_a_pdb(state.problem, state.evicted)):
             return True
@@ -544,13 +624,14 @@ def _reprieve(state: _State, victims: list[int], potential: Potential | None = N
 # ---- placing a tree ---------------------------------------------------------------
 
 
-def _place_workload(state: _State, workload: Workload) -> bool:
-    """Place the tree; True iff its root's rules hold and at least one new pod landed."""
+def _place_workload(state: _State, workload: Workload, allowed: set[s.NodeName] | None = None) -> bool:
+    """Place the tree (on ``allowed`` nodes only, if given); True iff its root's rules hold
+    and at least one new pod landed."""
     point = state.savepoint()
     if workload.kind == s.STANDALONE_POD:
-        ok = _fill(state, workload.classes, None) >= 1
+        ok = _fill(state, workload.classes, allowed) >= 1
     else:
-        ok = _place_group(state, workload.groups[0], None)
+        ok = _place_group(state, workload.groups[0], allowed)
     if ok and any(op == "place" for op, *_ in state.log[point:]) and state.rules.holds():
         return True
     state.rollback(point)
@@ -569,7 +650,10 @@ def _place_group(state: _State, key: s.GroupKey, allowed: set[s.NodeName] | None
             if _best_placement(state, group, domains):
                 return True
         else:
-            for _, nodes in domains:
+            least = _least_pods(state, group.key)
+            for _, nodes, room in domains:
+                if room < least:  # even every class alone would not reach the gang's floor here
+                    continue
                 point = state.savepoint()
                 if _place_inner(state, group, nodes):
                     return True
@@ -578,7 +662,18 @@ def _place_group(state: _State, key: s.GroupKey, allowed: set[s.NodeName] | None
     return _place_inner(state, group, set())
 
 
-def _best_placement(state: _State, group: s.Group, domains: list[tuple[str, set[s.NodeName]]]) -> bool:
+def _least_pods(state: _State, key: s.GroupKey) -> int:
+    """The fewest new pods that can satisfy the group: its floor less its running members,
+    or for a CompositePodGroup the floor's smallest children's."""
+    problem = state.problem
+    group = problem.groups[key]
+    if group.kind == s.POD_GROUP:
+        return max(0, group.floor - len(problem.running_in_group.get(key, ())))
+    children = sorted(_least_pods(state, child) for child in problem.tree.children(key))
+    return sum(children[:group.floor])
+
+
+def _best_placement(state: _State, group: s.Group, domains: list[tuple[str, set[s.NodeName], int]]) -> bool:
     """Upstream's placement algorithm (schedule_one_podgroup.go,
     podGroupSchedulingPlacementAlgorithm and its CompositePodGroup twin): the group is placed
     in each domain of its topology key in turn (TopologyPlacementGenerator), each result taken
@@ -587,7 +682,7 @@ def _best_placement(state: _State, group: s.Group, domains: list[tuple[str, set[
     random. The search position afterwards is where the last evaluation left it, as upstream's
     nextStartNodeIndex is."""
     feasible: list[tuple[str, set[s.NodeName], int, list[tuple[int, s.NodeName, int]]]] = []
-    for value, nodes in domains:
+    for value, nodes, _ in domains:
         start, point = state.next_start, state.savepoint()
         if _place_inner(state, group, nodes):
             proposed = [(c, node, n) for op, c, node, n in state.log[point:] if op == "place"]
@@ -634,18 +729,18 @@ def _placement_scores(state: _State, group: s.Group,
 
 def _domains(
     state: _State, group: s.Group, allowed: set[s.NodeName] | None, fixed: str | None
-) -> list[tuple[str, set[s.NodeName]]]:
+) -> list[tuple[str, set[s.NodeName], int]]:
     """Domains of the group's key that some pod under it may use, each with every node of
-    the domain inside ``allowed``; least free room first (the hint's best fit)."""
+    the domain inside ``allowed`` and its free room (pods of each class that fit, summed);
+    least free room first (the hint's best fit)."""
     problem = state.problem
     key = group.topology_key
     assert key is not None
     classes = problem.classes_under(group.key)
     room: dict[str, int] = defaultdict(int)
     for c in classes:
-        for node in problem.candidates[c]:
-            if allowed is not None and node not in allowed:
-                continue
+        cand = problem.candidates[c]
+        for node in (cand if allowed is None else [n for n in allowed if n in cand]):
             value = state.nodes[node].labels.get(key)
             if value is None or (fixed is not None and value != fixed):
                 continue
@@ -655,7 +750,7 @@ def _domains(
         value = state.nodes[name].labels.get(key)
         if value in room:
             by_value[value].add(name)
-    return sorted(by_value.items(), key=lambda item: (room[item[0]], item[0]))
+    return sorted(((value, nodes, room[value]) for value, nodes in by_value.items()), key=lambda d: (d[2], d[0]))
 
 
 def _place_inner(state: _State, group: s.Group, allowed: set[s.NodeName] | None) -> bool:

@@ -48,6 +48,7 @@ class PlacementVars:
         # present[classes, key, value] == 1 iff a pod of the classes lands where label key == value
         # (key "": on node value); constraints/interpod.py
         self._present: dict[tuple[tuple[int, ...], str, str], cp_model.IntVar] = {}
+        self._landed: dict[tuple[int, str, str], cp_model.IntVar] = {}
         self._labels = {n.name: n.labels for n in problem.nodes}
         self._grouped: dict[tuple[int, str], dict[str, list[tuple[s.NodeName, cp_model.IntVar]]]] = {}
         # unit -> literals any one of which makes its eviction necessary besides capacity and
@@ -113,6 +114,16 @@ class PlacementVars:
             for c in classes:
                 for node, count in self.by_value(c, key).get(value, ()):
                     self.model.add(count <= self.problem.candidates[c][node] * var)
+        return var
+
+    def landed(self, cls: int, key: str, value: str) -> cp_model.IntVar:
+        """True only if a pod of ``cls`` lands in the domain: a reason an eviction is necessary.
+        ``present`` is not one: it is only forced up by a pod there, and may be 1 with none."""
+        var = self._landed.get((cls, key, value))
+        if var is None:
+            var = self._landed[cls, key, value] = self.model.new_bool_var(f"landed[{cls},{key},{value}]")
+            counts = [count for _, count in self.by_value(cls, key).get(value, ())]
+            self.model.add(cp_model.LinearExpr.sum(counts) >= 1).only_enforce_if(var)
         return var
 
     def placed(self, classes: Iterable[int]) -> LinearExpr:

@@ -329,8 +329,9 @@ def _inter_pod(m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod
                 raise AssertionError("two fixed pods in conflict")  # only running ones: never checked
             return
         m.add(va + vb <= 1)
-        for p, q, n in ((a, b, na), (b, a, nb)):  # p pending, q running: a reason to evict q
-            if p.node is None and q.node is not None and unit_of[q.key] in e and \
+        # p pending on n, q running on its node qn: a reason to evict q, if q is where it conflicts
+        for p, q, n, qn in ((a, b, na, nb), (b, a, nb, na)):
+            if p.node is None and q.node == qn and unit_of[q.key] in e and \
                     pod_power(p) > unit_prio[unit_of[q.key]] and (p.key, n) in x:
                 needs[unit_of[q.key]].append(x[p.key, n])
 

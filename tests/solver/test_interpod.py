@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from solver import api, verify
-from tests.builders import RACK, ZONE, node, pod, pod_group, snapshot
+from tests.builders import RACK, ZONE, node, pdb, pod, pod_group, snapshot
 from tests.solver.conftest import run_plan
 
 BOTH = pytest.mark.parametrize("baseline", [False, True], ids=["cp-sat", "baseline"])
@@ -250,3 +250,31 @@ def test_a_victim_whose_return_would_break_the_skew_is_necessary(baseline: bool)
     assert bindings(plan) == {"p": "n0"} and [e.pod for e in plan.evictions] == ["default/old"]
     plan, _ = run_plan(*objs, baseline_only=baseline, pdb_policy="strict")
     assert bindings(plan) == {"p": "n0"}
+
+
+def _host_port(pb: Any) -> Any:
+    pb.obj["spec"]["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+    return pb
+
+
+def test_a_conflict_is_a_reason_to_evict_only_where_the_pod_lands() -> None:
+    # found by the property test: "w0-0" (may preempt) clashes with bg2's host port on n0 but
+    # cannot fit there, and lands on n1; bg2's eviction would only make room on n0 for w1,
+    # which may not preempt. The model used to take "w0-0 could be on n0" as the reason and
+    # evict bg2 (a plan the verifier refuses). Now bg0 leaves n1 (w0-0 may preempt it) so
+    # that w0-0 and w1 both fit in its three pod slots: the naive model's optimum
+    plan, _ = run_plan(
+        node("n0").rack("r0").cpu_m(4000), node("n1").cpu_m(6000).pods(3),
+        pod("bg0").on("n1").cpu_m(1000).priority(10).label("app", "db"),
+        pod("bg1").on("n0").cpu_m(500).priority(10),
+        _host_port(pod("bg2").on("n0").cpu_m(3000).priority(0)),
+        pod_group("vic", 1).priority(10),
+        pod("vic-0").group("vic").on("n1").cpu_m(500).label("app", "db"),
+        pod("vic-1").group("vic").on("n0").cpu_m(1000).label("app", "db"),
+        pdb("db", 1, app="db"),
+        pod_group("w0", 1).priority(100).never_preempt(),
+        _host_port(pod("w0-0").group("w0").cpu_m(3000)),
+        pod("w1").priority(20).never_preempt().cpu_m(500))
+    assert plan.objective.satisfied_by_priority == {100: 1, 20: 1}
+    assert [e.pod for e in plan.evictions] != ["default/bg2"]
+    assert plan.objective.preemption_cost == 11.0

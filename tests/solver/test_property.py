@@ -21,7 +21,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from solver import api, verify
-from solver.model import greedy
+from solver.model import capacity, greedy
 from solver.model.decode import make_plan
 from solver.model.features import FeatureGates
 from solver.model.problem import build_problem
@@ -371,6 +371,8 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     o = plan.objective
     have_levels = tuple((p, n) for p, n in sorted(o.satisfied_by_priority.items(), reverse=True))
     assert have_levels == want.satisfied_by_priority
+    problem = build_problem(snap, gates=gates, dra_preemption=dra_free, pdb_policy="soft")
+    assert _at_least(capacity.satisfied_bound(problem), want.satisfied_by_priority)
     assert o.placed_pods == want.placed
     assert o.pdb_violations == want.pdb_violations
     assert round(o.preemption_cost * 1000) == want.cost_milli
@@ -381,7 +383,6 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     assert whole.status == "OPTIMAL"
     assert whole.objective.tiers == o.tiers
     # the greedy baseline is a valid plan, never better than the optimum
-    problem = build_problem(snap, gates=gates, dra_preemption=dra_free, pdb_policy="soft")
     base = make_plan(problem, greedy.baseline(problem), stats={})
     assert verify.verify(snap, base, gates=gates, dra_preemption=False) == []  # upstream frees no device
     assert base.objective.tiers <= o.tiers
@@ -401,8 +402,16 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
         want.satisfied_by_priority
     assert (o.placed_pods, o.pdb_violations, round(o.preemption_cost * 1000), o.evicted_pods) == \
         (want.placed, 0, want.cost_milli, want.evicted)
+    assert _at_least(capacity.satisfied_bound(build_problem(snap, pdb_policy="strict")), want.satisfied_by_priority)
     baseline = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="strict"))
     assert verify.verify(snap, baseline, strict_pdbs=True) == []
+
+
+def _at_least(bound: tuple[tuple[int, int], ...], best: tuple[tuple[int, int], ...]) -> bool:
+    """Is the room bound (per priority) lexicographically at least the naive optimum's?"""
+    levels = sorted({p for p, _ in bound} | {p for p, _ in best}, reverse=True)
+    have, want = dict(bound), dict(best)
+    return [have.get(p, 0) for p in levels] >= [want.get(p, 0) for p in levels]
 
 
 HOST = "kubernetes.io/hostname"

@@ -78,15 +78,17 @@ class _Context:
         i = self.ip.index[matcher]
         return [c.index for c in self.problem.classes if self.problem.vectors[c.index][i]]
 
-    def conflict(self, lit: cp_model.IntVar, cls: int, pod: s.Pod) -> None:
-        """``lit`` (a pod of ``cls`` lands where it conflicts with running ``pod``) evicts the pod's
-        unit, and makes that eviction necessary when the class may preempt it."""
+    def conflict(self, cls: int, key: str, value: str, pod: s.Pod) -> None:
+        """A pod of ``cls`` in the domain (a node when ``key`` is "") conflicts with running ``pod``:
+        its presence evicts the pod's unit, and a pod of it landing there makes that eviction
+        necessary when the class may preempt it (presence alone is no reason: it may be 1 with
+        no pod there)."""
         u = self.unit_of[pod.key]
         unit = self.problem.units[u]
-        self.model.add_implication(lit, self.vars.evicts(u))
+        self.model.add_implication(self.vars.present((cls,), key, value), self.vars.evicts(u))
         self.vars.forced_rows.add(u)  # an ineligible class's conflict is no reason to evict
         if self.problem.eligible(self.problem.classes[cls], unit):
-            self.vars.conflict_needs.setdefault(u, []).append(lit)
+            self.vars.conflict_needs.setdefault(u, []).append(self.vars.landed(cls, key, value))
 
     def domain_of(self, pod: s.Pod, key: str) -> str | None:
         return self.nodes[pod.node].labels.get(key) if pod.node else None
@@ -106,7 +108,7 @@ class _Context:
                         self.model.add(cp_model.LinearExpr.sum(placed) <= int(vectors[cls.index][i])
                                        ).only_enforce_if(here)
                     for q in by_value.get(value, ()):
-                        self.conflict(here, cls.index, q)
+                        self.conflict(cls.index, key, value, q)
         # the running pods' own terms against the pending classes
         for q in self.running:
             for term in q.pod_anti_affinity:
@@ -115,7 +117,7 @@ class _Context:
                     continue
                 for c in self.matching(term):
                     if self.vars.by_value(c, term.topology_key).get(domain):
-                        self.conflict(self.vars.present((c,), term.topology_key, domain), c, q)
+                        self.conflict(c, term.topology_key, domain, q)
 
     def host_ports(self) -> None:
         classes = [c for c in self.problem.classes if c.pods[0].host_ports]
@@ -133,7 +135,7 @@ class _Context:
                         self.model.add(var + other <= 1)
                 for q in running_ports.get(node, ()):
                     if selectors.host_ports_clash(pa, q.host_ports):
-                        self.conflict(self.vars.present((a.index,), "", node), a.index, q)
+                        self.conflict(a.index, "", node, q)
 
     def affinity(self) -> None:
         problem, vectors = self.problem, self.problem.vectors
@@ -235,6 +237,6 @@ class _Context:
                 if not self.vars.by_value(cls.index, key).get(value):
                     continue
                 need = self.model.new_bool_var(f"need_spread[{unit.key},{cls.index},{value}]")
-                self.model.add_implication(need, self.vars.present((cls.index,), key, value))
+                self.model.add_implication(need, self.vars.landed(cls.index, key, value))
                 self.model.add(back[value] >= low + constraint.max_skew + 1).only_enforce_if(need)
                 self.vars.conflict_needs.setdefault(u, []).append(need)
