@@ -108,6 +108,10 @@ class Refused(ClusterError):
     status = 429
 
 
+# the eviction subresource's message for a pod two PodDisruptionBudgets select (eviction.go)
+TWO_BUDGETS = "more than one PodDisruptionBudget"
+
+
 class Unavailable(ClusterError):
     """The API server answered 5xx or not at all, ``ATTEMPTS`` times in a row."""
 
@@ -282,7 +286,8 @@ class Cluster:
 
     @retried
     def evict(self, namespace: str, name: str) -> None:
-        """Through the Eviction API; gone already is fine; Refused on 429 (a PDB)."""
+        """Through the Eviction API; gone already is fine; Refused on 429 (a PDB) and on the 500
+        the subresource answers for a pod two budgets select, which no retry changes."""
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
         try:
             self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
@@ -291,6 +296,9 @@ class Cluster:
                 return
             if exc.status == 429:
                 raise Refused(f"{namespace}/{name}: {exc.reason}") from exc
+            text = exc.body.decode(errors="replace") if isinstance(exc.body, bytes) else str(exc.body or "")
+            if exc.status == 500 and TWO_BUDGETS in text:
+                raise Refused(f"{namespace}/{name}: {TWO_BUDGETS}") from exc
             raise
 
     @retried

@@ -1451,8 +1451,8 @@ class ApiServerDouble:
     def _check_and_decrement(self, pdb_res: Resource, pdb: Obj, pod_name: str, dry: bool) -> None:
         st = pdb.get("status") or {}
         pname = pdb["metadata"]["name"]
-        observed = st.get("observedGeneration")
-        if observed is not None and int(observed) < int(pdb["metadata"].get("generation", 1)):
+        # a budget the disruption controller has not observed yet (no observedGeneration) is 0
+        if int(st.get("observedGeneration", 0)) < int(pdb["metadata"].get("generation", 1)):
             raise ApiError(429, "Cannot evict pod as it would violate the pod's disruption budget.", "TooManyRequests",
                            {"retryAfterSeconds": 10, "causes": [{"reason": "DisruptionBudget", "message":
                             f"The disruption budget {pname} is still being processed by the server."}]},

@@ -199,11 +199,13 @@ def composite(name: str, min_group_count: int | None = None) -> GroupBuilder:
 
 
 def pdb(name: str, allowed: int, **match_labels: str) -> _Builder:
+    """A budget as the disruption controller leaves it: its status observed at its generation
+    (the Eviction API refuses while it is not)."""
     return _Builder({
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": NS},
+        "metadata": {"name": name, "namespace": NS, "generation": 1},
         "spec": {"selector": {"matchLabels": match_labels}},
-        "status": {"disruptionsAllowed": allowed},
+        "status": {"disruptionsAllowed": allowed, "observedGeneration": 1},
     })
 
 

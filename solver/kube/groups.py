@@ -109,8 +109,20 @@ def parse_pdb(obj: Obj) -> s.PodDisruptionBudget | None:
     if raw is None:
         return None
     allowed = _get(obj, "status.disruptionsAllowed", int, 0)
+    policy = _get(obj, "spec.unhealthyPodEvictionPolicy", str) or "IfHealthyBudget"
+    if policy not in UNHEALTHY_POLICIES:
+        raise _fail(obj, "spec.unhealthyPodEvictionPolicy",
+                    f"must be one of {', '.join(UNHEALTHY_POLICIES)}, got {policy!r}")
     return s.PodDisruptionBudget(
         key=s.PdbKey(f"{ns}/{name}"), namespace=ns,
         selector=_label_selector(obj, "spec.selector", raw),
         disruptions_allowed=allowed,
+        generation=_get(obj, "metadata.generation", int, 0),
+        observed_generation=_get(obj, "status.observedGeneration", int, 0),
+        unhealthy_policy=policy,
+        current_healthy=_get(obj, "status.currentHealthy", int, 0),
+        desired_healthy=_get(obj, "status.desiredHealthy", int, 0),
     )
+
+
+UNHEALTHY_POLICIES = ("IfHealthyBudget", "AlwaysAllow")  # policy/v1 UnhealthyPodEvictionPolicyType

@@ -80,7 +80,7 @@ def pod_requests(obj: Obj) -> dict[str, int]:
     spec = _get(obj, "spec", Mapping, {})
     containers = spec.get("containers")
     if type(containers) is list and len(containers) == 1 and not spec.get("initContainers") \
-            and spec.get("overhead") is None and type(c0 := containers[0]) is dict \
+            and spec.get("overhead") is None and spec.get("resources") is None and type(c0 := containers[0]) is dict \
             and type(res := c0.get("resources")) is dict and type(req := res.get("requests", {})) is dict \
             and type(lim := res.get("limits", {})) is dict \
             and all(type(v) is str for v in req.values()) and all(type(v) is str for v in lim.values()):
@@ -112,9 +112,33 @@ def pod_requests(obj: Obj) -> dict[str, int]:
     _add(total, sidecars)
     for k, v in init_peak.items():
         total[k] = max(total.get(k, 0), v)
+    total.update(_pod_level_requests(obj, spec, total))
     _add(total, _resources(obj, "spec.overhead", spec.get("overhead")))
     total["pods"] = 1
     return total
+
+
+def _pod_level(resource: str) -> bool:
+    """IsSupportedPodLevelResource (component-helpers resource/helpers.go): cpu, memory, hugepages-*."""
+    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
+
+
+def _pod_level_requests(obj: Obj, spec: Mapping[str, Any], containers: Mapping[str, int]) -> dict[str, int]:
+    """PodLevelResources (beta, on in 1.37): ``spec.resources.requests`` of cpu, memory and
+    hugepages replace what the containers ask (PodRequests, applyPodLevelResources). A pod-level
+    limit without a request is its request where no container asks for that resource, as the
+    API server defaults it (defaultPodRequests, pkg/apis/core/v1/defaults.go)."""
+    raw = spec.get("resources")
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, "spec.resources", f"expected an object, got {type(raw).__name__}")
+    requests = _resources(obj, "spec.resources.requests", raw.get("requests"))
+    limits = _resources(obj, "spec.resources.limits", raw.get("limits"))
+    for res, amount in limits.items():
+        if res not in requests and res not in containers:
+            requests[res] = amount
+    return {res: amount for res, amount in requests.items() if _pod_level(res)}
 
 
 def _tolerations(obj: Obj) -> tuple[s.Toleration, ...]:
@@ -247,8 +271,11 @@ def _spread(obj: Obj) -> tuple[s.SpreadConstraint, ...]:
 
 def _host_ports(obj: Obj) -> tuple[s.HostPort, ...]:
     """hostPorts of the containers and of sidecar init containers (restartPolicy Always), as
-    upstream GetHostPorts; hostPort 0 asks for none."""
+    upstream GetHostPorts; hostPort 0 asks for none. With ``hostNetwork: true`` a port without
+    a hostPort asks for its containerPort on the host: the API server defaults it so
+    (SetDefaults_Pod, defaultHostNetworkPorts, pkg/apis/core/v1/defaults.go)."""
     spec = obj.get("spec") or {}
+    host_network = type(spec) is dict and spec.get("hostNetwork") is True
     containers = spec.get("containers") if type(spec) is dict else None
     if type(containers) is list and not spec.get("initContainers") and all(
             type(c) is dict and "ports" not in c for c in containers):
@@ -262,9 +289,10 @@ def _host_ports(obj: Obj) -> tuple[s.HostPort, ...]:
                 pf = f"spec.{kind}[{i}].ports[{j}]"
                 if not isinstance(p, Mapping):
                     raise _fail(obj, pf, "expected a container port")
-                port = p.get("hostPort") or 0
+                name = "containerPort" if host_network and not p.get("hostPort") else "hostPort"
+                port = p.get(name) or 0
                 if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
-                    raise _fail(obj, f"{pf}.hostPort", f"must be a port number, got {port!r}")
+                    raise _fail(obj, f"{pf}.{name}", f"must be a port number, got {port!r}")
                 protocol = p.get("protocol") or "TCP"
                 if protocol not in ("TCP", "UDP", "SCTP"):
                     raise _fail(obj, f"{pf}.protocol", f"must be TCP, UDP or SCTP, got {protocol!r}")
@@ -394,7 +422,8 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         scheduler_name=_field(obj, spec, "spec", "schedulerName", str) or s.DEFAULT_SCHEDULER,
         scheduling_gates=_scheduling_gates(obj) if spec.get("schedulingGates") is not None else (),
         terminating=(terminating := bool(_field(obj, meta, "metadata", "deletionTimestamp", str))),
-        preempted=terminating and _preempted(obj),
+        preempted=terminating and _condition(obj, "DisruptionTarget", PREEMPTION_REASONS),
+        ready=bool(node) and _condition(obj, "Ready"),
         nominated_node=s.NodeName(nominated) if nominated and not node else None,
         pod_affinity=_pod_affinity_terms(obj, ns, "podAffinity") if affinity else (),
         pod_anti_affinity=_pod_affinity_terms(obj, ns, "podAntiAffinity") if affinity else (),
@@ -406,12 +435,13 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
 PREEMPTION_REASONS = ("PreemptionByScheduler", "EvictionByEvictionAPI")
 
 
-def _preempted(obj: Obj) -> bool:
-    """status.conditions holds DisruptionTarget=True for a preemption (PREEMPTION_REASONS)."""
+def _condition(obj: Obj, kind: str, reasons: tuple[str, ...] | None = None) -> bool:
+    """status.conditions holds ``kind``=True (with one of ``reasons``, if given): DisruptionTarget
+    for a preemption (PREEMPTION_REASONS), Ready as podutil.IsPodReady reads it."""
     for i, c in enumerate(_get(obj, "status.conditions", list, [])):
         if not isinstance(c, Mapping):
             raise _fail(obj, f"status.conditions[{i}]", "expected a condition")
-        if c.get("type") == "DisruptionTarget" and c.get("status") == "True" and c.get("reason") in PREEMPTION_REASONS:
+        if c.get("type") == kind and c.get("status") == "True" and (reasons is None or c.get("reason") in reasons):
             return True
     return False
 

@@ -156,7 +156,7 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
     workloads, classes = _workloads_and_classes(pending_by_root, groups, tree, running_in_group,
                                                 snapshot.dra, gates, preempted_on, interpod)
     planned_roots = {w.key for w in workloads}
-    units, units_on_node = _victim_units(snapshot, groups, planned_roots)
+    units, units_on_node = _victim_units(snapshot, groups, planned_roots, pdb_policy == "strict")
     dra = dra_mod.analyse(snapshot, classes, units, free_on_eviction=dra_preemption)
     vectors = tuple(interpod.vector(c.pods[0]) for c in classes)
     candidates = _all_candidates(snapshot, workloads, classes, units, units_on_node, dra, interpod, vectors)
@@ -346,12 +346,39 @@ def admission(root: s.Group, tree: list[s.GroupKey], pending: list[s.Pod],
     return "", s.PREEMPT_NEVER if never else s.PREEMPT_LOWER
 
 
+def eviction_api(pod: s.Pod, pdbs: Sequence[s.PodDisruptionBudget]) -> tuple[str, s.PdbKey | None]:
+    """What the Eviction API does with a running pod (pkg/registry/core/pod/storage/eviction.go,
+    EvictionREST.Create): ``(refusal, counted)``. It matches the budgets of the pod's namespace
+    by selector (getPodDisruptionBudgets: an empty selector matches every pod); with more than one
+    it refuses (500); a pod that is not Ready is let go without spending its budget when the
+    budget says AlwaysAllow, or IfHealthyBudget with currentHealthy ≥ desiredHealthy > 0; any
+    other eviction spends one of its budget's disruptionsAllowed (``counted``), and is refused
+    (429) while the budget's status is older than its spec (checkAndDecrement). Running as a
+    planned eviction only: a terminating pod is never a victim."""
+    mine = [b for b in pdbs
+            if b.namespace == pod.namespace and selectors.label_selector_matches(b.selector, pod.labels)]
+    if len(mine) > 1:
+        return f"more than one PodDisruptionBudget ({', '.join(sorted(b.key for b in mine))})", None
+    if not mine:
+        return "", None
+    budget = mine[0]
+    if not pod.ready and (budget.unhealthy_policy == "AlwaysAllow" or
+                          budget.current_healthy >= budget.desired_healthy > 0):
+        return "", None
+    if budget.observed_generation < budget.generation:
+        return f"PodDisruptionBudget {budget.key} not observed at its generation yet", None
+    return "", budget.key
+
+
 def _victim_units(
     snapshot: s.ClusterSnapshot,
     groups: Mapping[s.GroupKey, s.Group],
     planned_roots: set[str],
+    strict: bool,
 ) -> tuple[tuple[VictimUnit, ...], dict[s.NodeName, list[int]]]:
-    """Walk up from each running pod to its highest `disruptionMode: all` ancestor."""
+    """Walk up from each running pod to its highest `disruptionMode: all` ancestor. Under
+    strict budgets a unit counts against a budget what the Eviction API spends, and a unit it
+    would refuse is never a victim (``eviction_api``)."""
     by_unit: dict[str, list[s.Pod]] = defaultdict(list)
     unit_priority: dict[str, int] = {}
     unit_root: dict[str, str] = {}
@@ -387,12 +414,22 @@ def _victim_units(
             assert pod.node is not None
             for res, amount in pod.requests.items():
                 usage[pod.node][res] += amount
-        pdb_counts = {
-            pdb.key: n
-            for pdb in pdbs
-            if (n := sum(1 for p in members if p.namespace == pdb.namespace
-                         and selectors.label_selector_matches(pdb.selector, p.labels)))
-        }
+        refused = False
+        if strict:
+            counted: dict[s.PdbKey, int] = defaultdict(int)
+            for p in members:
+                refusal, budget = eviction_api(p, pdbs)
+                refused = refused or bool(refusal)
+                if budget is not None:
+                    counted[budget] += 1
+            pdb_counts = dict(counted)
+        else:
+            pdb_counts = {
+                pdb.key: n
+                for pdb in pdbs
+                if (n := sum(1 for p in members if p.namespace == pdb.namespace
+                             and selectors.label_selector_matches(pdb.selector, p.labels)))
+            }
         cost = sum(
             p.preemption_cost_milli if p.preemption_cost_milli is not None else default_cost_milli(priority)
             for p in members
@@ -401,7 +438,7 @@ def _victim_units(
         units.append(
             VictimUnit(
                 index=index, key=key, members=members, priority=priority,
-                protected=unit_root[key] in planned_roots or key in terminating, cost_milli=cost,
+                protected=unit_root[key] in planned_roots or key in terminating or refused, cost_milli=cost,
                 usage={n: dict(u) for n, u in usage.items()}, pdb_counts=pdb_counts,
                 start_time=min(p.start_time for p in members),
             )

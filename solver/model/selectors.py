@@ -7,6 +7,7 @@ evictions and is the model's job. Pure functions, no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from solver.model import snapshot as s
@@ -31,12 +32,23 @@ def requirement_matches(req: s.SelectorRequirement, labels: Mapping[str, str]) -
         # Gt/Lt compare the label as an integer; a non-integer label never matches.
         if not present or len(req.values) != 1:
             return False
-        try:
-            have, want = int(value), int(req.values[0])
-        except ValueError:
+        have, want = parse_int64(value), parse_int64(req.values[0])
+        if have is None or want is None:
             return False
         return have > want if req.operator == "Gt" else have < want
     return False
+
+
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64), as labels.Requirement.Matches reads a Gt/Lt label: an
+    optional sign and ASCII digits only (no spaces, no underscores), within int64; else None."""
+    if not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 def term_matches(term: s.NodeSelectorTerm, node: s.Node) -> bool:

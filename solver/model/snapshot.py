@@ -146,6 +146,7 @@ class Pod:
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required podAntiAffinity terms
     spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule topologySpreadConstraints
     host_ports: tuple[HostPort, ...] = ()  # containers' and sidecars' hostPorts
+    ready: bool = False  # running with condition Ready=True (the Eviction API's "healthy")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,6 +229,12 @@ class PodDisruptionBudget:
     namespace: str
     selector: LabelSelector
     disruptions_allowed: int  # status.disruptionsAllowed
+    # what the Eviction API reads besides (pkg/registry/core/pod/storage/eviction.go)
+    generation: int = 0  # metadata.generation
+    observed_generation: int = 0  # status.observedGeneration: older than generation, no eviction it counts
+    unhealthy_policy: str = "IfHealthyBudget"  # spec.unhealthyPodEvictionPolicy
+    current_healthy: int = 0  # status.currentHealthy
+    desired_healthy: int = 0  # status.desiredHealthy
 
     @property
     def allowed(self) -> int:

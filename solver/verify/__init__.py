@@ -83,7 +83,7 @@ def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False
     """Every rule the plan breaks; with ``strict_pdbs`` a PDB violation is one too. ``gates``
     are the scheduler's feature gates the plan was made under; without ``dra_preemption`` no
     evicted pod's devices go free."""
-    view = _View(snapshot, plan, gates, dra_preemption)
+    view = _View(snapshot, plan, gates, dra_preemption, strict_pdbs)
     out: list[Violation] = []
     if strict_pdbs:
         out.extend(check_pdbs_strict(view))

@@ -395,11 +395,46 @@ def _evicted_by_pdb(view: _View) -> dict[str, int]:
     return out
 
 
+def _eviction_api(view: _View) -> tuple[dict[str, int], list[Violation]]:
+    """Each eviction as the Eviction API takes it (eviction.go, EvictionREST.Create and
+    checkAndDecrement): a pod two budgets select is refused (500); an unready pod goes without
+    spending when its budget says AlwaysAllow, or when it is healthy enough (currentHealthy ≥
+    desiredHealthy > 0); every other one spends a disruption of its budget, refused (429) while
+    the budget's status lags its generation. The disruptions spent per budget, and the refusals."""
+    refused = []
+    spent: dict[str, int] = defaultdict(int)
+    for key in sorted(view.evicted):
+        pod = view.pods.get(s.PodKey(key))
+        if pod is None:
+            continue
+        budgets = [b for b in view.snapshot.pdbs
+                   if b.namespace == pod.namespace and selectors.label_selector_matches(b.selector, pod.labels)]
+        if len(budgets) > 1:
+            refused.append(Violation(rule="eviction-api", subject=key, detail=f"selected by {len(budgets)} "
+                                     "PodDisruptionBudgets: the Eviction API refuses it"))
+            continue
+        if not budgets:
+            continue
+        budget = budgets[0]
+        unhealthy_goes = budget.unhealthy_policy == "AlwaysAllow" or \
+            (budget.current_healthy >= budget.desired_healthy and budget.desired_healthy > 0)
+        if not pod.ready and unhealthy_goes:
+            continue
+        if budget.observed_generation < budget.generation:
+            refused.append(Violation(rule="eviction-api", subject=key, detail=(
+                f"{budget.key}: status.observedGeneration {budget.observed_generation} < generation "
+                f"{budget.generation}: the Eviction API refuses it")))
+        spent[budget.key] += 1
+    return spent, refused
+
+
 def check_pdbs_strict(view: _View) -> list[Violation]:
-    taken = _evicted_by_pdb(view)
-    return [Violation(rule="pdb", subject=p.key, detail=f"evicts {taken[p.key]}, disruptionsAllowed is "
-                      f"{max(0, p.disruptions_allowed)}")
-            for p in view.snapshot.pdbs if taken[p.key] > max(0, p.disruptions_allowed)]
+    """Every eviction accepted by the Eviction API, and no budget spending more than
+    disruptionsAllowed."""
+    spent, refused = _eviction_api(view)
+    return refused + [Violation(rule="pdb", subject=p.key, detail=f"evicts {spent[p.key]}, disruptionsAllowed is "
+                                f"{max(0, p.disruptions_allowed)}")
+                      for p in view.snapshot.pdbs if spent[p.key] > max(0, p.disruptions_allowed)]
 
 
 def check_objective(view: _View) -> list[Violation]:
@@ -416,7 +451,7 @@ def check_objective(view: _View) -> list[Violation]:
             continue
         prio = view.victim_priority(pod)
         cost += pod.preemption_cost_milli / 1000 if pod.preemption_cost_milli is not None else 1 + max(0, prio)
-    evicted_by_pdb = _evicted_by_pdb(view)
+    evicted_by_pdb = _eviction_api(view)[0] if view.strict_pdbs else _evicted_by_pdb(view)
     violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in view.snapshot.pdbs)
     want = {
         "satisfiedWorkloads": (o.satisfied_workloads, sum(sat.values())),

@@ -17,8 +17,9 @@ class _View:
     """The snapshot and plan, indexed once."""
 
     def __init__(self, snapshot: s.ClusterSnapshot, plan: Plan, gates: FeatureGates = DEFAULT_GATES,
-                 dra_preemption: bool = True) -> None:
+                 dra_preemption: bool = True, strict_pdbs: bool = False) -> None:
         self.snapshot = snapshot
+        self.strict_pdbs = strict_pdbs  # evictions go through the Eviction API (and count as it spends)
         self.plan = plan
         self.gates = gates
         self.dra_preemption = dra_preemption

@@ -219,10 +219,27 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
                 else:
                     m.add_implication(x[p.key, n.name], y[v])
 
-    # PDBs and costs
+    # PDBs and costs; under strict budgets as the Eviction API spends them: a pod two budgets
+    # select is never evicted, an unready pod its budget lets go spends nothing, and a budget
+    # whose status lags its generation refuses every pod that would spend
+    def selecting(p: s.Pod) -> list[s.PodDisruptionBudget]:
+        return [b for b in snap.pdbs if p.namespace == b.namespace and selectors.label_selector_matches(b.selector, p.labels)]
+
+    def spends(p: s.Pod, b: s.PodDisruptionBudget) -> bool:
+        if not strict_pdbs:
+            return True
+        lets_go = b.unhealthy_policy == "AlwaysAllow" or (b.desired_healthy > 0 and b.current_healthy >= b.desired_healthy)
+        return p.ready or not lets_go
+
+    if strict_pdbs:
+        for p in running:
+            mine = selecting(p)
+            if unit_of[p.key] in e and (len(mine) > 1 or (len(mine) == 1 and spends(p, mine[0])
+                                        and mine[0].observed_generation < mine[0].generation)):
+                m.add(e[unit_of[p.key]] == 0)
     viol = []
     for b in snap.pdbs:
-        matched = [p for p in running if p.namespace == b.namespace and selectors.label_selector_matches(b.selector, p.labels)]
+        matched = [p for p in running if b in selecting(p) and spends(p, b)]
         if not matched:
             continue
         v = m.new_int_var(0, len(matched), "")

@@ -245,7 +245,21 @@ def clusters(draw: Any) -> list[Any]:
             objs.append(p)
             running.append((p, f"vic-{j}", p.obj["spec"]["nodeName"]))
     if draw(st.booleans()):
-        objs.append(b.pdb("db", draw(st.integers(0, 1)), app="db"))
+        budget = b.pdb("db", draw(st.integers(0, 1)), app="db")
+        how = draw(st.integers(0, 5))
+        if how == 0:  # the Eviction API lets an unready pod go without spending
+            budget.obj["spec"]["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
+        elif how == 1:  # healthy enough: IfHealthyBudget lets an unready pod go too
+            budget.obj["status"].update(currentHealthy=2, desiredHealthy=1)
+        elif how == 2:  # its status lags its spec: the Eviction API refuses what would spend
+            budget.obj["metadata"]["generation"] = 2
+            budget.obj["status"]["observedGeneration"] = 1
+        elif how == 3:  # a second budget over the same pods: the Eviction API refuses them all
+            objs.append(b.pdb("db-too", 1, app="db"))
+        objs.append(budget)
+        for pb, _, _ in running:
+            if draw(st.booleans()):  # most running pods of a real cluster are Ready
+                pb.obj["status"].setdefault("conditions", []).append({"type": "Ready", "status": "True"})
     def admission_noise(pb: Any) -> Any:
         """Now and then: a scheduling gate, a nomination, being deleted, Never, another priority."""
         how = draw(st.integers(0, 19))

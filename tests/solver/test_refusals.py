@@ -1,0 +1,167 @@
+"""What the real scheduler refuses, gangplace refuses (issue 29): each case is one upstream
+rule the model, the greedy baseline and the verifier once missed. Each asserts the model's
+plan and the baseline's (both verified), and that the verifier refuses the binding the
+real scheduler refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from solver import api, verify
+from solver.model import selectors
+from tests.builders import node, pdb, pod, snapshot
+from tests.solver.test_verify_dra import plan as hand_plan
+
+
+def _plans(*objs: Any) -> dict[str, dict[str, str]]:
+    """The model's and the baseline's bindings (pod name -> node), each plan verified."""
+    snap = snapshot(*objs)
+    out = {}
+    for name, options in (("model", api.PlanOptions(time_limit=10)), ("baseline", api.PlanOptions(baseline_only=True))):
+        plan = api.plan(snap, options)
+        assert verify.verify(snap, plan, strict_pdbs=True) == []
+        out[name] = {b.pod.split("/")[1]: b.node for b in plan.bindings}
+    return out
+
+
+def _refused(objs: list[Any], bindings: dict[str, str]) -> list[str]:
+    """The verifier's rules broken by a plan with these bindings."""
+    snap = snapshot(*objs)
+    return sorted({v.rule for v in verify.verify(snap, hand_plan(snap, {f"default/{p}": n for p, n in bindings.items()}))})
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("16", 16), ("+16", 16), ("-3", -3), ("0009", 9), (str((1 << 63) - 1), (1 << 63) - 1),
+    ("1_6", None), (" 16", None), ("16 ", None), ("", None), ("0x10", None), ("١٦", None),
+    (str(1 << 63), None), ("1e3", None),
+])
+def test_gt_and_lt_read_labels_as_strconv_parseint_does(text: str, value: int | None) -> None:
+    assert selectors.parse_int64(text) == value
+
+
+def test_a_label_python_would_read_as_a_number_does_not_match_gt() -> None:
+    objs = [node("n1").label("gpus", "1_6"), node("n2").cpu_m(1000).label("gpus", "16"),
+            pod("p").cpu_m(1000).affinity("gpus", "Gt", "8")]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]  # "fails selector/affinity/taints"
+
+
+def _host_network(p: Any, container_port: int) -> Any:
+    p.obj["spec"]["hostNetwork"] = True
+    p.obj["spec"]["containers"][0]["ports"] = [{"containerPort": container_port}]
+    return p
+
+
+def test_a_host_network_pods_container_ports_are_host_ports() -> None:
+    # the API server defaults hostPort to containerPort under hostNetwork: two such pods on
+    # one node clash, although neither names a hostPort
+    objs = [node("n1"), node("n2").cpu_m(1000),
+            _host_network(pod("web").on("n1").cpu_m(500).priority(1000), 8080),
+            _host_network(pod("p").cpu_m(1000), 8080)]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["host-port"]
+    # another port does not clash
+    objs[-1] = _host_network(pod("p").cpu_m(1000), 9090)
+    assert _refused(objs, {"p": "n1"}) == []
+
+
+def _pod_level(p: Any, **resources: dict[str, str]) -> Any:
+    p.obj["spec"]["resources"] = resources
+    return p
+
+
+def test_pod_level_requests_replace_the_containers() -> None:
+    # the container asks 500m; the pod asks 3 cpus (PodLevelResources, beta and on)
+    objs = [node("n1").cpu_m(2000), node("n2").cpu_m(4000),
+            _pod_level(pod("p").cpu_m(500), requests={"cpu": "3"})]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["capacity"]
+
+
+def test_a_pod_level_limit_is_the_request_where_no_container_asks() -> None:
+    # no container asks memory: the pod-level memory limit is its request (API defaulting);
+    # cpu is asked by the container, so the pod-level cpu limit does not replace it
+    objs = [node("n1").cpu_m(4000).memory_mi(1024), node("n2").cpu_m(4000).memory_mi(8192),
+            _pod_level(pod("p").cpu_m(500), limits={"memory": "4Gi", "cpu": "8"})]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["capacity"]
+
+
+# ---- the Eviction API under strict budgets (pkg/registry/core/pod/storage/eviction.go) ----------
+
+
+def _eviction_case(*budgets: Any, ready: bool = True) -> list[Any]:
+    """n1 is full with "v" (priority 0, app=db); "p" (priority 100) fits only once v is gone."""
+    victim = pod("v").on("n1").cpu_m(4000).priority(0).label("app", "db")
+    if ready:
+        victim.obj["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    return [node("n1").cpu_m(4000), victim, *budgets, pod("p").cpu_m(2000).priority(100)]
+
+
+def _strict(objs: list[Any]) -> dict[str, tuple[dict[str, str], list[str]]]:
+    """The model's and the baseline's (bindings, evictions) under strict budgets, verified."""
+    snap = snapshot(*objs)
+    out = {}
+    for name, options in (("model", api.PlanOptions(time_limit=10)), ("baseline", api.PlanOptions(baseline_only=True))):
+        plan = api.plan(snap, options)
+        assert verify.verify(snap, plan, strict_pdbs=True) == []
+        out[name] = ({b.pod.split("/")[1]: b.node for b in plan.bindings}, [e.pod.split("/")[1] for e in plan.evictions])
+    return out
+
+
+def _strict_refusals(objs: list[Any]) -> list[str]:
+    """What the verifier says of the plan that evicts v for p, under strict budgets."""
+    snap = snapshot(*objs)
+    draft = hand_plan(snap, {"default/p": "n1"}, evict=["default/v"])
+    return sorted(f"{v.rule}: {v.subject}" for v in verify.verify(snap, draft, strict_pdbs=True)
+                  if v.rule in ("eviction-api", "pdb"))
+
+
+PLACED = {"model": ({"p": "n1"}, ["v"]), "baseline": ({"p": "n1"}, ["v"])}
+PENDING = {"model": ({}, []), "baseline": ({}, [])}
+
+
+def _budget(name: str, allowed: int, **fields: Any) -> Any:
+    budget = pdb(name, allowed, app="db")
+    for path, value in fields.items():
+        part, key = path.split("__")
+        budget.obj[part][key] = value
+    return budget
+
+
+def test_a_budget_that_allows_one_lets_the_eviction_through() -> None:
+    objs = _eviction_case(_budget("db", 1))
+    assert _strict(objs) == PLACED and _strict_refusals(objs) == []
+
+
+def test_a_pod_two_budgets_select_is_never_evicted() -> None:
+    # the eviction subresource answers 500 "more than one PodDisruptionBudget"
+    objs = _eviction_case(_budget("db", 1), _budget("db-too", 1))
+    assert _strict(objs) == PENDING
+    assert _strict_refusals(objs) == ["eviction-api: default/v"]
+
+
+def test_a_budget_whose_status_lags_its_spec_refuses() -> None:
+    # checkAndDecrement answers 429 while status.observedGeneration < metadata.generation
+    objs = _eviction_case(_budget("db", 1, metadata__generation=3, status__observedGeneration=2))
+    assert _strict(objs) == PENDING
+    assert _strict_refusals(objs) == ["eviction-api: default/v"]
+
+
+def test_an_unready_pod_goes_without_spending_under_always_allow() -> None:
+    always = _budget("db", 0, spec__unhealthyPodEvictionPolicy="AlwaysAllow")
+    assert _strict(_eviction_case(always, ready=False)) == PLACED
+    assert _strict_refusals(_eviction_case(always, ready=False)) == []
+    # a Ready pod spends, and the budget allows none
+    assert _strict(_eviction_case(always)) == PENDING
+    assert _strict_refusals(_eviction_case(always)) == ["pdb: default/db"]
+
+
+def test_an_unready_pod_goes_under_a_healthy_if_healthy_budget() -> None:
+    healthy = _budget("db", 0, status__currentHealthy=3, status__desiredHealthy=2)
+    assert _strict(_eviction_case(healthy, ready=False)) == PLACED
+    short = _budget("db", 0, status__currentHealthy=1, status__desiredHealthy=2)
+    assert _strict(_eviction_case(short, ready=False)) == PENDING
+    assert _strict_refusals(_eviction_case(short, ready=False)) == ["pdb: default/db"]
