@@ -43,7 +43,50 @@ def parse_node(obj: Obj) -> s.Node:
         allocatable=_resources(obj, "status.allocatable", _get(obj, "status.allocatable", Mapping, {})),
         taints=tuple(taints),
         unschedulable=bool(_get(obj, "spec.unschedulable", bool, False)),
+        declared_features=frozenset(_strings(obj, "status.declaredFeatures")),
     )
+
+
+def _strings(obj: Obj, field: str) -> list[str]:
+    out: list[str] = []
+    for i, v in enumerate(_get(obj, field, list, [])):
+        if not isinstance(v, str):
+            raise _fail(obj, f"{field}[{i}]", f"expected a string, got {type(v).__name__}")
+        out.append(v)
+    return out
+
+
+# NodeDeclaredFeatures (GA): the features a pod needs at scheduling, as the registry of
+# k8s.io/component-helpers/nodedeclaredfeatures/features infers them (InferForScheduling); the
+# others of that registry infer nothing at scheduling time.
+RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"  # restartallcontainers
+USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"  # usernamespaceshostnetwork
+
+
+def _required_features(obj: Obj) -> tuple[str, ...]:
+    """A container or init container with a restartPolicyRules action RestartAllContainers
+    needs RestartAllContainersOnContainerExits; hostNetwork with hostUsers false needs
+    UserNamespacesHostNetworkSupport."""
+    spec = obj.get("spec") or {}
+    if type(spec) is not dict:
+        return ()
+    containers = spec.get("containers")
+    if type(containers) is list and not spec.get("initContainers") and not spec.get("hostNetwork") and all(
+            type(c) is dict and "restartPolicyRules" not in c for c in containers):
+        return ()  # the common shape: nothing asks for a feature
+    out = []
+    if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
+        out.append(USER_NAMESPACES_HOST_NETWORK)
+    for kind in ("containers", "initContainers"):
+        for i, c in enumerate(_items(obj, f"spec.{kind}", spec.get(kind))):
+            rules = c.get("restartPolicyRules") if isinstance(c, Mapping) else None
+            for j, rule in enumerate(_items(obj, f"spec.{kind}[{i}].restartPolicyRules", rules)):
+                if isinstance(rule, Mapping) and rule.get("action") == "RestartAllContainers":
+                    if RESTART_ALL_CONTAINERS not in out:
+                        out.append(RESTART_ALL_CONTAINERS)
+                elif not isinstance(rule, Mapping):
+                    raise _fail(obj, f"spec.{kind}[{i}].restartPolicyRules[{j}]", "expected a rule")
+    return tuple(sorted(out))
 
 
 # ---- pods ------------------------------------------------------------------------
@@ -429,6 +472,7 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         pod_anti_affinity=_pod_affinity_terms(obj, ns, "podAntiAffinity") if affinity else (),
         spread=_spread(obj) if spec.get("topologySpreadConstraints") is not None else (),
         host_ports=_host_ports(obj),
+        required_features=_required_features(obj),
     )
 
 

@@ -95,7 +95,13 @@ def taints_tolerated(pod: s.Pod, node: s.Node) -> bool:
 
 
 def statically_feasible(pod: s.Pod, node: s.Node) -> bool:
-    return affinity_matches(pod, node) and taints_tolerated(pod, node)
+    return affinity_matches(pod, node) and taints_tolerated(pod, node) and features_declared(pod, node)
+
+
+def features_declared(pod: s.Pod, node: s.Node) -> bool:
+    """NodeDeclaredFeatures' Filter (plugins/nodedeclaredfeatures): every feature the pod needs
+    is in the node's ``status.declaredFeatures``."""
+    return all(f in node.declared_features for f in pod.required_features)
 
 
 def namespace_labels(snapshot_labels: Mapping[str, Mapping[str, str]], namespace: str) -> Mapping[str, str]:

@@ -112,6 +112,7 @@ class Node:
     allocatable: Resources  # status.allocatable in base units, `pods` included
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False  # spec.unschedulable
+    declared_features: frozenset[str] = frozenset()  # status.declaredFeatures (NodeDeclaredFeatures)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,6 +148,8 @@ class Pod:
     spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule topologySpreadConstraints
     host_ports: tuple[HostPort, ...] = ()  # containers' and sidecars' hostPorts
     ready: bool = False  # running with condition Ready=True (the Eviction API's "healthy")
+    # node features the pod needs to be scheduled (NodeDeclaredFeatures, kube/pods.py)
+    required_features: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

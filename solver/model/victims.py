@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.assignment import pdb_taken
 from solver.model.problem import Problem
@@ -62,6 +63,30 @@ _RANK: PerUnits[list[int]] = PerUnits()
 
 
 _COVERED: PerUnits[dict[s.PdbKey, _Ranked]] = PerUnits()
+_COUNTED: PerUnits[list[dict[s.PdbKey, int]]] = PerUnits()
+
+
+def classified_counts(problem: Problem) -> list[dict[s.PdbKey, int]]:
+    """Per unit, its pods each budget counts in FilterVictimsWithPDBViolation (util.go): a
+    budget with an empty selector matches nothing, and a pod without labels is never counted,
+    whatever its budgets' selectors say (``podIsViolating``). The scheduler's own view, under
+    either policy: not what the Eviction API would spend (``problem.eviction_api``)."""
+
+    def work() -> list[dict[s.PdbKey, int]]:
+        live = [b for b in problem.snapshot.pdbs if b.selector.match_labels or b.selector.match_expressions]
+        out = []
+        for unit in problem.units:
+            counts: dict[s.PdbKey, int] = defaultdict(int)
+            for pod in unit.members:
+                if not pod.labels:
+                    continue
+                for b in live:
+                    if b.namespace == pod.namespace and selectors.label_selector_matches(b.selector, pod.labels):
+                        counts[b.key] += 1
+            out.append(dict(counts))
+        return out
+
+    return _COUNTED.get(problem, work)
 
 
 def importance_rank(problem: Problem) -> list[int]:
@@ -84,13 +109,14 @@ def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential
     victim from its per-budget counts: a pod under two budgets spends both, where upstream stops
     at the first one it exhausts (the only difference, and only for such pods)."""
     units = problem.units
+    counted = classified_counts(problem)
     live = {p.key: p.disruptions_allowed for p in problem.snapshot.pdbs
             if p.selector.match_labels or p.selector.match_expressions}
     mine = sorted(set(victims), key=importance_rank(problem).__getitem__)
     out: set[int] = set()
     if potential is None:  # only the victims spend, most important first
         for u in mine:
-            for pdb, n in units[u].pdb_counts.items():
+            for pdb, n in counted[u].items():
                 if pdb in live:
                     live[pdb] -= n
                     if live[pdb] < 0:
@@ -101,7 +127,7 @@ def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential
 
     def spent_before(pdb: s.PdbKey, r: _Ranked, lo: int, hi: int) -> int:
         if pdb not in gone:
-            pairs = sorted((r.pos[b], units[b].pdb_counts[pdb]) for b in potential.before
+            pairs = sorted((r.pos[b], counted[b][pdb]) for b in potential.before
                            if b in r.pos and not units[b].protected)
             cumulated = [0]
             for _, n in pairs:
@@ -111,7 +137,7 @@ def pdb_violating(problem: Problem, victims: Iterable[int], potential: Potential
         return cumulated[bisect.bisect_left(positions, hi)] - cumulated[bisect.bisect_left(positions, lo)]
 
     for u in mine:
-        for pdb, n in units[u].pdb_counts.items():
+        for pdb, n in counted[u].items():
             if pdb not in live:
                 continue
             r = ranked[pdb]
@@ -139,16 +165,17 @@ def _covered_in_order(problem: Problem) -> dict[s.PdbKey, _Ranked]:
     """Per budget, the units it covers ranked (once per set of units)."""
 
     def work() -> dict[s.PdbKey, _Ranked]:
+        counted = classified_counts(problem)
         by_pdb: dict[s.PdbKey, list[int]] = defaultdict(list)
-        for u in sorted((u.index for u in problem.units if u.pdb_counts), key=importance_rank(problem).__getitem__):
-            for pdb in problem.units[u].pdb_counts:
+        for u in sorted((u.index for u in problem.units if counted[u.index]), key=importance_rank(problem).__getitem__):
+            for pdb in counted[u]:
                 by_pdb[pdb].append(u)
         ranked = {}
         for pdb, order in by_pdb.items():
             prefix = [0]
             for u in order:
                 unit = problem.units[u]
-                prefix.append(prefix[-1] + (0 if unit.protected else unit.pdb_counts[pdb]))
+                prefix.append(prefix[-1] + (0 if unit.protected else counted[u][pdb]))
             ranked[pdb] = _Ranked(pos={u: i for i, u in enumerate(order)}, prefix=prefix,
                                   neg_priority=[-problem.units[u].priority for u in order])
         return ranked

@@ -48,6 +48,19 @@ def pdb_spending_case() -> Objs:
             *_preemptor()]
 
 
+def unlabelled_case() -> Objs:
+    """FilterVictimsWithPDBViolation never counts a pod without labels, whatever the budget's
+    selector: "u" (no labels, started first, so the more important) and "l" both match the budget
+    (app DoesNotExist, nothing allowed), but only l is classified violating, tried first and
+    reprieved, so u goes (counting u too, both violate, u is reprieved first and l goes)."""
+    budget = pdb("no-app", 0).build()
+    budget["spec"]["selector"] = {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}
+    return [node("b").label("pool", "target").cpu_m(4000).build(),
+            pod("u").on("b").cpu_m(2000).priority(1).started("2026-12-01T00:00:00Z").build(),
+            pod("l").on("b").cpu_m(2000).priority(1).label("tier", "web").started("2026-12-01T00:01:00Z").build(),
+            budget, *_preemptor()]
+
+
 def remainder_case() -> Objs:
     """A gang's next cycle: minCount 1 is met by the pod that fits, and the cycle after preempts
     r for the second pod (the old baseline stopped at minCount)."""
@@ -111,6 +124,7 @@ CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     "placement count": (placement_count_case, set(), {f"default/g-{i}": "b" for i in range(4)}),
     "placement packing": (placement_packing_case, set(), {"default/g-0": "b", "default/g-1": "b"}),
     "remainder": (remainder_case, {"default/r"}, {"default/pre-0": "b", "default/pre-1": "b"}),
+    "unlabelled pod": (unlabelled_case, {"default/u"}, {"default/pre-0": "b"}),
 }
 
 

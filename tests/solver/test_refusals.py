@@ -165,3 +165,31 @@ def test_an_unready_pod_goes_under_a_healthy_if_healthy_budget() -> None:
     short = _budget("db", 0, status__currentHealthy=1, status__desiredHealthy=2)
     assert _strict(_eviction_case(short, ready=False)) == PENDING
     assert _strict_refusals(_eviction_case(short, ready=False)) == ["pdb: default/db"]
+
+
+# ---- NodeDeclaredFeatures (plugins/nodedeclaredfeatures) -----------------------------------
+
+
+def _declares(n: Any, *features: str) -> Any:
+    n.obj["status"]["declaredFeatures"] = list(features)
+    return n
+
+
+def test_a_pod_needing_a_node_feature_goes_only_where_it_is_declared() -> None:
+    needs = pod("p").cpu_m(1000)
+    needs.obj["spec"]["containers"][0]["restartPolicyRules"] = [
+        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}]
+    objs = [node("n1"), _declares(node("n2").cpu_m(1000), "RestartAllContainersOnContainerExits"), needs]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+
+
+def test_host_network_in_a_user_namespace_needs_its_feature() -> None:
+    p = _host_network(pod("p").cpu_m(1000), 8080)
+    p.obj["spec"]["hostUsers"] = False
+    objs = [node("n1"), _declares(node("n2").cpu_m(1000), "UserNamespacesHostNetworkSupport"), p]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+    # with host users (the default) nothing is needed: the emptier node, as the baseline scores
+    p.obj["spec"].pop("hostUsers")
+    assert _refused(objs, {"p": "n1"}) == []
