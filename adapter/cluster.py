@@ -59,6 +59,11 @@ KINDS: tuple[Kind, ...] = (
          lambda c: client.ResourceV1Api(c).list_resource_claim_for_all_namespaces),
     Kind("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates",
          lambda c: client.ResourceV1Api(c).list_resource_claim_template_for_all_namespaces),
+    # a pending pod's volumes (solver/kube/volumes.py)
+    Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims",
+         lambda c: client.CoreV1Api(c).list_persistent_volume_claim_for_all_namespaces),
+    Kind("PersistentVolume", "v1", "persistentvolumes", lambda c: client.CoreV1Api(c).list_persistent_volume),
+    Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", lambda c: client.StorageV1Api(c).list_storage_class),
 )
 
 # (verb, API group, resource) of every call below: the ClusterRole in deploy/ is checked against it

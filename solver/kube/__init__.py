@@ -49,6 +49,7 @@ from solver.kube.objects import (
     quantity,
 )
 from solver.kube.pods import PREEMPTION_REASONS, _Priorities, parse_node, parse_pod, pod_requests
+from solver.kube.volumes import Volumes
 from solver.model import snapshot as s
 from solver.model.errors import SnapshotInvalidError
 
@@ -131,6 +132,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     group_kind = {g.key: g.kind for g in groups}
     node_names = {n.name for n in nodes}
     dra = _DraBuilder(by_kind)
+    volumes = Volumes(by_kind)
     pods = []
     waiting: list[s.WaitingPod] = []
     warnings = priorities.warnings
@@ -155,6 +157,9 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
             warnings.append(f"{_ident(obj)}: spec.schedulingGroup.podGroupName: {why}; "
                             "the running pod counts as a pod outside any group")
             pod = dataclasses.replace(pod, group=None)
+        if pod.node is None and isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
+            block, terms = volumes.demand(obj, pod.namespace, pod.name)
+            pod = dataclasses.replace(pod, volume_block=block, volume_terms=terms)
         dra.pod(obj, pod)
         pods.append(pod)
     pdbs = tuple(p for o in by_kind["PodDisruptionBudget"] if (p := parse_pdb(o)) is not None)

@@ -18,7 +18,10 @@ MAX_DEPTH = 4  # docs/design.md: a workload tree is at most 4 levels deep
 GROUP_KINDS = {"PodGroup", "CompositePodGroup"}
 DRA_KINDS = {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"}
 # Workload objects are templates (the runtime objects are PodGroups): counted as skipped.
-READ_KINDS = {"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace"} | GROUP_KINDS | DRA_KINDS
+# PersistentVolumeClaim, PersistentVolume, StorageClass: a pending pod's claims (kube/volumes.py)
+VOLUME_KINDS = {"PersistentVolumeClaim", "PersistentVolume", "StorageClass"}
+READ_KINDS = ({"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace"}
+              | GROUP_KINDS | DRA_KINDS | VOLUME_KINDS)
 
 Obj = Mapping[str, Any]
 

@@ -205,7 +205,8 @@ def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], 
         rep = cls.pods[0]
         shared = tuple(dra.shared[i].slots for i in dra.shared_of_class.get(cls.index, ()))
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
-                 rep.affinity_terms, rep.tolerations, rep.required_features, len(cls.pods), dra.class_slots[cls.index],
+                 rep.affinity_terms, rep.tolerations, rep.required_features, rep.volume_block, rep.volume_terms,
+                 len(cls.pods), dra.class_slots[cls.index],
                  tuple(dra.pinned.get(cls.index, ())), shared, ip.own_signature(rep), vectors[cls.index])
         if shape not in shapes:
             shapes[shape] = _candidate_nodes(snapshot.nodes, interpod, dra, cls, fixed, unmoved)
@@ -236,6 +237,8 @@ def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tup
         pod.affinity_terms,
         pod.tolerations,
         pod.required_features,
+        pod.volume_block,
+        pod.volume_terms,
     )
 
 

@@ -95,7 +95,14 @@ def taints_tolerated(pod: s.Pod, node: s.Node) -> bool:
 
 
 def statically_feasible(pod: s.Pod, node: s.Node) -> bool:
-    return affinity_matches(pod, node) and taints_tolerated(pod, node) and features_declared(pod, node)
+    return affinity_matches(pod, node) and taints_tolerated(pod, node) and features_declared(pod, node) \
+        and volumes_reachable(pod, node)
+
+
+def volumes_reachable(pod: s.Pod, node: s.Node) -> bool:
+    """VolumeBinding's PreFilter and Filter as the pod's claims demand them (kube/volumes.py):
+    no claim refused, and each claim's volume (bound, available or provisioned) usable there."""
+    return not pod.volume_block and all(any(term_matches(t, node) for t in terms) for terms in pod.volume_terms)
 
 
 def features_declared(pod: s.Pod, node: s.Node) -> bool:

@@ -150,6 +150,10 @@ class Pod:
     ready: bool = False  # running with condition Ready=True (the Eviction API's "healthy")
     # node features the pod needs to be scheduled (NodeDeclaredFeatures, kube/pods.py)
     required_features: tuple[str, ...] = ()
+    # its PersistentVolumeClaims (kube/volumes.py): why no node can host it ("" if some can),
+    # and per claim the node selector terms one of which a node must match
+    volume_block: str = ""
+    volume_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -177,6 +177,7 @@ def _declares(n: Any, *features: str) -> Any:
 
 def test_a_pod_needing_a_node_feature_goes_only_where_it_is_declared() -> None:
     needs = pod("p").cpu_m(1000)
+    needs.obj["spec"]["containers"][0]["restartPolicy"] = "Never"  # required beside rules
     needs.obj["spec"]["containers"][0]["restartPolicyRules"] = [
         {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}]
     objs = [node("n1"), _declares(node("n2").cpu_m(1000), "RestartAllContainersOnContainerExits"), needs]
@@ -193,3 +194,77 @@ def test_host_network_in_a_user_namespace_needs_its_feature() -> None:
     # with host users (the default) nothing is needed: the emptier node, as the baseline scores
     p.obj["spec"].pop("hostUsers")
     assert _refused(objs, {"p": "n1"}) == []
+
+
+# ---- VolumeBinding (plugins/volumebinding) -----------------------------------------------
+
+
+def _with_claim(p: Any, claim: str) -> Any:
+    p.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    return p
+
+
+def _pvc(name: str, *, cls: str | None = "local", volume: str = "", bound: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if bound:
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    if volume:
+        spec["volumeName"] = volume
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+
+
+def _pv(name: str, node_name: str, *, claim: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+        "local": {"path": "/mnt/disk"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node_name]}]}]}}}
+    if claim:
+        spec["claimRef"] = {"namespace": "default", "name": claim}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+
+
+def _class(name: str, mode: str, provisioner: str = "kubernetes.io/no-provisioner", **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+            "provisioner": provisioner, "volumeBindingMode": mode, **extra}
+
+
+NODES = [node("n1"), node("n2").cpu_m(1000)]  # n2 is the fuller fit: the baseline's spread picks n1
+
+
+def test_a_claim_bound_to_a_local_volume_pins_the_pod_to_its_node() -> None:
+    objs = [*NODES, _class("local", "WaitForFirstConsumer"), _pv("pv-2", "n2", claim="data"),
+            _pvc("data", volume="pv-2", bound=True), _with_claim(pod("p").cpu_m(1000), "data")]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+
+
+def test_a_wait_for_first_consumer_claim_goes_where_an_available_volume_is() -> None:
+    objs = [*NODES, _class("local", "WaitForFirstConsumer"), _pv("pv-2", "n2"),
+            _pvc("data"), _with_claim(pod("p").cpu_m(1000), "data")]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+
+
+def test_a_provisioning_class_goes_where_its_allowed_topologies_say() -> None:
+    topologies = [{"matchLabelExpressions": [{"key": "kubernetes.io/hostname", "values": ["n2"]}]}]
+    objs = [*NODES, _class("local", "WaitForFirstConsumer", "csi.example.com", allowedTopologies=topologies),
+            _pvc("data"), _with_claim(pod("p").cpu_m(1000), "data")]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+
+
+@pytest.mark.parametrize("objs", [
+    pytest.param([_with_claim(pod("p").cpu_m(1000), "missing")], id="claim-missing"),
+    pytest.param([_class("local", "Immediate"), _pvc("data"), _with_claim(pod("p").cpu_m(1000), "data")],
+                 id="unbound-immediate"),
+    pytest.param([_class("local", "WaitForFirstConsumer"), _pvc("data"), _with_claim(pod("p").cpu_m(1000), "data")],
+                 id="no-volume-no-provisioner"),
+    pytest.param([_pvc("data", volume="gone", bound=True), _with_claim(pod("p").cpu_m(1000), "data")],
+                 id="bound-to-a-missing-volume"),
+])
+def test_a_pod_whose_claims_no_node_can_serve_stays_pending(objs: list[Any]) -> None:
+    assert _plans(*NODES, *objs) == {"model": {}, "baseline": {}}
+    assert _refused([*NODES, *objs], {"p": "n1"}) == ["binding"]

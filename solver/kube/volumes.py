@@ -1,0 +1,192 @@
+"""PersistentVolumeClaims of pending pods, as kube-scheduler's VolumeBinding plugin reads them
+(pkg/scheduler/framework/plugins/volumebinding: volume_binding.go ``podHasPVCs``, binder.go
+``GetPodVolumeClaims``, ``FindPodVolumes``, ``checkBoundClaims``, ``findMatchingVolumes``,
+``checkVolumeProvisions``).
+
+What a pod's claims demand becomes part of the pod (``Pod.volume_block``, ``Pod.volume_terms``),
+so every node filter (model, baseline, verifier, naive model) applies it through
+``selectors.statically_feasible``:
+
+- a claim that does not exist, is being deleted or is Lost: no node (PreFilter refuses);
+- a claim bound (``spec.volumeName`` and the bind-completed annotation): its PersistentVolume
+  must exist, and a node must match the volume's required node affinity;
+- a claim not bound whose class binds at once (no class, an unknown class, Immediate, or
+  ``volumeName`` set without the annotation: pre-bound): no node ("pod has unbound immediate
+  PersistentVolumeClaims");
+- a claim not bound whose class waits for the first consumer: a node where an available
+  volume of the class (no claimRef, or one to this claim; enough capacity; the access modes)
+  matches by node affinity, or, when the class provisions (a provisioner other than
+  ``kubernetes.io/no-provisioner``), a node its allowedTopologies admit.
+
+Not read: CSIStorageCapacity (a provisioner's free space), CSINode attach limits
+(NodeVolumeLimits), VolumeZone's zone labels on a volume without node affinity, the
+volume's label selector on a claim, and two pods choosing the one free local volume (each
+pod alone may take it): the plan can then bind a pod the real scheduler would leave pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from solver.kube.objects import Obj, _fail, _get, _meta, _requirements, quantity
+from solver.kube.pods import _terms
+from solver.model import snapshot as s
+
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    key: str
+    volume: str
+    bound: bool
+    class_name: str
+    size: int
+    modes: frozenset[str]
+    going: str  # why PreFilter refuses it ("" when it does not)
+
+
+@dataclass(frozen=True, slots=True)
+class _Volume:
+    name: str
+    class_name: str
+    size: int
+    modes: frozenset[str]
+    claim: str  # spec.claimRef namespace/name, "" when available
+    terms: tuple[s.NodeSelectorTerm, ...]  # required node affinity ((): any node)
+    available: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Class:
+    name: str
+    provisioner: str
+    wait: bool  # volumeBindingMode WaitForFirstConsumer
+    topologies: tuple[s.NodeSelectorTerm, ...]  # allowedTopologies as node selector terms
+
+
+class Volumes:
+    """The claims, volumes and classes of a snapshot, and what each pending pod's claims demand."""
+
+    def __init__(self, by_kind: Mapping[str, list[Obj]]) -> None:
+        self.claims = {c.key: c for c in (_claim(o) for o in by_kind.get("PersistentVolumeClaim", ()))}
+        self.volumes = {v.name: v for v in (_volume(o) for o in by_kind.get("PersistentVolume", ()))}
+        self.classes = {c.name: c for c in (_class(o) for o in by_kind.get("StorageClass", ()))}
+
+    def demand(self, obj: Obj, namespace: str, name: str) -> tuple[str, tuple[tuple[s.NodeSelectorTerm, ...], ...]]:
+        """(why no node can host the pod, or ""; per claim, the node selector terms one of which
+        a node must match, () for any node)."""
+        terms: list[tuple[s.NodeSelectorTerm, ...]] = []
+        for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
+            if not isinstance(vol, Mapping):
+                raise _fail(obj, f"spec.volumes[{i}]", "expected a volume")
+            if isinstance(vol.get("persistentVolumeClaim"), Mapping):
+                claim_name = vol["persistentVolumeClaim"].get("claimName")
+                if not isinstance(claim_name, str) or not claim_name:
+                    raise _fail(obj, f"spec.volumes[{i}].persistentVolumeClaim.claimName", "missing")
+                ephemeral = False
+            elif vol.get("ephemeral") is not None:
+                claim_name, ephemeral = f"{name}-{vol.get('name', '')}", True  # ephemeral.VolumeClaimName
+            else:
+                continue
+            claim = self.claims.get(f"{namespace}/{claim_name}")
+            if claim is None:
+                return ((f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{claim_name}"'
+                         if ephemeral else f'persistentvolumeclaim "{claim_name}" not found'), ())
+            if claim.going:
+                return claim.going, ()
+            why, need = self._claim_demand(claim)
+            if why:
+                return why, ()
+            if need is not None:
+                terms.append(need)
+        return "", tuple(terms)
+
+    def _claim_demand(self, claim: _Claim) -> tuple[str, tuple[s.NodeSelectorTerm, ...] | None]:
+        """(a refusal, or the terms a node must match; None: any node)."""
+        if claim.bound:
+            volume = self.volumes.get(claim.volume)
+            if volume is None:
+                return "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)", None
+            return "", volume.terms or None
+        cls = self.classes.get(claim.class_name) if claim.class_name else None
+        if cls is None or not cls.wait or claim.volume:
+            return "pod has unbound immediate PersistentVolumeClaims", None
+        options: list[s.NodeSelectorTerm] = []
+        for volume in self.volumes.values():
+            if volume.class_name != claim.class_name or not volume.available or volume.size < claim.size \
+                    or not claim.modes <= volume.modes or volume.claim not in ("", claim.key):
+                continue
+            if not volume.terms:
+                return "", None  # a volume any node may use
+            options.extend(volume.terms)
+        if cls.provisioner and cls.provisioner != NO_PROVISIONER:
+            if not cls.topologies:
+                return "", None
+            options.extend(cls.topologies)
+        if not options:
+            return "node(s) didn't find available persistent volumes to bind", None
+        return "", tuple(options)
+
+
+def _claim(obj: Obj) -> _Claim:
+    ns, name = _meta(obj, namespaced=True)
+    annotations = _get(obj, "metadata.annotations", Mapping, {})
+    volume = _get(obj, "spec.volumeName", str) or ""
+    class_name = annotations.get(BETA_CLASS) if BETA_CLASS in annotations else _get(obj, "spec.storageClassName", str)
+    going = ""
+    if _get(obj, "status.phase", str) == "Lost":
+        going = f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{volume}"'
+    elif _get(obj, "metadata.deletionTimestamp", str):
+        going = f'persistentvolumeclaim "{name}" is being deleted'
+    return _Claim(key=f"{ns}/{name}", volume=volume, bound=bool(volume) and BIND_COMPLETED in annotations,
+                  class_name=str(class_name or ""), modes=frozenset(_modes(obj, "spec.accessModes")),
+                  size=_size(obj, "spec.resources.requests"), going=going)
+
+
+def _volume(obj: Obj) -> _Volume:
+    _, name = _meta(obj, namespaced=False)
+    annotations = _get(obj, "metadata.annotations", Mapping, {})
+    class_name = annotations.get(BETA_CLASS) if BETA_CLASS in annotations else _get(obj, "spec.storageClassName", str)
+    ref = _get(obj, "spec.claimRef", Mapping)
+    field = "spec.nodeAffinity.required.nodeSelectorTerms"
+    return _Volume(name=name, class_name=str(class_name or ""), size=_size(obj, "spec.capacity"),
+                   modes=frozenset(_modes(obj, "spec.accessModes")),
+                   claim=f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
+                   terms=_terms(obj, field, _get(obj, field, list, [])),
+                   available=not _get(obj, "metadata.deletionTimestamp", str))
+
+
+def _class(obj: Obj) -> _Class:
+    _, name = _meta(obj, namespaced=False)
+    mode = _get(obj, "volumeBindingMode", str) or "Immediate"
+    if mode not in ("Immediate", "WaitForFirstConsumer"):
+        raise _fail(obj, "volumeBindingMode", f"must be Immediate or WaitForFirstConsumer, got {mode!r}")
+    topologies = []
+    for i, term in enumerate(_get(obj, "allowedTopologies", list, [])):
+        field = f"allowedTopologies[{i}].matchLabelExpressions"
+        raw = term.get("matchLabelExpressions") if isinstance(term, Mapping) else None
+        # a topology selector term: each key's value In the list (MatchTopologySelectorTerms)
+        exprs = [{"key": e.get("key"), "operator": "In", "values": e.get("values", [])}
+                 for e in (raw or []) if isinstance(e, Mapping)]
+        topologies.append(s.NodeSelectorTerm(match_expressions=_requirements(obj, field, exprs)))
+    return _Class(name=name, provisioner=_get(obj, "provisioner", str) or "", wait=mode == "WaitForFirstConsumer",
+                  topologies=tuple(topologies))
+
+
+def _modes(obj: Obj, field: str) -> list[str]:
+    out = []
+    for i, mode in enumerate(_get(obj, field, list, [])):
+        if not isinstance(mode, str):
+            raise _fail(obj, f"{field}[{i}]", "expected an access mode")
+        out.append(mode)
+    return out
+
+
+def _size(obj: Obj, field: str) -> int:
+    raw: Any = _get(obj, field, Mapping, {})
+    return quantity(obj, f"{field}.storage", "storage", raw["storage"]) if "storage" in raw else 0

@@ -1,0 +1,72 @@
+"""What the real kube-scheduler 1.37.2 refuses, gangplace refuses: small snapshots (from
+tests/solver/test_refusals.py) whose one pending pod the real scheduler binds to one node, or
+leaves pending; gangplace's plan and its baseline must do the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from solver import api, kube
+from solver.bench import upstream
+from tests.builders import admitted, node, pod
+from tests.solver import test_refusals as cases
+
+
+def _docs(*objs: Any) -> list[dict[str, Any]]:
+    return admitted([o.build() if hasattr(o, "build") else o for o in objs])
+
+
+def _pod_level() -> list[dict[str, Any]]:
+    return _docs(node("n1").cpu_m(2000), node("n2").cpu_m(4000),
+                 cases._pod_level(pod("p").cpu_m(500), requests={"cpu": "3"}))
+
+
+def _host_network() -> list[dict[str, Any]]:
+    return _docs(node("n1"), node("n2").cpu_m(1000),
+                 cases._host_network(pod("web").on("n1").cpu_m(500).priority(1000), 8080),
+                 cases._host_network(pod("p").cpu_m(1000), 8080))
+
+
+def _bound_local_volume() -> list[dict[str, Any]]:
+    return _docs(*cases.NODES, cases._class("local", "WaitForFirstConsumer"), cases._pv("pv-2", "n2", claim="data"),
+                 cases._pvc("data", volume="pv-2", bound=True), cases._with_claim(pod("p").cpu_m(1000), "data"))
+
+
+def _missing_claim() -> list[dict[str, Any]]:
+    return _docs(*cases.NODES, cases._with_claim(pod("p").cpu_m(1000), "missing"))
+
+
+def _unbound_immediate() -> list[dict[str, Any]]:
+    return _docs(*cases.NODES, cases._class("local", "Immediate"), cases._pvc("data"),
+                 cases._with_claim(pod("p").cpu_m(1000), "data"))
+
+
+def _declared_feature() -> list[dict[str, Any]]:
+    needs = pod("p").cpu_m(1000)
+    needs.obj["spec"]["containers"][0]["restartPolicy"] = "Never"  # required beside rules
+    needs.obj["spec"]["containers"][0]["restartPolicyRules"] = [
+        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}]
+    return _docs(node("n1"), cases._declares(node("n2").cpu_m(1000), "RestartAllContainersOnContainerExits"), needs)
+
+
+CASES = {
+    "pod-level resources": (_pod_level, {"default/p": "n2"}),
+    "host network ports": (_host_network, {"default/p": "n2"}),
+    "claim bound to a local volume": (_bound_local_volume, {"default/p": "n2"}),
+    "claim missing": (_missing_claim, {}),
+    "unbound immediate claim": (_unbound_immediate, {}),
+    "declared feature": (_declared_feature, {"default/p": "n2"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gangplace_binds_what_the_real_scheduler_binds(name: str) -> None:
+    build, bindings = CASES[name]
+    docs = build()
+    snap = kube.snapshot_from_objects(docs)
+    for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
+        assert {b.pod: b.node for b in api.plan(snap, options).bindings} == bindings
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
+    assert outcome.bindings == bindings
