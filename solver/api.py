@@ -294,6 +294,11 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     bound = solved.bound if solved else trivial
     if assignment is not None and assignment.evicted and (solved is None or solved.status != OPTIMAL):
         assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
+    if score(problem, assignment if assignment is not None else hint).satisfied != bound.satisfied \
+            and not clock.passed(1 - RESERVE_SHARE):
+        # the first tier unproven: room alone bounds it, for every workload at once (before the
+        # fallback, which may take what is left)
+        bound = min(bound, replace(trivial, satisfied=capacity.satisfied_bound(problem)))
     fallbacks = [hint]
     if solved is None or solved.status != OPTIMAL:  # an optimum is never worse than upstream's plan
         # upstream's choice, as far as it gets before half the reserve is left; it cannot stop
@@ -313,9 +318,6 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     phases["fallback"] = time.perf_counter() - fallback_start
     decode_start = time.perf_counter()
     found = score(problem, assignment)
-    if found.satisfied != bound.satisfied and not clock.passed(1 - RESERVE_SHARE / 2):
-        # the first tier unproven: room alone bounds it, for every workload at once
-        bound = min(bound, replace(trivial, satisfied=capacity.satisfied_bound(problem)))
     # the bound is the problem's, whichever plan is returned; a fallback above it means the model
     # refused a plan the verifier accepts, and then nothing is claimed
     if bound < found:
