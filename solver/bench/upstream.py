@@ -361,11 +361,21 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         settled = False
         pending_keys = {_key(o) for o in pending}
         quiet_since: float | None = None
+        seen_change, tried_then = watcher.last_change, -1.0
         while time.monotonic() < deadline:
             time.sleep(0.5)
             now = time.monotonic()
             waiting = len(pending_keys - watcher.bound.keys())
-            if not _idle(plane.scheduler_metrics(), waiting):
+            metrics = plane.scheduler_metrics()
+            tried = _attempts(metrics)
+            if watcher.last_change != seen_change or tried_then < 0:
+                seen_change, tried_then = watcher.last_change, tried
+            if tried > tried_then and now - watcher.last_change >= settle:
+                # it tried again since its last binding or deletion and did nothing for the
+                # settle time: a gang it retries every few seconds never leaves its queues idle
+                settled = True
+                break
+            if not _idle(metrics, waiting):
                 quiet_since = None
                 continue
             quiet_since = quiet_since or now
@@ -395,6 +405,17 @@ def _idle(metrics: str, waiting: int) -> bool:
             name = line.split('queue="', 1)[1].split('"', 1)[0]
             queues[name] = float(line.rsplit(" ", 1)[1])
     return queues.get("active", 0) == 0 and queues.get("backoff", 0) == 0 and sum(queues.values()) >= waiting
+
+
+def _attempts(metrics: str) -> float:
+    """Scheduling attempts so far: scheduler_schedule_attempts_total over its results, and the
+    PodGroup attempts (scheduler_podgroup_scheduling_attempt_duration_seconds_count)."""
+    total = 0.0
+    for line in metrics.splitlines():
+        if line.startswith(("scheduler_schedule_attempts_total{",
+                            "scheduler_podgroup_scheduling_attempt_duration_seconds_count")):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 def _podgroup_latency(metrics: str) -> tuple[int, float | None]:

@@ -63,9 +63,11 @@ Pure: no I/O.
 from __future__ import annotations
 
 import heapq
+import math
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
 
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, group_ok
@@ -388,6 +390,9 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
         if not spread and (domains := _preemption_domains(state, workload)) is not None:
             _preempt_in_domains(state, workload, domains, point)
             continue
+        if spread and workload.kind == s.STANDALONE_POD:
+            _preempt_pod(state, workload)
+            continue
         victims = _candidate_victims(problem, workload, state)
         if not victims:
             continue
@@ -470,6 +475,70 @@ def _preempt_in_domains(state: _State, workload: Workload, domains: list[set[s.N
                 state, workload, within_budgets(problem, state.evicted, victims), point, nodes):
             return True
     return False
+
+
+def _preempt_pod(state: _State, workload: Workload) -> bool:
+    """DefaultPreemption for a pod outside any group (plugins/defaultpreemption;
+    framework/preemption/preemption.go, DryRunPreemption and pickOneNodeForPreemption): on
+    every node where it fits with every pod it may preempt there gone, selectVictimsOnNode's
+    reprieve (``_reprieve``); then the node with the fewest PDB-violating victims, the lowest
+    highest-priority victim, the smallest sum of victim priorities, the fewest victims, the
+    latest start of its highest-priority victims; the pod goes there. Upstream samples the
+    candidate nodes of a large cluster from a random offset and breaks the last ties at random:
+    here every node is tried, and the first in node order wins a tie."""
+    problem = state.problem
+    (c,) = workload.classes
+    best: tuple[tuple[object, ...], s.NodeName] | None = None
+    for node in state.ordered(set(problem.candidates[c])):
+        found = _victims_on(state, workload, c, node, keep=False)
+        if found is not None and (best is None or found < best[0]):
+            best = (found, node)
+    return best is not None and _victims_on(state, workload, c, best[1], keep=True) is not None
+
+
+def _victims_on(state: _State, workload: Workload, c: int, node: s.NodeName, *, keep: bool
+                ) -> tuple[object, ...] | None:
+    """selectVictimsOnNode for the pod of class ``c``: its preference key for
+    pickOneNodeForPreemption (smaller is preferred), None when it does not fit; taken back
+    unless ``keep``."""
+    problem = state.problem
+    cls = problem.classes[c]
+    victims = [u for u in problem.units_on_node.get(node, ())
+               if u not in state.evicted and problem.eligible(cls, problem.units[u])]
+    if problem.strict_pdbs:
+        victims = within_budgets(problem, state.evicted, victims)
+    if not victims:
+        return None
+    point = state.savepoint()
+    potential = Potential.of(problem, workload, state.evicted)
+    for u in victims:
+        state.evict(u)
+    if state.room_for(cls, node) < 1:
+        state.rollback(point)
+        return None
+    state.place(c, node, 1)
+    if not state.rules.holds():
+        state.rollback(point)
+        return None
+    _reprieve(state, victims, potential)
+    gone = [u for u in victims if u in state.evicted]
+    violating = pdb_violating(problem, gone, potential)
+    pods = [(problem.units[u].priority, p.start_time) for u in gone for p in problem.units[u].members]
+    top = max(prio for prio, _ in pods)
+    earliest = min(start for prio, start in pods if prio == top)
+    key = (sum(len(problem.units[u].members) for u in violating), top, sum(prio for prio, _ in pods),
+           len(pods), _later_first(earliest))
+    if not keep:
+        state.rollback(point)
+    return key
+
+
+def _later_first(stamp: str) -> float:
+    """An RFC 3339 time as a key that sorts the later one first (no time: last)."""
+    try:
+        return -datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return math.inf
 
 
 def _candidate_victims(problem: Problem, workload: Workload, state: _State,

@@ -61,6 +61,18 @@ def unlabelled_case() -> Objs:
             budget, *_preemptor()]
 
 
+def single_pod_case() -> Objs:
+    """A pod outside any group preempts through DefaultPreemption: pickOneNodeForPreemption
+    prefers b, whose victim violates no budget, to a, the emptier node once its victim is gone,
+    where the baseline's placement scores would put it (as it did, evicting va)."""
+    return [node("a").label("pool", "target").cpu_m(8000).build(),
+            node("b").label("pool", "target").cpu_m(4000).build(),
+            pod("va").on("a").cpu_m(6000).priority(1).label("app", "db").build(),
+            pod("vb").on("b").cpu_m(3000).priority(5).build(),
+            pdb("db", 0, app="db").build(),
+            pod("p").priority(100).cpu_m(3000).selector("pool", "target").build()]
+
+
 def remainder_case() -> Objs:
     """A gang's next cycle: minCount 1 is met by the pod that fits, and the cycle after preempts
     r for the second pod (the old baseline stopped at minCount)."""
@@ -125,6 +137,7 @@ CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     "placement packing": (placement_packing_case, set(), {"default/g-0": "b", "default/g-1": "b"}),
     "remainder": (remainder_case, {"default/r"}, {"default/pre-0": "b", "default/pre-1": "b"}),
     "unlabelled pod": (unlabelled_case, {"default/u"}, {"default/pre-0": "b"}),
+    "single pod node choice": (single_pod_case, {"default/vb"}, {"default/p": "b"}),
 }
 
 

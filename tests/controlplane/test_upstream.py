@@ -83,3 +83,17 @@ def test_replan_reports_what_the_real_scheduler_does_next_to_the_plan(tmp_path: 
     assert up["admitted"] == report["admitted"] == ["default/train"]
     assert up["evictions"] == ["default/batch-1", "default/batch-2", "default/infer-0", "default/infer-1"]
     assert (up["preemptionCost"], up["pdbViolations"], up["violations"], up["settled"]) == (404.0, 0, [], True)
+
+
+def test_a_gang_upstream_keeps_retrying_settles_once_a_retry_binds_nothing() -> None:
+    # a gang of two where one pod fits: kube-scheduler retries the group every few seconds, so
+    # its queues are never idle; the run still settles, on a retry that bound nothing
+    import time as clock
+
+    from tests.builders import admitted, node, pod, pod_group
+    docs = admitted([node("n1").cpu_m(2000).build(), pod_group("g", 2).priority(10).build(),
+                     *(pod(f"g-{i}").group("g").priority(10).cpu_m(1500).build() for i in range(2))])
+    start = clock.monotonic()
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=120)
+    assert outcome.settled and outcome.bindings == {}
+    assert clock.monotonic() - start < 90
