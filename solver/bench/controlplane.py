@@ -203,6 +203,8 @@ class ControlPlane:
     procs: dict[str, _Proc] = field(default_factory=dict)
     scheduler_metrics_url: str = ""
     _own_workdir: bool = False
+    # the API server's and controller manager's gates (start's api_gates over API_GATES all on)
+    api_gates: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(API_GATES, True))
 
     # -- files the callers use
     @property
@@ -220,10 +222,14 @@ class ControlPlane:
     @classmethod
     def start(cls, *, scheduler: bool = False, controller_manager: bool = False,
               scheduler_gates: Mapping[str, bool] | None = None, workdir: Path | None = None,
-              bin_dir: Path | None = None, controllers: Sequence[str] = CONTROLLERS) -> ControlPlane:
+              bin_dir: Path | None = None, controllers: Sequence[str] = CONTROLLERS,
+              api_gates: Mapping[str, bool] | None = None) -> ControlPlane:
+        """``api_gates`` override the API server's and the controller manager's (every gate of
+        API_GATES on otherwise)."""
         own = workdir is None
         plane = cls(workdir=workdir or Path(tempfile.mkdtemp(prefix="gangplace-cp-")),
                     bin_dir=find_binaries(bin_dir), _own_workdir=own)
+        plane.api_gates = {**dict.fromkeys(API_GATES, True), **(api_gates or {})}
         try:
             plane._start_etcd()
             plane._start_apiserver()
@@ -298,7 +304,7 @@ class ControlPlane:
             "--service-cluster-ip-range", "10.0.0.0/24",
             "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
             "--endpoint-reconciler-type", "none",  # it refuses a loopback advertise address
-            "--feature-gates", self._gates("kube-apiserver", dict.fromkeys(API_GATES, True)),
+            "--feature-gates", self._gates("kube-apiserver", self.api_gates),
             "--runtime-config", RUNTIME_CONFIG,
             "--audit-policy-file", str(self.workdir / "audit-policy.json"), "--audit-log-path", str(self.audit_log),
             "--audit-log-format", "json", "--audit-log-mode", "batch", "--audit-log-batch-max-wait", "1s",
@@ -315,7 +321,7 @@ class ControlPlane:
             "--authentication-kubeconfig", str(kc), "--authorization-kubeconfig", str(kc),
             "--bind-address", "127.0.0.1", "--secure-port", str(port), "--leader-elect=false",
             "--controllers", ",".join(controllers), "--use-service-account-credentials=false",
-            "--feature-gates", self._gates("kube-controller-manager", dict.fromkeys(API_GATES, True)),
+            "--feature-gates", self._gates("kube-controller-manager", self.api_gates),
             "--concurrent-gc-syncs", "5", "--v", "1"])
         self._wait(proc, f"https://127.0.0.1:{port}/healthz", timeout=60, context=_insecure())
 

@@ -131,7 +131,8 @@ def run_upstream(case: Case, snap: ClusterSnapshot, options: api.PlanOptions, up
             "upstreamSettled": outcome.settled, "upstreamVerified": not scored.violations,
             "upstreamViolations": scored.violations[:20], "upstreamUnplanned": scored.unplanned[:20],
             "podGroupAttempts": outcome.podgroup_attempts,
-            "podGroupAttemptSeconds": outcome.podgroup_attempt_seconds_mean}
+            "podGroupAttemptSeconds": outcome.podgroup_attempt_seconds_mean,
+            "upstreamGates": outcome.gates}
 
 
 def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream | None = None) -> dict[str, Any]:

@@ -287,6 +287,7 @@ class SchedulerRun:
     settled: bool  # nothing changed for the settle time (else the timeout ended the run)
     podgroup_attempts: int = 0
     podgroup_attempt_seconds_mean: float | None = None
+    gates: dict[str, bool] = field(default_factory=dict)  # the control plane's feature gates
 
 
 class _Watch(threading.Thread):
@@ -344,7 +345,11 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
     """
     # the resourceclaim controller makes a pod's claims from its templates (the scheduler waits
     # for them); the disruption controller does not run, so PDB status stays as recorded
-    plane = ControlPlane.start(controller_manager=True, controllers=("resourceclaim-controller",))
+    # the API server's gates as the scheduler's: 1.37's defaults (PodGroupPreemptionPolicy off)
+    # unless the run asks otherwise, so that a snapshot a default cluster holds loads as it is
+    scheduler_gates = {"PodGroupPreemptionPolicy": False, **(gates or {})}
+    plane = ControlPlane.start(controller_manager=True, controllers=("resourceclaim-controller",),
+                               api_gates=scheduler_gates)
     rest = Rest(plane)
     try:
         loaded, pending = load_background(rest, [dict(o) for o in objects])
@@ -353,7 +358,7 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         watcher.start()
         if pending_first:
             _each(rest.create, pending)
-        plane.start_scheduler(gates or {})
+        plane.start_scheduler(scheduler_gates)
         start = time.monotonic()
         if not pending_first:
             _each(rest.create, pending)
@@ -389,7 +394,8 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         attempts, mean = _podgroup_latency(plane.scheduler_metrics())
         return SchedulerRun(bindings=bindings, deleted=deleted,
                        seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
-                       settled=settled, podgroup_attempts=attempts, podgroup_attempt_seconds_mean=mean)
+                       settled=settled, podgroup_attempts=attempts, podgroup_attempt_seconds_mean=mean,
+                       gates=dict(sorted(plane.api_gates.items())))
     finally:
         rest.close()
         plane.stop()
