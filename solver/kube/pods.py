@@ -71,8 +71,9 @@ def _required_features(obj: Obj) -> tuple[str, ...]:
     if type(spec) is not dict:
         return ()
     containers = spec.get("containers")
-    if type(containers) is list and not spec.get("initContainers") and not spec.get("hostNetwork") and all(
-            type(c) is dict and "restartPolicyRules" not in c for c in containers):
+    if type(containers) is list and not spec.get("initContainers") and not spec.get("hostNetwork") and (
+            len(containers) == 1 and type(containers[0]) is dict and "restartPolicyRules" not in containers[0]
+            or all(type(c) is dict and "restartPolicyRules" not in c for c in containers)):
         return ()  # the common shape: nothing asks for a feature
     out = []
     if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
@@ -482,6 +483,9 @@ PREEMPTION_REASONS = ("PreemptionByScheduler", "EvictionByEvictionAPI")
 def _condition(obj: Obj, kind: str, reasons: tuple[str, ...] | None = None) -> bool:
     """status.conditions holds ``kind``=True (with one of ``reasons``, if given): DisruptionTarget
     for a preemption (PREEMPTION_REASONS), Ready as podutil.IsPodReady reads it."""
+    status = obj.get("status")
+    if type(status) is dict and not status.get("conditions"):
+        return False  # the common shape of a recorded pod: no conditions at all
     for i, c in enumerate(_get(obj, "status.conditions", list, [])):
         if not isinstance(c, Mapping):
             raise _fail(obj, f"status.conditions[{i}]", "expected a condition")
