@@ -72,7 +72,7 @@ def _required_features(obj: Obj) -> tuple[str, ...]:
         return ()
     containers = spec.get("containers")
     if type(containers) is list and not spec.get("initContainers") and not spec.get("hostNetwork") and (
-            len(containers) == 1 and type(containers[0]) is dict and "restartPolicyRules" not in containers[0]
+            (len(containers) == 1 and type(containers[0]) is dict and "restartPolicyRules" not in containers[0])
             or all(type(c) is dict and "restartPolicyRules" not in c for c in containers)):
         return ()  # the common shape: nothing asks for a feature
     out = []
