@@ -64,6 +64,8 @@ KINDS: tuple[Kind, ...] = (
          lambda c: client.CoreV1Api(c).list_persistent_volume_claim_for_all_namespaces),
     Kind("PersistentVolume", "v1", "persistentvolumes", lambda c: client.CoreV1Api(c).list_persistent_volume),
     Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", lambda c: client.StorageV1Api(c).list_storage_class),
+    # what a pod's runtimeClassName adds, should a pod be planned before admission filled it in
+    Kind("RuntimeClass", "node.k8s.io/v1", "runtimeclasses", lambda c: client.NodeV1Api(c).list_runtime_class),
 )
 
 # (verb, API group, resource) of every call below: the ClusterRole in deploy/ is checked against it

@@ -106,6 +106,58 @@ def flatten(objects: Iterable[Any], *, item_kind: str | None = None, item_api: s
     return out
 
 
+class _RuntimeClasses:
+    """What the RuntimeClass admission plugin does to a pod naming a class when it is created
+    (plugin/pkg/admission/runtimeclass/admission.go): ``overhead.podFixed`` becomes the pod's
+    ``spec.overhead`` (one already set must equal it), ``scheduling.nodeSelector`` is merged
+    into the pod's (a conflicting value is refused) and ``scheduling.tolerations`` are added.
+    A pod recorded from a cluster carries all of it already; a written one gets it here. A class
+    the snapshot lacks leaves the pod as it is, with a warning."""
+
+    def __init__(self, objs: list[Obj], *, warnings: list[str]) -> None:
+        self.classes = {_meta(o, namespaced=False)[1]: o for o in objs}
+        self.warnings = warnings
+
+    def admit(self, obj: Obj) -> Obj:
+        raw = obj.get("spec")
+        name = raw.get("runtimeClassName") if type(raw) is dict else None
+        if not name or type(raw) is not dict:
+            return obj
+        cls = self.classes.get(name)
+        if cls is None:
+            self.warnings.append(f"{_ident(obj)}: spec.runtimeClassName: RuntimeClass {name} is not in the snapshot; "
+                                 "its overhead and scheduling are not applied")
+            return obj
+        spec: dict[str, Any] = dict(raw)
+        fixed = _get(cls, "overhead.podFixed", Mapping)
+        if fixed is not None:
+            if spec.get("overhead") is None:
+                spec["overhead"] = dict(fixed)
+            elif _amounts(obj, "spec.overhead", spec["overhead"]) != _amounts(cls, "overhead.podFixed", fixed):
+                raise _fail(obj, "spec.overhead", f"does not match RuntimeClass {name}'s overhead.podFixed "
+                            "(the RuntimeClass admission plugin refuses the pod)")
+        selector = _get(cls, "scheduling.nodeSelector", Mapping, {})
+        if selector:
+            mine = dict(spec.get("nodeSelector") or {})
+            for key, value in selector.items():
+                if key in mine and mine[key] != value:
+                    raise _fail(obj, f"spec.nodeSelector[{key}]", f"conflicts with RuntimeClass {name}'s "
+                                f"scheduling.nodeSelector ({value!r})")
+                mine[key] = value
+            spec["nodeSelector"] = mine
+        tolerations = _get(cls, "scheduling.tolerations", list, [])
+        if tolerations:
+            have = list(spec.get("tolerations") or [])
+            spec["tolerations"] = have + [t for t in tolerations if t not in have]
+        return {**obj, "spec": spec}
+
+
+def _amounts(obj: Obj, field: str, raw: Any) -> dict[str, int]:
+    if not isinstance(raw, Mapping):
+        raise _fail(obj, field, "expected a map of resource quantities")
+    return {str(k): quantity(obj, f"{field}.{k}", str(k), v) for k, v in raw.items()}
+
+
 def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     by_kind: dict[str, list[Obj]] = defaultdict(list)
     skipped: Counter[str] = Counter()
@@ -136,8 +188,9 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     pods = []
     waiting: list[s.WaitingPod] = []
     warnings = priorities.warnings
+    runtime = _RuntimeClasses(by_kind["RuntimeClass"], warnings=priorities.warnings)
     for obj in by_kind["Pod"]:
-        pod = parse_pod(obj, priorities)
+        pod = parse_pod(runtime.admit(obj), priorities)
         if pod is None:
             skipped["Pod(finished)"] += 1
             continue

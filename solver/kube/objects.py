@@ -20,7 +20,7 @@ DRA_KINDS = {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceC
 # Workload objects are templates (the runtime objects are PodGroups): counted as skipped.
 # PersistentVolumeClaim, PersistentVolume, StorageClass: a pending pod's claims (kube/volumes.py)
 VOLUME_KINDS = {"PersistentVolumeClaim", "PersistentVolume", "StorageClass"}
-READ_KINDS = ({"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace"}
+READ_KINDS = ({"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace", "RuntimeClass"}
               | GROUP_KINDS | DRA_KINDS | VOLUME_KINDS)
 
 Obj = Mapping[str, Any]

@@ -51,6 +51,12 @@ def _declared_feature() -> list[dict[str, Any]]:
     return _docs(node("n1"), cases._declares(node("n2").cpu_m(1000), "RestartAllContainersOnContainerExits"), needs)
 
 
+def _runtime_overhead() -> list[dict[str, Any]]:
+    # one node: the pod fits only without the class's overhead, so it stays pending
+    return _docs(node("n1").cpu_m(1000), cases._runtime_class("kata", "250m"),
+                 cases._runs_in(pod("p").cpu_m(900), "kata"))
+
+
 CASES = {
     "pod-level resources": (_pod_level, {"default/p": "n2"}),
     "host network ports": (_host_network, {"default/p": "n2"}),
@@ -58,6 +64,7 @@ CASES = {
     "claim missing": (_missing_claim, {}),
     "unbound immediate claim": (_unbound_immediate, {}),
     "declared feature": (_declared_feature, {"default/p": "n2"}),
+    "runtime class overhead": (_runtime_overhead, {}),
 }
 
 

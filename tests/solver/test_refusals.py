@@ -11,6 +11,7 @@ import pytest
 
 from solver import api, verify
 from solver.model import selectors
+from solver.model.errors import SnapshotInvalidError
 from tests.builders import node, pdb, pod, snapshot
 from tests.solver.test_verify_dra import plan as hand_plan
 
@@ -268,3 +269,43 @@ def test_a_provisioning_class_goes_where_its_allowed_topologies_say() -> None:
 def test_a_pod_whose_claims_no_node_can_serve_stays_pending(objs: list[Any]) -> None:
     assert _plans(*NODES, *objs) == {"model": {}, "baseline": {}}
     assert _refused([*NODES, *objs], {"p": "n1"}) == ["binding"]
+
+
+# ---- RuntimeClass admission (plugin/pkg/admission/runtimeclass) --------------------------
+
+
+def _runtime_class(name: str, overhead_cpu: str, **scheduling: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name},
+                           "handler": name, "overhead": {"podFixed": {"cpu": overhead_cpu}}}
+    if scheduling:
+        obj["scheduling"] = scheduling
+    return obj
+
+
+def _runs_in(p: Any, runtime: str) -> Any:
+    p.obj["spec"]["runtimeClassName"] = runtime
+    return p
+
+
+def test_a_runtime_class_overhead_counts_as_admission_sets_it() -> None:
+    # 900m asked + 250m of the class's overhead do not fit in n1's 1000m
+    objs = [node("n1").cpu_m(1000), node("n2").cpu_m(2000), _runtime_class("kata", "250m"),
+            _runs_in(pod("p").cpu_m(900), "kata")]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["capacity"]
+
+
+def test_a_runtime_class_node_selector_is_merged_into_the_pod() -> None:
+    objs = [node("n1"), node("n2").cpu_m(1000).label("sandbox", "yes"),
+            _runtime_class("kata", "0", nodeSelector={"sandbox": "yes"}), _runs_in(pod("p").cpu_m(500), "kata")]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+
+
+def test_a_pod_whose_overhead_differs_from_its_runtime_class_is_bad_input() -> None:
+    p = _runs_in(pod("p").cpu_m(500), "kata")
+    p.obj["spec"]["overhead"] = {"cpu": "100m"}
+    with pytest.raises(SnapshotInvalidError, match=r"default/p.*spec\.overhead"):
+        snapshot(node("n1"), _runtime_class("kata", "0.25"), p)
+    p.obj["spec"]["overhead"] = {"cpu": "250m"}  # the same quantity, written another way
+    assert snapshot(node("n1"), _runtime_class("kata", "0.25"), p).pods[0].requests["cpu"] == 750
