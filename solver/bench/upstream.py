@@ -73,8 +73,8 @@ KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
 }
 # creation order: what an object refers to exists before it
 ORDER = ("Namespace", "PriorityClass", "DeviceClass", "StorageClass", "RuntimeClass", "Node", "ResourceSlice",
-         "PersistentVolume", "PersistentVolumeClaim", "Workload", "CompositePodGroup", "PodGroup", "PodDisruptionBudget",
-         "ResourceClaimTemplate", "ResourceClaim")
+         "PersistentVolume", "PersistentVolumeClaim", "Workload", "CompositePodGroup", "PodGroup",
+         "PodDisruptionBudget", "ResourceClaimTemplate", "ResourceClaim")
 HOLD = "gangplace.io/hold"  # the finalizer that keeps a recorded terminating pod terminating
 _SERVER_SET = ("uid", "resourceVersion", "managedFields", "generation", "creationTimestamp", "selfLink",
                "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds")
