@@ -46,6 +46,8 @@ from solver.kube.objects import (
     _get,
     _ident,
     _meta,
+    _resources,
+    _string_map,
     quantity,
 )
 from solver.kube.pods import PREEMPTION_REASONS, _Priorities, parse_node, parse_pod, pod_requests
@@ -131,12 +133,13 @@ class _RuntimeClasses:
         spec: dict[str, Any] = dict(raw)
         fixed = _get(cls, "overhead.podFixed", Mapping)
         if fixed is not None:
+            amounts = _resources(cls, "overhead.podFixed", fixed)  # a bad quantity names the class
             if spec.get("overhead") is None:
                 spec["overhead"] = dict(fixed)
-            elif _amounts(obj, "spec.overhead", spec["overhead"]) != _amounts(cls, "overhead.podFixed", fixed):
+            elif _resources(obj, "spec.overhead", spec["overhead"]) != amounts:
                 raise _fail(obj, "spec.overhead", f"does not match RuntimeClass {name}'s overhead.podFixed "
                             "(the RuntimeClass admission plugin refuses the pod)")
-        selector = _get(cls, "scheduling.nodeSelector", Mapping, {})
+        selector = _string_map(cls, "scheduling.nodeSelector", _get(cls, "scheduling.nodeSelector", Mapping, {}))
         if selector:
             mine = dict(spec.get("nodeSelector") or {})
             for key, value in selector.items():
@@ -150,12 +153,6 @@ class _RuntimeClasses:
             have = list(spec.get("tolerations") or [])
             spec["tolerations"] = have + [t for t in tolerations if t not in have]
         return {**obj, "spec": spec}
-
-
-def _amounts(obj: Obj, field: str, raw: Any) -> dict[str, int]:
-    if not isinstance(raw, Mapping):
-        raise _fail(obj, field, "expected a map of resource quantities")
-    return {str(k): quantity(obj, f"{field}.{k}", str(k), v) for k, v in raw.items()}
 
 
 def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:

@@ -146,6 +146,16 @@ def quantity(obj: Obj, field: str, resource: str, raw: Any) -> int:
 _BASE_UNITS: dict[tuple[str, bool], int] = {}
 
 
+def _strings(obj: Obj, field: str) -> list[str]:
+    """An optional list of strings at ``field``."""
+    out: list[str] = []
+    for i, v in enumerate(_get(obj, field, list, [])):
+        if not isinstance(v, str):
+            raise _fail(obj, f"{field}[{i}]", f"expected a string, got {type(v).__name__}")
+        out.append(v)
+    return out
+
+
 def _resources(obj: Obj, field: str, raw: Any) -> dict[str, int]:
     if raw is None:
         return {}

@@ -21,6 +21,7 @@ from solver.kube.objects import (
     _requirements,
     _resources,
     _string_map,
+    _strings,
     _text,
 )
 from solver.model import snapshot as s
@@ -45,15 +46,6 @@ def parse_node(obj: Obj) -> s.Node:
         unschedulable=bool(_get(obj, "spec.unschedulable", bool, False)),
         declared_features=frozenset(_strings(obj, "status.declaredFeatures")),
     )
-
-
-def _strings(obj: Obj, field: str) -> list[str]:
-    out: list[str] = []
-    for i, v in enumerate(_get(obj, field, list, [])):
-        if not isinstance(v, str):
-            raise _fail(obj, f"{field}[{i}]", f"expected a string, got {type(v).__name__}")
-        out.append(v)
-    return out
 
 
 # NodeDeclaredFeatures (GA): the features a pod needs at scheduling, as the registry of

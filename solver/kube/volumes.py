@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from solver.kube.objects import Obj, _fail, _get, _meta, _requirements, quantity
+from solver.kube.objects import Obj, _fail, _get, _meta, _requirements, _strings, quantity
 from solver.kube.pods import _terms
 from solver.model import snapshot as s
 
@@ -144,7 +144,7 @@ def _claim(obj: Obj) -> _Claim:
     elif _get(obj, "metadata.deletionTimestamp", str):
         going = f'persistentvolumeclaim "{name}" is being deleted'
     return _Claim(key=f"{ns}/{name}", volume=volume, bound=bool(volume) and BIND_COMPLETED in annotations,
-                  class_name=str(class_name or ""), modes=frozenset(_modes(obj, "spec.accessModes")),
+                  class_name=str(class_name or ""), modes=frozenset(_strings(obj, "spec.accessModes")),
                   size=_size(obj, "spec.resources.requests"), going=going)
 
 
@@ -155,7 +155,7 @@ def _volume(obj: Obj) -> _Volume:
     ref = _get(obj, "spec.claimRef", Mapping)
     field = "spec.nodeAffinity.required.nodeSelectorTerms"
     return _Volume(name=name, class_name=str(class_name or ""), size=_size(obj, "spec.capacity"),
-                   modes=frozenset(_modes(obj, "spec.accessModes")),
+                   modes=frozenset(_strings(obj, "spec.accessModes")),
                    claim=f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
                    terms=_terms(obj, field, _get(obj, field, list, [])),
                    available=not _get(obj, "metadata.deletionTimestamp", str))
@@ -176,15 +176,6 @@ def _class(obj: Obj) -> _Class:
         topologies.append(s.NodeSelectorTerm(match_expressions=_requirements(obj, field, exprs)))
     return _Class(name=name, provisioner=_get(obj, "provisioner", str) or "", wait=mode == "WaitForFirstConsumer",
                   topologies=tuple(topologies))
-
-
-def _modes(obj: Obj, field: str) -> list[str]:
-    out = []
-    for i, mode in enumerate(_get(obj, field, list, [])):
-        if not isinstance(mode, str):
-            raise _fail(obj, f"{field}[{i}]", "expected an access mode")
-        out.append(mode)
-    return out
 
 
 def _size(obj: Obj, field: str) -> int:

@@ -175,7 +175,7 @@ def _need(problem: Problem, workload: Workload, resources: Sequence[str]) -> lis
 def _group_need(problem: Problem, key: s.GroupKey, resources: Sequence[str]) -> Volume:
     group = problem.groups[key]
     if group.kind == s.POD_GROUP:
-        pods = max(0, group.floor - len(problem.running_in_group.get(key, ())))
+        pods = problem.least_new_pods(key)
         classes = [problem.classes[c] for c in problem.classes_under(key)]
         if not pods or not classes:
             return dict.fromkeys([*resources, SLOTS], 0)

@@ -448,7 +448,7 @@ def _preemption_domains(state: _State, workload: Workload) -> list[set[s.NodeNam
     possible, fixed = fixed_domain(problem, root)
     if not possible:
         return None
-    least = _least_pods(state, root.key)
+    least = problem.least_new_pods(root.key)
     ranked = []
     for value, nodes, room in _domains(state, root, None, fixed):
         most = sum(state.room_evicting(problem.classes[c], node)
@@ -719,7 +719,7 @@ def _place_group(state: _State, key: s.GroupKey, allowed: set[s.NodeName] | None
             if _best_placement(state, group, domains):
                 return True
         else:
-            least = _least_pods(state, group.key)
+            least = problem.least_new_pods(group.key)
             for _, nodes, room in domains:
                 if room < least:  # even every class alone would not reach the gang's floor here
                     continue
@@ -729,17 +729,6 @@ def _place_group(state: _State, key: s.GroupKey, allowed: set[s.NodeName] | None
                 state.rollback(point)
     # nothing new may land under the group; its running members may still satisfy it
     return _place_inner(state, group, set())
-
-
-def _least_pods(state: _State, key: s.GroupKey) -> int:
-    """The fewest new pods that can satisfy the group: its floor less its running members,
-    or for a CompositePodGroup the floor's smallest children's."""
-    problem = state.problem
-    group = problem.groups[key]
-    if group.kind == s.POD_GROUP:
-        return max(0, group.floor - len(problem.running_in_group.get(key, ())))
-    children = sorted(_least_pods(state, child) for child in problem.tree.children(key))
-    return sum(children[:group.floor])
 
 
 def _best_placement(state: _State, group: s.Group, domains: list[tuple[str, set[s.NodeName], int]]) -> bool:

@@ -99,6 +99,15 @@ class Problem:
     def running_under(self, key: s.GroupKey) -> list[s.Pod]:
         return _running_under(self.tree, self.running_in_group, key)
 
+    def least_new_pods(self, key: s.GroupKey) -> int:
+        """The fewest new pods that can satisfy the group: its floor less its running members,
+        or for a CompositePodGroup the sum over its floor's smallest children."""
+        group = self.groups[key]
+        if group.kind == s.POD_GROUP:
+            return max(0, group.floor - len(self.running_in_group.get(key, ())))
+        children = sorted(self.least_new_pods(child) for child in self.tree.children(key))
+        return sum(children[:group.floor])
+
     def eligible(self, cls: PodClass, unit: VictimUnit) -> bool:
         """May pods of ``cls`` preempt ``unit``? Strictly lower priority, policy not Never."""
         return not unit.protected and cls.power is not None and unit.priority < cls.power
