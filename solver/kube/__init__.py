@@ -54,6 +54,7 @@ from solver.kube.pods import PREEMPTION_REASONS, _Priorities, parse_node, parse_
 from solver.kube.volumes import Volumes
 from solver.model import snapshot as s
 from solver.model.errors import SnapshotInvalidError
+from solver.verify import read as verify_read
 
 __all__ = [
     "COST_ANNOTATION",
@@ -228,4 +229,5 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         namespace_labels=dict(sorted(namespaces.items())),
         waiting=tuple(sorted(waiting, key=lambda w: w.pod)),
         warnings=tuple(warnings),
+        verifier_facts=verify_read.read(o for objs in by_kind.values() for o in objs),
     )

@@ -53,32 +53,41 @@ def parse_node(obj: Obj) -> s.Node:
 # others of that registry infer nothing at scheduling time.
 RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"  # restartallcontainers
 USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"  # usernamespaceshostnetwork
+VOLUME_BIND_MOUNT_OPTIONS = "VolumeBindMountOptions"  # volumebindmountoptions (alpha gate, 1.37)
 
 
 def _required_features(obj: Obj) -> tuple[str, ...]:
     """A container or init container with a restartPolicyRules action RestartAllContainers
     needs RestartAllContainersOnContainerExits; hostNetwork with hostUsers false needs
-    UserNamespacesHostNetworkSupport."""
+    UserNamespacesHostNetworkSupport; a volume mount with bindMountOptions (in a container, an
+    init or an ephemeral container) needs VolumeBindMountOptions."""
     spec = obj.get("spec") or {}
     if type(spec) is not dict:
         return ()
     containers = spec.get("containers")
-    if type(containers) is list and not spec.get("initContainers") and not spec.get("hostNetwork") and (
-            (len(containers) == 1 and type(containers[0]) is dict and "restartPolicyRules" not in containers[0])
-            or all(type(c) is dict and "restartPolicyRules" not in c for c in containers)):
+    if type(containers) is list and not spec.get("initContainers") and not spec.get("hostNetwork") \
+            and not spec.get("ephemeralContainers") and all(
+                type(c) is dict and "restartPolicyRules" not in c and not c.get("volumeMounts") for c in containers):
         return ()  # the common shape: nothing asks for a feature
-    out = []
+    out = set()
     if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
-        out.append(USER_NAMESPACES_HOST_NETWORK)
-    for kind in ("containers", "initContainers"):
+        out.add(USER_NAMESPACES_HOST_NETWORK)
+    for kind in ("containers", "initContainers", "ephemeralContainers"):
         for i, c in enumerate(_items(obj, f"spec.{kind}", spec.get(kind))):
-            rules = c.get("restartPolicyRules") if isinstance(c, Mapping) else None
-            for j, rule in enumerate(_items(obj, f"spec.{kind}[{i}].restartPolicyRules", rules)):
-                if isinstance(rule, Mapping) and rule.get("action") == "RestartAllContainers":
-                    if RESTART_ALL_CONTAINERS not in out:
-                        out.append(RESTART_ALL_CONTAINERS)
-                elif not isinstance(rule, Mapping):
-                    raise _fail(obj, f"spec.{kind}[{i}].restartPolicyRules[{j}]", "expected a rule")
+            if not isinstance(c, Mapping):
+                continue
+            if kind != "ephemeralContainers":
+                rules = c.get("restartPolicyRules")
+                for j, rule in enumerate(_items(obj, f"spec.{kind}[{i}].restartPolicyRules", rules)):
+                    if not isinstance(rule, Mapping):
+                        raise _fail(obj, f"spec.{kind}[{i}].restartPolicyRules[{j}]", "expected a rule")
+                    if rule.get("action") == "RestartAllContainers":
+                        out.add(RESTART_ALL_CONTAINERS)
+            for j, mount in enumerate(_items(obj, f"spec.{kind}[{i}].volumeMounts", c.get("volumeMounts"))):
+                if not isinstance(mount, Mapping):
+                    raise _fail(obj, f"spec.{kind}[{i}].volumeMounts[{j}]", "expected a volume mount")
+                if mount.get("bindMountOptions"):
+                    out.add(VOLUME_BIND_MOUNT_OPTIONS)
     return tuple(sorted(out))
 
 
@@ -460,6 +469,7 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         terminating=(terminating := bool(_field(obj, meta, "metadata", "deletionTimestamp", str))),
         preempted=terminating and _condition(obj, "DisruptionTarget", PREEMPTION_REASONS),
         ready=bool(node) and _condition(obj, "Ready"),
+        starting=bool(node) and phase == "Pending",
         nominated_node=s.NodeName(nominated) if nominated and not node else None,
         pod_affinity=_pod_affinity_terms(obj, ns, "podAffinity") if affinity else (),
         pod_anti_affinity=_pod_affinity_terms(obj, ns, "podAntiAffinity") if affinity else (),

@@ -367,7 +367,10 @@ def eviction_api(pod: s.Pod, pdbs: Sequence[s.PodDisruptionBudget]) -> tuple[str
     budget says AlwaysAllow, or IfHealthyBudget with currentHealthy ≥ desiredHealthy > 0; any
     other eviction spends one of its budget's disruptionsAllowed (``counted``), and is refused
     (429) while the budget's status is older than its spec (checkAndDecrement). Running as a
-    planned eviction only: a terminating pod is never a victim."""
+    planned eviction only: a terminating pod is never a victim. A pod in phase Pending goes
+    without asking any budget (canIgnorePDB)."""
+    if pod.starting:
+        return "", None
     mine = [b for b in pdbs
             if b.namespace == pod.namespace and selectors.label_selector_matches(b.selector, pod.labels)]
     if len(mine) > 1:

@@ -148,6 +148,9 @@ class Pod:
     spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule topologySpreadConstraints
     host_ports: tuple[HostPort, ...] = ()  # containers' and sidecars' hostPorts
     ready: bool = False  # running with condition Ready=True (the Eviction API's "healthy")
+    # bound but in phase Pending (not started yet): the Eviction API deletes it without asking
+    # any budget (canIgnorePDB, eviction.go)
+    starting: bool = False
     # node features the pod needs to be scheduled (NodeDeclaredFeatures, kube/pods.py)
     required_features: tuple[str, ...] = ()
     # its PersistentVolumeClaims (kube/volumes.py): why no node can host it ("" if some can),
@@ -402,6 +405,9 @@ class ClusterSnapshot:
     # what was read but is incomplete and planned around, one sentence naming the object each
     # (a running pod whose PodGroup is gone, a PriorityClass deleted after admission)
     warnings: tuple[str, ...] = ()
+    # the verifier's own reading of the objects (solver.verify.read.Facts), made beside this
+    # snapshot from the same objects; opaque here: the model never reads it
+    verifier_facts: object = field(default=None, repr=False, compare=False)
     _tree: WorkloadTree | None = field(default=None, init=False, repr=False, compare=False)
     _nodes: Mapping[NodeName, Node] | None = field(default=None, init=False, repr=False, compare=False)
 

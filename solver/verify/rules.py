@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from solver.model import selectors
 from solver.model import snapshot as s
+from solver.verify import read
 from solver.verify.dra import _needed_for_devices
 from solver.verify.view import _View
 from solver.verify.violation import Violation
@@ -18,7 +18,7 @@ def check_bindings(view: _View) -> list[Violation]:
     seen: set[str] = set()
     for b in view.plan.bindings:
         pod = view.pods.get(s.PodKey(b.pod))
-        node = view.nodes.get(s.NodeName(b.node))
+        node = view.node_facts.get(b.node)
         if b.pod in seen:
             out.append(Violation(rule="binding", subject=b.pod, detail="bound twice"))
         seen.add(b.pod)
@@ -31,8 +31,9 @@ def check_bindings(view: _View) -> list[Violation]:
             out.append(Violation(rule="binding", subject=b.pod, detail=f"gated by {list(pod.scheduling_gates)}"))
         if pod.terminating:
             out.append(Violation(rule="binding", subject=b.pod, detail="pod is being deleted"))
-        if not selectors.statically_feasible(pod, node):
-            out.append(Violation(rule="binding", subject=b.pod, detail=f"node {b.node} fails selector/affinity/taints"))
+        why = read.refusal(view.spec(pod), node)
+        if why:
+            out.append(Violation(rule="binding", subject=b.pod, detail=f"node {b.node} refuses it: {why}"))
     return out
 
 
@@ -55,35 +56,40 @@ def check_admission(view: _View) -> list[Violation]:
 # only the pod being placed).
 
 
-def _where_now(view: _View, pod: s.Pod) -> s.Node | None:
+def _where_now(view: _View, pod: s.Pod) -> read.NodeFacts | None:
     name = view.bound.get(pod.key) or pod.node
-    return view.nodes.get(s.NodeName(name)) if name else None
+    return view.node_facts.get(name) if name else None
 
 
 def _ns(view: _View, pod: s.Pod) -> Mapping[str, str]:
-    return selectors.namespace_labels(view.snapshot.namespace_labels, pod.namespace)
+    return view.facts.namespace_labels(pod.namespace)
 
 
-def _same_domain(key: str, a: s.Node | None, b: s.Node | None) -> bool:
+def _selects(view: _View, term: read.PodTerm, pod: s.Pod) -> bool:
+    return read.term_selects(term, pod.namespace, view.labels(pod), _ns(view, pod))
+
+
+def _same_domain(key: str, a: read.NodeFacts | None, b: read.NodeFacts | None) -> bool:
     return a is not None and b is not None and key in a.labels and a.labels[key] == b.labels.get(key)
 
 
 def _anti_conflict(view: _View, owner: s.Pod, other: s.Pod) -> bool:
     """``owner``'s required anti-affinity refuses ``other`` where they now are."""
-    if owner.key == other.key or not owner.pod_anti_affinity:
+    terms = view.spec(owner).anti_affinity
+    if owner.key == other.key or not terms:
         return False
     a, b = _where_now(view, owner), _where_now(view, other)
-    return any(_same_domain(t.topology_key, a, b) and selectors.pod_term_matches(t, other, _ns(view, other))
-               for t in owner.pod_anti_affinity)
+    return any(_same_domain(t.topology_key, a, b) and _selects(view, t, other) for t in terms)
 
 
 def _port_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
     """One host port asked for by two pods on one node (NodePorts)."""
-    if a.key == b.key or not a.host_ports or not b.host_ports:
+    mine, theirs = view.spec(a).host_ports, view.spec(b).host_ports
+    if a.key == b.key or not mine or not theirs:
         return False
     na, nb = _where_now(view, a), _where_now(view, b)
-    return na is not None and nb is not None and na.name == nb.name and selectors.host_ports_clash(
-        a.host_ports, b.host_ports)
+    return na is not None and nb is not None and na.name == nb.name and any(
+        read.ports_clash(x, y) for x in mine for y in theirs)
 
 
 def _in_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
@@ -96,9 +102,9 @@ def check_pod_anti_affinity(view: _View) -> list[Violation]:
     pod's term matches a bound pod in its (satisfyExistingPodsAntiAffinity)."""
     out: list[Violation] = []
     present = view.present()
-    owners = [q for q in present if q.pod_anti_affinity]
+    owners = [q for q in present if view.spec(q).anti_affinity]
     by_domain: dict[tuple[str, str], list[s.Pod]] = {}  # (key, value) -> present pods there
-    for key in {t.topology_key for p in view.new_pods for t in p.pod_anti_affinity}:
+    for key in {t.topology_key for p in view.new_pods for t in view.spec(p).anti_affinity}:
         for q in present:
             node = _where_now(view, q)
             if node is not None and key in node.labels:
@@ -108,7 +114,7 @@ def check_pod_anti_affinity(view: _View) -> list[Violation]:
                              detail=f"refused by {q.key}'s required anti-affinity in its domain")
                    for q in owners if _anti_conflict(view, q, p))
         node = _where_now(view, p)
-        near = {q.key: q for t in p.pod_anti_affinity if node is not None and t.topology_key in node.labels
+        near = {q.key: q for t in view.spec(p).anti_affinity if node is not None and t.topology_key in node.labels
                 for q in by_domain.get((t.topology_key, node.labels[t.topology_key]), ())}
         out.extend(Violation(rule="pod-anti-affinity", subject=p.key,
                              detail=f"its required anti-affinity refuses {q.key} in its domain")
@@ -116,18 +122,37 @@ def check_pod_anti_affinity(view: _View) -> list[Violation]:
     return out
 
 
-def _spread_counts(view: _View, c: s.SpreadConstraint, owner: s.Pod, also: Iterable[s.Pod] = ()
+def _spread_eligible(view: _View, c: read.Spread, owner: s.Pod, node: read.NodeFacts) -> bool:
+    """The node is one of the constraint's domains for ``owner``: it has the key of every one of
+    the owner's constraints (nodeLabelsMatchSpreadConstraints), and passes the owner's node
+    affinity (nodeAffinityPolicy Honor) and taints (nodeTaintsPolicy Honor)."""
+    spec = view.spec(owner)
+    if any(x.topology_key not in node.labels for x in spec.spread):
+        return False
+    if c.honor_affinity and not read.affinity_holds(spec, node):
+        return False
+    return not c.honor_taints or read.taints_tolerated(spec, node)
+
+
+def _spread_matches(view: _View, c: read.Spread, owner: s.Pod, pod: s.Pod) -> bool:
+    """``pod`` counts toward ``owner``'s constraint: same namespace, not terminating, selected
+    (countPodsMatchSelector, plugins/podtopologyspread/common.go)."""
+    return c.selector is not None and pod.namespace == owner.namespace and not pod.terminating \
+        and c.selector.matches(view.labels(pod))
+
+
+def _spread_counts(view: _View, c: read.Spread, owner: s.Pod, also: Iterable[s.Pod] = ()
                    ) -> tuple[dict[str, int], int, set[str]]:
     """(matching pods per eligible domain of ``owner``'s constraint, the fewest: 0 below
     minDomains, the eligible nodes) on the end state, with ``also`` (evicted pods put back)
     counted too."""
-    eligible = {n.name: n for n in view.snapshot.nodes if selectors.spread_eligible(c, owner, n)}
+    eligible = {n.name: n for n in view.node_facts.values() if _spread_eligible(view, c, owner, n)}
     counts = {n.labels[c.topology_key]: 0 for n in eligible.values()}
     for q in [p for p in view.present() if not p.terminating] + list(also):
         where = _where_now(view, q)
-        if where is not None and where.name in eligible and selectors.spread_matches(c, owner, q):
+        if where is not None and where.name in eligible and _spread_matches(view, c, owner, q):
             counts[where.labels[c.topology_key]] += 1
-    low = 0 if len(counts) < (c.min_domains or 1) else min(counts.values(), default=0)
+    low = 0 if len(counts) < c.min_domains else min(counts.values(), default=0)
     return counts, low, set(eligible)
 
 
@@ -135,11 +160,11 @@ def _needed_for_spread(view: _View, members: list[s.Pod], prio: int) -> bool:
     """Put back, the victim would push a bound pod's domain past maxSkew, and that pod may
     preempt it (upstream's reprieve keeps only victims whose return passes every filter)."""
     for p in view.new_pods:
-        if not p.spread or view.power(p) <= prio:
+        if not view.spec(p).spread or view.power(p) <= prio:
             continue
         node = _where_now(view, p)
-        for c in p.spread:
-            if node is None or not any(selectors.spread_matches(c, p, q) for q in members):
+        for c in view.spec(p).spread:
+            if node is None or not any(_spread_matches(view, c, p, q) for q in members):
                 continue
             counts, low, _ = _spread_counts(view, c, p, members)
             value = node.labels.get(c.topology_key)
@@ -153,19 +178,19 @@ def check_host_ports(view: _View) -> list[Violation]:
     out: list[Violation] = []
     on_node: dict[str, list[s.Pod]] = defaultdict(list)
     for q in view.present():
-        if q.host_ports and (node := _where_now(view, q)) is not None:
+        if view.spec(q).host_ports and (node := _where_now(view, q)) is not None:
             on_node[node.name].append(q)
     for p in view.new_pods:
         node = _where_now(view, p)
-        if not p.host_ports or node is None:
+        if not view.spec(p).host_ports or node is None:
             continue
         out.extend(Violation(rule="host-port", subject=p.key, detail=f"a host port of {q.key} on {node.name}")
                    for q in on_node.get(node.name, ()) if _port_conflict(view, p, q))
     return out
 
 
-def _matches_all(view: _View, terms: tuple[s.PodAffinityTerm, ...], pod: s.Pod) -> bool:
-    return all(selectors.pod_term_matches(t, pod, _ns(view, pod)) for t in terms)
+def _matches_all(view: _View, terms: tuple[read.PodTerm, ...], pod: s.Pod) -> bool:
+    return all(_selects(view, t, pod) for t in terms)
 
 
 def check_pod_affinity(view: _View) -> list[Violation]:
@@ -173,23 +198,23 @@ def check_pod_affinity(view: _View) -> list[Violation]:
     terms has, in every term's domain, a pod already there matching all its terms; or it is
     the first such pod anywhere and matches its own terms (satisfyPodAffinity). The order is
     found greedily: every pod that is supported, and one first pod only when none is."""
-    todo = sorted((p for p in view.new_pods if p.pod_affinity), key=lambda p: p.key)
+    todo = sorted((p for p in view.new_pods if view.spec(p).affinity), key=lambda p: p.key)
     if not todo:
         return []
     out = []
-    where: dict[s.PodKey, s.Node] = {}  # each pod's node, known to hold its terms' topology keys
+    where: dict[s.PodKey, read.NodeFacts] = {}  # each pod's node, known to hold its terms' topology keys
     for p in todo:
         node = _where_now(view, p)
-        if node is None or any(t.topology_key not in node.labels for t in p.pod_affinity):
+        if node is None or any(t.topology_key not in node.labels for t in view.spec(p).affinity):
             out.append(Violation(rule="pod-affinity", subject=p.key,
                                  detail="its node lacks a topology key of its required pod affinity"))
         else:
             where[p.key] = node
     if out:
         return out
-    term_sets = {p.pod_affinity for p in todo}
+    term_sets = {view.spec(p).affinity for p in todo}
     # per term set: the (key, value) domains holding a pod matching all of it
-    support: dict[tuple[s.PodAffinityTerm, ...], set[tuple[str, str]]] = {terms: set() for terms in term_sets}
+    support: dict[tuple[read.PodTerm, ...], set[tuple[str, str]]] = {terms: set() for terms in term_sets}
 
     def place(q: s.Pod) -> None:
         node = _where_now(view, q)
@@ -200,16 +225,17 @@ def check_pod_affinity(view: _View) -> list[Violation]:
                 domains.update((t.topology_key, node.labels[t.topology_key]) for t in terms
                                if t.topology_key in node.labels)
 
-    for q in view.running_after_all() + [p for p in view.new_pods if not p.pod_affinity]:
+    for q in view.running_after_all() + [p for p in view.new_pods if not view.spec(p).affinity]:
         place(q)
     while todo:
         def supported(p: s.Pod) -> bool:
-            labels = where[p.key].labels
-            return all((t.topology_key, labels[t.topology_key]) in support[p.pod_affinity] for t in p.pod_affinity)
+            labels, terms = where[p.key].labels, view.spec(p).affinity
+            return all((t.topology_key, labels[t.topology_key]) in support[terms] for t in terms)
 
         ready = [p for p in todo if supported(p)]
         if not ready:
-            ready = [p for p in todo if not support[p.pod_affinity] and _matches_all(view, p.pod_affinity, p)][:1]
+            ready = [p for p in todo if not support[view.spec(p).affinity]
+                     and _matches_all(view, view.spec(p).affinity, p)][:1]
         if not ready:
             return [Violation(rule="pod-affinity", subject=p.key,
                               detail="no pod matching its required affinity is in its domain") for p in todo]
@@ -226,11 +252,10 @@ def check_topology_spread(view: _View) -> list[Violation]:
     out = []
     # pods alike in namespace and node eligibility see the same counts: read them once
     cache: dict[tuple[object, ...], tuple[dict[str, int], int, set[str]]] = {}
-    for p in (p for p in view.new_pods if p.spread):
+    for p in (p for p in view.new_pods if view.spec(p).spread):
         node = _where_now(view, p)
-        for c in p.spread:
-            key = (c, p.namespace, tuple(sorted(p.node_selector.items())), p.affinity_terms, p.tolerations,
-                   tuple(x.topology_key for x in p.spread))
+        for c in view.spec(p).spread:
+            key = (c, p.namespace, view.spec(p))
             if key not in cache:
                 cache[key] = _spread_counts(view, c, p)
             counts, low, eligible = cache[key]
@@ -274,12 +299,12 @@ def check_capacity(view: _View) -> list[Violation]:
     Σ new pods + Σ running pods not evicted ≤ allocatable."""
     out = []
     for node_name, new in sorted(view.new_on.items()):
-        node = view.nodes.get(s.NodeName(node_name))
+        node = view.node_facts.get(node_name)
         if node is None:
             continue
-        for res in sorted({r for p in new for r, v in p.requests.items() if v > 0}):
-            used = sum(p.requests.get(res, 0) for p in new)
-            used += sum(p.requests.get(res, 0) for p in view.running_on[node_name] if p.key not in view.evicted)
+        for res in sorted({r for p in new for r, v in view.req(p).items() if v > 0}):
+            used = sum(view.req(p).get(res, 0) for p in new)
+            used += sum(view.req(p).get(res, 0) for p in view.running_on[node_name] if p.key not in view.evicted)
             cap = node.allocatable.get(res, 0)
             if used > cap:
                 out.append(Violation(rule="capacity", subject=f"{node_name}/{res}",
@@ -301,21 +326,22 @@ def check_victims_necessary(view: _View) -> list[Violation]:
         prio = view.victim_priority(members[0])
         necessary = False
         for node_name in sorted({p.node for p in members if p.node}):
-            node = view.nodes[s.NodeName(node_name)]
+            node = view.node_facts[node_name]
             higher = [p for p in view.new_on.get(node_name, []) if view.priority_of_root(view.root(p)) > prio]
             if not any(view.power(p) > prio for p in higher):
                 continue
-            for res in {r for p in members if p.node == node_name for r in p.requests}:
-                demand = sum(p.requests.get(res, 0) for p in higher)
+            for res in {r for p in members if p.node == node_name for r in view.req(p)}:
+                demand = sum(view.req(p).get(res, 0) for p in higher)
                 if demand == 0:
                     continue
-                back = sum(p.requests.get(res, 0) for p in view.running_on[node_name]
+                back = sum(view.req(p).get(res, 0) for p in view.running_on[node_name]
                            if p.key not in view.evicted or view.victim_unit(p) == unit)
                 if demand + back > node.allocatable.get(res, 0):
                     necessary = True
         necessary = necessary or _needed_for_devices(view, members, prio) or any(
             _in_conflict(view, p, q) for q in members for p in view.new_pods
-            if (p.pod_anti_affinity or p.host_ports or q.pod_anti_affinity) and view.power(p) > prio) or \
+            if (view.spec(p).anti_affinity or view.spec(p).host_ports or view.spec(q).anti_affinity)
+            and view.power(p) > prio) or \
             _needed_for_spread(view, members, prio)
         if not necessary:
             out.append(Violation(rule="victim-necessary", subject=unit,
@@ -378,26 +404,34 @@ def check_topology(view: _View) -> list[Violation]:
                                                                     if p.key in view.bound}
         if not any(p.key in view.bound for p in pods):
             continue
-        values = {view.nodes[s.NodeName(n)].labels.get(group.topology_key) for n in nodes if n}
+        values = {view.node_facts[n].labels.get(group.topology_key) for n in nodes if n}
         if None in values or len(values) > 1:
             out.append(Violation(rule="topology", subject=key,
                                  detail=f"pods span {sorted(map(str, values))} of {group.topology_key}"))
     return out
 
 
+def _budgets_of(view: _View, pod: s.Pod) -> list[read.Budget]:
+    """The budgets of the pod's namespace whose selector selects it (getPodDisruptionBudgets)."""
+    labels = view.labels(pod)
+    return [b for b in view.facts.budgets
+            if b.namespace == pod.namespace and b.selector is not None and b.selector.matches(labels)]
+
+
 def _evicted_by_pdb(view: _View) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
-    for pdb in view.snapshot.pdbs:
-        for key in view.evicted:
-            pod = view.pods.get(s.PodKey(key))
-            if pod and pod.namespace == pdb.namespace and selectors.label_selector_matches(pdb.selector, pod.labels):
-                out[pdb.key] += 1
+    for key in view.evicted:
+        pod = view.pods.get(s.PodKey(key))
+        if pod is not None:
+            for budget in _budgets_of(view, pod):
+                out[budget.key] += 1
     return out
 
 
 def _eviction_api(view: _View) -> tuple[dict[str, int], list[Violation]]:
     """Each eviction as the Eviction API takes it (eviction.go, EvictionREST.Create and
-    checkAndDecrement): a pod two budgets select is refused (500); an unready pod goes without
+    checkAndDecrement): a pod in phase Pending (or being deleted) goes without a budget
+    (canIgnorePDB); a pod two budgets select is refused (500); an unready pod goes without
     spending when its budget says AlwaysAllow, or when it is healthy enough (currentHealthy ≥
     desiredHealthy > 0); every other one spends a disruption of its budget, refused (429) while
     the budget's status lags its generation. The disruptions spent per budget, and the refusals."""
@@ -405,10 +439,9 @@ def _eviction_api(view: _View) -> tuple[dict[str, int], list[Violation]]:
     spent: dict[str, int] = defaultdict(int)
     for key in sorted(view.evicted):
         pod = view.pods.get(s.PodKey(key))
-        if pod is None:
+        if pod is None or key in view.facts.budget_free:
             continue
-        budgets = [b for b in view.snapshot.pdbs
-                   if b.namespace == pod.namespace and selectors.label_selector_matches(b.selector, pod.labels)]
+        budgets = _budgets_of(view, pod)
         if len(budgets) > 1:
             refused.append(Violation(rule="eviction-api", subject=key, detail=f"selected by {len(budgets)} "
                                      "PodDisruptionBudgets: the Eviction API refuses it"))
@@ -416,9 +449,9 @@ def _eviction_api(view: _View) -> tuple[dict[str, int], list[Violation]]:
         if not budgets:
             continue
         budget = budgets[0]
-        unhealthy_goes = budget.unhealthy_policy == "AlwaysAllow" or \
+        unhealthy_goes = budget.always_allow_unhealthy or \
             (budget.current_healthy >= budget.desired_healthy and budget.desired_healthy > 0)
-        if not pod.ready and unhealthy_goes:
+        if not view.facts.ready[key] and unhealthy_goes:
             continue
         if budget.observed_generation < budget.generation:
             refused.append(Violation(rule="eviction-api", subject=key, detail=(
@@ -432,9 +465,9 @@ def check_pdbs_strict(view: _View) -> list[Violation]:
     """Every eviction accepted by the Eviction API, and no budget spending more than
     disruptionsAllowed."""
     spent, refused = _eviction_api(view)
-    return refused + [Violation(rule="pdb", subject=p.key, detail=f"evicts {spent[p.key]}, disruptionsAllowed is "
-                                f"{max(0, p.disruptions_allowed)}")
-                      for p in view.snapshot.pdbs if spent[p.key] > max(0, p.disruptions_allowed)]
+    return refused + [Violation(rule="pdb", subject=b.key, detail=f"evicts {spent[b.key]}, disruptionsAllowed is "
+                                f"{max(0, b.disruptions_allowed)}")
+                      for b in view.facts.budgets if spent[b.key] > max(0, b.disruptions_allowed)]
 
 
 def check_objective(view: _View) -> list[Violation]:
@@ -452,7 +485,7 @@ def check_objective(view: _View) -> list[Violation]:
         prio = view.victim_priority(pod)
         cost += pod.preemption_cost_milli / 1000 if pod.preemption_cost_milli is not None else 1 + max(0, prio)
     evicted_by_pdb = _eviction_api(view)[0] if view.strict_pdbs else _evicted_by_pdb(view)
-    violations = sum(max(0, evicted_by_pdb[p.key] - max(0, p.disruptions_allowed)) for p in view.snapshot.pdbs)
+    violations = sum(max(0, evicted_by_pdb[b.key] - max(0, b.disruptions_allowed)) for b in view.facts.budgets)
     want = {
         "satisfiedWorkloads": (o.satisfied_workloads, sum(sat.values())),
         "placedPods": (o.placed_pods, len(view.bound)),

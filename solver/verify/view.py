@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from solver.model import snapshot as s
 from solver.model.features import FeatureGates
 from solver.model.plan import Plan
+from solver.verify import read
 from solver.verify.dra import _DraView
 from solver.verify.violation import NEVER
 
@@ -19,6 +21,12 @@ class _View:
     def __init__(self, snapshot: s.ClusterSnapshot, plan: Plan, gates: FeatureGates = DEFAULT_GATES,
                  dra_preemption: bool = True, strict_pdbs: bool = False) -> None:
         self.snapshot = snapshot
+        if not isinstance(snapshot.verifier_facts, read.Facts):
+            raise ValueError("the verifier reads the objects itself: build the snapshot with "
+                             "solver.kube.snapshot_from_objects")
+        self.facts: read.Facts = snapshot.verifier_facts
+        self.node_facts = self.facts.nodes
+        self._requests: dict[int, dict[str, int]] = {}
         self.strict_pdbs = strict_pdbs  # evictions go through the Eviction API (and count as it spends)
         self.plan = plan
         self.gates = gates
@@ -52,6 +60,21 @@ class _View:
                 self.running_on[p.node].append(p)
                 self.units[self.victim_unit(p)].append(p)
         self.dra = _DraView(self)
+
+    def spec(self, pod: s.Pod) -> read.PodFacts:
+        """What the verifier read from the pod's own object."""
+        return self.facts.pods[pod.key]
+
+    def req(self, pod: s.Pod) -> dict[str, int]:
+        """The pod's effective request as the verifier reads it (read only)."""
+        facts = self.facts.pods[pod.key]
+        out = self._requests.get(id(facts))
+        if out is None:
+            out = self._requests[id(facts)] = dict(facts.requests)
+        return out
+
+    def labels(self, pod: s.Pod) -> Mapping[str, str]:
+        return self.facts.labels[pod.key]
 
     def chain(self, group: s.GroupKey) -> list[s.GroupKey]:
         out = []

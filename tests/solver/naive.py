@@ -228,13 +228,15 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
     def spends(p: s.Pod, b: s.PodDisruptionBudget) -> bool:
         if not strict_pdbs:
             return True
+        if p.starting:
+            return False  # phase Pending: the Eviction API asks no budget
         lets_go = b.unhealthy_policy == "AlwaysAllow" or (b.desired_healthy > 0 and b.current_healthy >= b.desired_healthy)
         return p.ready or not lets_go
 
     if strict_pdbs:
         for p in running:
             mine = selecting(p)
-            if unit_of[p.key] in e and (len(mine) > 1 or (len(mine) == 1 and spends(p, mine[0])
+            if unit_of[p.key] in e and not p.starting and (len(mine) > 1 or (len(mine) == 1 and spends(p, mine[0])
                                         and mine[0].observed_generation < mine[0].generation)):
                 m.add(e[unit_of[p.key]] == 0)
     viol = []

@@ -168,6 +168,18 @@ def test_an_unready_pod_goes_under_a_healthy_if_healthy_budget() -> None:
     assert _strict_refusals(_eviction_case(short, ready=False)) == ["pdb: default/db"]
 
 
+def test_a_pod_not_started_yet_goes_without_asking_its_budgets() -> None:
+    # canIgnorePDB: a pod in phase Pending is deleted before any budget is listed, so neither
+    # two budgets nor one that allows nothing stop it
+    objs = _eviction_case(_budget("db", 0), _budget("db-too", 0), ready=False)
+    objs[1].obj["status"]["phase"] = "Pending"
+    assert _strict(objs) == PLACED
+    assert _strict_refusals(objs) == []
+    objs[1].obj["status"]["phase"] = "Running"
+    assert _strict(objs) == PENDING
+    assert _strict_refusals(objs) == ["eviction-api: default/v"]
+
+
 # ---- NodeDeclaredFeatures (plugins/nodedeclaredfeatures) -----------------------------------
 
 
@@ -195,6 +207,18 @@ def test_host_network_in_a_user_namespace_needs_its_feature() -> None:
     # with host users (the default) nothing is needed: the emptier node, as the baseline scores
     p.obj["spec"].pop("hostUsers")
     assert _refused(objs, {"p": "n1"}) == []
+
+
+def test_bind_mount_options_need_their_feature() -> None:
+    """volumebindmountoptions: a mount with bindMountOptions (possible only where the alpha
+    gate let the field in) needs VolumeBindMountOptions on the node; found by the verifier's
+    own reading before the parser read it."""
+    p = pod("p").cpu_m(1000)
+    p.obj["spec"]["volumes"] = [{"name": "v", "emptyDir": {}}]
+    p.obj["spec"]["containers"][0]["volumeMounts"] = [{"name": "v", "mountPath": "/v", "bindMountOptions": ["ro"]}]
+    objs = [node("n1"), _declares(node("n2").cpu_m(1000), "VolumeBindMountOptions"), p]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
 
 
 # ---- VolumeBinding (plugins/volumebinding) -----------------------------------------------

@@ -15,6 +15,7 @@ from solver import verify
 from solver.model import cel
 from solver.model import plan as pl
 from solver.model import snapshot as s
+from solver.verify import read
 
 GPU = "gpu.example.com"
 NIC = "nic.example.com"
@@ -67,7 +68,22 @@ def snapshot(nodes: Sequence[s.Node], pods: Sequence[s.Pod], devices: Sequence[s
              pod_claims: Mapping[str, Sequence[s.PodClaim]], groups: Sequence[s.Group] = ()) -> s.ClusterSnapshot:
     dra = s.DraState(devices=tuple(devices), classes={"gpu": s.DeviceClass(name="gpu", selectors=(IS_GPU,))},
                      claims={c.key: c for c in claims}, pod_claims={k: tuple(v) for k, v in pod_claims.items()})
-    return s.ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods), groups=tuple(groups), dra=dra)
+    return s.ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods), groups=tuple(groups), dra=dra,
+                             verifier_facts=_facts(nodes, pods))
+
+
+def _facts(nodes: Sequence[s.Node], pods: Sequence[s.Pod]) -> read.Facts:
+    """What the verifier reads from the objects these nodes and pods stand for (the DRA rules
+    read the snapshot's DRA state; the core rules read the objects)."""
+    objs: list[dict[str, object]] = [
+        {"kind": "Node", "metadata": {"name": n.name, "labels": dict(n.labels)},
+         "status": {"allocatable": {k: f"{v}m" if k == "cpu" else str(v) for k, v in n.allocatable.items()}}}
+        for n in nodes]
+    objs.extend({"kind": "Pod", "metadata": {"name": p.name, "namespace": p.namespace},
+                 "spec": {"nodeName": p.node or "", "containers": [{"resources": {"requests": {
+                     k: f"{v}m" if k == "cpu" else str(v) for k, v in p.requests.items() if k != "pods"}}}]}}
+                for p in pods)
+    return read.read(objs)
 
 
 def entry(name: str, claim_key: str, shared_by: str | None = None) -> s.PodClaim:
@@ -396,7 +412,8 @@ def test_match_attribute_over_the_listed_requests() -> None:
          "gpu.example.com/n1/gpu-0='a100', gpu.example.com/n1/gpu-1='h100'")]
     no_class = s.DeviceClass(name="gpu")  # lets the NIC in, which has no GPU model
     bare = s.ClusterSnapshot(nodes=snap.nodes, pods=snap.pods, dra=s.DraState(
-        devices=snap.dra.devices, classes={"gpu": no_class}, claims=snap.dra.claims, pod_claims=snap.dra.pod_claims))
+        devices=snap.dra.devices, classes={"gpu": no_class}, claims=snap.dra.claims, pod_claims=snap.dra.pod_claims),
+        verifier_facts=snap.verifier_facts)
     lacking = [alloc(P, "gpus", "a", f"{N1}/gpu-0"), alloc(P, "gpus", "b", f"{NIC}/n1/nic-0"),
                alloc(P, "gpus", "c", f"{N1}/gpu-2")]
     assert problems(bare, plan(bare, {P: "n1"}, *lacking)) == [
