@@ -373,6 +373,7 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
     else:  # the hint: within a priority the smallest first, the most workloads for the room
         order = sorted(problem.workloads, key=lambda w: (-w.priority, _size(problem, w), w.key))
     reached = 0
+    done: set[int] = set()  # workloads placed
     for workload in order[:upto]:
         if stop is not None and stop():
             break
@@ -381,6 +382,7 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
             continue
         point = state.savepoint()
         if _place_workload(state, workload):
+            done.add(workload.index)
             if workload.power is not None:
                 _preempt_for_remainder(state, workload)
             continue
@@ -388,18 +390,27 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
         if workload.power is None:
             continue
         if not spread and (domains := _preemption_domains(state, workload)) is not None:
-            _preempt_in_domains(state, workload, domains, point)
-            continue
-        if spread and workload.kind == s.STANDALONE_POD:
-            _preempt_pod(state, workload)
-            continue
-        victims = _candidate_victims(problem, workload, state)
-        if not victims:
-            continue
-        if _try_with(state, workload, victims, point):
-            continue
-        if problem.strict_pdbs:  # the reprieves were not enough: only the victims the budgets allow
-            _try_with(state, workload, within_budgets(problem, state.evicted, victims), point)
+            placed = _preempt_in_domains(state, workload, domains, point)
+        elif spread and workload.kind == s.STANDALONE_POD:
+            placed = _preempt_pod(state, workload)
+        else:
+            victims = _candidate_victims(problem, workload, state)
+            placed = bool(victims) and _try_with(state, workload, victims, point)
+            if victims and not placed and problem.strict_pdbs:
+                # the reprieves were not enough: only the victims the budgets allow
+                placed = _try_with(state, workload, within_budgets(problem, state.evicted, victims), point)
+        if placed:
+            done.add(workload.index)
+    # Upstream tries a pending workload again once a pod is deleted (the preemptions' victims):
+    # one left pending before a later workload's preemption freed room (a preemptionPolicy Never
+    # one above all) may now fit, and takes it without preempting.
+    if state.evicted and not (stop is not None and stop()):
+        for workload in order[:reached]:
+            if workload.index in done or workload.index in skip or workload.rejected:
+                continue
+            point = state.savepoint()
+            if not _place_workload(state, workload):
+                state.rollback(point)
     # A later workload's evictions can make room that an earlier victim no longer
     # needs to leave: put back every victim that fits again (the plan is joint).
     _reprieve(state, sorted(state.evicted))

@@ -12,7 +12,7 @@ import pytest
 
 from solver import api, kube
 from solver.bench import upstream
-from tests.builders import RACK, ZONE, admitted, composite, node, pdb, pod, pod_group
+from tests.builders import RACK, ZONE, admitted, composite, node, pdb, pod, pod_group, priority_class
 
 Objs = list[dict[str, Any]]
 
@@ -127,6 +127,19 @@ def composite_placement_case() -> Objs:
             *(pod(f"g-{i}").group("g").priority(100).cpu_m(1000).memory_mi(100).build() for i in range(4))]
 
 
+def never_retried_case() -> Objs:
+    """A preemptionPolicy Never gang, tried first (priority 200), finds no room and waits; the
+    gang after it (priority 100) preempts v; v's deletion sends the Never gang back to the
+    queue, and it takes the room v left beside the preemptor. The model takes both at once."""
+    never = priority_class("never-200", 200).build()
+    never["preemptionPolicy"] = "Never"  # where Priority admission takes a pod's policy from
+    waiting = pod("nv-0").group("nv").priority(200).never_preempt().cpu_m(2000).selector("pool", "target").build()
+    waiting["spec"]["priorityClassName"] = "never-200"
+    return [node("b").label("pool", "target").cpu_m(4000).build(), never,
+            pod("v").on("b").cpu_m(4000).priority(1).build(),
+            pod_group("nv", 1).priority(200).never_preempt().build(), waiting, *_preemptor()]
+
+
 CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     # case: (objects, evicted pods, bindings)
     "victim rank": (rank_case, {"default/a-plain"}, {"default/pre-0": "b"}),
@@ -138,6 +151,7 @@ CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     "remainder": (remainder_case, {"default/r"}, {"default/pre-0": "b", "default/pre-1": "b"}),
     "unlabelled pod": (unlabelled_case, {"default/u"}, {"default/pre-0": "b"}),
     "single pod node choice": (single_pod_case, {"default/vb"}, {"default/p": "b"}),
+    "never retried": (never_retried_case, {"default/v"}, {"default/pre-0": "b", "default/nv-0": "b"}),
 }
 
 
@@ -148,5 +162,8 @@ def test_the_baseline_evicts_and_binds_what_the_real_scheduler_does(name: str) -
     snap = kube.snapshot_from_objects(docs)
     base = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="soft"))  # upstream deletes its victims
     assert ({e.pod for e in base.evictions}, {b.pod: b.node for b in base.bindings}) == (evicted, bindings)
+    if name == "never retried":  # the model reaches the same end in one joint plan
+        plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
+        assert ({e.pod for e in plan.evictions}, {b.pod: b.node for b in plan.bindings}) == (evicted, bindings)
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=120)
     assert (set(outcome.deleted), outcome.bindings) == (evicted, bindings)
