@@ -168,7 +168,8 @@ def test_the_real_control_plane_takes_the_plan_whole(case: str, planner: str, po
     if key not in _replays:
         _replays[key] = replay_mod.replay(docs, plan, strict=strict)
     result = _replays[key]
-    assert result.problems() == []
+    problems = result.problems()
+    assert not problems, "the real control plane did not take the plan:\n" + "\n".join(problems)
     assert (result.evicted, result.refused, result.bindings, result.deleted, result.pending, result.settled) == \
         (victims, {}, planned, [], [], True)
 
