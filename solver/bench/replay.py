@@ -19,8 +19,8 @@ they run. Then it does what the plan says:
    pods the plan does not place are not created: the replay judges what the plan does, not
    what the real scheduler would do with the rest;
 3. the real kube-scheduler with its default profile, so every default filter (and its
-   preemption, should a pinned pod not fit) runs on each pod; it runs until it settles as in
-   ``upstream.run_kube_scheduler``.
+   preemption, should a pinned pod not fit) runs on each pod; it runs until every planned pod
+   is bound, or it settles as in ``upstream.run_kube_scheduler``.
 
 The outcome: the refused evictions, where the planned pods were bound, the running pods that
 went without the plan evicting them (the real scheduler preempted them: the plan's room was
@@ -33,7 +33,8 @@ claims' reservations pointing at the running pods as created and the delete-prot
 finalizer that a claim the scheduler allocated carries: a claim of an evicted pod is
 deallocated as on a real cluster, and a pending pod's claims are made from its templates.
 The PersistentVolume binder runs too, so a WaitForFirstConsumer claim the scheduler binds at
-PreBind completes. The plan's device allocations are not written: the scheduler allocates the
+PreBind completes; a recorded volume's claimRef is pointed at its claim as created (the
+binder marks the claim Lost otherwise). The plan's device allocations are not written: the scheduler allocates the
 devices on the pinned node itself (so the replay says there is an allocation there, not that
 it is the plan's).
 
