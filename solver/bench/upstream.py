@@ -107,8 +107,9 @@ class Rest:
         self.api.configuration.connection_pool_maxsize = WRITERS
         self.api.rest_client.pool_manager.connection_pool_kw["maxsize"] = WRITERS
 
-    def call(self, method: str, path: str, body: Any = None, query: Iterable[tuple[str, str]] = (),
-             content_type: str = "application/json") -> Any:
+    def request(self, method: str, path: str, body: Any = None, query: Iterable[tuple[str, str]] = (),
+                content_type: str = "application/json") -> tuple[int, Any]:
+        """(HTTP status, decoded body) whatever the status."""
         from urllib.parse import urlencode
 
         url = self.api.configuration.host + path + (f"?{urlencode(list(query))}" if query else "")
@@ -116,9 +117,18 @@ class Rest:
                                                              "Accept": "application/json"},
                                  body=body, _request_timeout=60)
         data = resp.read()
-        if resp.status >= 300:
-            raise LoadError(f"{method} {path}: {resp.status} {_reason(data)}")
-        return json.loads(data) if data else None
+        try:
+            decoded = json.loads(data) if data else None
+        except ValueError:
+            decoded = data.decode(errors="replace") if isinstance(data, bytes) else data
+        return int(resp.status), decoded
+
+    def call(self, method: str, path: str, body: Any = None, query: Iterable[tuple[str, str]] = (),
+             content_type: str = "application/json") -> Any:
+        status, data = self.request(method, path, body, query, content_type)
+        if status >= 300:
+            raise LoadError(f"{method} {path}: {status} {message_of(data)}")
+        return data
 
     def create(self, obj: Obj, body: Obj | None = None) -> Any:
         """POST ``body`` (default: ``obj``) where ``obj`` lives, fieldValidation=Strict. Priority
@@ -137,11 +147,9 @@ class Rest:
         self.api.close()
 
 
-def _reason(body: Any) -> str:
-    try:
-        return str(json.loads(body).get("message", body))
-    except (TypeError, ValueError):
-        return str(body)
+def message_of(body: Any) -> str:
+    """A Status body's message (the body itself when it is none)."""
+    return str(body.get("message", body)) if isinstance(body, dict) else str(body)
 
 
 def path_of(obj: Obj, *, named: bool = False, sub: str = "") -> str:
@@ -303,13 +311,23 @@ class _Watch(threading.Thread):
         self.last_change = time.monotonic()
         self.stop_event = threading.Event()
         self.error: str | None = None
+        self._current: Any = None  # the watch under way, for finish()
+
+    def finish(self) -> None:
+        """Stop watching now: the open watch request is cut (the API server's shutdown waits for
+        it otherwise, up to its 5 s timeout)."""
+        self.stop_event.set()
+        current = self._current
+        if current is not None:
+            current.stop()
+        self.join(timeout=5)
 
     def run(self) -> None:
         from kubernetes import client, watch
 
         core = client.CoreV1Api(self.rest.api)
         while not self.stop_event.is_set():
-            w = watch.Watch()  # type: ignore[no-untyped-call]  # unannotated in the client
+            w = self._current = watch.Watch()  # type: ignore[no-untyped-call]  # unannotated in the client
             try:
                 for ev in w.stream(  # type: ignore[no-untyped-call]  # unannotated in the client
                         core.list_pod_for_all_namespaces, resource_version=self.rv, timeout_seconds=5,
@@ -363,32 +381,9 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         start = time.monotonic()
         if not pending_first:
             _each(rest.create, pending)
-        deadline = start + timeout
-        settled = False
         pending_keys = {_key(o) for o in pending}
-        quiet_since: float | None = None
-        seen_change, tried_then = watcher.last_change, -1.0
-        while time.monotonic() < deadline:
-            time.sleep(0.5)
-            now = time.monotonic()
-            waiting = len(pending_keys - watcher.bound.keys())
-            metrics = plane.scheduler_metrics()
-            tried = _attempts(metrics)
-            if watcher.last_change != seen_change or tried_then < 0:
-                seen_change, tried_then = watcher.last_change, tried
-            if tried > tried_then and now - watcher.last_change >= settle:
-                # it tried again since its last binding or deletion and did nothing for the
-                # settle time: a gang it retries every few seconds never leaves its queues idle
-                settled = True
-                break
-            if not _idle(metrics, waiting):
-                quiet_since = None
-                continue
-            quiet_since = quiet_since or now
-            if now - max(watcher.last_change, quiet_since) >= settle:
-                settled = True
-                break
-        watcher.stop_event.set()
+        settled = wait_until_settled(plane, watcher, pending_keys, settle=settle, deadline=start + timeout)
+        watcher.finish()
         bindings = {k: node for k, (node, _) in watcher.bound.items() if k in pending_keys}
         times = [t for k, (_, t) in watcher.bound.items() if k in pending_keys]
         deleted = sorted(k for k in watcher.deleted if k in set(loaded.running))
@@ -400,6 +395,37 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
     finally:
         rest.close()
         plane.stop()
+
+
+def wait_until_settled(plane: ControlPlane, watcher: _Watch, pending_keys: set[str], *, settle: float,
+                       deadline: float, until_bound: bool = False) -> bool:
+    """Wait until the scheduler has settled (True) or ``deadline`` (time.monotonic) has passed:
+    idle for ``settle`` seconds (``_idle``), or it tried again since its last binding or
+    deletion and did nothing for the settle time (a gang it retries every few seconds never
+    leaves its queues idle). With ``until_bound``, settled as soon as every pod of
+    ``pending_keys`` is bound, for a caller that created no other pending pod: the scheduler
+    has nothing left to do, and what it deleted on the way was seen before the binding."""
+    quiet_since: float | None = None
+    seen_change, tried_then = watcher.last_change, -1.0
+    while time.monotonic() < deadline:
+        time.sleep(0.2 if until_bound else 0.5)
+        now = time.monotonic()
+        waiting = len(pending_keys - watcher.bound.keys())
+        if until_bound and not waiting:
+            return True
+        metrics = plane.scheduler_metrics()
+        tried = _attempts(metrics)
+        if watcher.last_change != seen_change or tried_then < 0:
+            seen_change, tried_then = watcher.last_change, tried
+        if tried > tried_then and now - watcher.last_change >= settle:
+            return True
+        if not _idle(metrics, waiting):
+            quiet_since = None
+            continue
+        quiet_since = quiet_since or now
+        if now - max(watcher.last_change, quiet_since) >= settle:
+            return True
+    return False
 
 
 def _idle(metrics: str, waiting: int) -> bool:
