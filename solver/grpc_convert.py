@@ -20,6 +20,7 @@ from google.protobuf import json_format, struct_pb2
 
 from solver import api, kube, loader
 from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.kube.volumes import BIND_COMPLETED
 from solver.model import plan as p
 from solver.model import snapshot as s
 from solver.model.errors import SnapshotInvalidError, SolverError
@@ -268,11 +269,15 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
         add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns.name, "labels": dict(ns.labels)}},
             f"namespaces[{i}]")
     for i, b in enumerate(state.pdbs):
+        spec: dict[str, Any] = {"selector": {"matchLabels": dict(b.match_labels),
+                                             "matchExpressions": _requirements(b.match_expressions)}}
+        if b.unhealthy_pod_eviction_policy:
+            spec["unhealthyPodEvictionPolicy"] = b.unhealthy_pod_eviction_policy
         add({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-             "metadata": {"name": b.name, "namespace": b.namespace},
-             "spec": {"selector": {"matchLabels": dict(b.match_labels),
-                                   "matchExpressions": _requirements(b.match_expressions)}},
-             "status": {"disruptionsAllowed": b.disruptions_allowed}}, f"pdbs[{i}]")
+             "metadata": {"name": b.name, "namespace": b.namespace, "generation": b.generation}, "spec": spec,
+             "status": {"disruptionsAllowed": b.disruptions_allowed, "observedGeneration": b.observed_generation,
+                        "currentHealthy": b.current_healthy, "desiredHealthy": b.desired_healthy}}, f"pdbs[{i}]")
+    _add_volumes(state, add)
     for i, c in enumerate(state.device_classes):
         add({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": c.name},
              "spec": {"selectors": [{"cel": {"expression": e}} for e in c.selectors]}}, f"device_classes[{i}]")
@@ -284,6 +289,50 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
     for i, claim in enumerate(state.claims):
         add(_claim_object(claim), f"claims[{i}]")
     return objs, origin
+
+
+def _add_volumes(state: pb.ClusterState, add: Any) -> None:
+    """PersistentVolumeClaims, PersistentVolumes and StorageClasses as core/v1 and storage/v1
+    give them."""
+    for i, c in enumerate(state.volume_claims):
+        meta: dict[str, Any] = {"name": c.name, "namespace": c.namespace}
+        if c.bind_completed:
+            meta["annotations"] = {BIND_COMPLETED: "yes"}
+        if c.deleting:
+            meta["deletionTimestamp"] = "1970-01-01T00:00:00Z"
+        spec: dict[str, Any] = {"accessModes": list(c.access_modes)}
+        if c.storage_class_name:
+            spec["storageClassName"] = c.storage_class_name
+        if c.volume_name:
+            spec["volumeName"] = c.volume_name
+        if c.storage:
+            spec["resources"] = {"requests": {"storage": c.storage}}
+        add({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec,
+             "status": {"phase": "Lost" if c.lost else ("Bound" if c.bind_completed else "Pending")}},
+            f"volume_claims[{i}]")
+    for i, v in enumerate(state.volumes):
+        meta = {"name": v.name, "labels": dict(v.labels)}
+        if v.deleting:
+            meta["deletionTimestamp"] = "1970-01-01T00:00:00Z"
+        spec = {"accessModes": list(v.access_modes)}
+        if v.storage_class_name:
+            spec["storageClassName"] = v.storage_class_name
+        if v.capacity:
+            spec["capacity"] = {"storage": v.capacity}
+        if v.claim_name:
+            spec["claimRef"] = {"namespace": v.claim_namespace, "name": v.claim_name}
+        if v.node_affinity:
+            spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": _terms(v.node_affinity)}}
+        add({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}, f"volumes[{i}]")
+    for i, sc in enumerate(state.storage_classes):
+        obj: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc.name},
+                               "provisioner": sc.provisioner,
+                               "volumeBindingMode": sc.volume_binding_mode or "Immediate"}
+        if sc.allowed_topologies:
+            obj["allowedTopologies"] = [{"matchLabelExpressions": [{"key": r.key, "values": list(r.values)}
+                                                                   for r in t.match_expressions]}
+                                        for t in sc.allowed_topologies]
+        add(obj, f"storage_classes[{i}]")
 
 
 def _pod_object(path: str, pod: pb.Pod) -> dict[str, Any]:
@@ -318,7 +367,12 @@ def _pod_object(path: str, pod: pb.Pod) -> dict[str, Any]:
         spec["containers"][0]["ports"] = [{"containerPort": h.port, "hostPort": h.port,
                                            "protocol": h.protocol or "TCP", "hostIP": h.host_ip}
                                           for h in pod.host_ports]
-    status: dict[str, Any] = {"phase": "Running" if pod.node else "Pending"}
+    if pod.volume_claims:
+        spec["volumes"] = [{"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": name}}
+                           for i, name in enumerate(pod.volume_claims)]
+    status: dict[str, Any] = {"phase": "Running" if pod.node and not pod.not_started else "Pending"}
+    if pod.ready and pod.node:
+        status["conditions"] = [{"type": "Ready", "status": "True"}]
     if pod.start_time:
         status["startTime"] = pod.start_time
     if pod.nominated_node:

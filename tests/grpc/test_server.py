@@ -93,6 +93,42 @@ def test_typed_state_solves_like_the_same_objects(running: server.Running) -> No
     assert sorted(b.node for b in plan.bindings) == ["n2", "n2", "n3", "n3"]
 
 
+def _volume_state(*, ready: bool, not_started: bool = False) -> pb.ClusterState:
+    """p's claim is bound to a local volume on n2, where v (app=db) fills the node; v's budget
+    allows no disruption but lets an unready pod go (AlwaysAllow)."""
+    return pb.ClusterState(
+        nodes=[pb.Node(name=f"n{i}", labels={"kubernetes.io/hostname": f"n{i}"},
+                       allocatable={"cpu": 4000, "pods": 110}) for i in (1, 2)],
+        pods=[pb.Pod(namespace="d", name="v", node="n2", requests={"cpu": 4000}, labels={"app": "db"},
+                     ready=ready, not_started=not_started),
+              pb.Pod(namespace="d", name="p", requests={"cpu": 2000}, priority=100, volume_claims=["data"])],
+        pdbs=[pb.PodDisruptionBudget(namespace="d", name="db", match_labels={"app": "db"}, disruptions_allowed=0,
+                                     unhealthy_pod_eviction_policy="AlwaysAllow", generation=2,
+                                     observed_generation=2)],
+        volume_claims=[pb.PersistentVolumeClaim(namespace="d", name="data", storage_class_name="local",
+                                                volume_name="pv-2", bind_completed=True, storage="1Gi",
+                                                access_modes=["ReadWriteOnce"])],
+        volumes=[pb.PersistentVolume(name="pv-2", storage_class_name="local", capacity="10Gi",
+                                     access_modes=["ReadWriteOnce"], claim_namespace="d", claim_name="data",
+                                     node_affinity=[pb.NodeSelectorTerm(match_expressions=[pb.SelectorRequirement(
+                                         key="kubernetes.io/hostname", operator=pb.SELECTOR_OPERATOR_IN,
+                                         values=["n2"])])])],
+        storage_classes=[pb.StorageClass(name="local", provisioner="kubernetes.io/no-provisioner",
+                                         volume_binding_mode="WaitForFirstConsumer")])
+
+
+def test_typed_volumes_and_budgets_reach_the_solver(running: server.Running) -> None:
+    """The claim's volume pins p to n2; under strict budgets (the default) v goes only while it
+    is unready (AlwaysAllow) or not started (the Eviction API asks no budget)."""
+    with client.PlacementClient(_target(running)) as c:
+        unready = c.solve(_volume_state(ready=False))
+        ready = c.solve(_volume_state(ready=True))
+        starting = c.solve(_volume_state(ready=True, not_started=True))
+    for plan in (unready, starting):
+        assert ({b.pod: b.node for b in plan.bindings}, [e.pod for e in plan.evictions]) == ({"d/p": "n2"}, ["d/v"])
+    assert (ready.bindings, ready.evictions) == ((), ())
+
+
 def test_typed_taints_tolerations_and_operators_are_enums_and_stats_a_struct(running: server.Running) -> None:
     """n0 is tainted (its gang pod tolerates it), n1 carries the wrong zone (NotIn), n2 the
     right one but too little cpu (Gt on a label): the plan puts p on n0; the stats arrive as

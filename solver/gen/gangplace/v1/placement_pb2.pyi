@@ -106,7 +106,7 @@ class SolveOptions(_message.Message):
     def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ..., pdb_policy: _Optional[_Union[PdbPolicy, str]] = ...) -> None: ...
 
 class ClusterState(_message.Message):
-    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces")
+    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces", "volume_claims", "volumes", "storage_classes")
     NODES_FIELD_NUMBER: _ClassVar[int]
     PODS_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +116,9 @@ class ClusterState(_message.Message):
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
     CLAIM_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    VOLUMES_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_CLASSES_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     pods: _containers.RepeatedCompositeFieldContainer[Pod]
     groups: _containers.RepeatedCompositeFieldContainer[Group]
@@ -125,7 +128,73 @@ class ClusterState(_message.Message):
     claims: _containers.RepeatedCompositeFieldContainer[ResourceClaim]
     claim_templates: _containers.RepeatedCompositeFieldContainer[ResourceClaim]
     namespaces: _containers.RepeatedCompositeFieldContainer[Namespace]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ...) -> None: ...
+    volume_claims: _containers.RepeatedCompositeFieldContainer[PersistentVolumeClaim]
+    volumes: _containers.RepeatedCompositeFieldContainer[PersistentVolume]
+    storage_classes: _containers.RepeatedCompositeFieldContainer[StorageClass]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., volume_claims: _Optional[_Iterable[_Union[PersistentVolumeClaim, _Mapping]]] = ..., volumes: _Optional[_Iterable[_Union[PersistentVolume, _Mapping]]] = ..., storage_classes: _Optional[_Iterable[_Union[StorageClass, _Mapping]]] = ...) -> None: ...
+
+class PersistentVolumeClaim(_message.Message):
+    __slots__ = ("namespace", "name", "storage_class_name", "volume_name", "bind_completed", "access_modes", "storage", "lost", "deleting")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_NAME_FIELD_NUMBER: _ClassVar[int]
+    BIND_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_MODES_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_FIELD_NUMBER: _ClassVar[int]
+    LOST_FIELD_NUMBER: _ClassVar[int]
+    DELETING_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    storage_class_name: str
+    volume_name: str
+    bind_completed: bool
+    access_modes: _containers.RepeatedScalarFieldContainer[str]
+    storage: str
+    lost: bool
+    deleting: bool
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., volume_name: _Optional[str] = ..., bind_completed: _Optional[bool] = ..., access_modes: _Optional[_Iterable[str]] = ..., storage: _Optional[str] = ..., lost: _Optional[bool] = ..., deleting: _Optional[bool] = ...) -> None: ...
+
+class PersistentVolume(_message.Message):
+    __slots__ = ("name", "labels", "storage_class_name", "capacity", "access_modes", "claim_namespace", "claim_name", "node_affinity", "deleting")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_MODES_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_AFFINITY_FIELD_NUMBER: _ClassVar[int]
+    DELETING_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    labels: _containers.ScalarMap[str, str]
+    storage_class_name: str
+    capacity: str
+    access_modes: _containers.RepeatedScalarFieldContainer[str]
+    claim_namespace: str
+    claim_name: str
+    node_affinity: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
+    deleting: bool
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., storage_class_name: _Optional[str] = ..., capacity: _Optional[str] = ..., access_modes: _Optional[_Iterable[str]] = ..., claim_namespace: _Optional[str] = ..., claim_name: _Optional[str] = ..., node_affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., deleting: _Optional[bool] = ...) -> None: ...
+
+class StorageClass(_message.Message):
+    __slots__ = ("name", "provisioner", "volume_binding_mode", "allowed_topologies")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROVISIONER_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_BINDING_MODE_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_TOPOLOGIES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    provisioner: str
+    volume_binding_mode: str
+    allowed_topologies: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
+    def __init__(self, name: _Optional[str] = ..., provisioner: _Optional[str] = ..., volume_binding_mode: _Optional[str] = ..., allowed_topologies: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ...) -> None: ...
 
 class Namespace(_message.Message):
     __slots__ = ("name", "labels")
@@ -284,7 +353,7 @@ class PodClaimRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., claim: _Optional[str] = ..., template: _Optional[str] = ..., generated: _Optional[str] = ...) -> None: ...
 
 class Pod(_message.Message):
-    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name", "pod_affinity", "pod_anti_affinity", "topology_spread", "host_ports")
+    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name", "pod_affinity", "pod_anti_affinity", "topology_spread", "host_ports", "ready", "not_started", "volume_claims")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -328,6 +397,9 @@ class Pod(_message.Message):
     POD_ANTI_AFFINITY_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_SPREAD_FIELD_NUMBER: _ClassVar[int]
     HOST_PORTS_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    NOT_STARTED_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CLAIMS_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -350,7 +422,10 @@ class Pod(_message.Message):
     pod_anti_affinity: _containers.RepeatedCompositeFieldContainer[PodAffinityTerm]
     topology_spread: _containers.RepeatedCompositeFieldContainer[TopologySpreadConstraint]
     host_ports: _containers.RepeatedCompositeFieldContainer[HostPort]
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., pod_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., pod_anti_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., topology_spread: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., host_ports: _Optional[_Iterable[_Union[HostPort, _Mapping]]] = ...) -> None: ...
+    ready: bool
+    not_started: bool
+    volume_claims: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., pod_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., pod_anti_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., topology_spread: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., host_ports: _Optional[_Iterable[_Union[HostPort, _Mapping]]] = ..., ready: _Optional[bool] = ..., not_started: _Optional[bool] = ..., volume_claims: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Group(_message.Message):
     __slots__ = ("namespace", "name", "kind", "parent", "min_count", "topology_key", "disruption_all", "priority", "preemption_policy", "claims")
@@ -385,7 +460,7 @@ class Group(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[_Union[Group.Kind, str]] = ..., parent: _Optional[str] = ..., min_count: _Optional[int] = ..., topology_key: _Optional[str] = ..., disruption_all: _Optional[bool] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ...) -> None: ...
 
 class PodDisruptionBudget(_message.Message):
-    __slots__ = ("namespace", "name", "match_labels", "match_expressions", "disruptions_allowed")
+    __slots__ = ("namespace", "name", "match_labels", "match_expressions", "disruptions_allowed", "generation", "observed_generation", "unhealthy_pod_eviction_policy", "current_healthy", "desired_healthy")
     class MatchLabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -398,12 +473,22 @@ class PodDisruptionBudget(_message.Message):
     MATCH_LABELS_FIELD_NUMBER: _ClassVar[int]
     MATCH_EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
     DISRUPTIONS_ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    UNHEALTHY_POD_EVICTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_HEALTHY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     match_labels: _containers.ScalarMap[str, str]
     match_expressions: _containers.RepeatedCompositeFieldContainer[SelectorRequirement]
     disruptions_allowed: int
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., match_labels: _Optional[_Mapping[str, str]] = ..., match_expressions: _Optional[_Iterable[_Union[SelectorRequirement, _Mapping]]] = ..., disruptions_allowed: _Optional[int] = ...) -> None: ...
+    generation: int
+    observed_generation: int
+    unhealthy_pod_eviction_policy: str
+    current_healthy: int
+    desired_healthy: int
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., match_labels: _Optional[_Mapping[str, str]] = ..., match_expressions: _Optional[_Iterable[_Union[SelectorRequirement, _Mapping]]] = ..., disruptions_allowed: _Optional[int] = ..., generation: _Optional[int] = ..., observed_generation: _Optional[int] = ..., unhealthy_pod_eviction_policy: _Optional[str] = ..., current_healthy: _Optional[int] = ..., desired_healthy: _Optional[int] = ...) -> None: ...
 
 class AttributeValue(_message.Message):
     __slots__ = ("bool", "int", "string", "version")
