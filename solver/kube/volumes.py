@@ -18,10 +18,15 @@ so every node filter (model, baseline, verifier, naive model) applies it through
   matches by node affinity, or, when the class provisions (a provisioner other than
   ``kubernetes.io/no-provisioner``), a node its allowedTopologies admit.
 
+VolumeZone (plugins/volumezone ``getPVbyPod``, ``Filter``) adds, for a persistentVolumeClaim
+volume whose claim names its volume, the volume's zone and region labels (``__`` separates
+several zones): a node carrying any of the four zone and region labels must carry each of
+the volume's, with a value among its zones (a beta key may be met by its GA twin).
+
 Not read: CSIStorageCapacity (a provisioner's free space), CSINode attach limits
-(NodeVolumeLimits), VolumeZone's zone labels on a volume without node affinity, the
-volume's label selector on a claim, and two pods choosing the one free local volume (each
-pod alone may take it): the plan can then bind a pod the real scheduler would leave pending.
+(NodeVolumeLimits), the volume's label selector on a claim, and two pods choosing the one free
+local volume (each pod alone may take it): the plan can then bind a pod the real scheduler
+would leave pending.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class _Volume:
     claim: str  # spec.claimRef namespace/name, "" when available
     terms: tuple[s.NodeSelectorTerm, ...]  # required node affinity ((): any node)
     available: bool
+    zones: tuple[s.NodeSelectorTerm, ...]  # what VolumeZone asks of a node ((): nothing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +110,9 @@ class Volumes:
                 return why, ()
             if need is not None:
                 terms.append(need)
+            volume = self.volumes.get(claim.volume) if claim.volume and not ephemeral else None
+            if volume is not None and volume.zones:
+                terms.append(volume.zones)
         return "", tuple(terms)
 
     def _claim_demand(self, claim: _Claim) -> tuple[str, tuple[s.NodeSelectorTerm, ...] | None]:
@@ -158,7 +167,43 @@ def _volume(obj: Obj) -> _Volume:
                    modes=frozenset(_strings(obj, "spec.accessModes")),
                    claim=f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
                    terms=_terms(obj, field, _get(obj, field, list, [])),
-                   available=not _get(obj, "metadata.deletionTimestamp", str))
+                   available=not _get(obj, "metadata.deletionTimestamp", str),
+                   zones=_zone_terms(_get(obj, "metadata.labels", Mapping, {})))
+
+
+BETA_ZONE, BETA_REGION = "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region"
+ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
+ZONE_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)  # VolumeZone's topologyLabels
+_GA = {BETA_ZONE: ZONE, BETA_REGION: REGION}  # translateToGALabel
+
+
+def _zone_terms(labels: Mapping[str, Any]) -> tuple[s.NodeSelectorTerm, ...]:
+    """VolumeZone's Filter as node selector terms, one of which a node must match: it carries
+    none of the four labels; or for each of the volume's, the node's value of that key (of its
+    GA twin when the node lacks a beta key) is one of the volume's zones. A label whose zones
+    (``LabelZonesToSet``: split on ``__``) include an empty one is ignored, as upstream does."""
+    options: list[list[tuple[s.SelectorRequirement, ...]]] = []
+    for key in ZONE_LABELS:
+        raw = labels.get(key)
+        if not isinstance(raw, str):
+            continue
+        zones = [z.strip() for z in raw.split("__")]
+        if not all(zones):
+            continue
+        values = tuple(sorted(set(zones)))
+        ways: list[tuple[s.SelectorRequirement, ...]] = [(s.SelectorRequirement(key=key, operator="In",
+                                                                                 values=values),)]
+        if key in _GA:
+            ways.append((s.SelectorRequirement(key=key, operator="DoesNotExist"),
+                         s.SelectorRequirement(key=_GA[key], operator="In", values=values)))
+        options.append(ways)
+    if not options:
+        return ()
+    combined: list[tuple[s.SelectorRequirement, ...]] = [()]
+    for alternatives in options:
+        combined = [have + way for have in combined for way in alternatives]
+    bare = tuple(s.SelectorRequirement(key=k, operator="DoesNotExist") for k in ZONE_LABELS)
+    return tuple(s.NodeSelectorTerm(match_expressions=t) for t in [bare, *combined])
 
 
 def _class(obj: Obj) -> _Class:

@@ -291,6 +291,8 @@ class Claim:
 
     refusal: str = ""
     terms: tuple[Term, ...] | None = None
+    # VolumeZone: the bound volume's zone and region labels, each with the zones it allows
+    zones: tuple[tuple[str, frozenset[str]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +409,9 @@ class _Volumes:
                                  + (" (the ephemeral volume controller has not made it)" if ephemeral else "")))
                 continue
             out.append(self._claim(claim))
+            volume = self.volumes.get((claim.get("spec") or {}).get("volumeName") or "")
+            if volume is not None and not ephemeral:  # VolumeZone reads persistentVolumeClaim volumes
+                out.append(Claim(zones=_volume_zones(volume)))
         return tuple(out)
 
     def _claim(self, claim: Obj) -> Claim:
@@ -453,6 +458,37 @@ class _Volumes:
         if not options:
             return Claim(refusal=f"claim {name} finds no volume to bind and none is provisioned")
         return Claim(terms=tuple(options))
+
+
+ZONE_KEYS = ("failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+             "topology.kubernetes.io/zone", "topology.kubernetes.io/region")
+
+
+def _volume_zones(volume: Obj) -> tuple[tuple[str, frozenset[str]], ...]:
+    """getPVTopologies: each zone or region label, split on "__" (LabelZonesToSet; a label
+    with an empty part is skipped)."""
+    labels = volume["metadata"].get("labels") or {}
+    out = []
+    for key in ZONE_KEYS:
+        if key in labels:
+            parts = [p.strip() for p in str(labels[key]).split("__")]
+            if "" not in parts:
+                out.append((key, frozenset(parts)))
+    return tuple(out)
+
+
+def _zone_refusal(claim: Claim, node: NodeFacts) -> bool:
+    """VolumeZone's Filter: a node with any zone or region label must match every topology of
+    the volume, a beta key falling back to its GA name when the node lacks it."""
+    if not claim.zones or not any(k in node.labels for k in ZONE_KEYS):
+        return False
+    for key, zones in claim.zones:
+        value = node.labels.get(key)
+        if value is None:
+            value = node.labels.get(key.replace("failure-domain.beta.kubernetes.io/", "topology.kubernetes.io/"))
+        if value is None or value not in zones:
+            return True
+    return False
 
 
 # ---- the snapshot ------------------------------------------------------------------------
@@ -608,6 +644,8 @@ def refusal(pod: PodFacts, node: NodeFacts) -> str:
             return claim.refusal
         if claim.terms is not None and not any(term_holds(t, node) for t in claim.terms):
             return "a claim's volume cannot be used there"
+        if _zone_refusal(claim, node):
+            return "a claim's volume is in another zone"
     return ""
 
 

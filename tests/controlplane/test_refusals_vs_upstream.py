@@ -43,6 +43,12 @@ def _unbound_immediate() -> list[dict[str, Any]]:
                  cases._with_claim(pod("p").cpu_m(1000), "data"))
 
 
+def _volume_zone() -> list[dict[str, Any]]:
+    # n1 (zone a) is the emptier node: only VolumeZone sends p to n2 (zone b)
+    return _docs(node("n1").zone("a"), node("n2").zone("b").cpu_m(2000), *cases._zoned_volume("b"),
+                 cases._with_claim(pod("p").cpu_m(1000), "data"))
+
+
 def _declared_feature() -> list[dict[str, Any]]:
     needs = pod("p").cpu_m(1000)
     needs.obj["spec"]["containers"][0]["restartPolicy"] = "Never"  # required beside rules
@@ -64,6 +70,7 @@ CASES = {
     "claim missing": (_missing_claim, {}),
     "unbound immediate claim": (_unbound_immediate, {}),
     "declared feature": (_declared_feature, {"default/p": "n2"}),
+    "volume zone": (_volume_zone, {"default/p": "n2"}),
     "runtime class overhead": (_runtime_overhead, {}),
 }
 

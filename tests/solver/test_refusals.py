@@ -295,6 +295,31 @@ def test_a_pod_whose_claims_no_node_can_serve_stays_pending(objs: list[Any]) -> 
     assert _refused([*NODES, *objs], {"p": "n1"}) == ["binding"]
 
 
+def _zoned_volume(zones: str, key: str = "topology.kubernetes.io/zone") -> list[dict[str, Any]]:
+    """A network volume (no node affinity) bound to the claim, labelled with its zones."""
+    volume = _pv("pv-z", "any", claim="data")
+    del volume["spec"]["nodeAffinity"], volume["spec"]["local"]
+    volume["spec"]["csi"] = {"driver": "csi.example.com", "volumeHandle": "z"}
+    volume["metadata"]["labels"] = {key: zones}
+    return [_class("local", "WaitForFirstConsumer"), volume, _pvc("data", volume="pv-z", bound=True)]
+
+
+def test_a_volume_zone_label_keeps_the_pod_in_its_zone() -> None:
+    """VolumeZone (plugins/volumezone): n1 is in zone a, n2 in zone b, n3 has no zone label at
+    all (VolumeZone lets it through); the volume is in b, or in a and b ("a__b")."""
+    nodes = [node("n1").zone("a"), node("n2").zone("b").cpu_m(1000), node("n3").cpu_m(1000)]
+    p = _with_claim(pod("p").cpu_m(1000), "data")
+    objs = [*nodes, *_zoned_volume("b"), p]
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+    assert _refused(objs, {"p": "n2"}) == [] and _refused(objs, {"p": "n3"}) == []
+    both = [*nodes, *_zoned_volume("a__b"), p]
+    assert _refused(both, {"p": "n1"}) == [] and _plans(*both) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+    # a beta label on the volume, met by the node's GA label
+    beta = [node("n1").zone("a"), node("n2").zone("b"), *_zoned_volume("b", "failure-domain.beta.kubernetes.io/zone"), p]
+    assert _plans(*beta) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(beta, {"p": "n1"}) == ["binding"]
+
+
 # ---- RuntimeClass admission (plugin/pkg/admission/runtimeclass) --------------------------
 
 
