@@ -23,6 +23,11 @@ volume whose claim names its volume, the volume's zone and region labels (``__``
 several zones): a node carrying any of the four zone and region labels must carry each of
 the volume's, with a value among its zones (a beta key may be met by its GA twin).
 
+VolumeRestrictions (plugins/volumerestrictions ``readWriteOncePodPVCsForPod``,
+``satisfyReadWriteOncePod``): a claim with the ReadWriteOncePod access mode serves one pod. A
+pod running with it keeps it (upstream could preempt that pod; gangplace does not plan that);
+else the first pending pod by name that asks for it may have it, and the others wait.
+
 Not read: CSIStorageCapacity (a provisioner's free space), CSINode attach limits
 (NodeVolumeLimits), the volume's label selector on a claim, and two pods choosing the one free
 local volume (each pod alone may take it): the plan can then bind a pod the real scheduler
@@ -31,7 +36,7 @@ would leave pending.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +45,7 @@ from solver.kube.pods import _terms
 from solver.model import snapshot as s
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ONCE_POD = "ReadWriteOncePod"  # an access mode: one pod at a time (VolumeRestrictions)
 BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 
@@ -82,6 +88,25 @@ class Volumes:
         self.claims = {c.key: c for c in (_claim(o) for o in by_kind.get("PersistentVolumeClaim", ()))}
         self.volumes = {v.name: v for v in (_volume(o) for o in by_kind.get("PersistentVolume", ()))}
         self.classes = {c.name: c for c in (_class(o) for o in by_kind.get("StorageClass", ()))}
+        self.holders = self._once_pod_holders(by_kind.get("Pod", ()))
+
+    def _once_pod_holders(self, pods: Iterable[Obj]) -> dict[str, str]:
+        """ReadWriteOncePod claim -> the one pod that may use it: a pod running with it (the
+        first by name), else the first pending pod by name that asks for it."""
+        users: dict[str, list[tuple[bool, str]]] = {}
+        for obj in pods:
+            meta, spec = obj.get("metadata"), obj.get("spec")
+            status = obj.get("status")
+            if type(meta) is not dict or type(spec) is not dict or type(spec.get("volumes")) is not list \
+                    or (type(status) is dict and status.get("phase") in ("Succeeded", "Failed")):
+                continue
+            ns = meta.get("namespace") or "default"
+            for vol in spec["volumes"]:
+                ref = vol.get("persistentVolumeClaim") if type(vol) is dict else None
+                claim = self.claims.get(f"{ns}/{ref.get('claimName')}") if type(ref) is dict else None
+                if claim is not None and ONCE_POD in claim.modes:
+                    users.setdefault(claim.key, []).append((not spec.get("nodeName"), f"{ns}/{meta.get('name')}"))
+        return {claim: min(found)[1] for claim, found in users.items()}
 
     def demand(self, obj: Obj, namespace: str, name: str) -> tuple[str, tuple[tuple[s.NodeSelectorTerm, ...], ...]]:
         """(why no node can host the pod, or ""; per claim, the node selector terms one of which
@@ -105,6 +130,10 @@ class Volumes:
                          if ephemeral else f'persistentvolumeclaim "{claim_name}" not found'), ())
             if claim.going:
                 return claim.going, ()
+            holder = self.holders.get(claim.key)
+            if not ephemeral and holder is not None and holder != f"{namespace}/{name}":
+                return (f"node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+                        f"already in-use by another pod ({holder})"), ()
             why, need = self._claim_demand(claim)
             if why:
                 return why, ()

@@ -532,6 +532,8 @@ class Facts:
     # pods the Eviction API deletes without asking a budget (canIgnorePDB): phase Pending,
     # Succeeded or Failed, or being deleted
     budget_free: set[str] = field(default_factory=set)
+    # pod key -> the ReadWriteOncePod claims its persistentVolumeClaim volumes name (VolumeRestrictions)
+    once_pod: dict[str, tuple[str, ...]] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # Namespace objects' labels
     budgets: tuple[Budget, ...] = ()
 
@@ -613,6 +615,13 @@ def read(objects: Iterable[Obj]) -> Facts:
             made = _pod_facts(_admit(raw, runtime), ns, name, labels, volumes)
             pod = seen[alike] = shared.setdefault(made, made)
         facts.pods[key] = pod
+        if "persistentVolumeClaim" in text:
+            once = tuple(f"{ns}/{v['persistentVolumeClaim'].get('claimName')}" for v in raw.get("volumes") or ()
+                         if v.get("persistentVolumeClaim") is not None and "ReadWriteOncePod" in (
+                             (volumes.claims.get(f"{ns}/{v['persistentVolumeClaim'].get('claimName')}") or {})
+                             .get("spec", {}).get("accessModes") or ()))
+            if once:
+                facts.once_pod[key] = once
         facts.labels[key] = labels
         status = o.get("status") or {}
         facts.ready[key] = any(c.get("type") == "Ready" and c.get("status") == "True"

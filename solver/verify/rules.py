@@ -189,6 +189,18 @@ def check_host_ports(view: _View) -> list[Violation]:
     return out
 
 
+def check_volume_restrictions(view: _View) -> list[Violation]:
+    """VolumeRestrictions (satisfyReadWriteOncePod): a bound pod's ReadWriteOncePod claim is
+    used by no other pod present at the end."""
+    users: dict[str, list[str]] = defaultdict(list)
+    for q in view.present():
+        for claim in view.facts.once_pod.get(q.key, ()):
+            users[claim].append(q.key)
+    return [Violation(rule="volume-restrictions", subject=p.key,
+                      detail=f"ReadWriteOncePod claim {claim} is also used by {sorted(set(users[claim]) - {p.key})}")
+            for p in view.new_pods for claim in view.facts.once_pod.get(p.key, ()) if len(set(users[claim])) > 1]
+
+
 def _matches_all(view: _View, terms: tuple[read.PodTerm, ...], pod: s.Pod) -> bool:
     return all(_selects(view, t, pod) for t in terms)
 

@@ -49,6 +49,13 @@ def _volume_zone() -> list[dict[str, Any]]:
                  cases._with_claim(pod("p").cpu_m(1000), "data"))
 
 
+def _once_pod_in_use() -> list[dict[str, Any]]:
+    # a ReadWriteOncePod claim a running pod uses: the pending pod asking for it waits
+    return _docs(*cases.NODES, cases._class("local", "WaitForFirstConsumer"), cases._network_volume(),
+                 cases._once_pod(), cases._with_claim(pod("user").on("n1").cpu_m(500), "data"),
+                 cases._with_claim(pod("p").cpu_m(1000), "data"))
+
+
 def _declared_feature() -> list[dict[str, Any]]:
     needs = pod("p").cpu_m(1000)
     needs.obj["spec"]["containers"][0]["restartPolicy"] = "Never"  # required beside rules
@@ -71,6 +78,7 @@ CASES = {
     "unbound immediate claim": (_unbound_immediate, {}),
     "declared feature": (_declared_feature, {"default/p": "n2"}),
     "volume zone": (_volume_zone, {"default/p": "n2"}),
+    "read-write-once-pod claim in use": (_once_pod_in_use, {}),
     "runtime class overhead": (_runtime_overhead, {}),
 }
 

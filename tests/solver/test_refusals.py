@@ -320,6 +320,33 @@ def test_a_volume_zone_label_keeps_the_pod_in_its_zone() -> None:
     assert _refused(beta, {"p": "n1"}) == ["binding"]
 
 
+def _once_pod(name: str = "data") -> dict[str, Any]:
+    claim = _pvc(name, volume="pv-n", bound=True)
+    claim["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    return claim
+
+
+def _network_volume(claim: str = "data") -> dict[str, Any]:
+    volume = _pv("pv-n", "any", claim=claim)
+    del volume["spec"]["nodeAffinity"], volume["spec"]["local"]
+    volume["spec"]["csi"] = {"driver": "csi.example.com", "volumeHandle": "n"}
+    volume["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    return volume
+
+
+def test_a_read_write_once_pod_claim_serves_one_pod() -> None:
+    """VolumeRestrictions: while "user" runs with the claim no other pod may have it; of two
+    pending pods asking for it, the plan binds one (the first by name), never both."""
+    base = [*NODES, _class("local", "WaitForFirstConsumer"), _network_volume(), _once_pod()]
+    running = _with_claim(pod("user").on("n1").cpu_m(500), "data")
+    objs = [*base, running, _with_claim(pod("p").cpu_m(1000), "data")]
+    assert _plans(*objs) == {"model": {}, "baseline": {}}
+    assert _refused(objs, {"p": "n2"}) == ["volume-restrictions"]
+    two = [*base, _with_claim(pod("p").cpu_m(1000), "data"), _with_claim(pod("q").cpu_m(1000), "data")]
+    assert _plans(*two) == {"model": {"p": "n2"}, "baseline": {"p": "n1"}}
+    assert _refused(two, {"p": "n1", "q": "n2"}) == ["volume-restrictions"]
+
+
 # ---- RuntimeClass admission (plugin/pkg/admission/runtimeclass) --------------------------
 
 
