@@ -57,10 +57,7 @@ from solver.model.errors import SolverError
 
 Obj = dict[str, Any]
 
-# kube-controller-manager's controllers the replay runs: claims made from templates and a
-# victim's claims deallocated; WaitForFirstConsumer volumes bound (never the disruption controller)
-CONTROLLERS = ("resourceclaim-controller", "persistentvolume-binder-controller")
-CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
+CONTROLLERS = upstream.CONTROLLERS
 GATES = {"PodGroupPreemptionPolicy": False}
 
 
@@ -129,48 +126,6 @@ def _check_budgets(rest: upstream.Rest, objects: Iterable[Obj]) -> None:
             raise ReplayError(f"PodDisruptionBudget {_key(o)}: status observed at generation "
                               f"{got.get('status', {}).get('observedGeneration')}, not "
                               f"{got['metadata'].get('generation')}")
-
-
-def _own_claims(rest: upstream.Rest, objects: Iterable[Obj]) -> None:
-    """Recorded allocated claims as a cluster holds them: each pod reservation names the
-    running pod as created (its uid), and the claim carries the finalizer the scheduler adds
-    when it allocates, so that the resourceclaim controller keeps what runs reserved and
-    deallocates what an evicted pod held (pkg/controller/resourceclaim, syncClaim)."""
-    for o in objects:
-        status = o.get("status") or {}
-        if o.get("kind") != "ResourceClaim" or not status.get("allocation"):
-            continue
-        ns = o["metadata"].get("namespace") or "default"
-        reserved = []
-        for ref in status.get("reservedFor") or []:
-            ref = dict(ref)
-            if ref.get("resource") == "pods" and not ref.get("apiGroup"):
-                got, pod = rest.request("GET", f"/api/v1/namespaces/{ns}/pods/{ref['name']}")
-                if got == 200:
-                    ref["uid"] = pod["metadata"]["uid"]
-            reserved.append(ref)
-        path = upstream.path_of(o, named=True)
-        finalizers = [*o["metadata"].get("finalizers", [])]
-        if CLAIM_FINALIZER not in finalizers:
-            rest.call("PATCH", path, {"metadata": {"finalizers": [*finalizers, CLAIM_FINALIZER]}},
-                      content_type="application/merge-patch+json")
-        rest.call("PATCH", upstream.path_of(o, sub="status"), {"status": {"reservedFor": reserved}},
-                  content_type="application/merge-patch+json")
-
-
-def _own_volumes(rest: upstream.Rest, objects: Iterable[Obj]) -> None:
-    """A recorded volume's claimRef names its claim as created (its uid): the PV binder marks a
-    claim whose volume names another uid Lost, "Two claims are bound to the same volume"."""
-    for o in objects:
-        ref = (o.get("spec") or {}).get("claimRef")
-        if o.get("kind") != "PersistentVolume" or not ref or not ref.get("name"):
-            continue
-        ns = ref.get("namespace") or "default"
-        got, claim = rest.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{ref['name']}")
-        if got == 200:
-            rest.call("PATCH", upstream.path_of(o, named=True), {"spec": {"claimRef": {
-                "uid": claim["metadata"]["uid"], "resourceVersion": None}}},
-                content_type="application/merge-patch+json")
 
 
 def _evict(rest: upstream.Rest, key: str, *, strict: bool) -> str | None:
@@ -243,8 +198,8 @@ def replay(objects: Iterable[Mapping[str, Any]], plan: Any, *, strict: bool, set
     try:
         loaded, pending = upstream.load_background(rest, docs)
         _check_budgets(rest, docs)
-        _own_claims(rest, docs)
-        _own_volumes(rest, docs)
+        upstream.own_claims(rest, docs)
+        upstream.own_volumes(rest, docs)
         plane.start_controller_manager(CONTROLLERS)
         rv = rest.call("GET", "/api/v1/pods", query=[("limit", "1")])["metadata"]["resourceVersion"]
         watcher = upstream._Watch(rest, rv)

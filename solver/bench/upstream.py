@@ -351,6 +351,55 @@ class _Watch(threading.Thread):
                 w.stop()  # type: ignore[no-untyped-call]  # unannotated in the client
 
 
+# kube-controller-manager's controllers a run starts once the objects are loaded: claims made
+# from templates and a victim's claims deallocated; WaitForFirstConsumer volumes bound (never
+# the disruption controller: a budget's status stays as recorded)
+CONTROLLERS = ("resourceclaim-controller", "persistentvolume-binder-controller")
+CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
+
+
+def own_claims(rest: Rest, objects: Iterable[Obj]) -> None:
+    """Recorded allocated claims as a cluster holds them: each pod reservation names the
+    running pod as created (its uid), and the claim carries the finalizer the scheduler adds
+    when it allocates, so that the resourceclaim controller keeps what runs reserved and
+    deallocates what an evicted pod held (pkg/controller/resourceclaim, syncClaim)."""
+    for o in objects:
+        status = o.get("status") or {}
+        if o.get("kind") != "ResourceClaim" or not status.get("allocation"):
+            continue
+        ns = o["metadata"].get("namespace") or "default"
+        reserved = []
+        for ref in status.get("reservedFor") or []:
+            ref = dict(ref)
+            if ref.get("resource") == "pods" and not ref.get("apiGroup"):
+                got, pod = rest.request("GET", f"/api/v1/namespaces/{ns}/pods/{ref['name']}")
+                if got == 200:
+                    ref["uid"] = pod["metadata"]["uid"]
+            reserved.append(ref)
+        path = path_of(o, named=True)
+        finalizers = [*o["metadata"].get("finalizers", [])]
+        if CLAIM_FINALIZER not in finalizers:
+            rest.call("PATCH", path, {"metadata": {"finalizers": [*finalizers, CLAIM_FINALIZER]}},
+                      content_type="application/merge-patch+json")
+        rest.call("PATCH", path_of(o, sub="status"), {"status": {"reservedFor": reserved}},
+                  content_type="application/merge-patch+json")
+
+
+def own_volumes(rest: Rest, objects: Iterable[Obj]) -> None:
+    """A recorded volume's claimRef names its claim as created (its uid): the PV binder marks a
+    claim whose volume names another uid Lost, "Two claims are bound to the same volume"."""
+    for o in objects:
+        ref = (o.get("spec") or {}).get("claimRef")
+        if o.get("kind") != "PersistentVolume" or not ref or not ref.get("name"):
+            continue
+        ns = ref.get("namespace") or "default"
+        got, claim = rest.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{ref['name']}")
+        if got == 200:
+            rest.call("PATCH", path_of(o, named=True), {"spec": {"claimRef": {
+                "uid": claim["metadata"]["uid"], "resourceVersion": None}}},
+                content_type="application/merge-patch+json")
+
+
 def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[str, bool] | None = None,
                        settle: float = 10.0, timeout: float = 600.0, pending_first: bool = False) -> SchedulerRun:
     """Load ``objects`` on a fresh control plane, run kube-scheduler until it has been idle for
@@ -362,16 +411,19 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
     before the first cycle), which is the state the baseline models: the choice then depends
     on the pods, not on the order the API server took them in.
     """
-    # the resourceclaim controller makes a pod's claims from its templates (the scheduler waits
-    # for them); the disruption controller does not run, so PDB status stays as recorded
-    # the API server's gates as the scheduler's: 1.37's defaults (PodGroupPreemptionPolicy off)
-    # unless the run asks otherwise, so that a snapshot a default cluster holds loads as it is
+    # the controllers (CONTROLLERS) start once the recorded claims and volumes point at their
+    # objects as created (own_claims, own_volumes); the API server's gates as the scheduler's:
+    # 1.37's defaults (PodGroupPreemptionPolicy off) unless the run asks otherwise, so that a
+    # snapshot a default cluster holds loads as it is
     scheduler_gates = {"PodGroupPreemptionPolicy": False, **(gates or {})}
-    plane = ControlPlane.start(controller_manager=True, controllers=("resourceclaim-controller",),
-                               api_gates=scheduler_gates)
+    plane = ControlPlane.start(api_gates=scheduler_gates)
     rest = Rest(plane)
     try:
-        loaded, pending = load_background(rest, [dict(o) for o in objects])
+        docs = [dict(o) for o in objects]
+        loaded, pending = load_background(rest, docs)
+        own_claims(rest, docs)
+        own_volumes(rest, docs)
+        plane.start_controller_manager(CONTROLLERS)
         rv = rest.call("GET", "/api/v1/pods", query=[("limit", "1")])["metadata"]["resourceVersion"]
         watcher = _Watch(rest, rv)
         watcher.start()
