@@ -369,6 +369,13 @@ class Cluster:
                                               _content_type="application/strategic-merge-patch+json")
 
     @retried
+    def set_pod_extended_claim(self, namespace: str, name: str, status: Obj) -> None:
+        """status.extendedResourceClaimStatus: the claim serving the pod's extended resources."""
+        self.core.patch_namespaced_pod_status(name, namespace, {"status": {"extendedResourceClaimStatus": status}},
+                                              _preload_content=False,
+                                              _content_type="application/merge-patch+json")
+
+    @retried
     def nominate(self, namespace: str, name: str, node: str) -> None:
         """status.nominatedNodeName, as kube-scheduler's preemption marks a preemptor waiting for
         its victims to go: a later plan then sees the preemption as under way."""

@@ -37,12 +37,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapter.cluster import Cluster, Conflict, Refused, now
+from solver.kube.dra import EXTENDED_CLAIM, extended_resource_classes, parse_device_class
 from solver.model.plan import Binding, Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.selection import key as _key
 from solver.selection import pending as _pending
 
 LOG = logging.getLogger("gangplace.adapter")
+EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # resourceapi.ExtendedResourceClaimAnnotation
 Obj = dict[str, Any]
 CONDITION = "PodGroupInitiallyScheduled"
 def gone(now: Obj | None, uid: str | None) -> bool:
@@ -240,6 +242,9 @@ class Executor:
         if owner is None:
             return
         ns, owner_name = owner["metadata"]["namespace"], owner["metadata"]["name"]
+        if first.pod and first.claim == EXTENDED_CLAIM:
+            self._allocate_extended(allocs, owner, objects)
+            return
         entries = owner.get("spec", {}).get("resourceClaims", [])
         entry = next((e for e in entries if e.get("name") == first.claim), None)
         if entry is None:
@@ -279,6 +284,42 @@ class Executor:
                 self.cluster.set_podgroup_claim_statuses(ns, owner_name, status)
         self.cluster.set_claim_allocation(ns, claim_name, {"allocation": {"devices": {"results": results}},
                                                            "reservedFor": reserved})
+
+    def _allocate_extended(self, allocs: list[Any], pod: Obj, objects: list[Obj]) -> None:
+        """The claim kube-scheduler makes at PreBind for a pod's extended resources that DRA
+        serves (plugins/dynamicresources/extendeddynamicresources.go): owned by the pod, marked
+        by the extended-resource-claim annotation, one request per planned request, allocated
+        and reserved for the pod; the pod's status.extendedResourceClaimStatus names it and maps
+        each container's resource to its request (the kubelet hands the devices over by it)."""
+        ns, name, uid = pod["metadata"]["namespace"], pod["metadata"]["name"], pod["metadata"].get("uid", "")
+        classes = extended_resource_classes(parse_device_class(o) for o in objects if o["kind"] == "DeviceClass")
+        spec = pod.get("spec", {})
+        containers = [*spec.get("initContainers", []), *spec.get("containers", [])]
+        requests, mappings = [], []
+        for a in sorted(allocs, key=lambda a: a.request):  # "container-<i>-request-<resource index>"
+            _, index, _, which = a.request.split("-")
+            container = containers[int(index)]
+            resource = sorted(container.get("resources", {}).get("requests", {}))[int(which)]
+            requests.append({"name": a.request, "exactly": {"deviceClassName": classes[resource],
+                                                            "allocationMode": "ExactCount",
+                                                            "count": len(a.devices)}})
+            mappings.append({"containerName": container.get("name", ""), "resourceName": resource,
+                             "requestName": a.request})
+        claim_name = f"{name}-extended-resources"
+        meta = {"name": claim_name, "namespace": ns, "annotations": {EXTENDED_ANNOTATION: "true"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
+                                     "controller": True, "blockOwnerDeletion": True}]}
+        try:
+            self.cluster.create_claim(ns, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                           "metadata": meta, "spec": {"devices": {"requests": requests}}})
+        except Conflict:
+            pass  # made before a crash: fill it in
+        results = [{"request": a.request, "driver": d.driver, "pool": d.pool, "device": d.device}
+                   for a in allocs for d in a.devices]
+        self.cluster.set_claim_allocation(ns, claim_name, {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"resource": "pods", "name": name, "uid": uid}]})
+        self.cluster.set_pod_extended_claim(ns, name, {"resourceClaimName": claim_name, "requestMappings": mappings})
 
     def _event(self, ns: str, obj: Obj, reason: str, note: str, type_: str, action: str) -> None:
         try:

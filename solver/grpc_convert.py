@@ -279,8 +279,13 @@ def objects_from_state(state: pb.ClusterState) -> tuple[list[dict[str, Any]], di
                         "currentHealthy": b.current_healthy, "desiredHealthy": b.desired_healthy}}, f"pdbs[{i}]")
     _add_volumes(state, add)
     for i, c in enumerate(state.device_classes):
-        add({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": c.name},
-             "spec": {"selectors": [{"cel": {"expression": e}} for e in c.selectors]}}, f"device_classes[{i}]")
+        cls: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": c.name},
+                               "spec": {"selectors": [{"cel": {"expression": e}} for e in c.selectors]}}
+        if c.extended_resource_name:
+            cls["spec"]["extendedResourceName"] = c.extended_resource_name
+        if c.creation_timestamp:
+            cls["metadata"]["creationTimestamp"] = c.creation_timestamp
+        add(cls, f"device_classes[{i}]")
     _add_slices(state, add)
     for i, t in enumerate(state.claim_templates):
         add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",

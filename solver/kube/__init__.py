@@ -182,6 +182,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     group_kind = {g.key: g.kind for g in groups}
     node_names = {n.name for n in nodes}
     dra = _DraBuilder(by_kind)
+    advertised = {r for n in nodes for r, amount in n.allocatable.items() if amount > 0}
     volumes = Volumes(by_kind)
     pods = []
     waiting: list[s.WaitingPod] = []
@@ -212,6 +213,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
             block, terms = volumes.demand(obj, pod.namespace, pod.name)
             pod = dataclasses.replace(pod, volume_block=block, volume_terms=terms)
         dra.pod(obj, pod)
+        pod = dra.extended(obj, pod, advertised)
         pods.append(pod)
     pdbs = tuple(p for o in by_kind["PodDisruptionBudget"] if (p := parse_pdb(o)) is not None)
     namespaces = {}
@@ -228,6 +230,6 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         skipped_kinds=dict(sorted(skipped.items())),
         namespace_labels=dict(sorted(namespaces.items())),
         waiting=tuple(sorted(waiting, key=lambda w: w.pod)),
-        warnings=tuple(warnings),
+        warnings=tuple(warnings) + tuple(dra.warnings),
         verifier_facts=verify_read.read(o for objs in by_kind.values() for o in objs),
     )

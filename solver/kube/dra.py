@@ -3,9 +3,10 @@ claim references of pods and PodGroups -> ``DraState``."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from solver.kube.objects import Obj, _fail, _get, _ident, _items, _meta, quantity
@@ -230,7 +231,72 @@ def _slices(objs: list[Obj]) -> tuple[s.Device, ...]:
 
 def parse_device_class(obj: Obj) -> s.DeviceClass:
     _, name = _meta(obj, namespaced=False)
-    return s.DeviceClass(name=name, selectors=_selectors(obj, "spec.selectors", _get(obj, "spec.selectors", list, [])))
+    extended = _get(obj, "spec.extendedResourceName", str) or ""
+    if extended and (extended.startswith(("kubernetes.io/", "requests.")) or "/" not in extended):
+        raise _fail(obj, "spec.extendedResourceName", f"{extended!r} is not an extended resource name")
+    return s.DeviceClass(name=name, selectors=_selectors(obj, "spec.selectors", _get(obj, "spec.selectors", list, [])),
+                         extended_resource=extended, created=_get(obj, "metadata.creationTimestamp", str) or "")
+
+
+# DRAExtendedResource (GA in 1.37): a container's extended resource a DeviceClass serves
+IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"  # resourceapi.ResourceDeviceClassPrefix
+EXTENDED_CLAIM = "<extended-resources>"  # the pod's claim entry upstream keeps in memory (specialClaimInMemName)
+
+
+def extended_resource_classes(classes: Iterable[s.DeviceClass]) -> dict[str, str]:
+    """Extended resource name -> the DeviceClass serving it (ExtendedResourceCache,
+    dynamic-resource-allocation/deviceclass/extendedresourcecache): each class serves
+    ``deviceclass.resource.kubernetes.io/<name>``, and its ``extendedResourceName``; a name two
+    classes give goes to the newest, then the first by name."""
+    classes = list(classes)
+    out = {IMPLICIT_PREFIX + c.name: c.name for c in classes}
+    explicit: dict[str, s.DeviceClass] = {}
+    for c in classes:
+        have = explicit.get(c.extended_resource)
+        if c.extended_resource and (have is None or (c.created, have.name) > (have.created, c.name)):
+            explicit[c.extended_resource] = c
+    out.update({name: c.name for name, c in explicit.items()})
+    return out
+
+
+def extended_requests(obj: Obj, resource: str, class_name: str) -> list[s.Request]:
+    """The device requests upstream's implicit claim makes for one extended resource
+    (createRequestsAndMappings, plugins/dynamicresources/extendeddynamicresources.go): one per
+    long-lived container (regular containers and sidecars) asking for it, named
+    container-<index>-request-<the resource's index among that container's requests>, indexes
+    over init containers then containers; a regular init container reuses the requests of the
+    long-lived containers after it, and only the largest remaining one is kept."""
+    spec = obj.get("spec") or {}
+    inits = list(spec.get("initContainers") or [])
+    containers = inits + list(spec.get("containers") or [])
+
+    def asked(c: Any) -> tuple[int, str] | None:
+        requests = ((c.get("resources") or {}).get("requests") or {}) if isinstance(c, Mapping) else {}
+        if resource not in requests:
+            return None
+        count = quantity(obj, f"requests[{resource}]", resource, requests[resource])
+        return (count, f"{sorted(requests).index(resource)}") if count else None
+
+    long_lived = [i for i, c in enumerate(containers)
+                  if i >= len(inits) or (isinstance(c, Mapping) and c.get("restartPolicy") == "Always")]
+    made: dict[int, tuple[str, int]] = {}
+    for i in long_lived:
+        if (a := asked(containers[i])) is not None:
+            made[i] = (f"container-{i}-request-{a[1]}", a[0])
+    largest: tuple[str, int] | None = None
+    for i in range(len(inits)):
+        if i in long_lived or (a := asked(containers[i])) is None:
+            continue
+        covered = 0
+        for j in sorted(k for k in made if k > i):
+            covered += made[j][1]
+            if covered >= a[0]:
+                break
+        if covered < a[0] and (largest is None or a[0] - covered > largest[1]):
+            largest = (f"container-{i}-request-{a[1]}", a[0] - covered)
+    out = sorted([*made.values(), *([largest] if largest else [])])
+    return [s.Request(name=name, alternatives=(s.SubRequest(name=name, device_class=class_name, count=count),))
+            for name, count in out]
 
 
 def _selectors(obj: Obj, field: str, raw: Any) -> tuple[str, ...]:
@@ -435,6 +501,8 @@ class _DraBuilder:
             ns, name = _meta(obj, namespaced=True)
             self.templates[f"{ns}/{name}"] = _claim_spec(obj, "spec.spec", self.classes)
         self.pod_claims: dict[str, tuple[s.PodClaim, ...]] = {}
+        self.extended_classes = extended_resource_classes(self.classes.values())
+        self.warnings: list[str] = []
         # PodGroup key -> entry name -> (kind, target, resolved claim key or None: not needed)
         self.group_refs: dict[str, dict[str, tuple[str, str, s.ClaimKey | None]]] = {}
         for obj in by_kind["PodGroup"]:
@@ -513,6 +581,43 @@ class _DraBuilder:
             out.append(s.PodClaim(name=entry, claim=key))
         if out:
             self.pod_claims[pod.key] = tuple(out)
+
+    def extended(self, obj: Obj, pod: s.Pod, advertised: set[str]) -> s.Pod:
+        """DRAExtendedResource: an extended resource of the pod's requests that a DeviceClass
+        serves and no node advertises in its allocatable is asked of DRA instead of the node's
+        capacity (NodeResourcesFit ``shouldDelegateResourceToDRA``). A pending pod then gets the
+        claim upstream makes for it (``EXTENDED_CLAIM``, its requests from
+        ``extended_requests``); a running one holds the claim its
+        ``status.extendedResourceClaimStatus`` names. The resource leaves the pod's requests.
+
+        Where some node advertises the resource (a device plugin), gangplace counts it as the
+        node's capacity everywhere: upstream would still serve it through DRA on the nodes
+        that do not advertise it, so the plan may leave a pod pending there that upstream binds."""
+        mapping = self.extended_classes
+        served = {r: mapping[r] for r, amount in pod.requests.items()
+                  if amount and r in mapping and r not in advertised}
+        if not served:
+            return pod
+        ns, name = pod.namespace, pod.name
+        if pod.node is not None:
+            status = _get(obj, "status.extendedResourceClaimStatus", Mapping)
+            claim = status.get("resourceClaimName") if status else None
+            if not isinstance(claim, str) or not claim:
+                self.warnings.append(f"{_ident(obj)}: status.extendedResourceClaimStatus: a running pod asks for "
+                                     f"{sorted(served)}, served by DRA, but names no claim: its devices are not "
+                                     "known and count as free")
+            else:
+                key = self._existing(obj, "status.extendedResourceClaimStatus.resourceClaimName", ns, claim)
+                self.pod_claims[pod.key] = (*self.pod_claims.get(pod.key, ()), s.PodClaim(name=EXTENDED_CLAIM,
+                                                                                          claim=key))
+        else:
+            requests = [r for resource in sorted(served) for r in extended_requests(obj, resource, served[resource])]
+            key = s.ClaimKey(f"{ns}/{name}#{EXTENDED_CLAIM}")
+            self.claims[key] = s.Claim(key=key, namespace=ns, name=f"{name}#{EXTENDED_CLAIM}",
+                                       spec=s.ClaimSpec(requests=tuple(requests)))
+            self.pod_claims[pod.key] = (*self.pod_claims.get(pod.key, ()), s.PodClaim(name=EXTENDED_CLAIM, claim=key))
+        return dataclasses.replace(pod, requests={r: v for r, v in pod.requests.items() if r not in served},
+                                   has_resource_claims=True)
 
     def state(self) -> s.DraState:
         return s.DraState(

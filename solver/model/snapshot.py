@@ -303,6 +303,8 @@ def _frozen(m: Mapping[str, Mapping[str, object]]) -> tuple[object, ...]:
 class DeviceClass:
     name: str
     selectors: tuple[str, ...] = ()  # CEL expressions, all must be true
+    extended_resource: str = ""  # spec.extendedResourceName: a container request it serves
+    created: str = ""  # metadata.creationTimestamp: the newest class wins a shared extended resource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

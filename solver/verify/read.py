@@ -534,6 +534,9 @@ class Facts:
     budget_free: set[str] = field(default_factory=set)
     # pod key -> the ReadWriteOncePod claims its persistentVolumeClaim volumes name (VolumeRestrictions)
     once_pod: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # extended resources a DeviceClass serves (DRAExtendedResource): on a node whose
+    # allocatable lacks one, DynamicResources allocates it, not NodeResourcesFit
+    dra_served: frozenset[str] = frozenset()
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # Namespace objects' labels
     budgets: tuple[Budget, ...] = ()
 
@@ -593,6 +596,10 @@ def read(objects: Iterable[Obj]) -> Facts:
         name = str(o["metadata"]["name"])
         facts.namespaces[name] = {**(o["metadata"].get("labels") or {}), "kubernetes.io/metadata.name": name}
     facts.budgets = tuple(read_budget(o) for o in by_kind.get("PodDisruptionBudget", ()))
+    facts.dra_served = frozenset(
+        name for o in by_kind.get("DeviceClass", ())
+        for name in ("deviceclass.resource.kubernetes.io/" + str(o["metadata"]["name"]),
+                     str((o.get("spec") or {}).get("extendedResourceName") or "")) if name)
     runtime = {str(o["metadata"]["name"]): o for o in by_kind.get("RuntimeClass", ())}
     volumes = _Volumes(by_kind.get("PersistentVolumeClaim", ()), by_kind.get("PersistentVolume", ()),
                        by_kind.get("StorageClass", ()))

@@ -212,6 +212,32 @@ def test_dra_claims_from_templates_are_allocated_and_reserved_before_binding(
     _no_refusals(real)
 
 
+def extended_resource_case(put: Callable[[dict[str, Any]], None]) -> None:
+    """A DeviceClass serving example.com/gpu (DRAExtendedResource), two GPUs on n2, and a pod
+    asking for two in its container requests; no node advertises the resource."""
+    from tests.dra_builders import gpu_slice
+    from tests.solver.test_extended_resources import asking, gpu_class
+
+    for obj in (node("n1").build(), node("n2").build(), gpu_slice("n2", 2).build(), gpu_class(), ours(asking("p", 2))):
+        put(obj)
+
+
+def test_extended_resources_dra_serves_get_the_claim_kube_scheduler_would_make(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    extended_resource_case(real.put)
+    _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("p")))
+    assert real.node_of("p") == "n2"
+    status = (real.pod("p") or {})["status"]["extendedResourceClaimStatus"]
+    assert status["requestMappings"] == [{"containerName": "c", "resourceName": "example.com/gpu",
+                                          "requestName": "container-0-request-1"}]
+    claim = real.get(f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{status['resourceClaimName']}")
+    assert claim is not None
+    assert claim["metadata"]["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["p"]
+    assert sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"]) == ["gpu-0", "gpu-1"]
+    _no_refusals(real)
+
+
 @pytest.mark.parametrize("after", [2, 3])
 def test_killed_mid_plan_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
         real: Real, adapter_kubeconfig: Path, after: int) -> None:

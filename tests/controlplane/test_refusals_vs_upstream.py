@@ -56,6 +56,14 @@ def _once_pod_in_use() -> list[dict[str, Any]]:
                  cases._with_claim(pod("p").cpu_m(1000), "data"))
 
 
+def _extended_resource() -> list[dict[str, Any]]:
+    # example.com/gpu, advertised by no node, served by a DeviceClass: the devices are on n2
+    from tests.dra_builders import gpu_slice
+    from tests.solver.test_extended_resources import asking, gpu_class
+
+    return _docs(node("n1"), node("n2"), gpu_slice("n2", 2), gpu_class(), asking("p", 2))
+
+
 def _declared_feature() -> list[dict[str, Any]]:
     needs = pod("p").cpu_m(1000)
     needs.obj["spec"]["containers"][0]["restartPolicy"] = "Never"  # required beside rules
@@ -78,6 +86,7 @@ CASES = {
     "unbound immediate claim": (_unbound_immediate, {}),
     "declared feature": (_declared_feature, {"default/p": "n2"}),
     "volume zone": (_volume_zone, {"default/p": "n2"}),
+    "DRA extended resource": (_extended_resource, {"default/p": "n2"}),
     "read-write-once-pod claim in use": (_once_pod_in_use, {}),
     "runtime class overhead": (_runtime_overhead, {}),
 }

@@ -129,6 +129,22 @@ def test_typed_volumes_and_budgets_reach_the_solver(running: server.Running) -> 
     assert (ready.bindings, ready.evictions) == ((), ())
 
 
+def test_typed_extended_resources_a_device_class_serves_reach_the_solver(running: server.Running) -> None:
+    """DRAExtendedResource over the typed state: no node advertises example.com/gpu, the class
+    serves it, and the pod goes where the class's devices are."""
+    state = pb.ClusterState(
+        nodes=[pb.Node(name=f"n{i}", allocatable={"cpu": 4000, "pods": 110}) for i in (1, 2)],
+        pods=[pb.Pod(namespace="d", name="p", requests={"cpu": 500, "example.com/gpu": 2})],
+        devices=[pb.Device(driver="gpu.example.com", pool="n2", name=f"gpu-{k}", node="n2") for k in range(2)],
+        device_classes=[pb.DeviceClass(name="gpu", selectors=['device.driver == "gpu.example.com"'],
+                                       extended_resource_name="example.com/gpu")])
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(state)
+    assert {b.pod: b.node for b in plan.bindings} == {"d/p": "n2"}
+    assert [(a.claim, sorted(d.device for d in a.devices)) for a in plan.device_allocations] == [
+        ("<extended-resources>", ["gpu-0", "gpu-1"])]
+
+
 def test_typed_taints_tolerations_and_operators_are_enums_and_stats_a_struct(running: server.Running) -> None:
     """n0 is tainted (its gang pod tolerates it), n1 carries the wrong zone (NotIn), n2 the
     right one but too little cpu (Gt on a label): the plan puts p on n0; the stats arrive as

@@ -541,12 +541,16 @@ class Device(_message.Message):
     def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, AttributeValue]] = ..., capacity: _Optional[_Mapping[str, str]] = ..., allow_multiple_allocations: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., node: _Optional[str] = ..., node_selector: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., all_nodes: _Optional[bool] = ...) -> None: ...
 
 class DeviceClass(_message.Message):
-    __slots__ = ("name", "selectors")
+    __slots__ = ("name", "selectors", "extended_resource_name", "creation_timestamp")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    EXTENDED_RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     name: str
     selectors: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ...) -> None: ...
+    extended_resource_name: str
+    creation_timestamp: str
+    def __init__(self, name: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ..., extended_resource_name: _Optional[str] = ..., creation_timestamp: _Optional[str] = ...) -> None: ...
 
 class DeviceSubRequest(_message.Message):
     __slots__ = ("name", "device_class", "selectors", "all", "count", "tolerations")
