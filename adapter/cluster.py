@@ -59,6 +59,8 @@ KINDS: tuple[Kind, ...] = (
          lambda c: client.ResourceV1Api(c).list_resource_claim_for_all_namespaces),
     Kind("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates",
          lambda c: client.ResourceV1Api(c).list_resource_claim_template_for_all_namespaces),
+    Kind("DeviceTaintRule", "resource.k8s.io/v1", "devicetaintrules",
+         lambda c: client.ResourceV1Api(c).list_device_taint_rule),
     # a pending pod's volumes (solver/kube/volumes.py)
     Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims",
          lambda c: client.CoreV1Api(c).list_persistent_volume_claim_for_all_namespaces),

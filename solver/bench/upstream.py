@@ -58,6 +58,7 @@ KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
         "/apis/scheduling.k8s.io/v1alpha3", "compositepodgroups", True),
     ("resource.k8s.io/v1", "DeviceClass"): ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     ("resource.k8s.io/v1", "ResourceSlice"): ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    ("resource.k8s.io/v1", "DeviceTaintRule"): ("/apis/resource.k8s.io/v1", "devicetaintrules", False),
     ("resource.k8s.io/v1", "ResourceClaim"): ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
     ("v1", "PersistentVolumeClaim"): ("/api/v1", "persistentvolumeclaims", True),
@@ -73,6 +74,7 @@ KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
 }
 # creation order: what an object refers to exists before it
 ORDER = ("Namespace", "PriorityClass", "DeviceClass", "StorageClass", "RuntimeClass", "Node", "ResourceSlice",
+         "DeviceTaintRule",
          "PersistentVolume", "PersistentVolumeClaim", "Workload", "CompositePodGroup", "PodGroup",
          "PodDisruptionBudget", "ResourceClaimTemplate", "ResourceClaim")
 HOLD = "gangplace.io/hold"  # the finalizer that keeps a recorded terminating pod terminating

@@ -106,6 +106,8 @@ def _device_taints(obj: Obj, field: str, raw: Any) -> tuple[s.Taint, ...]:
         effect = t.get("effect")
         if not isinstance(effect, str) or not effect:
             raise _fail(obj, f"{field}[{i}].effect", "missing")
+        if effect not in (*DRA_TAINT_EFFECTS, "None"):
+            raise _fail(obj, f"{field}[{i}].effect", f"must be NoSchedule, NoExecute or None, got {effect!r}")
         if effect in DRA_TAINT_EFFECTS:
             out.append(s.Taint(key=t["key"], value=str(t.get("value") or ""), effect=effect))
     return tuple(sorted(out, key=lambda t: (t.key, t.value, t.effect)))
@@ -227,6 +229,31 @@ def _slices(objs: list[Obj]) -> tuple[s.Device, ...]:
                     raise _fail(obj, f"spec.devices[{i}].name", f"device {key} is also published by {owner[key]}")
                 out[key], owner[key] = dev, ident
     return tuple(out[k] for k in sorted(out))
+
+
+def _taint_rules(devices: tuple[s.Device, ...], rules: list[Obj]) -> tuple[s.Device, ...]:
+    """DeviceTaintRule (DRADeviceTaintRules, GA in 1.37): each rule's taint is added to every
+    device its ``spec.deviceSelector`` selects (driver, pool and device name, each when set;
+    an empty selector selects every device, none selects none). Effect None only records."""
+    extra: dict[s.DeviceKey, list[s.Taint]] = {}
+    for obj in sorted(rules, key=_ident):
+        selector = _get(obj, "spec.deviceSelector", Mapping)
+        raw = _get(obj, "spec.taint", Mapping)
+        if raw is None:
+            raise _fail(obj, "spec.taint", "missing")
+        (taint,) = _device_taints(obj, "spec.taint", [raw]) or (None,)
+        if selector is None or taint is None:
+            continue
+        wanted = {f: _get(obj, f"spec.deviceSelector.{f}", str) for f in ("driver", "pool", "device")}
+        for dev in devices:
+            if all(v is None or v == have for v, have in zip(wanted.values(), (dev.driver, dev.pool, dev.name),
+                                                               strict=True)):
+                extra.setdefault(dev.key, []).append(taint)
+    if not extra:
+        return devices
+    return tuple(dataclasses.replace(d, taints=tuple(sorted(set(d.taints) | set(extra[d.key]),
+                                                            key=lambda t: (t.key, t.value, t.effect))))
+                 if d.key in extra else d for d in devices)
 
 
 def parse_device_class(obj: Obj) -> s.DeviceClass:
@@ -491,7 +518,7 @@ class _DraBuilder:
     def __init__(self, by_kind: Mapping[str, list[Obj]]) -> None:
         self.classes = {c.name: c for c in sorted((parse_device_class(o) for o in by_kind["DeviceClass"]),
                                                   key=lambda c: c.name)}
-        self.devices = _slices(by_kind["ResourceSlice"])
+        self.devices = _taint_rules(_slices(by_kind["ResourceSlice"]), by_kind["DeviceTaintRule"])
         self.claims: dict[s.ClaimKey, s.Claim] = {}
         for obj in by_kind["ResourceClaim"]:
             claim = parse_resource_claim(obj, self.classes)

@@ -16,7 +16,7 @@ COST_ANNOTATION = "gangplace.io/preemption-cost"
 MAX_DEPTH = 4  # docs/design.md: a workload tree is at most 4 levels deep
 
 GROUP_KINDS = {"PodGroup", "CompositePodGroup"}
-DRA_KINDS = {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"}
+DRA_KINDS = {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "DeviceTaintRule"}
 # Workload objects are templates (the runtime objects are PodGroups): counted as skipped.
 # PersistentVolumeClaim, PersistentVolume, StorageClass: a pending pod's claims (kube/volumes.py)
 VOLUME_KINDS = {"PersistentVolumeClaim", "PersistentVolume", "StorageClass"}

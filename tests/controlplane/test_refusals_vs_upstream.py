@@ -64,6 +64,16 @@ def _extended_resource() -> list[dict[str, Any]]:
     return _docs(node("n1"), node("n2"), gpu_slice("n2", 2), gpu_class(), asking("p", 2))
 
 
+def _device_taint_rule() -> list[dict[str, Any]]:
+    # n1 is the emptier node, but a DeviceTaintRule taints its GPU: the claim goes to n2's
+    from tests.dra_builders import claim_template, gpu_slice, request, with_claims
+    from tests.solver.test_rules_dra import GPU_CLASS, _taint_rule
+
+    return _docs(node("n1"), node("n2").cpu_m(2000), gpu_slice("n1", 1), gpu_slice("n2", 1), GPU_CLASS,
+                 claim_template("one", request("gpu", count=1)), with_claims(pod("p").cpu_m(500), gpu="one"),
+                 _taint_rule("r", "NoSchedule", pool="n1"))
+
+
 def _declared_feature() -> list[dict[str, Any]]:
     needs = pod("p").cpu_m(1000)
     needs.obj["spec"]["containers"][0]["restartPolicy"] = "Never"  # required beside rules
@@ -87,6 +97,7 @@ CASES = {
     "declared feature": (_declared_feature, {"default/p": "n2"}),
     "volume zone": (_volume_zone, {"default/p": "n2"}),
     "DRA extended resource": (_extended_resource, {"default/p": "n2"}),
+    "device taint rule": (_device_taint_rule, {"default/p": "n2"}),
     "read-write-once-pod claim in use": (_once_pod_in_use, {}),
     "runtime class overhead": (_runtime_overhead, {}),
 }

@@ -219,6 +219,29 @@ def test_a_device_taint_keeps_claims_off_unless_tolerated() -> None:
     assert bindings == {"default/p": "n0"} and [_devices(a) for a in allocs] == [["n0/gpu-0"]]
 
 
+def _taint_rule(name: str, effect: str, **selector: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": name},
+            "spec": {"deviceSelector": selector, "taint": {"key": "maintenance", "effect": effect}}}
+
+
+def test_a_device_taint_rule_taints_the_devices_it_selects() -> None:
+    """DeviceTaintRule (GA in 1.37): gpu-0 tainted by a rule, so the claim gets gpu-1; a rule
+    over the whole pool leaves the pod pending; effect None only records; a toleration lets the
+    claim take a tainted device."""
+    base = [node("n0").cpu_m(8000), gpu_slice("n0", 2), GPU_CLASS, claim_template("one", request("gpu", count=1)),
+            _gpu_pod("p", "one")]
+    _, _, allocs, _ = _plan(*base, _taint_rule("r", "NoSchedule", driver=DRIVER, pool="n0", device="gpu-0"))
+    assert [_devices(a) for a in allocs] == [["n0/gpu-1"]]
+    bindings, _, _, _ = _plan(*base, _taint_rule("r", "NoExecute", pool="n0"))
+    assert bindings == {}
+    bindings, _, _, _ = _plan(*base, _taint_rule("r", "None", pool="n0"))
+    assert bindings == {"default/p": "n0"}
+    tolerant = request("gpu", count=1, tolerations=[{"key": "maintenance", "operator": "Exists"}])
+    bindings, _, _, _ = _plan(*base[:3], claim_template("one", tolerant), _gpu_pod("p", "one"),
+                              _taint_rule("r", "NoSchedule", pool="n0"))
+    assert bindings == {"default/p": "n0"}
+
+
 def test_the_shipped_dra_example_keeps_every_claim_on_one_root_and_evicts_one_pod() -> None:
     from pathlib import Path
 
