@@ -161,6 +161,14 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
         all_nodes = chosen == "allNodes"
     elif chosen is not None:
         raise _fail(obj, f"{field}.{chosen}", "may only be set when spec.perDeviceNodeSelection is true")
+    consumes: list[tuple[str, str, int]] = []
+    for i, use in enumerate(_items(obj, f"{field}.consumesCounters", d.get("consumesCounters"))):
+        uf = f"{field}.consumesCounters[{i}]"
+        counter_set = use.get("counterSet") if isinstance(use, Mapping) else None
+        if not isinstance(counter_set, str) or not counter_set:
+            raise _fail(obj, f"{uf}.counterSet", "missing")
+        consumes.extend((f"{driver}/{pool}/{counter_set}", counter, amount)
+                        for counter, amount in _counters(obj, f"{uf}.counters", use.get("counters")).items())
     multiple = d.get("allowMultipleAllocations", False)
     if not isinstance(multiple, bool):
         raise _fail(obj, f"{field}.allowMultipleAllocations", f"expected bool, got {type(multiple).__name__}")
@@ -170,8 +178,34 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
         capacity={dm: dict(sorted(v.items())) for dm, v in sorted(values["capacity"].items())},
         allow_multiple=multiple,
         taints=_device_taints(obj, f"{field}.taints", d.get("taints")),
-        node=node, node_selector=selector, all_nodes=all_nodes,
+        node=node, node_selector=selector, all_nodes=all_nodes, consumes=tuple(sorted(consumes)),
     )
+
+
+def _counters(obj: Obj, field: str, raw: Any) -> dict[str, int]:
+    """A map of counters, each ``{value: quantity}``."""
+    if not isinstance(raw, Mapping) or not raw:
+        raise _fail(obj, field, "expected a map of counters")
+    out = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, Mapping) or entry.get("value") is None:
+            raise _fail(obj, f"{field}[{name}].value", "missing")
+        out[str(name)] = quantity(obj, f"{field}[{name}].value", "", entry["value"])
+    return out
+
+
+def _counter_sets(obj: Obj, driver: str, pool: str) -> dict[str, dict[str, int]]:
+    """spec.sharedCounters of a ResourceSlice: "driver/pool/set" -> counter -> amount."""
+    out: dict[str, dict[str, int]] = {}
+    for i, entry in enumerate(_get(obj, "spec.sharedCounters", list, [])):
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise _fail(obj, f"spec.sharedCounters[{i}].name", "missing")
+        key = f"{driver}/{pool}/{name}"
+        if key in out:
+            raise _fail(obj, f"spec.sharedCounters[{i}].name", f"duplicate counter set {name!r}")
+        out[key] = _counters(obj, f"spec.sharedCounters[{i}].counters", entry.get("counters"))
+    return out
 
 
 def parse_resource_slice(obj: Obj) -> tuple[tuple[str, str], int, list[s.Device]]:
@@ -208,8 +242,9 @@ def parse_resource_slice(obj: Obj) -> tuple[tuple[str, str], int, list[s.Device]
     return (driver, pool), generation, devices
 
 
-def _slices(objs: list[Obj]) -> tuple[s.Device, ...]:
-    """Devices of the newest generation of every pool; a device key published twice is an error."""
+def _slices(objs: list[Obj]) -> tuple[tuple[s.Device, ...], dict[str, dict[str, int]]]:
+    """Devices and counter sets of the newest generation of every pool; a device key published
+    twice is an error, and so is a device consuming a counter its pool's sets lack."""
     newest: dict[tuple[str, str], tuple[int, list[tuple[Obj, list[s.Device]]]]] = {}
     for obj in objs:
         pool, generation, devices = parse_resource_slice(obj)
@@ -220,6 +255,13 @@ def _slices(objs: list[Obj]) -> tuple[s.Device, ...]:
             have[1].append((obj, devices))
     out: dict[s.DeviceKey, s.Device] = {}
     owner: dict[s.DeviceKey, str] = {}
+    counters: dict[str, dict[str, int]] = {}
+    for (driver, pool_name), (_, parts) in sorted(newest.items()):
+        for obj, _ in sorted(parts, key=lambda p: _ident(p[0])):
+            for key, amounts in _counter_sets(obj, driver, pool_name).items():
+                if key in counters:
+                    raise _fail(obj, "spec.sharedCounters", f"counter set {key} is also defined in another slice")
+                counters[key] = amounts
     for _, parts in newest.values():
         for obj, devices in sorted(parts, key=lambda p: _ident(p[0])):
             ident = _ident(obj)
@@ -227,8 +269,12 @@ def _slices(objs: list[Obj]) -> tuple[s.Device, ...]:
                 key = dev.key
                 if key in out:
                     raise _fail(obj, f"spec.devices[{i}].name", f"device {key} is also published by {owner[key]}")
+                for set_key, counter, _ in dev.consumes:
+                    if counter not in counters.get(set_key, {}):
+                        raise _fail(obj, f"spec.devices[{i}].consumesCounters",
+                                    f"counter {counter!r} of set {set_key} is not in its pool's sharedCounters")
                 out[key], owner[key] = dev, ident
-    return tuple(out[k] for k in sorted(out))
+    return tuple(out[k] for k in sorted(out)), counters
 
 
 def _taint_rules(devices: tuple[s.Device, ...], rules: list[Obj]) -> tuple[s.Device, ...]:
@@ -518,7 +564,8 @@ class _DraBuilder:
     def __init__(self, by_kind: Mapping[str, list[Obj]]) -> None:
         self.classes = {c.name: c for c in sorted((parse_device_class(o) for o in by_kind["DeviceClass"]),
                                                   key=lambda c: c.name)}
-        self.devices = _taint_rules(_slices(by_kind["ResourceSlice"]), by_kind["DeviceTaintRule"])
+        devices, self.counters = _slices(by_kind["ResourceSlice"])
+        self.devices = _taint_rules(devices, by_kind["DeviceTaintRule"])
         self.claims: dict[s.ClaimKey, s.Claim] = {}
         for obj in by_kind["ResourceClaim"]:
             claim = parse_resource_claim(obj, self.classes)
@@ -652,4 +699,5 @@ class _DraBuilder:
             classes=self.classes,
             claims={k: self.claims[k] for k in sorted(self.claims)},
             pod_claims={k: self.pod_claims[k] for k in sorted(self.pod_claims)},
+            counters={k: self.counters[k] for k in sorted(self.counters)},
         )

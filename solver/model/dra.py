@@ -94,6 +94,8 @@ class DeviceType:
     kept_by: tuple[int, ...] = ()  # pending classes naming a claim that holds these devices:
     # placing any of them keeps the claim allocated, so its devices are not freed
     values: Mapping[str, MatchValue]  # constraint attribute -> value
+    # DRAPartitionableDevices: (counter set, counter, amount) each of its devices consumes
+    consumes: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def size(self) -> int:
@@ -138,6 +140,8 @@ class DraProblem:
     shared_of_class: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # class -> shared claims it uses
     pinned: Mapping[int, tuple[frozenset[s.NodeName], ...]] = field(default_factory=dict)  # class -> allowed node sets
     unit_types: Mapping[int, Mapping[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
+    # (counter set, counter) -> its amount, for the counters some type consumes
+    counters: Mapping[tuple[str, str], int] = field(default_factory=dict)
     # devices, or claims that need some (which then cannot be met without devices); asked per
     # class and node tried, so worked out once from the fields above
     active: bool = field(init=False, default=False)
@@ -250,6 +254,7 @@ class _TypeKey(NamedTuple):
     shareable: bool
     answers: tuple[bool | None, ...]  # per question: does it select the device (None: failed)
     values: tuple[tuple[str, MatchValue], ...]  # constraint attribute -> value
+    consumes: tuple[tuple[str, str, int], ...]  # the counters each device consumes
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +298,8 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
         shared_of_class={c: tuple(ids) for c, ids in shared_of_class.items()},
         pinned=claims.pinned,
         unit_types=_unit_types(found.types),
+        counters={(k, c): amount for k, amounts in dra_state.counters.items() for c, amount in amounts.items()
+                  if any((k, c) == (u[0], u[1]) for t in found.types for u in t.consumes)},
     )
 
 
@@ -419,14 +426,16 @@ def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], 
         key = _TypeKey(node=dev.node, reach=reach, holder=holder,
                        kept_by=tuple(sorted(kept_of.get(dev.key, ()))) if holder else (),
                        shareable=dev.allow_multiple, answers=answers_cache[sig],
-                       values=tuple((a, attribute(dev, a)) for a in sorted(constraint_attrs)))
+                       values=tuple((a, attribute(dev, a)) for a in sorted(constraint_attrs)),
+                       consumes=dev.consumes)
         by_key[key].append(dev)
     types: list[DeviceType] = []
     answers: list[tuple[bool | None, ...]] = []
     for key in sorted(by_key, key=lambda k: (k.node or "", sorted(k.reach)[:1], repr(k[2:]))):
         types.append(DeviceType(index=len(types), node=key.node, reach=key.reach,
                                 devices=tuple(sorted(by_key[key], key=lambda d: d.key)), holder=key.holder,
-                                kept_by=key.kept_by, shareable=bool(key.shareable), values=dict(key.values)))
+                                kept_by=key.kept_by, shareable=bool(key.shareable), values=dict(key.values),
+                                consumes=key.consumes))
         answers.append(key.answers)
     return _Types(types=tuple(types), answers=tuple(answers), question={q: i for i, q in enumerate(questions)})
 

@@ -32,6 +32,12 @@ class Devices:
         self.placed: dict[tuple[int, s.NodeName], Counter[AllocKey]] = defaultdict(Counter)
         self.shared: dict[int, Take] = {}
         self.shared_reach: dict[int, frozenset[s.NodeName]] = {}
+        # (counter set, counter) -> (type, amount) of the types consuming it (partitionable devices)
+        self.consumers: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+        for dtype in dra.types:
+            if not dtype.shareable:
+                for set_key, counter, amount in dtype.consumes:
+                    self.consumers[set_key, counter].append((dtype.index, amount))
 
     def supply(self, t: int) -> int:
         dtype = self.dra.types[t]
@@ -46,7 +52,26 @@ class Devices:
         return 0
 
     def free(self, t: int, extra: Counter[int] | None = None) -> int:
-        return self.supply(t) - self.used[t] - (extra[t] if extra else 0)
+        return min(self.supply(t) - self.used[t] - (extra[t] if extra else 0), self._counter_room(t, extra))
+
+    def _consumed(self, key: tuple[str, str], extra: Counter[int] | None) -> int:
+        """What the taken devices, and the held ones not freed, consume of a counter."""
+        total = 0
+        for u, amount in self.consumers[key]:
+            dtype = self.dra.types[u]
+            n = self.used[u] + (extra[u] if extra else 0)
+            if dtype.holder is not None and self.supply(u) == 0:
+                n += dtype.size  # still held by its claims
+            total += amount * n
+        return total
+
+    def _counter_room(self, t: int, extra: Counter[int] | None) -> int:
+        """Devices of type ``t`` the counters they consume still allow (INF without counters)."""
+        dtype = self.dra.types[t]
+        if dtype.shareable or not dtype.consumes:
+            return INF
+        return max(0, min((self.dra.counters.get((k, c), 0) - self._consumed((k, c), extra)) // amount
+                          for k, c, amount in dtype.consumes))
 
     # ---- fitting --------------------------------------------------------------------
     def fit(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, pods: int,
@@ -105,17 +130,21 @@ class Devices:
               extra: Counter[int]) -> dict[int, int] | None:
         sub = slot.request.alternatives[a]
         if sub.all_mode:
-            if all(self.free(t, extra) >= self.dra.types[t].size for t in types):
-                return {t: self.dra.types[t].size for t in types}
-            return None
+            every = Counter(extra)
+            for t in types:
+                if self.free(t, every) < self.dra.types[t].size:
+                    return None
+                every[t] += self.dra.types[t].size  # the next type's counters see these taken
+            return {t: self.dra.types[t].size for t in types}
         got: dict[int, int] = {}
+        local = Counter(extra)  # with what this request took so far (shared counters)
         left = need
         seen_values: set[MatchValue] = set()
         # free devices first, then devices an eviction freed; then by type index
         for t in sorted(types, key=lambda t: (self.dra.types[t].holder is not None, t)):
             if left == 0:
                 break
-            room = self.free(t, extra)
+            room = self.free(t, local)
             if room <= 0:
                 continue
             if slot.distinct is not None:
@@ -126,6 +155,7 @@ class Devices:
                 room = min(room, 1)
             n = min(room, left)
             got[t] = n
+            local[t] += n
             left -= n
         return got if left == 0 else None
 
@@ -152,7 +182,9 @@ class Devices:
             self.by_class[key.dtype][c] += n
 
     def feasible(self, types: Sequence[int]) -> bool:
-        return all(self.used[t] <= self.supply(t) for t in types)
+        return all(self.used[t] <= self.supply(t) for t in types) and all(
+            self._consumed(key, None) <= self.dra.counters.get(key, 0)
+            for key in {(k, c) for t in types for k, c, _ in self.dra.types[t].consumes})
 
     def devices(self) -> dict[tuple[int, s.NodeName], Take]:
         return {owner: {key: n for key, n in took.items() if n > 0}

@@ -281,6 +281,8 @@ class Device:
     capacity: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # domain -> name -> amount
     allow_multiple: bool = False  # allowMultipleAllocations
     taints: tuple[Taint, ...] = ()  # NoSchedule / NoExecute taints keep new claims off
+    # DRAPartitionableDevices: (counter set "driver/pool/set", counter, amount) it consumes
+    consumes: tuple[tuple[str, str, int], ...] = ()
     # where it is reachable: exactly one of node (node-local), node_selector, all_nodes
     node: NodeName | None = None
     node_selector: tuple[NodeSelectorTerm, ...] = ()
@@ -377,6 +379,8 @@ class DraState:
     classes: Mapping[str, DeviceClass] = field(default_factory=dict)
     claims: Mapping[ClaimKey, Claim] = field(default_factory=dict)
     pod_claims: Mapping[str, tuple[PodClaim, ...]] = field(default_factory=dict)  # pod key -> its claims
+    # DRAPartitionableDevices: counter set "driver/pool/set" -> counter -> amount (sharedCounters)
+    counters: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def device_by_key(self) -> dict[DeviceKey, Device]:
         return {d.key: d for d in self.devices}

@@ -25,6 +25,7 @@ from solver.verify.dra import (
     check_device_allocations,
     check_device_conflicts,
     check_device_constraints,
+    check_device_counters,
     check_device_counts,
     check_device_reach,
     check_devices,
@@ -62,6 +63,7 @@ __all__ = [
     "check_device_allocations",
     "check_device_conflicts",
     "check_device_constraints",
+    "check_device_counters",
     "check_device_counts",
     "check_device_reach",
     "check_devices",
@@ -95,6 +97,6 @@ def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False
                   check_gangs,
                   check_topology, check_objective, check_device_allocations, check_allocated_claims,
                   check_devices, check_device_reach, check_device_counts, check_device_conflicts,
-                  check_device_constraints):
+                  check_device_constraints, check_device_counters):
         out.extend(check(view))
     return out

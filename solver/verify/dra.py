@@ -398,6 +398,27 @@ def check_device_conflicts(view: _View) -> list[Violation]:
     return out
 
 
+def check_device_counters(view: _View) -> list[Violation]:
+    """Partitionable devices: per counter of a counter set (a pool's sharedCounters), the
+    devices in use at the end (the plan's, and those of allocations it does not free) consume
+    no more than its amount; a device allocated several times counts once."""
+    dv = view.dra
+    counters = view.snapshot.dra.counters
+    if not counters:
+        return []
+    in_use = set(dv.users) | set(dv.held)
+    consumed: dict[tuple[str, str], int] = defaultdict(int)
+    for key in in_use:
+        dev = dv.devices.get(key)
+        if dev is not None and not dev.allow_multiple:
+            for set_key, counter, amount in dev.consumes:
+                consumed[set_key, counter] += amount
+    return [Violation(rule="device-counter", subject=f"{set_key}/{counter}",
+                      detail=f"devices in use consume {used}, the set holds {counters[set_key].get(counter, 0)}")
+            for (set_key, counter), used in sorted(consumed.items())
+            if used > counters.get(set_key, {}).get(counter, 0)]
+
+
 def check_device_constraints(view: _View) -> list[Violation]:
     """matchAttribute: the devices of the listed requests (all when none are listed) share one
     value of the attribute; distinctAttribute: pairwise different values. A device without
@@ -442,9 +463,12 @@ def check_device_constraints(view: _View) -> list[Violation]:
 
 def _needed_for_devices(view: _View, members: list[s.Pod], prio: int) -> bool:
     """Putting the victim back keeps a claim of it held, and the plan gives one of that
-    claim's devices to an owner that may preempt the victim."""
+    claim's devices to an owner that may preempt the victim; or the devices it would hold
+    again push a counter of a partitionable device's set past its amount, and the plan gives a
+    device consuming that counter to such an owner."""
     dv = view.dra
     keys = {p.key for p in members}
+    back: dict[tuple[str, str], int] = defaultdict(int)  # what its devices would consume again
     for claim_key in sorted(dv.freed):
         if not keys.intersection(dv.consumers[claim_key]):
             continue
@@ -454,4 +478,17 @@ def _needed_for_devices(view: _View, members: list[s.Pod], prio: int) -> bool:
                 continue
             if any(dv.power(view, a) > prio for a in dv.users.get(ad.device, ())):
                 return True
+            for set_key, counter, amount in dev.consumes:
+                back[set_key, counter] += amount
+    if not back:
+        return False
+    counters = dv.state.counters
+    in_use = set(dv.users) | set(dv.held)
+    for (set_key, counter), extra in back.items():
+        users = [k for k in in_use if (dev := dv.devices.get(k)) is not None and not dev.allow_multiple
+                 and any((k2, c2) == (set_key, counter) for k2, c2, _ in dev.consumes)]
+        used = sum(amount for k in users for k2, c2, amount in dv.devices[k].consumes if (k2, c2) == (set_key, counter))
+        if used + extra > counters.get(set_key, {}).get(counter, 0) and any(
+                dv.power(view, a) > prio for k in users for a in dv.users.get(k, ())):
+            return True
     return False

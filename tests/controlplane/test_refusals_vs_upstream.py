@@ -74,6 +74,15 @@ def _device_taint_rule() -> list[dict[str, Any]]:
                  _taint_rule("r", "NoSchedule", pool="n1"))
 
 
+def _partitioned(count: int) -> list[dict[str, Any]]:
+    # one GPU as a whole device and two halves sharing a 40Gi counter: two fit, three never do
+    from tests.dra_builders import claim_template, request, with_claims
+    from tests.solver.test_rules_dra import GPU_CLASS, _partitioned_gpu
+
+    return _docs(node("n1"), *_partitioned_gpu("n1"), GPU_CLASS, claim_template("some", request("gpu", count=count)),
+                 with_claims(pod("p").cpu_m(500), gpu="some"))
+
+
 def _declared_feature() -> list[dict[str, Any]]:
     needs = pod("p").cpu_m(1000)
     needs.obj["spec"]["containers"][0]["restartPolicy"] = "Never"  # required beside rules
@@ -98,6 +107,8 @@ CASES = {
     "volume zone": (_volume_zone, {"default/p": "n2"}),
     "DRA extended resource": (_extended_resource, {"default/p": "n2"}),
     "device taint rule": (_device_taint_rule, {"default/p": "n2"}),
+    "partitionable devices, two": (lambda: _partitioned(2), {"default/p": "n1"}),
+    "partitionable devices, three": (lambda: _partitioned(3), {}),
     "read-write-once-pod claim in use": (_once_pod_in_use, {}),
     "runtime class overhead": (_runtime_overhead, {}),
 }

@@ -560,13 +560,15 @@ class _Dra:
                       ).only_enforce_if(sv)
             self._owner(shared_claim[key], used, sites, pods, max(pod_power(p) for p in pods))
 
-        # supply
+        # supply; and per device whether it is in use at the end (partitionable devices' counters)
+        in_use: dict[s.DeviceKey, cp_model.LinearExprT] = {}
         for d in self.devices:
-            if d.allow_multiple or not self.takers.get(d.key):
+            if d.allow_multiple or (not self.takers.get(d.key) and not d.consumes):
                 continue
-            row = cp_model.LinearExpr.sum([z for _, z in self.takers[d.key]])
+            row = cp_model.LinearExpr.sum([z for _, z in self.takers.get(d.key, ())])
             if d.key in for_good:
                 m.add(row == 0)
+                in_use[d.key] = 1
             elif d.key in self.holders:
                 freed = m.new_bool_var(f"freed[{d.key}]")
                 for u in sorted(self.holders[d.key]):
@@ -574,8 +576,18 @@ class _Dra:
                 for v in kept.get(d.key, ()):
                     m.add_implication(freed, ~v)
                 m.add(row <= freed)
+                in_use[d.key] = row + 1 - freed
             else:
                 m.add(row <= 1)
+                in_use[d.key] = row
+        # counters: what the devices in use consume, per counter of each counter set
+        for set_key, amounts in state.counters.items():
+            for counter, amount in amounts.items():
+                terms = [use * need for d in self.devices if d.key in in_use
+                         for k, c, need in d.consumes if (k, c) == (set_key, counter)
+                         for use in (in_use[d.key],)]
+                if terms:
+                    m.add(cp_model.LinearExpr.sum(terms) <= amount)
 
     def takes(self, sub: s.SubRequest, dev: s.Device) -> bool | None:
         """Does the alternative select the device? None: a CEL selector fails on it at run time."""

@@ -242,6 +242,52 @@ def test_a_device_taint_rule_taints_the_devices_it_selects() -> None:
     assert bindings == {"default/p": "n0"}
 
 
+def _partitioned_gpu(node_name: str = "n0") -> list[Any]:
+    """One GPU as partitionable devices (DRAPartitionableDevices): the whole GPU consumes its
+    40Gi of memory counter, each of two halves 20Gi; a counter set in its own slice."""
+    counters = resource_slice(f"{node_name}-counters", [], node=node_name)
+    del counters.obj["spec"]["devices"]
+    counters.obj["spec"]["sharedCounters"] = [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
+    counters.obj["spec"]["pool"]["resourceSliceCount"] = 2
+    devices = []
+    for name, memory in (("gpu-0", "40Gi"), ("gpu-0-half-0", "20Gi"), ("gpu-0-half-1", "20Gi")):
+        devices.append({"name": name, "attributes": {"whole": {"bool": name == "gpu-0"}},
+                        "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}]})
+    parts = resource_slice(f"{node_name}-devices", devices, node=node_name)
+    parts.obj["spec"]["pool"]["resourceSliceCount"] = 2
+    return [counters, parts]
+
+
+def test_partitionable_devices_share_their_counters() -> None:
+    """Two devices fit the GPU's counters only as the two halves; three never do; a running pod
+    holding the whole GPU leaves nothing until it is evicted."""
+    base = [node("n0").cpu_m(8000), *_partitioned_gpu(), GPU_CLASS]
+    bindings, _, allocs, plan = _plan(*base, claim_template("two", request("gpu", count=2)), _gpu_pod("p", "two"))
+    assert bindings == {"default/p": "n0"} and [_devices(a) for a in allocs] == [["n0/gpu-0-half-0", "n0/gpu-0-half-1"]]
+    bindings, _, _, plan = _plan(*base, claim_template("three", request("gpu", count=3)), _gpu_pod("p", "three"))
+    assert bindings == {}
+    _naive_agrees(snapshot(*base, claim_template("three", request("gpu", count=3)), _gpu_pod("p", "three")), plan)
+    whole = 'device.attributes["gpu.example.com"].whole'
+    held = [claim("r-gpu", request("gpu", selectors=(whole,)), allocated=[("n0", "gpu-0")], node="n0",
+                  reserved_for=["r"]),
+            with_claims(pod("r").on("n0").cpu_m(1000).priority(1), gpu="claim:r-gpu")]
+    low = claim_template("one", request("gpu", count=1))
+    bindings, evicted, _, plan = _plan(*base, *held, low, with_claims(pod("p").cpu_m(1000).priority(0), gpu="one"))
+    assert (bindings, evicted) == ({}, [])
+    bindings, evicted, allocs, plan = _plan(*base, *held, low, _gpu_pod("p", "one"))
+    assert (bindings, evicted) == ({"default/p": "n0"}, ["default/r"])
+    _naive_agrees(snapshot(*base, *held, low, _gpu_pod("p", "one")), plan)
+
+
+def _naive_agrees(snap: Any, plan: Any) -> None:
+    """The property test's naive model (one boolean per device) reaches the same tiers."""
+    from tests.solver.naive import naive_tiers
+
+    want, o = naive_tiers(snap), plan.objective
+    assert (want.placed, want.evicted, want.cost_milli) == (o.placed_pods, o.evicted_pods,
+                                                            round(o.preemption_cost * 1000))
+
+
 def test_the_shipped_dra_example_keeps_every_claim_on_one_root_and_evicts_one_pod() -> None:
     from pathlib import Path
 

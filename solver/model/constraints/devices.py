@@ -30,6 +30,7 @@ Pure model building: no I/O.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from ortools.sat.python import cp_model
 
@@ -57,6 +58,13 @@ def add(problem: Problem, vars: PlacementVars) -> None:
             _pod_slots(problem, vars, cls.index, node, most, count, slots, on_type)
     for shared in dra.shared:
         _shared_claim(problem, vars, shared, on_type)
+    freed_of: dict[int, cp_model.IntVar | None] = {}
+
+    def freed_var(dtype: dra_mod.DeviceType) -> cp_model.IntVar | None:
+        if dtype.index not in freed_of:
+            freed_of[dtype.index] = _freed(problem, vars, dtype)
+        return freed_of[dtype.index]
+
     for t, takers in sorted(on_type.items()):
         dtype = dra.types[t]
         if dtype.shareable:
@@ -65,7 +73,7 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         free = dtype.size if dtype.holder is None else 0
         terms: list[cp_model.LinearExprT] = [v for _, v, _ in takers]
         if dtype.holder:
-            freed = _freed(problem, vars, dtype)
+            freed = freed_var(dtype)
             if freed is not None:
                 terms.append(-dtype.size * freed)
             elif most <= free:
@@ -73,6 +81,37 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         elif most <= free:
             continue
         m.add(cp_model.LinearExpr.sum(terms) <= free)
+    if dra.counters:
+        _counters(problem, vars, on_type, freed_var)
+
+
+def _counters(problem: Problem, vars: PlacementVars, on_type: OnType,
+              freed_var: Callable[[dra_mod.DeviceType], cp_model.IntVar | None]) -> None:
+    """DRAPartitionableDevices (dynamic-resource-allocation/structured, the allocator's
+    counter check): per counter of a counter set, what the taken devices consume plus what
+    the held ones still consume stays within its amount,
+
+        Σ_t amount(t)·(Σ alloc[·, t] + |t|·held(t)) ≤ amount(counter)
+
+    held(t) is 1 for a held type, 1 − freed for one its holders' eviction frees. A shareable
+    type (allowMultipleAllocations) is left out: consumable capacity is not modelled."""
+    terms: dict[tuple[str, str], list[cp_model.LinearExprT]] = defaultdict(list)
+    held: dict[tuple[str, str], int] = defaultdict(int)
+    for dtype in problem.dra.types:
+        if dtype.shareable or not dtype.consumes:
+            continue
+        takers = on_type.get(dtype.index, [])
+        freed = freed_var(dtype) if dtype.holder else None
+        for set_key, counter, amount in dtype.consumes:
+            key = (set_key, counter)
+            terms[key].extend(amount * v for _, v, _ in takers)
+            if dtype.holder is not None:
+                held[key] += amount * dtype.size
+                if freed is not None:
+                    terms[key].append(-amount * dtype.size * freed)
+    for key, amount in sorted(problem.dra.counters.items()):
+        if terms.get(key):
+            vars.model.add(cp_model.LinearExpr.sum(terms[key]) + held[key] <= amount)
 
 
 def _pod_slots(problem: Problem, vars: PlacementVars, c: int, node: s.NodeName, most: int,
