@@ -443,6 +443,19 @@ def _add_slices(state: pb.ClusterState, add: Any) -> None:
     pools: dict[tuple[str, str], list[tuple[int, pb.Device]]] = defaultdict(list)
     for i, d in enumerate(state.devices):
         pools[d.driver, d.pool].append((i, d))
+    sets: dict[tuple[str, str], list[pb.CounterSet]] = defaultdict(list)
+    for cs in state.counter_sets:
+        sets[cs.driver, cs.pool].append(cs)
+    for i, ((driver, pool), counter_sets) in enumerate(sorted(sets.items())):
+        # a slice of its own, as the API wants it; reached from everywhere (counters are no device)
+        add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+             "metadata": {"name": f"{driver}-{pool}-counters"},
+             "spec": {"driver": driver, "pool": {"name": pool, "generation": 0,
+                                                 "resourceSliceCount": 2 if (driver, pool) in pools else 1},
+                      "allNodes": True,
+                      "sharedCounters": [{"name": cs.name,
+                                          "counters": {k: {"value": v} for k, v in sorted(cs.counters.items())}}
+                                         for cs in counter_sets]}}, f"counter_sets[{i}]")
     for (driver, pool), members in sorted(pools.items()):
         devices = []
         for i, d in members:
@@ -456,6 +469,10 @@ def _add_slices(state: pb.ClusterState, add: Any) -> None:
                 dev["allowMultipleAllocations"] = True
             if d.taints:
                 dev["taints"] = _taints(d.taints)
+            if d.consumes_counters:
+                dev["consumesCounters"] = [{"counterSet": c.counter_set,
+                                            "counters": {k: {"value": v} for k, v in sorted(c.counters.items())}}
+                                           for c in d.consumes_counters]
             if d.node:
                 dev["nodeName"] = d.node
             elif d.node_selector:
@@ -465,7 +482,8 @@ def _add_slices(state: pb.ClusterState, add: Any) -> None:
             devices.append(dev)
         add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
              "metadata": {"name": f"{driver}-{pool}"},
-             "spec": {"driver": driver, "pool": {"name": pool, "generation": 0, "resourceSliceCount": 1},
+             "spec": {"driver": driver, "pool": {"name": pool, "generation": 0,
+                                                 "resourceSliceCount": 2 if (driver, pool) in sets else 1},
                       "perDeviceNodeSelection": True, "devices": devices}},
             f"devices[{members[0][0]}]")
 

@@ -145,6 +145,27 @@ def test_typed_extended_resources_a_device_class_serves_reach_the_solver(running
         ("<extended-resources>", ["gpu-0", "gpu-1"])]
 
 
+@pytest.mark.parametrize(("count", "devices"), [(2, ["gpu-0-half-0", "gpu-0-half-1"]), (3, [])])
+def test_typed_partitionable_devices_share_their_counters(running: server.Running, count: int,
+                                                          devices: list[str]) -> None:
+    """A GPU as a whole device and two halves over one 40Gi counter, typed: two devices fit
+    only as the halves, three never."""
+    parts = [("gpu-0", "40Gi"), ("gpu-0-half-0", "20Gi"), ("gpu-0-half-1", "20Gi")]
+    state = pb.ClusterState(
+        nodes=[pb.Node(name="n1", allocatable={"cpu": 4000, "pods": 110})],
+        pods=[pb.Pod(namespace="d", name="p", requests={"cpu": 500}, claims=[pb.PodClaimRef(name="gpu", template="t")])],
+        devices=[pb.Device(driver="gpu.example.com", pool="n1", name=name, node="n1", consumes_counters=[
+            pb.CounterConsumption(counter_set="gpu-0", counters={"memory": memory})]) for name, memory in parts],
+        counter_sets=[pb.CounterSet(driver="gpu.example.com", pool="n1", name="gpu-0", counters={"memory": "40Gi"})],
+        device_classes=[pb.DeviceClass(name="gpu", selectors=['device.driver == "gpu.example.com"'])],
+        claim_templates=[pb.ResourceClaim(namespace="d", name="t", requests=[pb.DeviceRequest(
+            name="gpu", exactly=pb.DeviceSubRequest(device_class="gpu", count=count))])])
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(state)
+    assert sorted(d.device for a in plan.device_allocations for d in a.devices) == devices
+    assert len(plan.bindings) == (1 if devices else 0)
+
+
 def test_typed_taints_tolerations_and_operators_are_enums_and_stats_a_struct(running: server.Running) -> None:
     """n0 is tainted (its gang pod tolerates it), n1 carries the wrong zone (NotIn), n2 the
     right one but too little cpu (Gt on a label): the plan puts p on n0; the stats arrive as

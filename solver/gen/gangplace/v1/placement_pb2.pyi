@@ -106,7 +106,7 @@ class SolveOptions(_message.Message):
     def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ..., pdb_policy: _Optional[_Union[PdbPolicy, str]] = ...) -> None: ...
 
 class ClusterState(_message.Message):
-    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces", "volume_claims", "volumes", "storage_classes")
+    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces", "volume_claims", "volumes", "storage_classes", "counter_sets")
     NODES_FIELD_NUMBER: _ClassVar[int]
     PODS_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +119,7 @@ class ClusterState(_message.Message):
     VOLUME_CLAIMS_FIELD_NUMBER: _ClassVar[int]
     VOLUMES_FIELD_NUMBER: _ClassVar[int]
     STORAGE_CLASSES_FIELD_NUMBER: _ClassVar[int]
+    COUNTER_SETS_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     pods: _containers.RepeatedCompositeFieldContainer[Pod]
     groups: _containers.RepeatedCompositeFieldContainer[Group]
@@ -131,7 +132,8 @@ class ClusterState(_message.Message):
     volume_claims: _containers.RepeatedCompositeFieldContainer[PersistentVolumeClaim]
     volumes: _containers.RepeatedCompositeFieldContainer[PersistentVolume]
     storage_classes: _containers.RepeatedCompositeFieldContainer[StorageClass]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., volume_claims: _Optional[_Iterable[_Union[PersistentVolumeClaim, _Mapping]]] = ..., volumes: _Optional[_Iterable[_Union[PersistentVolume, _Mapping]]] = ..., storage_classes: _Optional[_Iterable[_Union[StorageClass, _Mapping]]] = ...) -> None: ...
+    counter_sets: _containers.RepeatedCompositeFieldContainer[CounterSet]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., volume_claims: _Optional[_Iterable[_Union[PersistentVolumeClaim, _Mapping]]] = ..., volumes: _Optional[_Iterable[_Union[PersistentVolume, _Mapping]]] = ..., storage_classes: _Optional[_Iterable[_Union[StorageClass, _Mapping]]] = ..., counter_sets: _Optional[_Iterable[_Union[CounterSet, _Mapping]]] = ...) -> None: ...
 
 class PersistentVolumeClaim(_message.Message):
     __slots__ = ("namespace", "name", "storage_class_name", "volume_name", "bind_completed", "access_modes", "storage", "lost", "deleting")
@@ -503,7 +505,7 @@ class AttributeValue(_message.Message):
     def __init__(self, bool: _Optional[bool] = ..., int: _Optional[int] = ..., string: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class Device(_message.Message):
-    __slots__ = ("driver", "pool", "name", "attributes", "capacity", "allow_multiple_allocations", "taints", "node", "node_selector", "all_nodes")
+    __slots__ = ("driver", "pool", "name", "attributes", "capacity", "allow_multiple_allocations", "taints", "node", "node_selector", "all_nodes", "consumes_counters")
     class AttributesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -528,6 +530,7 @@ class Device(_message.Message):
     NODE_FIELD_NUMBER: _ClassVar[int]
     NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     ALL_NODES_FIELD_NUMBER: _ClassVar[int]
+    CONSUMES_COUNTERS_FIELD_NUMBER: _ClassVar[int]
     driver: str
     pool: str
     name: str
@@ -538,7 +541,42 @@ class Device(_message.Message):
     node: str
     node_selector: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
     all_nodes: bool
-    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, AttributeValue]] = ..., capacity: _Optional[_Mapping[str, str]] = ..., allow_multiple_allocations: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., node: _Optional[str] = ..., node_selector: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., all_nodes: _Optional[bool] = ...) -> None: ...
+    consumes_counters: _containers.RepeatedCompositeFieldContainer[CounterConsumption]
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, AttributeValue]] = ..., capacity: _Optional[_Mapping[str, str]] = ..., allow_multiple_allocations: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., node: _Optional[str] = ..., node_selector: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., all_nodes: _Optional[bool] = ..., consumes_counters: _Optional[_Iterable[_Union[CounterConsumption, _Mapping]]] = ...) -> None: ...
+
+class CounterConsumption(_message.Message):
+    __slots__ = ("counter_set", "counters")
+    class CountersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COUNTER_SET_FIELD_NUMBER: _ClassVar[int]
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    counter_set: str
+    counters: _containers.ScalarMap[str, str]
+    def __init__(self, counter_set: _Optional[str] = ..., counters: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class CounterSet(_message.Message):
+    __slots__ = ("driver", "pool", "name", "counters")
+    class CountersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: str
+    name: str
+    counters: _containers.ScalarMap[str, str]
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., name: _Optional[str] = ..., counters: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class DeviceClass(_message.Message):
     __slots__ = ("name", "selectors", "extended_resource_name", "creation_timestamp")
