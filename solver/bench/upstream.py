@@ -32,6 +32,7 @@ not of gangplace):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import threading
 import time
@@ -299,6 +300,45 @@ class SchedulerRun:
     podgroup_attempts: int = 0
     podgroup_attempt_seconds_mean: float | None = None
     gates: dict[str, bool] = field(default_factory=dict)  # the control plane's feature gates
+    # the devices it allocated to the pods it bound, read back from the claims' status:
+    # (owner "ns/name", is a PodGroup, the owner's claim entry, request, driver, pool, device)
+    allocations: list[tuple[str, bool, str, str, str, str, str]] = field(default_factory=list)
+
+
+def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, str, str, str, str, str]]:
+    """The allocations of the claims the bound pods (or their PodGroups) use, named by the
+    owner's claim entry: ``status.resourceClaimStatuses`` for a claim made from a template, the
+    entry's ``resourceClaimName`` otherwise, ``<extended-resources>`` for the claim that
+    serves a pod's extended resources (``status.extendedResourceClaimStatus``)."""
+    from solver.kube.dra import EXTENDED_CLAIM
+
+    out: list[tuple[str, bool, str, str, str, str, str]] = []
+    claims = {_key(c): c for c in rest.call("GET", "/apis/resource.k8s.io/v1/resourceclaims")["items"]}
+    group_entries: set[tuple[str, str]] = set()  # a PodGroup's claim is read once
+    for pod_key in sorted(bound):
+        ns, name = pod_key.split("/", 1)
+        pod = rest.call("GET", f"/api/v1/namespaces/{ns}/pods/{name}")
+        spec, status = pod.get("spec", {}), pod.get("status", {})
+        entries: list[tuple[str, bool, str, str]] = []  # (owner, is a group, entry, claim name)
+        made = {m["name"]: m.get("resourceClaimName") for m in status.get("resourceClaimStatuses") or []}
+        for e in spec.get("resourceClaims") or []:
+            claim_name = e.get("resourceClaimName") or made.get(e["name"])
+            if claim_name:
+                entries.append((pod_key, False, e["name"], claim_name))
+        extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+        if extended:
+            entries.append((pod_key, False, EXTENDED_CLAIM, extended))
+        for owner, _, entry, claim_name in entries:
+            claim = claims.get(f"{ns}/{claim_name}") or {}
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            group = next((r["name"] for r in reserved if r.get("resource") == "podgroups"), None)
+            who, is_group = (f"{ns}/{group}", True) if group else (owner, False)
+            if is_group and (who, entry) in group_entries:
+                continue
+            group_entries.add((who, entry))
+            results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+            out.extend((who, is_group, entry, r["request"], r["driver"], r["pool"], r["device"]) for r in results)
+    return out
 
 
 class _Watch(threading.Thread):
@@ -442,7 +482,8 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         times = [t for k, (_, t) in watcher.bound.items() if k in pending_keys]
         deleted = sorted(k for k in watcher.deleted if k in set(loaded.running))
         attempts, mean = _podgroup_latency(plane.scheduler_metrics())
-        return SchedulerRun(bindings=bindings, deleted=deleted,
+        allocations = read_allocations(rest, bindings)
+        return SchedulerRun(bindings=bindings, deleted=deleted, allocations=allocations,
                        seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
                        settled=settled, podgroup_attempts=attempts, podgroup_attempt_seconds_mean=mean,
                        gates=dict(sorted(plane.api_gates.items())))
@@ -528,8 +569,9 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
 
     Bindings count per pod class and node (a class's pods are interchangeable, so the tiers
     are exactly the outcome's); a deleted running pod evicts its whole victim unit, and a unit
-    only part of which was deleted is named in ``unplanned``. Devices the scheduler allocated
-    are not read back, so the device checks judge only bindings on DRA snapshots.
+    only part of which was deleted is named in ``unplanned``. The devices are the ones the
+    scheduler allocated (``SchedulerRun.allocations``, read back from the claims), so the
+    device checks judge its real choice.
     """
     from collections import defaultdict
 
@@ -537,6 +579,7 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
     from solver.model.assignment import Assignment
     from solver.model.decode import make_plan
     from solver.model.features import FeatureGates
+    from solver.model.plan import DeviceAllocation, PlanDevice
     from solver.model.problem import build_problem
 
     gates = gates or FeatureGates()
@@ -564,5 +607,12 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
             unplanned.append(f"deleted part of victim unit {problem.units[u].key} (not {', '.join(missing)})")
     assignment = Assignment(counts=dict(counts), evicted=frozenset(evicted))
     plan = make_plan(problem, assignment, stats={"solver": "kube-scheduler"})
+    by_request: dict[tuple[str, bool, str, str], list[PlanDevice]] = defaultdict(list)
+    for owner, is_group, entry, request, driver, pool, device in outcome.allocations:
+        by_request[owner, is_group, entry, request].append(PlanDevice(driver=driver, pool=pool, device=device))
+    plan = dataclasses.replace(plan, device_allocations=tuple(
+        DeviceAllocation(pod="" if is_group else owner, pod_group=owner if is_group else "", claim=entry,
+                         request=request, devices=tuple(devices))
+        for (owner, is_group, entry, request), devices in sorted(by_request.items())))
     violations = verify.verify(snapshot, plan, gates=gates, dra_preemption=dra_preemption)
     return Scored(plan=plan, violations=[str(v) for v in violations], unplanned=unplanned)

@@ -97,3 +97,23 @@ def test_a_gang_upstream_keeps_retrying_settles_once_a_retry_binds_nothing() -> 
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=120)
     assert outcome.settled and outcome.bindings == {}
     assert clock.monotonic() - start < 90
+
+
+@pytest.mark.parametrize("case", ["partitionable devices, two", "DRA extended resource"])
+def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(case: str) -> None:
+    """The claims' allocations after the run, named by the pod's claim entry (the extended
+    resources' claim by ``<extended-resources>``), become the scored plan's device
+    allocations, so the verifier judges the scheduler's own choice of devices."""
+    from tests.controlplane.test_refusals_vs_upstream import CASES
+
+    build, bindings = CASES[case]
+    docs = build()
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
+    assert outcome.bindings == bindings
+    scored = upstream.score(kube.snapshot_from_objects(docs), outcome)
+    assert scored.violations == [] and scored.unplanned == []
+    got = sorted((a.pod, a.claim, d.device) for a in scored.plan.device_allocations for d in a.devices)
+    if case == "DRA extended resource":
+        assert got == [("default/p", "<extended-resources>", "gpu-0"), ("default/p", "<extended-resources>", "gpu-1")]
+    else:  # the whole GPU and a half never go together: the two halves
+        assert got == [("default/p", "gpu", "gpu-0-half-0"), ("default/p", "gpu", "gpu-0-half-1")]
