@@ -314,10 +314,11 @@ def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, 
 
     out: list[tuple[str, bool, str, str, str, str, str]] = []
     claims = {_key(c): c for c in rest.call("GET", "/apis/resource.k8s.io/v1/resourceclaims")["items"]}
+    pods = {_key(p): p for p in rest.call("GET", "/api/v1/pods")["items"]}
     group_entries: set[tuple[str, str]] = set()  # a PodGroup's claim is read once
     for pod_key in sorted(bound):
-        ns, name = pod_key.split("/", 1)
-        pod = rest.call("GET", f"/api/v1/namespaces/{ns}/pods/{name}")
+        ns = pod_key.split("/", 1)[0]
+        pod = pods.get(pod_key) or {}
         spec, status = pod.get("spec", {}), pod.get("status", {})
         entries: list[tuple[str, bool, str, str]] = []  # (owner, is a group, entry, claim name)
         made = {m["name"]: m.get("resourceClaimName") for m in status.get("resourceClaimStatuses") or []}

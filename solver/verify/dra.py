@@ -398,21 +398,28 @@ def check_device_conflicts(view: _View) -> list[Violation]:
     return out
 
 
-def check_device_counters(view: _View) -> list[Violation]:
-    """Partitionable devices: per counter of a counter set (a pool's sharedCounters), the
-    devices in use at the end (the plan's, and those of allocations it does not free) consume
-    no more than its amount; a device allocated several times counts once."""
-    dv = view.dra
-    counters = view.snapshot.dra.counters
-    if not counters:
-        return []
-    in_use = set(dv.users) | set(dv.held)
+def _counters_in_use(dv: _DraView) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], list[s.DeviceKey]]]:
+    """Per counter of a counter set: what the devices in use at the end (the plan's, and those
+    of allocations it does not free) consume, a device allocated several times once; and
+    which devices those are."""
     consumed: dict[tuple[str, str], int] = defaultdict(int)
-    for key in in_use:
+    users: dict[tuple[str, str], list[s.DeviceKey]] = defaultdict(list)
+    for key in set(dv.users) | set(dv.held):
         dev = dv.devices.get(key)
         if dev is not None and not dev.allow_multiple:
             for set_key, counter, amount in dev.consumes:
                 consumed[set_key, counter] += amount
+                users[set_key, counter].append(key)
+    return consumed, users
+
+
+def check_device_counters(view: _View) -> list[Violation]:
+    """Partitionable devices: per counter of a counter set (a pool's sharedCounters), the
+    devices in use at the end consume no more than its amount."""
+    counters = view.snapshot.dra.counters
+    if not counters:
+        return []
+    consumed, _ = _counters_in_use(view.dra)
     return [Violation(rule="device-counter", subject=f"{set_key}/{counter}",
                       detail=f"devices in use consume {used}, the set holds {counters[set_key].get(counter, 0)}")
             for (set_key, counter), used in sorted(consumed.items())
@@ -482,13 +489,7 @@ def _needed_for_devices(view: _View, members: list[s.Pod], prio: int) -> bool:
                 back[set_key, counter] += amount
     if not back:
         return False
-    counters = dv.state.counters
-    in_use = set(dv.users) | set(dv.held)
-    for (set_key, counter), extra in back.items():
-        users = [k for k in in_use if (dev := dv.devices.get(k)) is not None and not dev.allow_multiple
-                 and any((k2, c2) == (set_key, counter) for k2, c2, _ in dev.consumes)]
-        used = sum(amount for k in users for k2, c2, amount in dv.devices[k].consumes if (k2, c2) == (set_key, counter))
-        if used + extra > counters.get(set_key, {}).get(counter, 0) and any(
-                dv.power(view, a) > prio for k in users for a in dv.users.get(k, ())):
-            return True
-    return False
+    consumed, users = _counters_in_use(dv)
+    return any(consumed[key] + extra > dv.state.counters.get(key[0], {}).get(key[1], 0)
+               and any(dv.power(view, a) > prio for k in users[key] for a in dv.users.get(k, ()))
+               for key, extra in back.items())

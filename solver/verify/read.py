@@ -540,6 +540,12 @@ class Facts:
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # Namespace objects' labels
     budgets: tuple[Budget, ...] = ()
 
+    def left_to_dra(self, resource: str, node: NodeFacts) -> bool:
+        """shouldDelegateResourceToDRA (plugins/noderesources/fit.go): a DeviceClass serves the
+        resource and the node's allocatable lacks it, so DynamicResources, not NodeResourcesFit,
+        decides it there."""
+        return resource in self.dra_served and not node.allocatable.get(resource)
+
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace) or {"kubernetes.io/metadata.name": namespace}
 
@@ -623,10 +629,10 @@ def read(objects: Iterable[Obj]) -> Facts:
             pod = seen[alike] = shared.setdefault(made, made)
         facts.pods[key] = pod
         if "persistentVolumeClaim" in text:
-            once = tuple(f"{ns}/{v['persistentVolumeClaim'].get('claimName')}" for v in raw.get("volumes") or ()
-                         if v.get("persistentVolumeClaim") is not None and "ReadWriteOncePod" in (
-                             (volumes.claims.get(f"{ns}/{v['persistentVolumeClaim'].get('claimName')}") or {})
-                             .get("spec", {}).get("accessModes") or ()))
+            named = [f"{ns}/{v['persistentVolumeClaim'].get('claimName')}" for v in raw.get("volumes") or ()
+                     if v.get("persistentVolumeClaim") is not None]
+            once = tuple(c for c in named if "ReadWriteOncePod" in
+                         ((volumes.claims.get(c) or {}).get("spec", {}).get("accessModes") or ()))
             if once:
                 facts.once_pod[key] = once
         facts.labels[key] = labels

@@ -315,8 +315,8 @@ def check_capacity(view: _View) -> list[Violation]:
         if node is None:
             continue
         for res in sorted({r for p in new for r, v in view.req(p).items() if v > 0}):
-            if res in view.facts.dra_served and not node.allocatable.get(res):
-                continue  # shouldDelegateResourceToDRA: the DRA rules check its devices
+            if view.facts.left_to_dra(res, node):
+                continue  # the DRA rules check its devices
             used = sum(view.req(p).get(res, 0) for p in new)
             used += sum(view.req(p).get(res, 0) for p in view.running_on[node_name] if p.key not in view.evicted)
             cap = node.allocatable.get(res, 0)
@@ -345,7 +345,7 @@ def check_victims_necessary(view: _View) -> list[Violation]:
             if not any(view.power(p) > prio for p in higher):
                 continue
             for res in {r for p in members if p.node == node_name for r in view.req(p)}:
-                if res in view.facts.dra_served and not node.allocatable.get(res):
+                if view.facts.left_to_dra(res, node):
                     continue  # its devices: _needed_for_devices
                 demand = sum(view.req(p).get(res, 0) for p in higher)
                 if demand == 0:

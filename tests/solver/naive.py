@@ -583,9 +583,8 @@ class _Dra:
         # counters: what the devices in use consume, per counter of each counter set
         for set_key, amounts in state.counters.items():
             for counter, amount in amounts.items():
-                terms = [use * need for d in self.devices if d.key in in_use
-                         for k, c, need in d.consumes if (k, c) == (set_key, counter)
-                         for use in (in_use[d.key],)]
+                terms = [in_use[d.key] * need for d in self.devices if d.key in in_use
+                         for k, c, need in d.consumes if (k, c) == (set_key, counter)]
                 if terms:
                     m.add(cp_model.LinearExpr.sum(terms) <= amount)
 
