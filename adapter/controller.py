@@ -250,8 +250,7 @@ class Executor:
         if entry is None:
             return
         claim_name = entry.get("resourceClaimName")
-        results = [{"request": a.request, "driver": d.driver, "pool": d.pool, "device": d.device}
-                   for a in allocs for d in a.devices]
+        results = [{"request": a.request, **d.to_dict()} for a in allocs for d in a.devices]
         reserved = ([{"resource": "pods", "name": owner_name, "uid": owner["metadata"].get("uid", "")}]
                     if first.pod else
                     [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": owner_name,
@@ -314,8 +313,7 @@ class Executor:
                                            "metadata": meta, "spec": {"devices": {"requests": requests}}})
         except Conflict:
             pass  # made before a crash: fill it in
-        results = [{"request": a.request, "driver": d.driver, "pool": d.pool, "device": d.device}
-                   for a in allocs for d in a.devices]
+        results = [{"request": a.request, **d.to_dict()} for a in allocs for d in a.devices]
         self.cluster.set_claim_allocation(ns, claim_name, {
             "allocation": {"devices": {"results": results}},
             "reservedFor": [{"resource": "pods", "name": name, "uid": uid}]})

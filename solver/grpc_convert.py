@@ -213,6 +213,8 @@ def _sub_request(sub: pb.DeviceSubRequest) -> dict[str, Any]:
         out["selectors"] = [{"cel": {"expression": e}} for e in sub.selectors]
     if sub.tolerations:
         out["tolerations"] = _tolerations(sub.tolerations)
+    if sub.capacity_requests:
+        out["capacity"] = {"requests": dict(sorted(sub.capacity_requests.items()))}
     return out
 
 
@@ -426,9 +428,7 @@ def _claim_object(claim: pb.ResourceClaim) -> dict[str, Any]:
                            "metadata": {"name": claim.name, "namespace": claim.namespace},
                            "spec": {"devices": _claim_devices(claim)}}
     if claim.allocation:
-        alloc: dict[str, Any] = {"devices": {"results": [
-            {"request": a.request, "driver": a.driver, "pool": a.pool, "device": a.device}
-            for a in claim.allocation]}}
+        alloc: dict[str, Any] = {"devices": {"results": [_allocation_result(a) for a in claim.allocation]}}
         if claim.allocation_nodes:
             alloc["nodeSelector"] = {"nodeSelectorTerms": _terms(claim.allocation_nodes)}
         reserved = [{"resource": "pods", "name": n} for n in claim.reserved_pods]
@@ -436,6 +436,50 @@ def _claim_object(claim: pb.ResourceClaim) -> dict[str, Any]:
                      for n in claim.reserved_groups]
         obj["status"] = {"allocation": alloc, "reservedFor": reserved}
     return obj
+
+
+def _allocation_result(a: pb.AllocatedDevice) -> dict[str, Any]:
+    """One ``status.allocation.devices.results`` entry; a share of a device with its shareID
+    and consumedCapacity (DRAConsumableCapacity)."""
+    out: dict[str, Any] = {"request": a.request, "driver": a.driver, "pool": a.pool, "device": a.device}
+    if a.share_id:
+        out["shareID"] = a.share_id
+    if a.consumed_capacity:
+        out["consumedCapacity"] = dict(sorted(a.consumed_capacity.items()))
+    return out
+
+
+def _capacity(path: str, d: pb.Device) -> dict[str, Any]:
+    """A device's ``capacity``, each entry with its ``requestPolicy`` when it has one."""
+    for name in sorted(d.capacity_policies):
+        if name not in d.capacity:
+            raise RequestInvalidError(f"{path}.capacity_policies[{name}]", "names no capacity of the device")
+    out: dict[str, Any] = {}
+    for name, value in sorted(d.capacity.items()):
+        entry: dict[str, Any] = {"value": value}
+        if name in d.capacity_policies:
+            entry["requestPolicy"] = _request_policy(d.capacity_policies[name])
+        out[name] = entry
+    return out
+
+
+def _request_policy(raw: pb.CapacityRequestPolicy) -> dict[str, Any]:
+    policy: dict[str, Any] = {}
+    if raw.HasField("default"):
+        policy["default"] = raw.default
+    if raw.valid_values:
+        policy["validValues"] = list(raw.valid_values)
+    if raw.HasField("valid_range"):
+        rng = raw.valid_range
+        valid_range: dict[str, str] = {}
+        if rng.min:  # unset: kube names validRange.min missing
+            valid_range["min"] = rng.min
+        if rng.HasField("max"):
+            valid_range["max"] = rng.max
+        if rng.HasField("step"):
+            valid_range["step"] = rng.step
+        policy["validRange"] = valid_range
+    return policy
 
 
 def _add_slices(state: pb.ClusterState, add: Any) -> None:
@@ -464,7 +508,7 @@ def _add_slices(state: pb.ClusterState, add: Any) -> None:
                 raise RequestInvalidError(f"state.devices[{i}]", "set exactly one of node, node_selector, all_nodes")
             dev: dict[str, Any] = {"name": d.name,
                                    "attributes": {k: _attribute(v) for k, v in sorted(d.attributes.items())},
-                                   "capacity": {k: {"value": v} for k, v in sorted(d.capacity.items())}}
+                                   "capacity": _capacity(f"state.devices[{i}]", d)}
             if d.allow_multiple_allocations:
                 dev["allowMultipleAllocations"] = True
             if d.taints:
@@ -545,7 +589,8 @@ def plan_to_proto(plan: p.Plan) -> pb.Plan:
         evictions=[pb.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group) for e in plan.evictions],
         device_allocations=[pb.DeviceAllocation(
             pod=d.pod, pod_group=d.pod_group, claim=d.claim, request=d.request,
-            devices=[pb.PlanDevice(driver=x.driver, pool=x.pool, device=x.device) for x in d.devices])
+            devices=[pb.PlanDevice(driver=x.driver, pool=x.pool, device=x.device, share_id=x.share_id,
+                                   consumed_capacity=dict(x.consumed)) for x in d.devices])
             for d in plan.device_allocations],
         objective=pb.Objective(
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),
@@ -577,7 +622,8 @@ def plan_from_proto(msg: pb.Plan) -> p.Plan:
         evictions=tuple(p.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group) for e in msg.evictions),
         device_allocations=tuple(p.DeviceAllocation(
             pod=d.pod, pod_group=d.pod_group, claim=d.claim, request=d.request,
-            devices=tuple(p.PlanDevice(driver=x.driver, pool=x.pool, device=x.device) for x in d.devices))
+            devices=tuple(p.PlanDevice(driver=x.driver, pool=x.pool, device=x.device, share_id=x.share_id,
+                                       consumed=tuple(sorted(x.consumed_capacity.items()))) for x in d.devices))
             for d in msg.device_allocations),
         objective=p.Objective(
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),

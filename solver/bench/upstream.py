@@ -38,10 +38,13 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solver.bench.controlplane import ControlPlane
 from solver.model.errors import SolverError
+
+if TYPE_CHECKING:
+    from solver.model.plan import PlanDevice
 
 Obj = dict[str, Any]
 
@@ -302,17 +305,18 @@ class SchedulerRun:
     gates: dict[str, bool] = field(default_factory=dict)  # the control plane's feature gates
     # the devices it allocated to the pods it bound, read back from the claims' status:
     # (owner "ns/name", is a PodGroup, the owner's claim entry, request, driver, pool, device)
-    allocations: list[tuple[str, bool, str, str, str, str, str]] = field(default_factory=list)
+    allocations: list[tuple[str, bool, str, str, PlanDevice]] = field(default_factory=list)
 
 
-def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, str, str, str, str, str]]:
+def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, str, str, PlanDevice]]:
     """The allocations of the claims the bound pods (or their PodGroups) use, named by the
     owner's claim entry: ``status.resourceClaimStatuses`` for a claim made from a template, the
     entry's ``resourceClaimName`` otherwise, ``<extended-resources>`` for the claim that
     serves a pod's extended resources (``status.extendedResourceClaimStatus``)."""
     from solver.kube.dra import EXTENDED_CLAIM
+    from solver.model.plan import PlanDevice
 
-    out: list[tuple[str, bool, str, str, str, str, str]] = []
+    out: list[tuple[str, bool, str, str, PlanDevice]] = []
     claims = {_key(c): c for c in rest.call("GET", "/apis/resource.k8s.io/v1/resourceclaims")["items"]}
     pods = {_key(p): p for p in rest.call("GET", "/api/v1/pods")["items"]}
     group_entries: set[tuple[str, str]] = set()  # a PodGroup's claim is read once
@@ -338,7 +342,10 @@ def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, 
                 continue
             group_entries.add((who, entry))
             results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
-            out.extend((who, is_group, entry, r["request"], r["driver"], r["pool"], r["device"]) for r in results)
+            out.extend((who, is_group, entry, r["request"], PlanDevice(
+                driver=r["driver"], pool=r["pool"], device=r["device"], share_id=r.get("shareID") or "",
+                consumed=tuple(sorted((k, str(v)) for k, v in (r.get("consumedCapacity") or {}).items()))))
+                for r in results)
     return out
 
 
@@ -580,7 +587,7 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
     from solver.model.assignment import Assignment
     from solver.model.decode import make_plan
     from solver.model.features import FeatureGates
-    from solver.model.plan import DeviceAllocation, PlanDevice
+    from solver.model.plan import DeviceAllocation
     from solver.model.problem import build_problem
 
     gates = gates or FeatureGates()
@@ -609,8 +616,8 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
     assignment = Assignment(counts=dict(counts), evicted=frozenset(evicted))
     plan = make_plan(problem, assignment, stats={"solver": "kube-scheduler"})
     by_request: dict[tuple[str, bool, str, str], list[PlanDevice]] = defaultdict(list)
-    for owner, is_group, entry, request, driver, pool, device in outcome.allocations:
-        by_request[owner, is_group, entry, request].append(PlanDevice(driver=driver, pool=pool, device=device))
+    for owner, is_group, entry, request, device in outcome.allocations:
+        by_request[owner, is_group, entry, request].append(device)
     plan = dataclasses.replace(plan, device_allocations=tuple(
         DeviceAllocation(pod="" if is_group else owner, pod_group=owner if is_group else "", claim=entry,
                          request=request, devices=tuple(devices))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -13,6 +14,7 @@ from solver.kube.objects import Obj, _fail, _get, _ident, _items, _meta, quantit
 from solver.kube.pods import _positive_int32, _terms
 from solver.model import cel
 from solver.model import snapshot as s
+from solver.model.quantity import parse_quantity
 
 # ---- DRA (resource.k8s.io/v1) ----------------------------------------------------
 # Decisions where the API leaves room (selector semantics: solver.model.cel):
@@ -21,8 +23,11 @@ from solver.model import snapshot as s
 #   (partitionable devices) are not modelled.
 # - Device taints with an effect other than NoSchedule / NoExecute are dropped: upstream
 #   treats None and unknown effects as no taint.
-# - adminAccess and capacity requests (consumable capacity) are not modelled: such a
-#   request is read as an ordinary, exclusive one (conservative: a plan stays feasible).
+# - adminAccess is not modelled: such a request is read as an ordinary one (conservative:
+#   a plan stays feasible).
+# - Consumable capacity (DRAConsumableCapacity) is read in milli-units, rounded up: a
+#   device's capacity entries with their requestPolicy, a request's capacity.requests, an
+#   allocation result's shareID and consumedCapacity (solver.model.consumable).
 # - A pod's template claim: status.resourceClaimStatuses names the generated claim. A
 #   running pod must have that entry and the claim must exist. A pending pod uses the
 #   named claim when it exists, else the claim its template will create ("ns/pod#entry",
@@ -121,6 +126,7 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
     if not isinstance(name, str) or not name:
         raise _fail(obj, f"{field}.name", "missing")
     values: dict[str, dict[str, dict[str, Any]]] = {"attributes": defaultdict(dict), "capacity": defaultdict(dict)}
+    consumable: list[s.Consumable] = []
     for kind, table in values.items():
         entries = d.get(kind)
         if entries is None:
@@ -139,7 +145,8 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
             first[(domain, ident)] = str(key)
             if kind == "attributes":
                 table[domain][ident] = _attribute(obj, f"{field}.{kind}[{key}]", raw)
-            elif type(raw) is dict and type(raw.get("value")) is str and raw["value"] in _QUANTITIES:
+                continue
+            if type(raw) is dict and type(raw.get("value")) is str and raw["value"] in _QUANTITIES:
                 table[domain][ident] = _QUANTITIES[raw["value"]]
             else:
                 if not isinstance(raw, Mapping) or raw.get("value") is None:
@@ -147,6 +154,7 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
                 table[domain][ident] = quantity(obj, f"{field}.{kind}[{key}].value", "", raw["value"])
                 if isinstance(raw["value"], str) and len(_QUANTITIES) < 4096:
                     _QUANTITIES[raw["value"]] = table[domain][ident]
+            consumable.append(_consumable(obj, f"{field}.{kind}[{key}]", str(key), raw))
     node, selector, all_nodes = where
     options = ("nodeName", "nodeSelector", "allNodes")
     chosen = _placement(obj, field, d, options)
@@ -179,7 +187,68 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
         allow_multiple=multiple,
         taints=_device_taints(obj, f"{field}.taints", d.get("taints")),
         node=node, node_selector=selector, all_nodes=all_nodes, consumes=tuple(sorted(consumes)),
+        consumable=tuple(sorted(consumable, key=lambda c: c.name)),
     )
+
+
+MAX_MILLI = 2**62  # a consumable capacity in milli-units (upstream's range arithmetic is int64)
+
+
+def _milli(obj: Obj, field: str, raw: Any) -> int:
+    """A quantity in milli-units, rounded up (DRAConsumableCapacity works in milli-values)."""
+    if type(raw) is str and raw in _MILLI:
+        return _MILLI[raw]
+    try:
+        value = parse_quantity(raw)
+    except ValueError as exc:
+        raise _fail(obj, field, f"unparsable quantity {str(raw)[:64]!r}") from exc
+    if value < 0:
+        raise _fail(obj, field, f"negative quantity {str(raw)[:64]!r}")
+    if value * 1000 > MAX_MILLI:
+        raise _fail(obj, field, f"quantity {str(raw)[:64]!r} is beyond {MAX_MILLI} milli-units")
+    milli = math.ceil(value * 1000)
+    if type(raw) is str and len(_MILLI) < 4096:
+        _MILLI[raw] = milli
+    return milli
+
+
+_MILLI: dict[str, int] = {}
+
+
+def _consumable(obj: Obj, field: str, name: str, raw: Any) -> s.Consumable:
+    """One device capacity with its requestPolicy (DRAConsumableCapacity)."""
+    if not isinstance(raw, Mapping) or raw.get("value") is None:
+        raise _fail(obj, f"{field}.value", "missing")
+    value = _milli(obj, f"{field}.value", raw["value"])
+    policy = raw.get("requestPolicy")
+    if policy is None:
+        return s.Consumable(name=name, value=value)
+    pf = f"{field}.requestPolicy"
+    if not isinstance(policy, Mapping):
+        raise _fail(obj, pf, "expected a request policy")
+    default = None if policy.get("default") is None else _milli(obj, f"{pf}.default", policy["default"])
+    values = policy.get("validValues")
+    rng = policy.get("validRange")
+    if values is not None and rng is not None:
+        raise _fail(obj, pf, "at most one of validValues and validRange may be set")
+    valid: list[int] = []
+    for i, v in enumerate(_items(obj, f"{pf}.validValues", values)):
+        valid.append(_milli(obj, f"{pf}.validValues[{i}]", v))
+        if len(valid) > 1 and valid[-1] <= valid[-2]:
+            raise _fail(obj, f"{pf}.validValues[{i}]", "validValues must be in ascending order")
+    lo = hi = step = None
+    if rng is not None:
+        if not isinstance(rng, Mapping):
+            raise _fail(obj, f"{pf}.validRange", "expected a range")
+        if rng.get("min") is None:
+            raise _fail(obj, f"{pf}.validRange.min", "missing")
+        lo = _milli(obj, f"{pf}.validRange.min", rng["min"])
+        hi = None if rng.get("max") is None else _milli(obj, f"{pf}.validRange.max", rng["max"])
+        step = None if rng.get("step") is None else _milli(obj, f"{pf}.validRange.step", rng["step"])
+        if step == 0:
+            raise _fail(obj, f"{pf}.validRange.step", "must be positive")
+    return s.Consumable(name=name, value=value, policy=s.CapacityPolicy(
+        default=default, valid_values=tuple(valid), min=lo, max=hi, step=step))
 
 
 def _counters(obj: Obj, field: str, raw: Any) -> dict[str, int]:
@@ -419,11 +488,20 @@ def _sub_request(obj: Obj, field: str, raw: Any, name: str, classes: Mapping[str
     if count is None:
         count = 1
     _positive_int32(obj, f"{field}.count", count)
+    capacity: dict[str, int] = {}
+    requested = raw.get("capacity")
+    if requested is not None:
+        asked = requested.get("requests") if isinstance(requested, Mapping) else None
+        if not isinstance(asked, Mapping):
+            raise _fail(obj, f"{field}.capacity.requests", "expected a map of quantities")
+        for key, amount in asked.items():
+            capacity[str(key)] = _milli(obj, f"{field}.capacity.requests[{key}]", amount)
     return s.SubRequest(
         name=name, device_class=class_name,
         selectors=_selectors(obj, f"{field}.selectors", raw.get("selectors")),
         all_mode=mode == "All", count=count,
         tolerations=_device_tolerations(obj, f"{field}.tolerations", raw.get("tolerations")),
+        capacity=tuple(sorted(capacity.items())),
     )
 
 
@@ -507,8 +585,16 @@ def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Cl
             for key in ("request", "driver", "pool", "device"):
                 if not isinstance(r.get(key), str) or not r[key]:
                     raise _fail(obj, f"{rf}.{key}", "missing")
+            share = r.get("shareID")
+            if share is not None and (not isinstance(share, str) or not share):
+                raise _fail(obj, f"{rf}.shareID", "expected a non-empty string")
+            used = r.get("consumedCapacity")
+            if used is not None and not isinstance(used, Mapping):
+                raise _fail(obj, f"{rf}.consumedCapacity", "expected a map of quantities")
             results.append(s.AllocationResult(
-                request=r["request"], device=s.DeviceKey(f"{r['driver']}/{r['pool']}/{r['device']}")))
+                request=r["request"], device=s.DeviceKey(f"{r['driver']}/{r['pool']}/{r['device']}"),
+                share_id=share, consumed=tuple(sorted(
+                    (str(k), _milli(obj, f"{rf}.consumedCapacity[{k}]", v)) for k, v in (used or {}).items()))))
         allocation = tuple(results)
         if raw.get("nodeSelector") is not None:
             nodes = _node_selector(obj, "status.allocation.nodeSelector", raw["nodeSelector"])

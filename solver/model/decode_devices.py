@@ -7,13 +7,19 @@ type in key order, round-robin over the pods of an option so that a distinctAttr
 (at most one device per value and pod) holds whenever the counts allow it. Devices of a
 type are interchangeable, so any dealing that respects the counts is a valid plan; the
 verifier checks the result independently.
+
+A device of a shareable type is one share: it gets a ``shareID`` (a UUID derived from the
+owner, claim, request, device and the share's place, so one plan always writes the same)
+and, when metered, the capacity it consumes (``solver.model.consumable``).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
+from solver.model import consumable
 from solver.model import dra as dra_mod
 from solver.model import snapshot as s
 from solver.model.dra import Counts, MatchValue
@@ -28,11 +34,35 @@ class _Cursor:
         self.dra = dra
         self.next: dict[int, int] = defaultdict(int)
 
-    def take(self, t: int) -> s.Device:
+    def take(self, t: int, avoid: Sequence[PlanDevice] = ()) -> tuple[s.Device, int]:
+        """The next device of type ``t`` (of a shareable type, the next one not in ``avoid``:
+        a request's devices are distinct), and how many times the plan took it before."""
         dtype = self.dra.types[t]
         i = self.next[t]
+        if not dtype.shareable:
+            self.next[t] = i + 1
+            return dtype.devices[i], 0
+        held = {(p.driver, p.pool, p.device) for p in avoid}
+        for k in range(dtype.size):  # the model leaves each owner a device it lacks
+            dev = dtype.devices[(i + k) % dtype.size]
+            if (dev.driver, dev.pool, dev.name) not in held:
+                self.next[t] = i + k + 1
+                return dev, (i + k) // dtype.size
         self.next[t] = i + 1
-        return dtype.devices[i % dtype.size] if dtype.shareable else dtype.devices[i]
+        return dtype.devices[i % dtype.size], i // dtype.size
+
+
+_SHARES = uuid.UUID("6d1f0c2e-4b7a-4c55-9a53-0f6a2b1e9d40")  # the namespace of plan share IDs
+
+
+def _device(dra: dra_mod.DraProblem, t: int, dev: s.Device, turn: int, owner: str, slot: dra_mod.Slot,
+            sub: s.SubRequest) -> PlanDevice:
+    dtype = dra.types[t]
+    if not dtype.shareable:
+        return PlanDevice(driver=dev.driver, pool=dev.pool, device=dev.name)
+    share = uuid.uuid5(_SHARES, f"{owner}|{slot.claim_entry}|{sub.name}|{dev.key}|{turn}")
+    used = tuple((name, consumable.text(v)) for name, v in dtype.uses(sub)) if dtype.metered else ()
+    return PlanDevice(driver=dev.driver, pool=dev.pool, device=dev.name, share_id=str(share), consumed=used)
 
 
 def device_allocations(problem: Problem, counts_by_class_node: Mapping[tuple[int, s.NodeName], Counts],
@@ -88,7 +118,8 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
         for a, v in options:
             members = [o for o, aa, vv in queue if (aa, vv) == (a, v)]
             need = sum(per_option[j, a, v].values()) if single else _need(dra, slot, a, node)
-            got: dict[str, list[s.Device]] = {o: [] for o in members}
+            sub = slot.request.alternatives[a]
+            got: dict[str, list[PlanDevice]] = {o: [] for o in members}
             k = 0
             # types of one distinct value next to each other, so round-robin keeps them apart
             for t, n in sorted(per_option[j, a, v].items(), key=lambda tn: (
@@ -99,9 +130,8 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
                         o = members[k % len(members)]
                         k += 1
                         if len(got[o]) < need:
-                            got[o].append(cursor.take(t))
+                            dev, turn = cursor.take(t, got[o])
+                            got[o].append(_device(dra, t, dev, turn, o, slot, sub))
                             break
-            sub = slot.request.alternatives[a]
             for o in members:
-                yield DeviceAllocation(pod=o, claim=slot.claim_entry, request=sub.name, devices=tuple(
-                    PlanDevice(driver=d.driver, pool=d.pool, device=d.name) for d in got[o]))
+                yield DeviceAllocation(pod=o, claim=slot.claim_entry, request=sub.name, devices=tuple(got[o]))

@@ -24,8 +24,13 @@ Decisions where docs/design.md is silent:
 - A ResourceClaim named by several pending pods outside their PodGroup's
   ``spec.resourceClaims`` is an input error (one allocation shared that way is not modelled).
 - ``allocationMode: All`` takes every device the alternative selects that the pod's node
-  reaches, and fails when there is none; a shareable device (``allowMultipleAllocations``)
-  is never used up (consumable capacity is not modelled).
+  reaches, and fails when there is none.
+- A shareable device (``allowMultipleAllocations``) with capacities or counters is a type
+  of its own (*metered*): each allocation uses up what ``solver.model.consumable`` says, its
+  existing shares (results with a ``shareID``) hold theirs until their claims' consumers
+  are evicted, and its counters are charged once while any share uses it. One with neither
+  is never used up. One holding a result without a ``shareID`` (allocated with the gate
+  off) is in use whole, as upstream counts it, and is planned as an ordinary device.
 - A selector that fails at run time on any device (a missing attribute name) makes that
   request unsatisfiable: upstream's allocator aborts the pod's allocation on such an error.
 - ``distinctAttribute`` is modelled for constraints over one request; a claim may have
@@ -43,10 +48,20 @@ from typing import NamedTuple
 
 from solver.model import cel, selectors
 from solver.model import snapshot as s
+from solver.model.consumable import Used, consumed
 from solver.model.errors import SnapshotInvalidError
 from solver.model.workloads import PodClass, VictimUnit
 
 Holder = tuple[int, ...] | None  # None: free; (): held for good; (u, ...): free once all are evicted
+
+
+class Share(NamedTuple):
+    """An existing share of a metered device: freed with its holder, unless a pending class
+    naming its claim is placed (``kept_by``)."""
+
+    holder: tuple[int, ...]
+    kept_by: tuple[int, ...]
+    used: Used
 MatchValue = s.AttributeValue | None  # a matchAttribute value; None: the slot has no matchAttribute
 
 
@@ -90,16 +105,25 @@ class DeviceType:
     reach: frozenset[s.NodeName]  # nodes from which its devices are reachable
     devices: tuple[s.Device, ...]  # sorted by key; decode hands them out in this order
     holder: Holder
-    shareable: bool  # allowMultipleAllocations: never used up
+    shareable: bool  # allowMultipleAllocations: shared, never used up unless metered
     kept_by: tuple[int, ...] = ()  # pending classes naming a claim that holds these devices:
     # placing any of them keeps the claim allocated, so its devices are not freed
     values: Mapping[str, MatchValue]  # constraint attribute -> value
     # DRAPartitionableDevices: (counter set, counter, amount) each of its devices consumes
     consumes: tuple[tuple[str, str, int], ...] = ()
+    # DRAConsumableCapacity: a metered shareable type is one device; its capacities and
+    # the shares its existing allocations hold (holder, pending classes keeping the claim, use)
+    metered: bool = False
+    consumable: tuple[s.Consumable, ...] = ()
+    shares: tuple[Share, ...] = ()
 
     @property
     def size(self) -> int:
         return len(self.devices)
+
+    def uses(self, sub: s.SubRequest) -> Used:
+        """What one allocation of this (metered) type for ``sub`` consumes."""
+        return consumed(sub.capacity, self.consumable) or ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,8 +202,8 @@ class DraProblem:
                     continue
                 if sub.all_mode and sum(self.types[t].size for t in types) != need:
                     continue  # All needs every reachable device, and they must share the value
-                if not any(self.types[t].shareable for t in types) and sum(self.types[t].size for t in types) < need:
-                    continue
+                if sum(self.types[t].size for t in types) < need:
+                    continue  # distinct devices, shareable or not (the allocator moves on after each)
                 out.append(Option(a, v, types, need))
         return out
 
@@ -255,6 +279,7 @@ class _TypeKey(NamedTuple):
     answers: tuple[bool | None, ...]  # per question: does it select the device (None: failed)
     values: tuple[tuple[str, MatchValue], ...]  # constraint attribute -> value
     consumes: tuple[tuple[str, str, int], ...]  # the counters each device consumes
+    own: s.DeviceKey | None  # a metered shareable device: a type of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +303,8 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
     kept_of = _kept(dra_state, classes)
     _check_unshared(snapshot)
     claims = _sort_claims(snapshot, classes)
-    found = _device_types(snapshot, _questions(claims), holder_of, kept_of)
+    shares = _shares(snapshot, units, classes, free_on_eviction=free_on_eviction)
+    found = _device_types(snapshot, _questions(claims), (holder_of, shares), kept_of)
 
     def slots(entry: str, claim_no: int, claim: s.Claim) -> tuple[Slot, ...]:
         return _slots(entry, claim_no, claim, found)
@@ -306,27 +332,60 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
 def _holders(snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit], *,
              free_on_eviction: bool) -> dict[s.DeviceKey, Holder]:
     """Who holds each allocated device: the victim units whose eviction frees it, or () for good."""
-    # pod keys as claims name them (plain "ns/name" strings)
-    unit_of_pod: dict[str, int] = {p.key: u.index for u in units for p in u.members}
-    protected = {u.index for u in units if u.protected}
-    running_of_group: dict[str, list[str]] = defaultdict(list)
-    for pod in snapshot.pods:
-        if pod.node is not None and pod.group is not None:
-            running_of_group[pod.group].append(pod.key)
     holder_of: dict[s.DeviceKey, Holder] = {}
+    consumers = _Consumers(snapshot, units)
     for claim in snapshot.dra.claims.values():
         if claim.allocation is None:
             continue
-        consumers = list(claim.reserved_pods) + [p for g in claim.reserved_groups for p in running_of_group.get(g, ())]
-        if free_on_eviction and consumers and not claim.reserved_other and \
-                all(p in unit_of_pod and unit_of_pod[p] not in protected for p in consumers):
-            holder: Holder = tuple(sorted({unit_of_pod[p] for p in consumers}))
-        else:
-            holder = ()
+        holder = consumers.holder(claim, free_on_eviction)
         for allocated in claim.allocation:
+            if allocated.share_id is not None:
+                continue  # a share: _shares
             prev = holder_of.get(allocated.device)
             holder_of[allocated.device] = holder if prev is None else _joined(prev, holder)
     return holder_of
+
+
+class _Consumers:
+    """The victim unit of each running pod a claim may reserve (pod keys as claims name them)."""
+
+    def __init__(self, snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit]) -> None:
+        self.unit_of_pod: dict[str, int] = {p.key: u.index for u in units for p in u.members}
+        self.protected = {u.index for u in units if u.protected}
+        self.running_of_group: dict[str, list[str]] = defaultdict(list)
+        for pod in snapshot.pods:
+            if pod.node is not None and pod.group is not None:
+                self.running_of_group[pod.group].append(pod.key)
+
+    def holder(self, claim: s.Claim, free_on_eviction: bool) -> tuple[int, ...]:
+        """The victim units whose eviction frees ``claim``'s devices; () for good."""
+        consumers = list(claim.reserved_pods) + [p for g in claim.reserved_groups
+                                                 for p in self.running_of_group.get(g, ())]
+        unit_of = self.unit_of_pod
+        if free_on_eviction and consumers and not claim.reserved_other and \
+                all(p in unit_of and unit_of[p] not in self.protected for p in consumers):
+            return tuple(sorted({unit_of[p] for p in consumers}))
+        return ()
+
+
+def _shares(snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit], classes: Sequence[PodClass], *,
+            free_on_eviction: bool) -> dict[s.DeviceKey, list[Share]]:
+    """The existing shares of each shareable device (allocation results with a shareID)."""
+    consumers = _Consumers(snapshot, units)
+    keeping: dict[s.ClaimKey, set[int]] = defaultdict(set)
+    for cls in classes:
+        for pc in snapshot.dra.pod_claims.get(cls.pods[0].key, ()):
+            keeping[pc.claim].add(cls.index)
+    out: dict[s.DeviceKey, list[Share]] = defaultdict(list)
+    for claim in snapshot.dra.claims.values():
+        shared = [a for a in claim.allocation or () if a.share_id is not None]
+        if not shared:
+            continue
+        holder = consumers.holder(claim, free_on_eviction)
+        kept = tuple(sorted(keeping.get(claim.key, ()))) if holder else ()
+        for allocated in shared:
+            out[allocated.device].append(Share(holder, kept, allocated.consumed))
+    return out
 
 
 def _joined(a: tuple[int, ...], b: Holder) -> tuple[int, ...]:
@@ -402,9 +461,11 @@ def _questions(claims: _Claims) -> tuple[list[s.SubRequest], set[str]]:
 
 
 def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], set[str]],
-                  holder_of: Mapping[s.DeviceKey, Holder], kept_of: Mapping[s.DeviceKey, set[int]]) -> _Types:
+                  held: tuple[Mapping[s.DeviceKey, Holder], Mapping[s.DeviceKey, list[Share]]],
+                  kept_of: Mapping[s.DeviceKey, set[int]]) -> _Types:
     """The devices grouped into types (see the module docstring), in a stable order."""
     questions, constraint_attrs = asked
+    holder_of, shares_of = held
     dra_state = snapshot.dra
     reach_cache: dict[tuple[tuple[s.NodeSelectorTerm, ...], bool], frozenset[s.NodeName]] = {}
     by_key: dict[_TypeKey, list[s.Device]] = defaultdict(list)
@@ -419,23 +480,29 @@ def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], 
                     n.name for n in snapshot.nodes
                     if dev.all_nodes or any(selectors.term_matches(term, n) for term in dev.node_selector))
             reach = reach_cache[rk]
-        sig = dev.signature()
+        sig = (dev.signature(), dev.consumable)
         if sig not in answers_cache:
             answers_cache[sig] = tuple(_answers(dev, q, dra_state) for q in questions)
-        holder = None if dev.allow_multiple else holder_of.get(dev.key)
+        # in use whole (a result without a shareID), a shareable device is an ordinary one
+        shareable = dev.allow_multiple and dev.key not in holder_of
+        holder = None if shareable else holder_of.get(dev.key)
+        metered = shareable and bool(dev.consumable or dev.consumes)
         key = _TypeKey(node=dev.node, reach=reach, holder=holder,
                        kept_by=tuple(sorted(kept_of.get(dev.key, ()))) if holder else (),
-                       shareable=dev.allow_multiple, answers=answers_cache[sig],
+                       shareable=shareable, answers=answers_cache[sig],
                        values=tuple((a, attribute(dev, a)) for a in sorted(constraint_attrs)),
-                       consumes=dev.consumes)
+                       consumes=dev.consumes, own=dev.key if metered else None)
         by_key[key].append(dev)
     types: list[DeviceType] = []
     answers: list[tuple[bool | None, ...]] = []
     for key in sorted(by_key, key=lambda k: (k.node or "", sorted(k.reach)[:1], repr(k[2:]))):
+        devices = tuple(sorted(by_key[key], key=lambda d: d.key))
         types.append(DeviceType(index=len(types), node=key.node, reach=key.reach,
-                                devices=tuple(sorted(by_key[key], key=lambda d: d.key)), holder=key.holder,
+                                devices=devices, holder=key.holder,
                                 kept_by=key.kept_by, shareable=bool(key.shareable), values=dict(key.values),
-                                consumes=key.consumes))
+                                consumes=key.consumes, metered=key.own is not None,
+                                consumable=devices[0].consumable if key.own else (),
+                                shares=tuple(shares_of.get(key.own, ())) if key.own else ()))
         answers.append(key.answers)
     return _Types(types=tuple(types), answers=tuple(answers), question={q: i for i, q in enumerate(questions)})
 
@@ -446,6 +513,9 @@ def _unit_types(types: Sequence[DeviceType]) -> dict[int, dict[int, int]]:
     for t in types:
         for u in t.holder or ():
             out[u][t.index] = out[u].get(t.index, 0) + t.size
+        for share in t.shares:  # a share of a metered device: its holders free what it uses
+            for u in share.holder:
+                out[u][t.index] = out[u].get(t.index, 0) + 1
     return dict(out)
 
 
@@ -512,9 +582,12 @@ def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState) -> bool | 
            for t in dev.taints):
         return False
     try:
-        return all(cel.selects(e, dev) for e in (*dclass.selectors, *sub.selectors))
+        if not all(cel.selects(e, dev) for e in (*dclass.selectors, *sub.selectors)):
+            return False
     except cel.CelRuntimeError:
         return None
+    # DRAConsumableCapacity (checked once selected): the request must fit the device on its own
+    return not (dev.consumable or sub.capacity) or consumed(sub.capacity, dev.consumable) is not None
 
 
 def _allocation_reach(claim: s.Claim, dra_state: s.DraState, nodes: Sequence[s.Node]) -> frozenset[s.NodeName]:

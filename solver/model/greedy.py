@@ -71,7 +71,7 @@ from datetime import datetime
 
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, group_ok
-from solver.model.greedy_devices import Devices, Take
+from solver.model.greedy_devices import Devices, Load, Take
 from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import Problem, fixed_domain
 from solver.model.victims import PerUnits, Potential, breaks_a_pdb, importance_rank, pdb_violating, within_budgets
@@ -263,7 +263,7 @@ class _State:
 
     def _device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
         dra = self.problem.dra
-        pending: Counter[int] = Counter()  # shared claims place() would take first, here
+        pending = Load()  # shared claims place() would take first, here
         for i in dra.shared_of_class.get(cls.index, ()):
             if i in self.dev.shared:
                 if node not in self.dev.shared_reach[i]:
@@ -272,8 +272,7 @@ class _State:
             got, take = self.dev.fit(dra.shared[i].slots, node, 1, start=pending)
             if got == 0:
                 return 0
-            for (_, _, _, t), n in take.items():
-                pending[t] += n
+            self.dev.add_take(pending, dra.shared[i].slots, take)
         if dra.class_slots[cls.index]:
             most = self.dev.fit(dra.class_slots[cls.index], node, most, start=pending)[0]
         return most

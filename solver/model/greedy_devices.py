@@ -6,7 +6,8 @@ device types: per pod, per claim, the first match value (if a matchAttribute bin
 for which every request finds an alternative with enough free devices (at most one per
 value of a distinctAttribute); free devices before ones freed by an eviction. A shared
 claim is allocated with the first of its group's pods and pins the rest of the group to
-the nodes its devices reach. Pure: no I/O.
+the nodes its devices reach. A metered shareable device (consumable capacity) takes
+shares while its capacities last, and charges its counters once while in use. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from solver.model import consumable
 from solver.model import dra as dra_mod
 from solver.model import snapshot as s
 from solver.model.dra import AllocKey, MatchValue
@@ -22,12 +24,35 @@ Take = dict[AllocKey, int]  # devices taken per allocation key
 INF = 1 << 40
 
 
+class Load:
+    """Devices spoken for: per type, and per (metered type, capacity) what they consume."""
+
+    __slots__ = ("cap", "n")
+
+    def __init__(self, n: Counter[int] | None = None, cap: Counter[tuple[int, str]] | None = None) -> None:
+        self.n: Counter[int] = Counter(n or {})
+        self.cap: Counter[tuple[int, str]] = Counter(cap or {})
+
+    def copy(self) -> Load:
+        return Load(self.n, self.cap)
+
+    def add(self, dtype: dra_mod.DeviceType, sub: s.SubRequest, k: int) -> None:
+        self.n[dtype.index] += k
+        if dtype.metered:
+            for name, used in dtype.uses(sub):
+                self.cap[dtype.index, name] += k * used
+
+
+def _sub(slots: Sequence[dra_mod.Slot], key: AllocKey) -> s.SubRequest:
+    return slots[key.slot].request.alternatives[key.alt]
+
+
 class Devices:
     def __init__(self, dra: dra_mod.DraProblem, evicted: set[int], *, frees: bool = True) -> None:
         self.dra = dra
         self.evicted = evicted  # the greedy state's set, shared (read only here)
         self.frees = frees  # False: an evicted holder's devices stay held (upstream 1.37)
-        self.used: Counter[int] = Counter()
+        self.load = Load()  # what the committed placements take
         self.by_class: dict[int, Counter[int]] = defaultdict(Counter)  # type -> class -> devices
         self.placed: dict[tuple[int, s.NodeName], Counter[AllocKey]] = defaultdict(Counter)
         self.shared: dict[int, Take] = {}
@@ -35,9 +60,34 @@ class Devices:
         # (counter set, counter) -> (type, amount) of the types consuming it (partitionable devices)
         self.consumers: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
         for dtype in dra.types:
-            if not dtype.shareable:
+            if not dtype.shareable or dtype.metered:
                 for set_key, counter, amount in dtype.consumes:
                     self.consumers[set_key, counter].append((dtype.index, amount))
+
+    @property
+    def used(self) -> Counter[int]:
+        return self.load.n
+
+    def _share_held(self, share: dra_mod.Share) -> bool:
+        """An existing share still holds its capacity (a kept claim is never freed here)."""
+        return not (self.frees and share.holder and not share.kept_by and all(u in self.evicted for u in share.holder))
+
+    def _in_use(self, t: int, extra: Load | None) -> bool:
+        """A metered device some share uses (an existing one still held, or a new one)."""
+        dtype = self.dra.types[t]
+        return self.used[t] + (extra.n[t] if extra else 0) > 0 or any(self._share_held(sh) for sh in dtype.shares)
+
+    def capacity_room(self, t: int, sub: s.SubRequest, extra: Load | None) -> int:
+        """Shares of metered type ``t`` for ``sub`` its capacities still allow."""
+        dtype = self.dra.types[t]
+        in_use: Counter[str] = Counter()
+        for share in dtype.shares:
+            if self._share_held(share):
+                in_use.update(dict(share.used))
+        for cap in dtype.consumable:
+            in_use[cap.name] += self.load.cap[t, cap.name] + (extra.cap[t, cap.name] if extra else 0)
+        room = consumable.room(dtype.uses(sub), dtype.consumable, in_use)
+        return INF if room is None else room
 
     def supply(self, t: int) -> int:
         dtype = self.dra.types[t]
@@ -51,34 +101,43 @@ class Devices:
             return dtype.size
         return 0
 
-    def free(self, t: int, extra: Counter[int] | None = None) -> int:
-        return min(self.supply(t) - self.used[t] - (extra[t] if extra else 0), self._counter_room(t, extra))
+    def free(self, t: int, extra: Load | None = None, sub: s.SubRequest | None = None) -> int:
+        room = min(self.supply(t) - self.used[t] - (extra.n[t] if extra else 0), self._counter_room(t, extra))
+        if sub is not None and self.dra.types[t].metered:
+            room = min(room, self.capacity_room(t, sub, extra))
+        return room
 
-    def _consumed(self, key: tuple[str, str], extra: Counter[int] | None) -> int:
+    def _consumed(self, key: tuple[str, str], extra: Load | None) -> int:
         """What the taken devices, and the held ones not freed, consume of a counter."""
         total = 0
         for u, amount in self.consumers[key]:
             dtype = self.dra.types[u]
-            n = self.used[u] + (extra[u] if extra else 0)
+            if dtype.metered:  # charged once while in use
+                total += amount * self._in_use(u, extra)
+                continue
+            n = self.used[u] + (extra.n[u] if extra else 0)
             if dtype.holder is not None and self.supply(u) == 0:
                 n += dtype.size  # still held by its claims
             total += amount * n
         return total
 
-    def _counter_room(self, t: int, extra: Counter[int] | None) -> int:
+    def _counter_room(self, t: int, extra: Load | None) -> int:
         """Devices of type ``t`` the counters they consume still allow (INF without counters)."""
         dtype = self.dra.types[t]
-        if dtype.shareable or not dtype.consumes:
+        if not dtype.consumes or (dtype.shareable and not dtype.metered):
             return INF
-        return max(0, min((self.dra.counters.get((k, c), 0) - self._consumed((k, c), extra)) // amount
-                          for k, c, amount in dtype.consumes))
+        if dtype.metered and self._in_use(t, extra):
+            return INF  # already charged: a further share does not charge them again
+        room = min((self.dra.counters.get((k, c), 0) - self._consumed((k, c), extra)) // amount
+                   for k, c, amount in dtype.consumes)
+        return (INF if room >= 1 else 0) if dtype.metered else max(0, room)
 
     # ---- fitting --------------------------------------------------------------------
     def fit(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, pods: int,
-            start: Counter[int] | None = None) -> tuple[int, Take]:
+            start: Load | None = None) -> tuple[int, Take]:
         """How many of ``pods`` owners fit (up to ``pods``), and what they take together;
-        ``start``: devices per type already spoken for (a shared claim about to be taken)."""
-        total: Counter[int] = Counter(start or {})
+        ``start``: devices already spoken for (a shared claim about to be taken)."""
+        total = start.copy() if start else Load()
         take: Counter[AllocKey] = Counter()
         done = 0
         for _ in range(pods):
@@ -87,13 +146,18 @@ class Devices:
                 break
             for key, n in one.items():
                 take[key] += n
-                total[key.dtype] += n
+                total.add(self.dra.types[key.dtype], _sub(slots, key), n)
             done += 1
         return done, dict(take)
 
-    def _fit_one(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, taken: Counter[int]) -> Take | None:
+    def add_take(self, load: Load, slots: Sequence[dra_mod.Slot], take: Take) -> None:
+        """Adds what ``take`` (for ``slots``) uses to ``load``."""
+        for key, n in take.items():
+            load.add(self.dra.types[key.dtype], _sub(slots, key), n)
+
+    def _fit_one(self, slots: Sequence[dra_mod.Slot], node: s.NodeName | None, taken: Load) -> Take | None:
         out: Take = {}
-        local: Counter[int] = Counter(taken)
+        local = taken.copy()
         for claim in sorted({sl.claim for sl in slots}):
             members = [(j, sl) for j, sl in enumerate(slots) if sl.claim == claim]
             match = next((sl.match for _, sl in members if sl.match is not None), None)
@@ -102,7 +166,7 @@ class Devices:
                 values = sorted({v for _, sl in members for a, v, _, _ in self.dra.options(sl, node)}, key=repr)
             for v in values:
                 trial: Take = {}
-                extra: Counter[int] = Counter(local)
+                extra = local.copy()
                 ok = True
                 for j, sl in members:
                     got = None
@@ -113,7 +177,7 @@ class Devices:
                         if got is not None:
                             for t, n in got.items():
                                 trial[AllocKey(j, a, vv, t)] = n
-                                extra[t] += n
+                                extra.add(self.dra.types[t], sl.request.alternatives[a], n)
                             break
                     if got is None:
                         ok = False
@@ -127,24 +191,24 @@ class Devices:
         return out
 
     def _take(self, slot: dra_mod.Slot, a: int, types: tuple[int, ...], need: int,
-              extra: Counter[int]) -> dict[int, int] | None:
+              extra: Load) -> dict[int, int] | None:
         sub = slot.request.alternatives[a]
         if sub.all_mode:
-            every = Counter(extra)
+            every = extra.copy()
             for t in types:
-                if self.free(t, every) < self.dra.types[t].size:
+                if self.free(t, every, sub) < self.dra.types[t].size:
                     return None
-                every[t] += self.dra.types[t].size  # the next type's counters see these taken
+                every.add(self.dra.types[t], sub, self.dra.types[t].size)  # the next type's counters see these
             return {t: self.dra.types[t].size for t in types}
         got: dict[int, int] = {}
-        local = Counter(extra)  # with what this request took so far (shared counters)
+        local = extra.copy()  # with what this request took so far (shared counters)
         left = need
         seen_values: set[MatchValue] = set()
         # free devices first, then devices an eviction freed; then by type index
         for t in sorted(types, key=lambda t: (self.dra.types[t].holder is not None, t)):
             if left == 0:
                 break
-            room = self.free(t, local)
+            room = min(self.free(t, local, sub), self.dra.types[t].size)  # a request's devices are distinct
             if room <= 0:
                 continue
             if slot.distinct is not None:
@@ -155,36 +219,49 @@ class Devices:
                 room = min(room, 1)
             n = min(room, left)
             got[t] = n
-            local[t] += n
+            local.add(self.dra.types[t], sub, n)
             left -= n
         return got if left == 0 else None
 
     # ---- committing -----------------------------------------------------------------
     def commit(self, c: int, node: s.NodeName, take: Take, sign: int = 1) -> None:
+        slots = self.dra.class_slots[c]
         for key, n in take.items():
-            self.used[key.dtype] += sign * n
+            self.load.add(self.dra.types[key.dtype], _sub(slots, key), sign * n)
             self.by_class[key.dtype][c] += sign * n
             self.placed[c, node][key] += sign * n
 
     def commit_shared(self, i: int, take: Take | None, reach: frozenset[s.NodeName] | None, c: int) -> None:
+        slots = self.dra.shared[i].slots
         if take is None:  # undo
             old = self.shared.pop(i)
             self.shared_reach.pop(i, None)
             for key, n in old.items():
-                self.used[key.dtype] -= n
+                self.load.add(self.dra.types[key.dtype], _sub(slots, key), -n)
                 self.by_class[key.dtype][c] -= n
             return
         self.shared[i] = take
         assert reach is not None
         self.shared_reach[i] = reach
         for key, n in take.items():
-            self.used[key.dtype] += n
+            self.load.add(self.dra.types[key.dtype], _sub(slots, key), n)
             self.by_class[key.dtype][c] += n
 
     def feasible(self, types: Sequence[int]) -> bool:
-        return all(self.used[t] <= self.supply(t) for t in types) and all(
+        return all(self.used[t] <= self.supply(t) and self._capacity_kept(t) for t in types) and all(
             self._consumed(key, None) <= self.dra.counters.get(key, 0)
             for key in {(k, c) for t in types for k, c, _ in self.dra.types[t].consumes})
+
+    def _capacity_kept(self, t: int) -> bool:
+        """A metered device's shares, held and new, stay within its capacities."""
+        dtype = self.dra.types[t]
+        if not dtype.metered:
+            return True
+        for cap in dtype.consumable:
+            held = sum(dict(sh.used).get(cap.name, 0) for sh in dtype.shares if self._share_held(sh))
+            if held + self.load.cap[t, cap.name] > cap.value:
+                return False
+        return True
 
     def devices(self) -> dict[tuple[int, s.NodeName], Take]:
         return {owner: {key: n for key, n in took.items() if n > 0}

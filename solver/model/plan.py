@@ -93,6 +93,17 @@ class PlanDevice:
     driver: str
     pool: str
     device: str
+    share_id: str = ""  # one share of an allowMultipleAllocations device (the result's shareID)
+    consumed: tuple[tuple[str, str], ...] = ()  # consumedCapacity: (name, quantity), sorted
+
+    def to_dict(self) -> dict[str, Any]:
+        """The allocation result's device fields (``request`` aside)."""
+        out: dict[str, Any] = {"driver": self.driver, "pool": self.pool, "device": self.device}
+        if self.share_id:
+            out["shareID"] = self.share_id
+        if self.consumed:
+            out["consumedCapacity"] = dict(self.consumed)
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,7 +121,7 @@ class DeviceAllocation:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"podGroup": self.pod_group} if self.pod_group else {"pod": self.pod}
         out.update({"claim": self.claim, "request": self.request,
-                    "devices": [{"driver": d.driver, "pool": d.pool, "device": d.device} for d in self.devices]})
+                    "devices": [d.to_dict() for d in self.devices]})
         return out
 
 

@@ -273,6 +273,27 @@ AttributeValue = bool | int | str | Version
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityPolicy:
+    """A device capacity's ``requestPolicy`` (DRAConsumableCapacity), amounts in milli-units."""
+
+    default: int | None = None
+    valid_values: tuple[int, ...] = ()  # ascending
+    min: int | None = None  # validRange (min is required when the range is set)
+    max: int | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Consumable:
+    """One entry of a device's ``capacity`` as the allocator charges it: under the name as
+    written in the slice (a request names it the same way), the value in milli-units."""
+
+    name: str
+    value: int
+    policy: CapacityPolicy | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Device:
     driver: str
     pool: str
@@ -283,6 +304,9 @@ class Device:
     taints: tuple[Taint, ...] = ()  # NoSchedule / NoExecute taints keep new claims off
     # DRAPartitionableDevices: (counter set "driver/pool/set", counter, amount) it consumes
     consumes: tuple[tuple[str, str, int], ...] = ()
+    # DRAConsumableCapacity: every capacity entry, sorted by name (what a request's capacity
+    # must fit, and what a share of an allowMultipleAllocations device uses up)
+    consumable: tuple[Consumable, ...] = ()
     # where it is reachable: exactly one of node (node-local), node_selector, all_nodes
     node: NodeName | None = None
     node_selector: tuple[NodeSelectorTerm, ...] = ()
@@ -319,6 +343,8 @@ class SubRequest:
     all_mode: bool = False  # allocationMode All: every matching device (count ignored)
     count: int = 1
     tolerations: tuple[Toleration, ...] = ()
+    # DRAConsumableCapacity: capacity.requests, (name as written, milli-units), sorted
+    capacity: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -344,6 +370,8 @@ class ClaimSpec:
 class AllocationResult:
     request: str
     device: DeviceKey
+    share_id: str | None = None  # shareID: one share of an allowMultipleAllocations device
+    consumed: tuple[tuple[str, int], ...] = ()  # consumedCapacity, (name, milli-units), sorted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

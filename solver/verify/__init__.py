@@ -23,6 +23,7 @@ from solver.verify.dra import (
     Owner,
     check_allocated_claims,
     check_device_allocations,
+    check_device_capacity,
     check_device_conflicts,
     check_device_constraints,
     check_device_counters,
@@ -61,6 +62,7 @@ __all__ = [
     "check_bindings",
     "check_capacity",
     "check_device_allocations",
+    "check_device_capacity",
     "check_device_conflicts",
     "check_device_constraints",
     "check_device_counters",
@@ -97,6 +99,6 @@ def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False
                   check_gangs,
                   check_topology, check_objective, check_device_allocations, check_allocated_claims,
                   check_devices, check_device_reach, check_device_counts, check_device_conflicts,
-                  check_device_constraints, check_device_counters):
+                  check_device_constraints, check_device_counters, check_device_capacity):
         out.extend(check(view))
     return out

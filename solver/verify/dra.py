@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from solver.model import cel, selectors
 from solver.model import snapshot as s
 from solver.model.plan import DeviceAllocation, PlanDevice
+from solver.verify import read
 from solver.verify.violation import NEVER, Violation
 
 if TYPE_CHECKING:
@@ -105,7 +107,9 @@ class _DraView:
         # another kind of consumer, stays held
         self.consumers: dict[s.ClaimKey, list[str]] = {}
         self.freed: set[s.ClaimKey] = set()
-        self.held: dict[s.DeviceKey, list[s.ClaimKey]] = defaultdict(list)
+        self.held: dict[s.DeviceKey, list[s.ClaimKey]] = defaultdict(list)  # in use whole
+        # shares of allowMultipleAllocations devices (results with a shareID) still held
+        self.shares: dict[s.DeviceKey, list[tuple[s.ClaimKey, s.AllocationResult]]] = defaultdict(list)
         for key in sorted(dra.claims):
             claim = dra.claims[key]
             if claim.allocation is None:
@@ -118,7 +122,10 @@ class _DraView:
                 self.freed.add(key)
             else:
                 for ad in claim.allocation:
-                    self.held[ad.device].append(key)
+                    if ad.share_id is None:
+                        self.held[ad.device].append(key)
+                    else:
+                        self.shares[ad.device].append((key, ad))
         # the plan's allocations
         self.users: dict[s.DeviceKey, list[DeviceAllocation]] = defaultdict(list)
         self.resolved: list[_Resolved] = []
@@ -358,6 +365,10 @@ def check_device_counts(view: _View) -> list[Violation]:
     for r in dv.resolved:
         got = sorted(_device_key(ad) for ad in r.alloc.devices)
         where = _where(r.alloc.claim, r.alloc.request)
+        if len(set(got)) != len(got):
+            out.append(Violation(rule="device-count", subject=r.owner[1],
+                                 detail=f"{where}: a device is listed twice ({got}): a request's devices are distinct"))
+            continue
         if not r.sub.all_mode:
             if len(got) != r.sub.count:
                 out.append(Violation(rule="device-count", subject=r.owner[1],
@@ -383,13 +394,14 @@ def check_device_counts(view: _View) -> list[Violation]:
 
 
 def check_device_conflicts(view: _View) -> list[Violation]:
-    """No device (unless allowMultipleAllocations) is allocated twice: across the plan, and
-    against existing allocations whose claims the plan does not free."""
+    """No device is allocated twice: across the plan, and against existing allocations whose
+    claims the plan does not free. An allowMultipleAllocations device may be shared, unless
+    an existing allocation holds it whole (a result without a shareID)."""
     out = []
     dv = view.dra
     for key, allocs in dv.users.items():
         dev = dv.devices.get(key)
-        if dev is None or dev.allow_multiple:
+        if dev is None or (dev.allow_multiple and not dv.held.get(key)):
             continue
         users = [_alloc_name(a) for a in allocs] + [f"ResourceClaim {c} (allocated)" for c in dv.held.get(key, ())]
         if len(users) > 1:
@@ -404,9 +416,9 @@ def _counters_in_use(dv: _DraView) -> tuple[dict[tuple[str, str], int], dict[tup
     which devices those are."""
     consumed: dict[tuple[str, str], int] = defaultdict(int)
     users: dict[tuple[str, str], list[s.DeviceKey]] = defaultdict(list)
-    for key in set(dv.users) | set(dv.held):
+    for key in set(dv.users) | set(dv.held) | set(dv.shares):
         dev = dv.devices.get(key)
-        if dev is not None and not dev.allow_multiple:
+        if dev is not None:
             for set_key, counter, amount in dev.consumes:
                 consumed[set_key, counter] += amount
                 users[set_key, counter].append(key)
@@ -424,6 +436,123 @@ def check_device_counters(view: _View) -> list[Violation]:
                       detail=f"devices in use consume {used}, the set holds {counters[set_key].get(counter, 0)}")
             for (set_key, counter), used in sorted(consumed.items())
             if used > counters.get(set_key, {}).get(counter, 0)]
+
+
+def _capacities(dev: s.Device) -> dict[str, int]:
+    return {c.name: c.value for c in dev.consumable}
+
+
+def _share_use(sub: s.SubRequest, dev: s.Device) -> tuple[dict[str, int] | None, str]:
+    """What one allocation of ``dev`` for ``sub`` consumes, per capacity of the device, read
+    from upstream's consumable_capacity.go; or None and why the request does not fit."""
+    asked = dict(sub.capacity)
+    have = {c.name: c for c in dev.consumable}
+    unknown = sorted(set(asked) - set(have))
+    if unknown:
+        return None, f"the device has no capacity {unknown[0]}"
+    use: dict[str, int] = {}
+    for name, cap in have.items():
+        pol = cap.policy
+        want = asked.get(name)
+        if want is None:
+            amount = cap.value if pol is None or pol.default is None else pol.default
+        elif pol is None:
+            amount = want
+        elif pol.min is not None:  # validRange: up to min, then up to a whole number of steps
+            amount = max(want, pol.min)
+            if pol.step is not None and want > pol.min:
+                amount = pol.min + -(-(want - pol.min) // pol.step) * pol.step
+        else:  # validValues: the first at or above the request, else the request
+            amount = next((v for v in pol.valid_values if v >= want), want)
+        if pol is not None and amount != pol.default:
+            if pol.min is not None and ((pol.max is not None and amount > pol.max)
+                                        or (pol.step is not None and (amount - pol.min) % pol.step)):
+                return None, f"capacity {name}: {amount}m is outside the requestPolicy's validRange"
+            if pol.min is None and pol.valid_values and amount not in pol.valid_values:
+                return None, f"capacity {name}: {amount}m is not one of the requestPolicy's validValues"
+        if amount > cap.value:
+            return None, f"capacity {name}: {amount}m is more than the device's {cap.value}m"
+        use[name] = amount
+    return use, ""
+
+
+def _capacity_in_use(dv: _DraView, key: s.DeviceKey) -> dict[str, int] | None:
+    """What the plan's shares of an allowMultipleAllocations device and the existing shares it
+    does not free consume, per capacity; None when a planned share does not fit on its own."""
+    dev = dv.devices[key]
+    total: dict[str, int] = defaultdict(int)
+    for _, ad in dv.shares.get(key, ()):
+        for name, amount in ad.consumed:
+            total[name] += amount
+    for r in dv.resolved:
+        for planned in r.alloc.devices:
+            if _device_key(planned) == key:
+                use, _ = _share_use(r.sub, dev)
+                if use is None:
+                    return None
+                for name, amount in use.items():
+                    total[name] += amount
+    return total
+
+
+def _quantity_milli(text: str) -> Fraction | None:
+    """A plan's consumedCapacity value in milli-units ("2" -> 2000, "15Gi" -> 15·2^30·1000)."""
+    try:
+        return read.amount(text) * 1000
+    except ValueError:
+        return None
+
+
+def check_device_capacity(view: _View) -> list[Violation]:
+    """Consumable capacity (DRAConsumableCapacity): every request fits each device it gets on
+    its own (the capacities it names exist, the requestPolicy holds, no more than the device
+    has); a share of an allowMultipleAllocations device carries a shareID (unique on the
+    device) and the consumedCapacity upstream computes, an ordinary device neither; and per
+    shareable device the shares at the end, the plan's and those it does not free, stay
+    within each capacity."""
+    out = []
+    dv = view.dra
+    ids: dict[s.DeviceKey, set[str]] = defaultdict(set)
+    for key, held in dv.shares.items():
+        ids[key].update(ad.share_id or "" for _, ad in held)
+    for r in dv.resolved:
+        where = _where(r.alloc.claim, r.alloc.request)
+        for planned in r.alloc.devices:
+            key = _device_key(planned)
+            dev = dv.devices.get(key)
+            if dev is None:
+                continue
+            use, why = _share_use(r.sub, dev)
+            if use is None:
+                out.append(Violation(rule="device-capacity", subject=r.owner[1],
+                                     detail=f"{where}: device {key}: {why}"))
+                continue
+            if not dev.allow_multiple:
+                if planned.share_id or planned.consumed:
+                    out.append(Violation(rule="device-capacity", subject=r.owner[1],
+                                         detail=f"{where}: device {key} is not shareable, yet the plan gives a "
+                                                "shareID or consumedCapacity"))
+                continue
+            if not planned.share_id or planned.share_id in ids[key]:
+                out.append(Violation(rule="device-capacity", subject=r.owner[1],
+                                     detail=f"{where}: a share of device {key} needs a shareID of its own, "
+                                            f"got {planned.share_id!r}"))
+            ids[key].add(planned.share_id)
+            given = {name: _quantity_milli(v) for name, v in planned.consumed}
+            if given != use:
+                out.append(Violation(rule="device-capacity", subject=r.owner[1],
+                                     detail=f"{where}: device {key}: consumedCapacity {dict(planned.consumed)}, "
+                                            f"upstream consumes {use} (milli-units)"))
+    for key in sorted({k for k in dv.users if (d := dv.devices.get(k)) is not None and d.allow_multiple}):
+        in_use = _capacity_in_use(dv, key)
+        if in_use is None:
+            continue
+        for name, value in sorted(_capacities(dv.devices[key]).items()):
+            if in_use.get(name, 0) > value:
+                out.append(Violation(rule="device-capacity", subject=key,
+                                     detail=f"capacity {name}: the shares in use consume {in_use[name]}m, "
+                                            f"the device has {value}m"))
+    return out
 
 
 def check_device_constraints(view: _View) -> list[Violation]:
@@ -476,15 +605,31 @@ def _needed_for_devices(view: _View, members: list[s.Pod], prio: int) -> bool:
     dv = view.dra
     keys = {p.key for p in members}
     back: dict[tuple[str, str], int] = defaultdict(int)  # what its devices would consume again
+    back_shares: dict[s.DeviceKey, list[s.AllocationResult]] = defaultdict(list)
     for claim_key in sorted(dv.freed):
         if not keys.intersection(dv.consumers[claim_key]):
             continue
         for ad in dv.state.claims[claim_key].allocation or ():
             dev = dv.devices.get(ad.device)
-            if dev is None or dev.allow_multiple:
+            if dev is None:
+                continue
+            if dev.allow_multiple and ad.share_id is not None:
+                back_shares[ad.device].append(ad)
                 continue
             if any(dv.power(view, a) > prio for a in dv.users.get(ad.device, ())):
                 return True
+            for set_key, counter, amount in dev.consumes:
+                back[set_key, counter] += amount
+    for key, returning in back_shares.items():
+        dev = dv.devices[key]
+        takers = [a for a in dv.users.get(key, ()) if dv.power(view, a) > prio]
+        if not takers:
+            continue
+        in_use = _capacity_in_use(dv, key)
+        if in_use is None or any(in_use.get(name, 0) + sum(dict(ad.consumed).get(name, 0) for ad in returning)
+                                 > value for name, value in _capacities(dev).items()):
+            return True
+        if not dv.users.get(key) and not dv.shares.get(key):
             for set_key, counter, amount in dev.consumes:
                 back[set_key, counter] += amount
     if not back:

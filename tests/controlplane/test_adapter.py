@@ -238,6 +238,29 @@ def test_extended_resources_dra_serves_get_the_claim_kube_scheduler_would_make(
     _no_refusals(real)
 
 
+def test_shares_of_one_device_are_written_with_their_share_ids_and_consumed_capacity(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    """DRAConsumableCapacity: two pods' claims share n1's one GPU; kube-apiserver accepts each
+    result's shareID and consumedCapacity as the adapter writes them."""
+    from tests.solver.test_consumable_capacity import shared_case
+
+    for obj in shared_case("16e9", None):
+        real.put(ours(obj) if obj.obj["kind"] == "Pod" else obj.build())
+    _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("p0") and real.node_of("p1")))
+    results = []
+    for k in range(2):
+        (entry,) = (real.pod(f"p{k}") or {})["status"]["resourceClaimStatuses"]
+        claim = real.get(f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{entry['resourceClaimName']}")
+        assert claim is not None
+        results += claim["status"]["allocation"]["devices"]["results"]
+    assert [r["device"] for r in results] == ["gpu-s", "gpu-s"]
+    assert results[0]["shareID"] != results[1]["shareID"]
+    from solver.verify.read import amount
+
+    assert [amount(r["consumedCapacity"]["memory"]) for r in results] == [15 * 2**30, 2**30]
+    _no_refusals(real)
+
+
 @pytest.mark.parametrize("after", [2, 3])
 def test_killed_mid_plan_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
         real: Real, adapter_kubeconfig: Path, after: int) -> None:

@@ -97,6 +97,12 @@ def _runtime_overhead() -> list[dict[str, Any]]:
                  cases._runs_in(pod("p").cpu_m(900), "kata"))
 
 
+def _consumable(*asks: str | None) -> list[dict[str, Any]]:
+    from tests.solver.test_consumable_capacity import shared_case
+
+    return _docs(*shared_case(*asks))
+
+
 CASES = {
     "pod-level resources": (_pod_level, {"default/p": "n2"}),
     "host network ports": (_host_network, {"default/p": "n2"}),
@@ -109,6 +115,8 @@ CASES = {
     "device taint rule": (_device_taint_rule, {"default/p": "n2"}),
     "partitionable devices, two": (lambda: _partitioned(2), {"default/p": "n1"}),
     "partitionable devices, three": (lambda: _partitioned(3), {}),
+    "consumable capacity, two shares": (lambda: _consumable("16e9", None), {"default/p0": "n1", "default/p1": "n1"}),
+    "consumable capacity, too much": (lambda: _consumable("41Gi"), {}),
     "read-write-once-pod claim in use": (_once_pod_in_use, {}),
     "runtime class overhead": (_runtime_overhead, {}),
 }

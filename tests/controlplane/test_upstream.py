@@ -99,11 +99,13 @@ def test_a_gang_upstream_keeps_retrying_settles_once_a_retry_binds_nothing() -> 
     assert clock.monotonic() - start < 90
 
 
-@pytest.mark.parametrize("case", ["partitionable devices, two", "DRA extended resource"])
+@pytest.mark.parametrize("case", ["partitionable devices, two", "DRA extended resource",
+                                  "consumable capacity, two shares"])
 def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(case: str) -> None:
     """The claims' allocations after the run, named by the pod's claim entry (the extended
     resources' claim by ``<extended-resources>``), become the scored plan's device
     allocations, so the verifier judges the scheduler's own choice of devices."""
+    from solver.verify.read import amount
     from tests.controlplane.test_refusals_vs_upstream import CASES
 
     build, bindings = CASES[case]
@@ -113,7 +115,13 @@ def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(cas
     scored = upstream.score(kube.snapshot_from_objects(docs), outcome)
     assert scored.violations == [] and scored.unplanned == []
     got = sorted((a.pod, a.claim, d.device) for a in scored.plan.device_allocations for d in a.devices)
-    if case == "DRA extended resource":
+    if case == "consumable capacity, two shares":  # the verifier recomputed what each share consumes
+        assert got == [("default/p0", "gpu", "gpu-s"), ("default/p1", "gpu", "gpu-s")]
+        shares = [d for a in scored.plan.device_allocations for d in a.devices]
+        assert all(d.share_id for d in shares) and shares[0].share_id != shares[1].share_id
+        assert [[(k, amount(v)) for k, v in d.consumed] for d in shares] == [[("memory", 15 * 2**30)],
+                                                                               [("memory", 2**30)]]
+    elif case == "DRA extended resource":
         assert got == [("default/p", "<extended-resources>", "gpu-0"), ("default/p", "<extended-resources>", "gpu-1")]
     else:  # the whole GPU and a half never go together: the two halves
         assert got == [("default/p", "gpu", "gpu-0-half-0"), ("default/p", "gpu", "gpu-0-half-1")]

@@ -10,7 +10,6 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,10 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from solver import api, cli, client, kube, loader, server, telemetry, verify
 from solver.bench import generate
 from solver.gen.gangplace.v1 import placement_pb2 as pb
+from tests.grpc.conftest import _target
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
-
-
-@pytest.fixture()
-def running() -> Iterator[server.Running]:
-    run = server.start(server.ServerConfig(address="127.0.0.1:0", metrics_address="127.0.0.1:0", max_inflight=1))
-    yield run
-    run.stop(5)
-
-
-def _target(run: server.Running) -> str:
-    return f"127.0.0.1:{run.port}"
 
 
 def _without_stats(plan: Any) -> dict[str, Any]:

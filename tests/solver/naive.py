@@ -484,6 +484,12 @@ class _Dra:
       reservedFor (pods; running pods of reserved PodGroups) is evicted; an allocation with no
       consumer, or one that is not an evictable running pod, holds it for good.
     - A pending pod using an already allocated claim lands where that allocation is usable.
+    - Consumable capacity: a request fits a device only if every capacity it names exists and
+      the amount consumed of each of the device's capacities (asked, rounded up by the
+      requestPolicy; else the default; else all of it) obeys the policy and the capacity. An
+      allowMultipleAllocations device is shared: per capacity, the new shares plus the existing
+      shares (results with a shareID) still held stay within it; it consumes its counters once
+      while any share uses it. One holding a result without a shareID is in use whole.
     """
 
     def __init__(self, m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod],
@@ -508,6 +514,11 @@ class _Dra:
         for (pk, nn), v in x.items():
             self.x_of[pk][nn] = v
         self.takers: dict[s.DeviceKey, list[tuple[float, cp_model.IntVar]]] = defaultdict(list)
+        self.uses: dict[s.DeviceKey, list[tuple[cp_model.IntVar, dict[str, int]]]] = defaultdict(list)
+        # existing shares of shareable devices: (the units whose eviction frees it, or None for
+        # good; the pending pods' placements keeping its claim; what it consumes)
+        self.shares: dict[s.DeviceKey, list[tuple[set[str] | None, list[cp_model.IntVar], dict[str, int]]]] = \
+            defaultdict(list)
         self._answers: dict[tuple[s.SubRequest, s.DeviceKey], bool | None] = {}
 
         # existing allocations: which units free each held device (a pending pod placed with the
@@ -525,6 +536,9 @@ class _Dra:
             users = [v for p in pending if any(pc.claim == claim.key for pc in state.pod_claims.get(p.key, ()))
                      for v in self.x_of[p.key].values()]
             for a in claim.allocation:
+                if a.share_id is not None:
+                    self.shares[a.device].append((units if freeable else None, users, dict(a.consumed)))  # type: ignore[arg-type]
+                    continue
                 if freeable:
                     self.holders[a.device] |= units  # type: ignore[arg-type]
                     kept[a.device] += users
@@ -563,7 +577,10 @@ class _Dra:
         # supply; and per device whether it is in use at the end (partitionable devices' counters)
         in_use: dict[s.DeviceKey, cp_model.LinearExprT] = {}
         for d in self.devices:
-            if d.allow_multiple or (not self.takers.get(d.key) and not d.consumes):
+            if d.allow_multiple and d.key not in self.holders and d.key not in for_good:
+                self._shared_device(d, e, in_use)
+                continue
+            if not self.takers.get(d.key) and not d.consumes:
                 continue
             row = cp_model.LinearExpr.sum([z for _, z in self.takers.get(d.key, ())])
             if d.key in for_good:
@@ -588,6 +605,61 @@ class _Dra:
                 if terms:
                     m.add(cp_model.LinearExpr.sum(terms) <= amount)
 
+    def _shared_device(self, d: s.Device, e: dict, in_use: dict[s.DeviceKey, cp_model.LinearExprT]) -> None:
+        m = self.m
+        held: list[tuple[cp_model.LinearExprT, dict[str, int]]] = []  # (1 while held, what it consumes)
+        for k, (units, keepers, used) in enumerate(self.shares.get(d.key, ())):
+            if units is None:
+                held.append((1, used))
+                continue
+            freed = m.new_bool_var(f"share_freed[{d.key},{k}]")
+            for u in sorted(units):
+                m.add_implication(freed, e[u])
+            for v in keepers:
+                m.add_implication(freed, ~v)
+            held.append((1 - freed, used))
+        for cap in d.consumable:
+            row = [z * use.get(cap.name, 0) for z, use in self.uses.get(d.key, ())]
+            row += [h * used.get(cap.name, 0) for h, used in held]
+            m.add(cp_model.LinearExpr.sum(row) <= cap.value)
+        if d.consumes:
+            busy = m.new_bool_var(f"busy[{d.key}]")
+            for z, _ in self.uses.get(d.key, ()):
+                m.add_implication(z, busy)
+            for h, _ in held:
+                m.add(busy >= h)
+            in_use[d.key] = busy
+
+    def fits(self, sub: s.SubRequest, dev: s.Device) -> dict[str, int] | None:
+        """What one allocation of ``dev`` for ``sub`` consumes, per capacity; None: it does not fit."""
+        asked = dict(sub.capacity)
+        caps = {c.name: c for c in dev.consumable}
+        if not set(asked) <= set(caps):
+            return None
+        out = {}
+        for name, cap in caps.items():
+            pol = cap.policy
+            if name not in asked:
+                use = pol.default if pol is not None and pol.default is not None else cap.value
+            elif pol is not None and pol.min is not None:
+                use = max(asked[name], pol.min)
+                if pol.step is not None:  # the next whole step from min
+                    use = pol.min + (use - pol.min + pol.step - 1) // pol.step * pol.step
+            elif pol is not None and pol.valid_values:
+                use = min((v for v in pol.valid_values if v >= asked[name]), default=asked[name])
+            else:
+                use = asked[name]
+            ok = use <= cap.value
+            if pol is not None and use != pol.default:
+                if pol.min is not None:
+                    ok = ok and (pol.max is None or use <= pol.max)
+                elif pol.valid_values:
+                    ok = ok and use in pol.valid_values
+            if not ok:
+                return None
+            out[name] = use
+        return out
+
     def takes(self, sub: s.SubRequest, dev: s.Device) -> bool | None:
         """Does the alternative select the device? None: a CEL selector fails on it at run time."""
         key = (sub, dev.key)
@@ -603,6 +675,8 @@ class _Dra:
                     answer = all(cel.selects(expr, dev) for expr in (*dclass.selectors, *sub.selectors))
                 except cel.CelRuntimeError:
                     answer = None
+                if answer and self.fits(sub, dev) is None:
+                    answer = False
             self._answers[key] = answer
         return self._answers[key]
 
@@ -640,12 +714,12 @@ class _Dra:
                     continue
                 selected = [d for d in self.devices if answers[d.key]]
                 usable = [d for d in selected if all(_typed_attribute(d, at) is not None for at in attrs)]
-                # how often a device is taken: once, or (allowMultipleAllocations, ExactCount) up to count
-                z = {d.key: m.new_int_var(0, sub.count if d.allow_multiple and not sub.all_mode else 1,
-                                          f"z[{claim.key},{j},{a},{d.key}]") for d in usable}
+                # a request takes a device at most once, shareable or not (the allocator moves past it)
+                z = {d.key: m.new_bool_var(f"z[{claim.key},{j},{a},{d.key}]") for d in usable}
                 for d in usable:
-                    m.add(z[d.key] <= (sub.count if d.allow_multiple and not sub.all_mode else 1) * alt)
+                    m.add(z[d.key] <= alt)
                     self.takers[d.key].append((power, z[d.key]))
+                    self.uses[d.key].append((z[d.key], self.fits(sub, d) or {}))
                     taken[j].append((d, z[d.key]))
                     for p in pods:  # reachable from every placed pod using the claim
                         for nn, xv in self.x_of[p.key].items():
@@ -679,9 +753,11 @@ class _Dra:
 
     def need_literals(self, unit: str, prio: int):
         """Literals "a device the unit's claims hold is taken by an owner that may preempt it"."""
-        for key in sorted(self.holders):
+        for key in sorted(set(self.holders) | set(self.shares)):
             dev = self.by_key.get(key)
-            if unit not in self.holders[key] or dev is None or dev.allow_multiple:
+            holds = unit in self.holders.get(key, ()) or any(unit in (units or ()) for units, _, _ in
+                                                             self.shares.get(key, ()))
+            if not holds or dev is None:
                 continue
             takers = [z for power, z in self.takers.get(key, ()) if power > prio]
             if not takers:

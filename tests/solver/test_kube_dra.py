@@ -220,6 +220,7 @@ def _gpu(i: int) -> s.Device:
         attributes={GPU: {"model": "A100", "driverVersion": s.Version("1.2.3"), "index": i},
                     "resource.kubernetes.io": {"pcieRoot": f"pci{i // 4}"}},
         capacity={GPU: {"memory": 80 * 2**30}},
+        consumable=(s.Consumable(name="memory", value=80 * 2**30 * 1000),),
         taints=(s.Taint(key="broken", value="ecc", effect="NoSchedule"),) if i == 7 else (),
         node=s.NodeName("n1"),
     )

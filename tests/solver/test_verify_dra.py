@@ -6,6 +6,7 @@ exactly the expected violation. Selectors are CEL, evaluated by ``solver.model.c
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
@@ -98,6 +99,12 @@ def alloc(owner: str, claim_entry: str, request: str, *devices: str, group: bool
     if group:
         return pl.DeviceAllocation(pod_group=owner, claim=claim_entry, request=request, devices=devs)
     return pl.DeviceAllocation(pod=owner, claim=claim_entry, request=request, devices=devs)
+
+
+def shares(a: pl.DeviceAllocation, share_id: str, **consumed: str) -> pl.DeviceAllocation:
+    """``a`` with each of its devices a share: ``share_id`` and what it consumes."""
+    return dataclasses.replace(a, devices=tuple(dataclasses.replace(
+        d, share_id=share_id, consumed=tuple(sorted(consumed.items()))) for d in a.devices))
 
 
 def plan(snap: s.ClusterSnapshot, bindings: Mapping[str, str], *allocations: pl.DeviceAllocation,
@@ -347,12 +354,66 @@ def test_no_device_is_allocated_twice() -> None:
     bound = {P: "n1", Q: "n1"}
     assert problems(snap, plan(snap, bound, alloc(P, "gpus", "gpu", f"{N1}/gpu-0"),
                                alloc(Q, "gpus", "gpu", f"{N1}/gpu-1"))) == []
-    assert problems(snap, plan(snap, bound, alloc(P, "gpus", "gpu", f"{N1}/mig"),
-                               alloc(Q, "gpus", "gpu", f"{N1}/mig"))) == []
+    assert problems(snap, plan(snap, bound, shares(alloc(P, "gpus", "gpu", f"{N1}/mig"), "a"),
+                               shares(alloc(Q, "gpus", "gpu", f"{N1}/mig"), "b"))) == []
+    # a share names itself: a shareID, its own on the device
+    assert problems(snap, plan(snap, bound, shares(alloc(P, "gpus", "gpu", f"{N1}/mig"), "a"),
+                               shares(alloc(Q, "gpus", "gpu", f"{N1}/mig"), "a"))) == [
+        "device-capacity: default/q: claim gpus request gpu: a share of device gpu.example.com/n1/mig needs a "
+        "shareID of its own, got 'a'"]
     assert problems(snap, plan(snap, bound, alloc(P, "gpus", "gpu", f"{N1}/gpu-0"),
                                alloc(Q, "gpus", "gpu", f"{N1}/gpu-0"))) == [
         ("device-conflict: gpu.example.com/n1/gpu-0: allocated 2 times: pod default/p claim gpus request gpu; "
          "pod default/q claim gpus request gpu")]
+
+
+GIB = 2**30 * 1000  # a GiB in milli-units, as the snapshot keeps consumable capacity
+
+
+def _metered_snapshot(*, held_gib: int = 0) -> s.ClusterSnapshot:
+    """Pending p and q each ask a share of 15Gi of memory; n1 has a shareable GPU of 40Gi (requests
+    rounded up to whole Gi from 1Gi) and an ordinary one of 10Gi. ``held_gib``: running r holds a
+    share of that much (claim default/r-gpu)."""
+    policy = s.CapacityPolicy(min=GIB, step=GIB)
+    shared = s.Device(driver=GPU, pool="n1", name="gpu-s", node=s.NodeName("n1"), allow_multiple=True,
+                      consumable=(s.Consumable(name="memory", value=40 * GIB, policy=policy),))
+    small = gpu("n1", 0, consumable=(s.Consumable(name="memory", value=10 * GIB),))
+    ask = s.Request(name="gpu", alternatives=(s.SubRequest(name="gpu", device_class="gpu",
+                                                            capacity=(("memory", 15 * GIB - 7),)),))
+    claims = [claim("default/p#gpus", ask), claim("default/q#gpus", ask)]
+    pods = [pod("p"), pod("q")]
+    if held_gib:
+        claims.append(dataclasses.replace(
+            claim("default/r-gpu", ask, reserved_pods=("default/r",)),
+            allocation=(s.AllocationResult(request="gpu", device=s.DeviceKey(f"{N1}/gpu-s"), share_id="r-share",
+                                           consumed=(("memory", held_gib * GIB),)),)))
+        pods.append(pod("r", on="n1", priority=0))
+    return snapshot([node("n1")], pods, [shared, small], claims,
+                    {P: [entry("gpus", "default/p#gpus")], Q: [entry("gpus", "default/q#gpus")]})
+
+
+def test_shares_of_a_device_stay_within_its_capacity_and_say_what_they_consume() -> None:
+    """DRAConsumableCapacity as consumable_capacity.go computes it: 15Gi less a little, rounded up
+    to the next whole Gi from min (15Gi); each share carries it and a shareID of its own."""
+    snap = _metered_snapshot()
+    p_share = shares(alloc(P, "gpus", "gpu", f"{N1}/gpu-s"), "a", memory="15Gi")
+    q_share = shares(alloc(Q, "gpus", "gpu", f"{N1}/gpu-s"), "b", memory=str(15 * 2**30))
+    assert problems(snap, plan(snap, {P: "n1", Q: "n1"}, p_share, q_share)) == []
+    wrong = shares(alloc(Q, "gpus", "gpu", f"{N1}/gpu-s"), "b", memory="14Gi")
+    assert problems(snap, plan(snap, {P: "n1", Q: "n1"}, p_share, wrong)) == [
+        "device-capacity: default/q: claim gpus request gpu: device gpu.example.com/n1/gpu-s: consumedCapacity "
+        f"{{'memory': '14Gi'}}, upstream consumes {{'memory': {15 * GIB}}} (milli-units)"]
+    # an ordinary device with 10Gi does not fit the request at all
+    assert problems(snap, plan(snap, {P: "n1"}, alloc(P, "gpus", "gpu", f"{N1}/gpu-0"))) == [
+        f"device-capacity: default/p: claim gpus request gpu: device gpu.example.com/n1/gpu-0: capacity memory: "
+        f"{15 * GIB - 7}m is more than the device's {10 * GIB}m"]
+    # a running pod's share of 20Gi leaves room for one more 15Gi share, not two, until it is evicted
+    held = _metered_snapshot(held_gib=20)
+    assert problems(held, plan(held, {P: "n1"}, p_share)) == []
+    assert problems(held, plan(held, {P: "n1", Q: "n1"}, p_share, q_share)) == [
+        f"device-capacity: gpu.example.com/n1/gpu-s: capacity memory: the shares in use consume {50 * GIB}m, "
+        f"the device has {40 * GIB}m"]
+    assert problems(held, plan(held, {P: "n1", Q: "n1"}, p_share, q_share, evict=["default/r"])) == []
 
 
 def held_snapshot(*, reserved: tuple[str, ...] = ("default/r",), policy: str = s.PREEMPT_LOWER,

@@ -29,18 +29,21 @@ Pure model building: no I/O.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 
 from ortools.sat.python import cp_model
 
+from solver.model import consumable
 from solver.model import dra as dra_mod
 from solver.model import snapshot as s
 from solver.model.dra import AllocKey, MatchValue, Option, SharedOption
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
 
-OnType = dict[int, list[tuple[int | None, cp_model.IntVar, int]]]  # type -> (class, alloc var, its max)
+# type -> (class, alloc var, its max, the (sub)request it is for)
+OnType = dict[int, list[tuple[int | None, cp_model.IntVar, int, s.SubRequest]]]
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
@@ -62,16 +65,20 @@ def add(problem: Problem, vars: PlacementVars) -> None:
 
     def freed_var(dtype: dra_mod.DeviceType) -> cp_model.IntVar | None:
         if dtype.index not in freed_of:
-            freed_of[dtype.index] = _freed(problem, vars, dtype)
+            assert dtype.holder
+            freed_of[dtype.index] = _freed(problem, vars, dtype.holder, dtype.kept_by, f"{dtype.index}")
         return freed_of[dtype.index]
 
+    in_use: dict[int, cp_model.IntVar | int] = {}
     for t, takers in sorted(on_type.items()):
         dtype = dra.types[t]
+        if dtype.metered:
+            in_use[t] = _metered(problem, vars, dtype, takers)
         if dtype.shareable:
             continue
-        most = sum(hi for _, _, hi in takers)
+        most = sum(hi for _, _, hi, _ in takers)
         free = dtype.size if dtype.holder is None else 0
-        terms: list[cp_model.LinearExprT] = [v for _, v, _ in takers]
+        terms: list[cp_model.LinearExprT] = [v for _, v, _, _ in takers]
         if dtype.holder:
             freed = freed_var(dtype)
             if freed is not None:
@@ -81,30 +88,89 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         elif most <= free:
             continue
         m.add(cp_model.LinearExpr.sum(terms) <= free)
+    for dtype in dra.types:  # metered devices only their existing shares use
+        if dtype.metered and dtype.shares and dtype.index not in in_use:
+            in_use[dtype.index] = _metered(problem, vars, dtype, [])
     if dra.counters:
-        _counters(problem, vars, on_type, freed_var)
+        _counters(problem, vars, on_type, freed_var, in_use)
+
+
+def _metered(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType,
+             takers: list[tuple[int | None, cp_model.IntVar, int, s.SubRequest]]) -> cp_model.IntVar | int:
+    """DRAConsumableCapacity on one shareable device (``consumable_capacity.go``
+    ``CmpRequestOverCapacity``): per capacity q, what the new shares and the existing ones
+    still held consume stays within it,
+
+        Σ used(r, q)·alloc[·, r] + Σ_share used(share, q)·(1 − freed(share)) ≤ capacity(q)
+
+    and the device is in use (its counters charged once) while any share uses it. Returns
+    in use: 1, or a literal."""
+    m = vars.model
+    held: list[tuple[consumable.Used, cp_model.IntVar | None]] = [
+        (share.used, _freed(problem, vars, share.holder, share.kept_by, f"{dtype.index}/{k}") if share.holder else None)
+        for k, share in enumerate(dtype.shares)]
+    for cap in dtype.consumable:
+        coeffs: list[tuple[int, cp_model.LinearExprT]] = []
+        for _, var, _, sub in takers:
+            used = dict(dtype.uses(sub)).get(cap.name, 0)
+            if used:
+                coeffs.append((used, var))
+        fixed = 0
+        for share_used, freed in held:
+            used = dict(share_used).get(cap.name, 0)
+            if used and freed is None:
+                fixed += used
+            elif used:
+                assert freed is not None
+                fixed += used
+                coeffs.append((-used, freed))
+        if not any(c > 0 for c, _ in coeffs):
+            continue
+        g = math.gcd(*(abs(c) for c, _ in coeffs))  # keep coefficients small: divide the row through
+        m.add(cp_model.LinearExpr.sum([(c // g) * v for c, v in coeffs]) <= (cap.value - fixed) // g)
+    if any(freed is None for _, freed in held):
+        return 1
+    if not takers and not held:
+        return 0
+    use = m.new_bool_var(f"in_use[{dtype.index}]")
+    for _, var, hi, _ in takers:
+        m.add(var <= hi * use)
+    for _, freed in held:
+        assert freed is not None
+        m.add(use >= 1 - freed)
+    return use
 
 
 def _counters(problem: Problem, vars: PlacementVars, on_type: OnType,
-              freed_var: Callable[[dra_mod.DeviceType], cp_model.IntVar | None]) -> None:
+              freed_var: Callable[[dra_mod.DeviceType], cp_model.IntVar | None],
+              in_use: dict[int, cp_model.IntVar | int]) -> None:
     """DRAPartitionableDevices (dynamic-resource-allocation/structured, the allocator's
     counter check): per counter of a counter set, what the taken devices consume plus what
     the held ones still consume stays within its amount,
 
         Σ_t amount(t)·(Σ alloc[·, t] + |t|·held(t)) ≤ amount(counter)
 
-    held(t) is 1 for a held type, 1 − freed for one its holders' eviction frees. A shareable
-    type (allowMultipleAllocations) is left out: consumable capacity is not modelled."""
+    held(t) is 1 for a held type, 1 − freed for one its holders' eviction frees. A metered
+    shareable device counts once while in use (the allocator skips the check for a further
+    share); one that is not metered consumes no counters."""
     terms: dict[tuple[str, str], list[cp_model.LinearExprT]] = defaultdict(list)
     held: dict[tuple[str, str], int] = defaultdict(int)
     for dtype in problem.dra.types:
-        if dtype.shareable or not dtype.consumes:
+        if not dtype.consumes:
+            continue
+        if dtype.shareable:
+            use = in_use.get(dtype.index, 0)
+            for set_key, counter, amount in dtype.consumes:
+                if isinstance(use, int):
+                    held[set_key, counter] += amount * use
+                else:
+                    terms[set_key, counter].append(amount * use)
             continue
         takers = on_type.get(dtype.index, [])
         freed = freed_var(dtype) if dtype.holder else None
         for set_key, counter, amount in dtype.consumes:
             key = (set_key, counter)
-            terms[key].extend(amount * v for _, v, _ in takers)
+            terms[key].extend(amount * v for _, v, _, _ in takers)
             if dtype.holder is not None:
                 held[key] += amount * dtype.size
                 if freed is not None:
@@ -173,12 +239,16 @@ def _take(problem: Problem, vars: PlacementVars, slot: dra_mod.Slot, sub: s.SubR
     allocs = []
     for t in types:
         size = dra.types[t].size
-        hi = owners * (need if dra.types[t].shareable else min(need, size))
+        hi = owners * min(need, size)
         var = m.new_int_var(0, hi, f"alloc[{c},{slot.claim_entry},{sub.name},{t}]")
-        on_type[t].append((c, var, hi))
+        on_type[t].append((c, var, hi, sub))
         allocs.append((var, hi))
         if sub.all_mode:
             m.add(var == size * pick)
+        elif dra.types[t].shareable and need > size and owners > 1:
+            # a request's devices are distinct (upstream's allocator moves past each one it
+            # takes), so each owner takes at most |t| of a shareable type
+            m.add(var <= size * pick)
     if not sub.all_mode:
         m.add(cp_model.LinearExpr.sum([v for v, _ in allocs]) == need * pick)
     if slot.distinct is not None:
@@ -263,22 +333,22 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
                     m.add(var <= most * (1 - u))
 
 
-def _freed(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType) -> cp_model.IntVar | None:
-    """1 only if every holder of the type is evicted and no pending pod naming the holding
-    claim is placed; None when no class may evict them all."""
-    assert dtype.holder
-    units = [problem.units[u] for u in dtype.holder]
+def _freed(problem: Problem, vars: PlacementVars, holder: tuple[int, ...], kept_by: tuple[int, ...],
+           name: str) -> cp_model.IntVar | None:
+    """1 only if every holder (of a type, or of a metered device's share) is evicted and no
+    pending pod naming the holding claim is placed; None when no class may evict them all."""
+    units = [problem.units[u] for u in holder]
     # room freed by an eviction may be used by any pod: it is enough that some class may evict
     # every holder (the eviction itself must be necessary for someone, see preemption.py)
     if not any(all(problem.eligible(c, u) for u in units) for c in problem.classes):
         return None
     evicts = [vars.evicts(u.index) for u in units]
-    if len(evicts) == 1 and not dtype.kept_by:
+    if len(evicts) == 1 and not kept_by:
         return evicts[0]
-    freed = vars.model.new_bool_var(f"freed[{dtype.index}]")
+    freed = vars.model.new_bool_var(f"freed[{name}]")
     for e in evicts:
         vars.model.add(freed <= e)
-    for c in dtype.kept_by:  # a placed pod naming the claim keeps it allocated
+    for c in kept_by:  # a placed pod naming the claim keeps it allocated
         for node, most in problem.candidates[c].items():
             count = vars.count(c, node)
             if count is not None:

@@ -505,7 +505,7 @@ class AttributeValue(_message.Message):
     def __init__(self, bool: _Optional[bool] = ..., int: _Optional[int] = ..., string: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class Device(_message.Message):
-    __slots__ = ("driver", "pool", "name", "attributes", "capacity", "allow_multiple_allocations", "taints", "node", "node_selector", "all_nodes", "consumes_counters")
+    __slots__ = ("driver", "pool", "name", "attributes", "capacity", "allow_multiple_allocations", "taints", "node", "node_selector", "all_nodes", "consumes_counters", "capacity_policies")
     class AttributesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -520,6 +520,13 @@ class Device(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class CapacityPoliciesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: CapacityRequestPolicy
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[CapacityRequestPolicy, _Mapping]] = ...) -> None: ...
     DRIVER_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -531,6 +538,7 @@ class Device(_message.Message):
     NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     ALL_NODES_FIELD_NUMBER: _ClassVar[int]
     CONSUMES_COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_POLICIES_FIELD_NUMBER: _ClassVar[int]
     driver: str
     pool: str
     name: str
@@ -542,7 +550,28 @@ class Device(_message.Message):
     node_selector: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
     all_nodes: bool
     consumes_counters: _containers.RepeatedCompositeFieldContainer[CounterConsumption]
-    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, AttributeValue]] = ..., capacity: _Optional[_Mapping[str, str]] = ..., allow_multiple_allocations: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., node: _Optional[str] = ..., node_selector: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., all_nodes: _Optional[bool] = ..., consumes_counters: _Optional[_Iterable[_Union[CounterConsumption, _Mapping]]] = ...) -> None: ...
+    capacity_policies: _containers.MessageMap[str, CapacityRequestPolicy]
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, AttributeValue]] = ..., capacity: _Optional[_Mapping[str, str]] = ..., allow_multiple_allocations: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., node: _Optional[str] = ..., node_selector: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., all_nodes: _Optional[bool] = ..., consumes_counters: _Optional[_Iterable[_Union[CounterConsumption, _Mapping]]] = ..., capacity_policies: _Optional[_Mapping[str, CapacityRequestPolicy]] = ...) -> None: ...
+
+class CapacityRequestPolicy(_message.Message):
+    __slots__ = ("default", "valid_values", "valid_range")
+    DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    VALID_VALUES_FIELD_NUMBER: _ClassVar[int]
+    VALID_RANGE_FIELD_NUMBER: _ClassVar[int]
+    default: str
+    valid_values: _containers.RepeatedScalarFieldContainer[str]
+    valid_range: CapacityRequestPolicyRange
+    def __init__(self, default: _Optional[str] = ..., valid_values: _Optional[_Iterable[str]] = ..., valid_range: _Optional[_Union[CapacityRequestPolicyRange, _Mapping]] = ...) -> None: ...
+
+class CapacityRequestPolicyRange(_message.Message):
+    __slots__ = ("min", "max", "step")
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    min: str
+    max: str
+    step: str
+    def __init__(self, min: _Optional[str] = ..., max: _Optional[str] = ..., step: _Optional[str] = ...) -> None: ...
 
 class CounterConsumption(_message.Message):
     __slots__ = ("counter_set", "counters")
@@ -591,20 +620,29 @@ class DeviceClass(_message.Message):
     def __init__(self, name: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ..., extended_resource_name: _Optional[str] = ..., creation_timestamp: _Optional[str] = ...) -> None: ...
 
 class DeviceSubRequest(_message.Message):
-    __slots__ = ("name", "device_class", "selectors", "all", "count", "tolerations")
+    __slots__ = ("name", "device_class", "selectors", "all", "count", "tolerations", "capacity_requests")
+    class CapacityRequestsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     DEVICE_CLASS_FIELD_NUMBER: _ClassVar[int]
     SELECTORS_FIELD_NUMBER: _ClassVar[int]
     ALL_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_REQUESTS_FIELD_NUMBER: _ClassVar[int]
     name: str
     device_class: str
     selectors: _containers.RepeatedScalarFieldContainer[str]
     all: bool
     count: int
     tolerations: _containers.RepeatedCompositeFieldContainer[Toleration]
-    def __init__(self, name: _Optional[str] = ..., device_class: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ..., all: _Optional[bool] = ..., count: _Optional[int] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ...) -> None: ...
+    capacity_requests: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., device_class: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ..., all: _Optional[bool] = ..., count: _Optional[int] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., capacity_requests: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class DeviceRequest(_message.Message):
     __slots__ = ("name", "exactly", "first_available")
@@ -627,16 +665,27 @@ class DeviceConstraint(_message.Message):
     def __init__(self, requests: _Optional[_Iterable[str]] = ..., match_attribute: _Optional[str] = ..., distinct_attribute: _Optional[str] = ...) -> None: ...
 
 class AllocatedDevice(_message.Message):
-    __slots__ = ("request", "driver", "pool", "device")
+    __slots__ = ("request", "driver", "pool", "device", "share_id", "consumed_capacity")
+    class ConsumedCapacityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     DRIVER_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
+    SHARE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONSUMED_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     request: str
     driver: str
     pool: str
     device: str
-    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ...) -> None: ...
+    share_id: str
+    consumed_capacity: _containers.ScalarMap[str, str]
+    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ResourceClaim(_message.Message):
     __slots__ = ("namespace", "name", "requests", "constraints", "allocation", "allocation_nodes", "reserved_pods", "reserved_groups")
@@ -746,14 +795,25 @@ class Eviction(_message.Message):
     def __init__(self, pod: _Optional[str] = ..., node: _Optional[str] = ..., cost: _Optional[float] = ..., group: _Optional[str] = ...) -> None: ...
 
 class PlanDevice(_message.Message):
-    __slots__ = ("driver", "pool", "device")
+    __slots__ = ("driver", "pool", "device", "share_id", "consumed_capacity")
+    class ConsumedCapacityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     DRIVER_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
+    SHARE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONSUMED_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     driver: str
     pool: str
     device: str
-    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ...) -> None: ...
+    share_id: str
+    consumed_capacity: _containers.ScalarMap[str, str]
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class DeviceAllocation(_message.Message):
     __slots__ = ("pod", "pod_group", "claim", "request", "devices")

@@ -1,0 +1,181 @@
+"""DRA consumable capacity (DRAConsumableCapacity) over the typed gRPC state, on a real
+server on a loopback port, through the real client."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import grpc
+import pytest
+
+from solver import client, grpc_convert, kube, server, verify
+from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.model import plan as p
+from solver.model import snapshot as s
+from tests.grpc.conftest import _target
+
+GIB = 1 << 30
+DRIVER = "gpu.example.com"
+
+
+def _state(pods: int) -> pb.ClusterState:
+    """One node, one shareable GPU with 40Gi of memory in whole-Gi steps; ``pods`` pending
+    pods, each with its own claim (from a template) asking 15Gi of it."""
+    return pb.ClusterState(
+        nodes=[pb.Node(name="n1", allocatable={"cpu": 4000, "pods": 110})],
+        pods=[pb.Pod(namespace="d", name=f"p{k}", requests={"cpu": 500},
+                     claims=[pb.PodClaimRef(name="gpu", template="t")]) for k in range(pods)],
+        devices=[pb.Device(driver=DRIVER, pool="n1", name="gpu-0", node="n1", allow_multiple_allocations=True,
+                           capacity={"memory": "40Gi"}, capacity_policies={"memory": pb.CapacityRequestPolicy(
+                               valid_range=pb.CapacityRequestPolicyRange(min="1Gi", step="1Gi"))})],
+        device_classes=[pb.DeviceClass(name="gpu", selectors=[f'device.driver == "{DRIVER}"'])],
+        claim_templates=[pb.ResourceClaim(namespace="d", name="t", requests=[pb.DeviceRequest(
+            name="gpu", exactly=pb.DeviceSubRequest(device_class="gpu", capacity_requests={"memory": "15Gi"}))])])
+
+
+def _snapshot(state: pb.ClusterState) -> s.ClusterSnapshot:
+    return kube.snapshot_from_objects(grpc_convert.objects_from_state(state)[0])
+
+
+def test_typed_state_carries_capacity_policies_requests_and_shares_as_kubernetes_objects() -> None:
+    state = _state(1)
+    state.claims.append(pb.ResourceClaim(
+        namespace="d", name="old", requests=[pb.DeviceRequest(name="gpu", exactly=pb.DeviceSubRequest(
+            device_class="gpu", capacity_requests={"memory": "2Gi"}))],
+        allocation=[pb.AllocatedDevice(request="gpu", driver=DRIVER, pool="n1", device="gpu-0", share_id="s-1",
+                                       consumed_capacity={"memory": "2Gi"})]))
+    state.devices[0].capacity_policies["memory"].CopyFrom(pb.CapacityRequestPolicy(
+        default="1Gi", valid_range=pb.CapacityRequestPolicyRange(min="1Gi", max="32Gi", step="1Gi")))
+    objs, _ = grpc_convert.objects_from_state(state)
+    by_kind = {(o["kind"], o["metadata"]["name"]): o for o in objs}
+    device = by_kind["ResourceSlice", f"{DRIVER}-n1"]["spec"]["devices"][0]
+    assert device["capacity"] == {"memory": {"value": "40Gi", "requestPolicy": {
+        "default": "1Gi", "validRange": {"min": "1Gi", "max": "32Gi", "step": "1Gi"}}}}
+    template = by_kind["ResourceClaimTemplate", "t"]["spec"]["spec"]["devices"]["requests"][0]
+    assert template["exactly"]["capacity"] == {"requests": {"memory": "15Gi"}}
+    assert by_kind["ResourceClaim", "old"]["status"]["allocation"]["devices"]["results"] == [
+        {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-0", "shareID": "s-1",
+         "consumedCapacity": {"memory": "2Gi"}}]
+    # kube reads them: the device's consumable capacity, the request's, the existing share
+    snap = _snapshot(state)
+    (dev,) = snap.dra.devices
+    (cap,) = dev.consumable
+    assert (cap.name, cap.value) == ("memory", 40 * GIB * 1000)
+    assert cap.policy is not None and (cap.policy.default, cap.policy.min, cap.policy.max, cap.policy.step) == (
+        GIB * 1000, GIB * 1000, 32 * GIB * 1000, GIB * 1000)
+    old = snap.dra.claims[s.ClaimKey("d/old")]
+    assert old.allocation is not None
+    assert [(a.share_id, a.consumed) for a in old.allocation] == [("s-1", (("memory", 2 * GIB * 1000),))]
+
+
+def test_an_unset_policy_part_is_left_out() -> None:
+    state = _state(1)
+    state.devices[0].capacity_policies["memory"].CopyFrom(pb.CapacityRequestPolicy(valid_values=["8Gi", "16Gi"]))
+    objs, _ = grpc_convert.objects_from_state(state)
+    (device,) = next(o for o in objs if o["metadata"]["name"] == f"{DRIVER}-n1")["spec"]["devices"]
+    assert device["capacity"] == {"memory": {"value": "40Gi", "requestPolicy": {"validValues": ["8Gi", "16Gi"]}}}
+    plain = _state(1)
+    plain.devices[0].ClearField("capacity_policies")
+    plain.claims.append(pb.ResourceClaim(namespace="d", name="c", allocation=[
+        pb.AllocatedDevice(request="gpu", driver=DRIVER, pool="n1", device="gpu-0")]))
+    objs, _ = grpc_convert.objects_from_state(plain)
+    (device,) = next(o for o in objs if o["metadata"]["name"] == f"{DRIVER}-n1")["spec"]["devices"]
+    assert device["capacity"] == {"memory": {"value": "40Gi"}}
+    claim = next(o for o in objs if o["kind"] == "ResourceClaim")
+    assert claim["status"]["allocation"]["devices"]["results"] == [
+        {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}]
+
+
+def test_two_pods_share_one_device_by_its_capacity(running: server.Running) -> None:
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(_state(2))
+    assert plan.status == "OPTIMAL" and verify.verify(_snapshot(_state(2)), plan) == []
+    assert {b.pod: b.node for b in plan.bindings} == {"d/p0": "n1", "d/p1": "n1"}
+    devices = [d for a in plan.device_allocations for d in a.devices]
+    assert sorted(a.pod for a in plan.device_allocations) == ["d/p0", "d/p1"]
+    assert [(d.driver, d.pool, d.device) for d in devices] == [(DRIVER, "n1", "gpu-0")] * 2
+    assert all(d.share_id for d in devices) and len({d.share_id for d in devices}) == 2
+    assert int(dict(devices[0].consumed)["memory"]) == 15 * GIB  # 15Gi, whole units: a plain integer
+    assert [d.consumed for d in devices] == [(("memory", "16106127360"),)] * 2
+
+
+def test_a_third_share_does_not_fit(running: server.Running) -> None:
+    """3 × 15Gi > 40Gi: exactly two of the three pods get a share."""
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(_state(3))
+    assert plan.status == "OPTIMAL" and verify.verify(_snapshot(_state(3)), plan) == []
+    assert len(plan.bindings) == 2 and {b.node for b in plan.bindings} == {"n1"}
+    devices = [d for a in plan.device_allocations for d in a.devices]
+    assert sorted(a.pod for a in plan.device_allocations) == sorted(b.pod for b in plan.bindings)
+    assert len({d.share_id for d in devices}) == 2 and {d.device for d in devices} == {"gpu-0"}
+
+
+def test_an_existing_share_holds_its_capacity(running: server.Running) -> None:
+    """A running pod's claim holds a 15Gi share of the device: of two pending pods one fits."""
+    state = _state(2)
+    state.pods.append(pb.Pod(namespace="d", name="r", node="n1", requests={"cpu": 500},
+                             claims=[pb.PodClaimRef(name="gpu", claim="old")]))
+    state.claims.append(pb.ResourceClaim(
+        namespace="d", name="old", requests=state.claim_templates[0].requests, reserved_pods=["r"],
+        allocation=[pb.AllocatedDevice(request="gpu", driver=DRIVER, pool="n1", device="gpu-0", share_id="s-1",
+                                       consumed_capacity={"memory": "15Gi"})]))
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(state)
+    assert plan.status == "OPTIMAL" and verify.verify(_snapshot(state), plan) == []
+    assert len(plan.bindings) == 1 and plan.evictions == ()
+    (alloc,) = plan.device_allocations
+    (device,) = alloc.devices
+    assert alloc.pod == plan.bindings[0].pod and device.share_id not in ("", "s-1")
+
+
+def test_the_plan_keeps_share_id_and_consumed_both_ways() -> None:
+    plan = p.Plan(
+        status="OPTIMAL", workloads=(), bindings=(), evictions=(), stats={},
+        objective=p.Objective(satisfied_workloads=0, satisfied_by_priority={}, placed_pods=0, pdb_violations=0,
+                              preemption_cost=0.0, evicted_pods=0, preemption_cost_bound=0.0, gap=0.0),
+        device_allocations=(p.DeviceAllocation(pod="d/p0", claim="gpu", request="gpu", devices=(
+            p.PlanDevice(driver=DRIVER, pool="n1", device="gpu-0", share_id="a1b2",
+                         consumed=(("cores", "1500m"), ("memory", "16106127360"))),
+            p.PlanDevice(driver=DRIVER, pool="n1", device="gpu-1"))),))
+    msg = grpc_convert.plan_to_proto(plan)
+    first = msg.device_allocations[0].devices[0]
+    assert first.share_id == "a1b2" and dict(first.consumed_capacity) == {"cores": "1500m", "memory": "16106127360"}
+    back = grpc_convert.plan_from_proto(pb.Plan.FromString(msg.SerializeToString()))
+    assert back.device_allocations == plan.device_allocations
+    assert [d.to_dict() for d in back.device_allocations] == [d.to_dict() for d in plan.device_allocations]
+
+
+def _policy_for_no_capacity(state: pb.ClusterState) -> None:
+    state.devices[0].capacity_policies["cores"].CopyFrom(pb.CapacityRequestPolicy(default="1"))
+
+
+def _range_without_min(state: pb.ClusterState) -> None:
+    state.devices[0].capacity_policies["memory"].valid_range.min = ""
+
+
+def _negative_request(state: pb.ClusterState) -> None:
+    state.claim_templates[0].requests[0].exactly.capacity_requests["memory"] = "-1Gi"
+
+
+def _bad_consumed(state: pb.ClusterState) -> None:
+    state.claims.append(pb.ResourceClaim(namespace="d", name="old", allocation=[pb.AllocatedDevice(
+        request="gpu", driver=DRIVER, pool="n1", device="gpu-0", share_id="s-1", consumed_capacity={"memory": "x"})]))
+
+
+@pytest.mark.parametrize(("spoil", "expected"), [
+    (_policy_for_no_capacity, "state.devices[0].capacity_policies[cores]: names no capacity of the device"),
+    (_range_without_min, "state: devices[0] (ResourceSlice/gpu.example.com-n1): "
+     "spec.devices[0].capacity[memory].requestPolicy.validRange.min: missing"),
+    (_negative_request, "state: claim_templates[0] (ResourceClaimTemplate/d/t): "
+     "spec.spec.devices.requests[0].exactly.capacity.requests[memory]: negative quantity '-1Gi'"),
+    (_bad_consumed, "state: claims[0] (ResourceClaim/d/old): "
+     "status.allocation.devices.results[0].consumedCapacity[memory]: unparsable quantity 'x'"),
+], ids=["policy_for_no_capacity", "range_without_min", "negative_request", "bad_consumed"])
+def test_bad_capacity_input_is_invalid_argument_naming_the_field(running: server.Running, spoil: Callable[[pb.ClusterState], None],
+                                                                  expected: str) -> None:
+    state = _state(1)
+    spoil(state)
+    with client.PlacementClient(_target(running)) as c, pytest.raises(grpc.RpcError) as bad:
+        c.stub.Solve(pb.SolveRequest(state=state))
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert bad.value.details() == expected
