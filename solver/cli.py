@@ -5,6 +5,7 @@
     gangplace --version
     gangplace bench [SNAPSHOT|DIR ...] [--suite NAME] [--alibaba TRACE_DIR] [--repeat N] [--time-limit S]
                     [--workers N] [--out results.jsonl] [--plot PATH.png]
+    gangplace bench --fgd WORKLOAD --trace TRACE_DIR [--seeds 42-51] [--fgd-policy P] [--fgd-window K]
     gangplace solve SNAPSHOT --server HOST:PORT [...]
     gangplace serve [--port 50051] [--metrics-port 9090] [--max-inflight N] [--max-message-mb MB]
     gangplace replan SNAPSHOT|DIR ... [--shard I/N] [--out DIR] [--time-limit S]
@@ -181,6 +182,17 @@ def _parser() -> argparse.ArgumentParser:
                        help="add a generated suite (repeatable)")
     bench.add_argument("--alibaba", metavar="TRACE_DIR",
                        help="add cases converted from the Alibaba GPU trace (cluster-trace-gpu-v2023) there")
+    bench.add_argument("--fgd", metavar="WORKLOAD",
+                       help="run the FGD GPU-sharing protocol on this openb pod list (openb_pod_list_default) "
+                            "instead: needs --trace")
+    bench.add_argument("--trace", metavar="TRACE_DIR",
+                       help="the openb trace (cluster-trace-gpu-v2023: csv/, fgd-expected-results/) for --fgd")
+    bench.add_argument("--seeds", default="42-51", metavar="A-B",
+                       help="--fgd: the protocol's seeds (42-51, as the paper)")
+    bench.add_argument("--fgd-policy", action="append", choices=["gangplace", "baseline"], default=[],
+                       help="--fgd: who places each task (repeatable; gangplace)")
+    bench.add_argument("--fgd-window", type=_positive, default=1, metavar="K",
+                       help="--fgd: plan the arrivals K at a time, jointly (1: online, each on arrival)")
     bench.add_argument("--repeat", type=_positive, default=3, metavar="N", help="gangplace solves per case (3)")
     bench.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                        help="deadline per plan after the snapshot is read (60)")
@@ -256,7 +268,39 @@ def _progress(done: int, total: int, name: str) -> None:
         print(file=sys.stderr)
 
 
+def _fgd(args: argparse.Namespace) -> int:
+    from solver.bench import fgd
+
+    if not args.trace:
+        print("gangplace: bench --fgd needs --trace TRACE_DIR (the openb trace)", file=sys.stderr)
+        return 2
+    try:
+        seeds = fgd.seeds_arg(args.seeds)
+    except ValueError as e:
+        print(f"gangplace: --{e}", file=sys.stderr)
+        return 2
+    nodes, tasks = fgd.load_nodes(Path(args.trace)), fgd.load_tasks(Path(args.trace), args.fgd)
+    runs = []
+    for policy in args.fgd_policy or ["gangplace"]:
+        place = fgd.planner(baseline=policy == "baseline", time_limit=args.time_limit)
+        for seed in seeds:
+            name = policy if args.fgd_window == 1 else f"{policy} window {args.fgd_window}"
+            r = fgd.run(nodes, tasks, seed, name, place, window=args.fgd_window)
+            runs.append(r)
+            print(f"{args.fgd} {policy} seed {seed}: alloc {r.alloc.get(100)} % @100, "
+                  f"{r.alloc.get(round(fgd.TUNE * 100))} % @130, frag {r.frag.get(100)} % @100, "
+                  f"{r.placed}/{r.arrived} placed, {r.seconds:.0f} s", file=sys.stderr)
+            if args.out:
+                with open(args.out, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(fgd.to_json(args.fgd, r)) + "\n")
+    print(fgd.table(args.fgd, runs, fgd.published(Path(args.trace), args.fgd), len(nodes),
+                    sum(n.gpus for n in nodes)))
+    return 0
+
+
 def _bench(args: argparse.Namespace) -> int:
+    if args.fgd:
+        return _fgd(args)
     cases = _bench_cases(args)
     if not cases:
         print("gangplace: bench needs snapshots or --suite", file=sys.stderr)

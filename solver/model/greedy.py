@@ -319,7 +319,11 @@ class _State:
                 return True
         return False
 
-    def fullness(self, node: s.NodeName) -> float:
+    def fullness(self, node: s.NodeName) -> tuple[float, float]:
+        """How full ``node`` is, for packing: its own DRA devices first (the share in use), then
+        cpu and memory (MostAllocated). Devices first, as a node's devices are what is scarce on
+        it: on the FGD GPU-sharing protocol (openb, 130 %, seed 42) devices first placed 94.4 %
+        of the GPU milli, cpu and memory only 90.5 % (docs/fgd.md)."""
         alloc = self.nodes[node].allocatable
         running, new = self.running_on(node), self._new.get(node)
         score = 0.0
@@ -327,7 +331,7 @@ class _State:
             total = alloc.get(res, 0)
             if total > 0:
                 score += (running.get(res, 0) + (new.get(res, 0) if new else 0)) / total
-        return score
+        return self.dev.fullness(node), score
 
 
 def baseline(problem: Problem, stop: Callable[[], bool] | None = None) -> Assignment:
@@ -851,12 +855,14 @@ def _fullest_first(state: _State, cand: Mapping[s.NodeName, int],
     rest is walked lazily in name order, so a class that fits on the first few empty nodes
     never looks at the others."""
     if allowed is not None:
-        nodes = sorted((n for n in allowed if n in cand), key=lambda n: (-state.fullness(n), n))
+        full = {n: state.fullness(n) for n in allowed if n in cand}
+        nodes = sorted(full, key=lambda n: (-full[n][0], -full[n][1], n))
         yield from nodes
         return
     scores = {n: state.fullness(n) for n in state.touched if n in cand}
-    yield from sorted((n for n, f in scores.items() if f > 0), key=lambda n: (-scores[n], n))
-    yield from (n for n in state.by_name if n in cand and scores.get(n, 0.0) == 0.0)
+    empty = (0.0, 0.0)
+    yield from sorted((n for n, f in scores.items() if f > empty), key=lambda n: (-scores[n][0], -scores[n][1], n))
+    yield from (n for n in state.by_name if n in cand and scores.get(n, empty) == empty)
 
 
 # scheduler/util DefaultMilliCPURequest, DefaultMemoryRequest

@@ -59,6 +59,10 @@ class Devices:
         self.shared_reach: dict[int, frozenset[s.NodeName]] = {}
         # (counter set, counter) -> (type, amount) of the types consuming it (partitionable devices)
         self.consumers: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+        self.local: dict[s.NodeName, list[int]] = defaultdict(list)  # node -> its node-local types
+        for dtype in dra.types:
+            if dtype.node is not None:
+                self.local[dtype.node].append(dtype.index)
         for dtype in dra.types:
             if not dtype.shareable or dtype.metered:
                 for set_key, counter, amount in dtype.consumes:
@@ -77,8 +81,32 @@ class Devices:
         dtype = self.dra.types[t]
         return self.used[t] + (extra.n[t] if extra else 0) > 0 or any(self._share_held(sh) for sh in dtype.shares)
 
-    def capacity_room(self, t: int, sub: s.SubRequest, extra: Load | None) -> int:
-        """Shares of metered type ``t`` for ``sub`` its capacities still allow."""
+    def fullness(self, node: s.NodeName) -> float:
+        """The share of ``node``'s own devices in use (0..1): devices taken or still held, and of
+        a metered device the share of its capacities its shares use."""
+        types = self.local.get(node)
+        if not types:
+            return 0.0
+        used = total = 0.0
+        for t in types:
+            dtype = self.dra.types[t]
+            total += dtype.size
+            if dtype.metered:
+                used += self._metered_use(t)
+            elif not dtype.shareable:
+                used += min(dtype.size, self.used[t] + (dtype.size if dtype.holder is not None and self.supply(t) == 0
+                                                        else 0))
+        return used / total if total else 0.0
+
+    def _metered_use(self, t: int) -> float:
+        dtype = self.dra.types[t]
+        if not dtype.consumable:
+            return float(self._in_use(t, None))
+        in_use = self._capacity_in_use(t, None)
+        return sum(min(1.0, in_use[c.name] / c.value) if c.value else 1.0 for c in dtype.consumable) / len(
+            dtype.consumable)
+
+    def _capacity_in_use(self, t: int, extra: Load | None) -> Counter[str]:
         dtype = self.dra.types[t]
         in_use: Counter[str] = Counter()
         for share in dtype.shares:
@@ -86,7 +114,22 @@ class Devices:
                 in_use.update(dict(share.used))
         for cap in dtype.consumable:
             in_use[cap.name] += self.load.cap[t, cap.name] + (extra.cap[t, cap.name] if extra else 0)
-        room = consumable.room(dtype.uses(sub), dtype.consumable, in_use)
+        return in_use
+
+    def _left_after(self, t: int, sub: s.SubRequest, extra: Load | None) -> float:
+        """The share of a metered device's capacity one more share for ``sub`` leaves (the
+        least over its capacities; 1.0 for a device that is not metered by capacity)."""
+        dtype = self.dra.types[t]
+        if not dtype.metered or not dtype.consumable:
+            return 1.0
+        in_use, uses = self._capacity_in_use(t, extra), dict(dtype.uses(sub))
+        return min(((c.value - in_use[c.name] - uses.get(c.name, 0)) / c.value for c in dtype.consumable if c.value),
+                   default=1.0)
+
+    def capacity_room(self, t: int, sub: s.SubRequest, extra: Load | None) -> int:
+        """Shares of metered type ``t`` for ``sub`` its capacities still allow."""
+        dtype = self.dra.types[t]
+        room = consumable.room(dtype.uses(sub), dtype.consumable, self._capacity_in_use(t, extra))
         return INF if room is None else room
 
     def supply(self, t: int) -> int:
@@ -204,8 +247,12 @@ class Devices:
         local = extra.copy()  # with what this request took so far (shared counters)
         left = need
         seen_values: set[MatchValue] = set()
-        # free devices first, then devices an eviction freed; then by type index
-        for t in sorted(types, key=lambda t: (self.dra.types[t].holder is not None, t)):
+        # free devices first, then devices an eviction freed; shares on the fullest metered device
+        # that still takes them (best fit: whole devices stay whole); then by type index
+        def order(t: int) -> tuple[bool, float, int]:
+            return self.dra.types[t].holder is not None, self._left_after(t, sub, local), t
+
+        for t in sorted(types, key=order):
             if left == 0:
                 break
             room = min(self.free(t, local, sub), self.dra.types[t].size)  # a request's devices are distinct

@@ -216,3 +216,37 @@ def test_the_control_plane_case_shares_one_device() -> None:
     assert _shares(allocs) == [("default/p0", "gpu-s", str(15 * GI)), ("default/p1", "gpu-s", str(GI))]
     assert _plan(*shared_case("41Gi"))[0] == {}
 
+
+
+def test_shares_pack_onto_the_fullest_device_that_still_takes_them() -> None:
+    """The solver's hint (and so a plan with nothing else to decide) packs: a 600-milli share goes
+    to the node whose devices are fuller (though the other node's cpu is fuller), not to the
+    node with a whole GPU; and inside a node to the GPU it fills best, keeping whole GPUs whole.
+    Both are only preferences: every choice here is as good on every tier."""
+    def gpu(name: str) -> dict[str, Any]:
+        d = device(name)
+        d["allowMultipleAllocations"] = True
+        d["capacity"] = {"milli": {"value": "1000"}}
+        return d
+
+    def used(node_name: str, device_name: str, milli: int) -> list[Any]:
+        held = claim(f"r-{node_name}", request("gpu"), allocated=[(node_name, device_name)], node=node_name,
+                     reserved_for=[f"r-{node_name}"])
+        held.obj["status"]["allocation"]["devices"]["results"][0].update(
+            {"shareID": f"share-{node_name}", "consumedCapacity": {"milli": str(milli)}})
+        return [held, with_claims(pod(f"r-{node_name}").on(node_name).cpu_m(100).priority(1000),
+                                  gpu=f"claim:r-{node_name}")]
+
+    ask = request("gpu")
+    ask["exactly"]["capacity"] = {"requests": {"milli": "600"}}
+    across = [node("n0").cpu_m(8000), node("n1").cpu_m(8000), GPU_CLASS,
+              resource_slice("n0-gpus", [gpu("gpu-0")], node="n0"), resource_slice("n1-gpus", [gpu("gpu-0")], node="n1"),
+              *used("n1", "gpu-0", 400), pod("busy").on("n0").cpu_m(6000).priority(1000),  # n0: cpu fuller
+              claim_template("t", ask), *_pods(1, "t")]
+    plan = api.plan(snapshot(*across))
+    assert [(b.node, d.device) for b in plan.bindings for a in plan.device_allocations for d in a.devices] == [
+        ("n1", "gpu-0")]
+    inside = [node("n0").cpu_m(8000), GPU_CLASS, resource_slice("n0-gpus", [gpu("gpu-0"), gpu("gpu-1")], node="n0"),
+              *used("n0", "gpu-1", 400), claim_template("t", ask), *_pods(1, "t")]
+    plan = api.plan(snapshot(*inside))
+    assert [d.device for a in plan.device_allocations for d in a.devices] == ["gpu-1"]

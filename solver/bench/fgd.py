@@ -1,0 +1,492 @@
+"""The FGD GPU-sharing protocol on the openb trace, with the GPUs as DRA devices.
+
+The trace (Alibaba cluster-trace-gpu-v2023, "openb") and the protocol are those of Weng et
+al., *Beware of Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient
+Descent*, USENIX ATC'23 (cite it; the data is read from wherever it lies, never copied into
+this repository). The authors' per-seed results (``fgd-expected-results/``) are read from
+the same place and printed beside ours, never typed in.
+
+The cluster: the 1,213 GPU nodes (``openb_node_list_gpu_node.csv``). Each GPU is a DRA
+device of the node's ResourceSlice (driver ``gpu.openb``, attribute ``model``), shared by
+consumable capacity: ``allowMultipleAllocations`` and a capacity ``milli`` of 1000.
+
+A task (a row of a pod list) is one pod: its cpu and memory as container requests and,
+with GPUs, one claim of ``num_gpu`` devices each asking ``gpu_milli`` of ``milli`` (a whole
+GPU asks all 1000, so only a free GPU takes it); a ``gpu_spec`` is a CEL selector on the
+model. CPU-only tasks ask no claim.
+
+Arrivals (``arrivals``): the pod list shuffled by the seed and repeated, reshuffled, until the
+GPU milli asked reaches ``tune`` (1.3) times the cluster's; each task is placed at arrival or
+fails, and nothing ever leaves. At each whole percent k of arrived GPU requests (the GPU
+milli asked by every arrived task, placed or not, over the cluster's) the allocation ratio
+(GPU milli allocated over the cluster's) is recorded.
+
+Placement (``run``): one task at a time, as gangplace plans it (``api.plan`` on a snapshot
+of the cluster as it is then) or as its upstream-greedy baseline does. Tasks never leave and
+nothing may be preempted, so what a node has taken is only less room: the snapshot holds no
+running pods, each node's allocatable is what is left and each GPU's capacity what is left
+of it (a GPU with none left is no device). Nodes in the same state (model, cpu, memory and
+the GPUs' room) are interchangeable, so the snapshot holds one of each state (the first by
+name); the plan's node stands for its state.
+
+Pure but for ``load_*``, which read the CSV files.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from solver.model.errors import SolverError
+
+DRIVER = "gpu.openb"
+GPU_CLASS = "openb-gpu"
+NS = "fgd"
+MILLI = 1000
+TUNE = 1.3
+WORKLOADS_DIR = "csv"
+RESULTS_DIR = "fgd-expected-results"
+
+
+class FgdError(SolverError, ValueError):
+    """Bad trace input, naming the file and row."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuNode:
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    gpus: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int  # per GPU
+    spec: tuple[str, ...] = ()  # GPU models it may run on; () any
+
+    @property
+    def gpu_request(self) -> int:
+        return self.num_gpu * self.gpu_milli
+
+
+# ---- reading ---------------------------------------------------------------------------
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    with path.open(encoding="utf-8", newline="") as f:
+        yield from enumerate(csv.DictReader(f), start=2)
+
+
+def _int(path: Path, i: int, row: dict[str, str], column: str) -> int:
+    raw = (row.get(column) or "").strip()
+    if not raw.isdigit():
+        raise FgdError(f"{path.name} row {i}: {column}: {raw[:40]!r} is not a non-negative integer")
+    return int(raw)
+
+
+def load_nodes(trace_dir: Path) -> list[GpuNode]:
+    path = _csv_dir(trace_dir) / "openb_node_list_gpu_node.csv"
+    out = []
+    for i, row in _rows(path):
+        gpus = _int(path, i, row, "gpu")
+        if gpus == 0:
+            continue
+        out.append(GpuNode(name=row["sn"], cpu_milli=_int(path, i, row, "cpu_milli"),
+                           memory_mib=_int(path, i, row, "memory_mib"), gpus=gpus, model=(row.get("model") or "")))
+    return out
+
+
+def load_tasks(trace_dir: Path, workload: str) -> list[Task]:
+    path = _csv_dir(trace_dir) / f"{workload}.csv"
+    if not path.exists():
+        raise FgdError(f"{path}: no such pod list (workloads are named like openb_pod_list_default)")
+    out = []
+    for i, row in _rows(path):
+        num_gpu, milli = _int(path, i, row, "num_gpu"), _int(path, i, row, "gpu_milli")
+        if num_gpu and not 0 < milli <= MILLI:
+            raise FgdError(f"{path.name} row {i}: gpu_milli: {milli} is not in 1..1000")
+        spec = tuple(m for m in (row.get("gpu_spec") or "").split("|") if m)
+        out.append(Task(name=row["name"], cpu_milli=_int(path, i, row, "cpu_milli"),
+                        memory_mib=_int(path, i, row, "memory_mib"), num_gpu=num_gpu,
+                        gpu_milli=milli if num_gpu else 0, spec=spec))
+    return out
+
+
+def _csv_dir(trace_dir: Path) -> Path:
+    base = Path(trace_dir)
+    return base / WORKLOADS_DIR if (base / WORKLOADS_DIR).is_dir() else base
+
+
+# ---- the protocol ------------------------------------------------------------------------
+
+def arrivals(tasks: Sequence[Task], capacity: int, seed: int, tune: float = TUNE) -> list[Task]:
+    """The tasks in arrival order, as the authors' simulator builds them (``TunePodsByNodeTotalResource``),
+    with Python's generator in place of Go's (so the same in distribution, not seed for seed):
+    every task shuffled by ``seed``; below ``tune`` × ``capacity`` of GPU milli asked, clones
+    drawn with replacement from the list (by name) are appended until the next one's per-GPU
+    milli would pass the target (CPU-only clones always pass); above it, random tasks are
+    dropped until the total is within it."""
+    if not any(t.gpu_request for t in tasks):
+        raise FgdError("the pod list asks for no GPU: the protocol's arrivals never reach its target")
+    rng = random.Random(seed)
+    by_name = sorted(tasks, key=lambda t: t.name)
+    order = list(by_name)
+    rng.shuffle(order)
+    target = tune * capacity
+    total = sum(t.gpu_request for t in order)
+    if total < target:
+        while True:
+            clone = by_name[rng.randrange(len(by_name))]
+            if total + clone.gpu_milli > target:
+                break
+            order.append(clone)
+            total += clone.gpu_request
+    while total > target:
+        dropped = order.pop(rng.randrange(len(order)))
+        total -= dropped.gpu_request
+    return order
+
+
+# ---- fragmentation (the paper's measure) ----------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Typical:
+    """A task shape of the pod list and its weight (``GetTypicalPods``): shapes by cpu, GPU milli,
+    GPU count and spec (memory aside), most frequent first, up to 95 % of the tasks, weights
+    renormalised."""
+
+    cpu_milli: int
+    gpu_milli: int
+    num_gpu: int
+    spec: tuple[str, ...]
+    weight: float
+
+
+def typical(tasks: Sequence[Task], popularity: float = 0.95) -> list[Typical]:
+    counts: dict[tuple[int, int, int, tuple[str, ...]], int] = {}
+    for t in tasks:
+        key = (t.cpu_milli, t.gpu_milli, t.num_gpu, t.spec)
+        counts[key] = counts.get(key, 0) + 1
+    # most frequent first; ties: the larger shape first
+    shapes = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+    kept, seen = [], 0
+    for key, n in shapes:
+        kept.append((key, n))
+        seen += n
+        if seen >= popularity * len(tasks):
+            break
+    return [Typical(cpu_milli=k[0], gpu_milli=k[1], num_gpu=k[2], spec=k[3], weight=n / seen) for k, n in kept]
+
+
+def node_frag(st: NodeState, shapes: Sequence[Typical]) -> float:
+    """The GPU milli of one node that the typical tasks, weighted, cannot use."""
+    idle = sum(st.free)
+    out = 0.0
+    for sh in shapes:
+        if not sh.gpu_milli or (sh.spec and st.node.model not in sh.spec):
+            out += sh.weight * idle  # a CPU-only task, or a model it may not use: every idle GPU milli
+            continue
+        fits = sum(1 for f in st.free if f >= sh.gpu_milli) >= sh.num_gpu
+        if fits and st.cpu >= sh.cpu_milli:
+            out += sh.weight * sum(f for f in st.free if f < sh.gpu_milli)  # GPUs too full for it
+        else:
+            out += sh.weight * idle
+    return out
+
+
+def frag_percent(cluster: Cluster, shapes: Sequence[Typical]) -> float:
+    """The cluster's fragmented GPU milli, % of its GPU capacity ("Frag / Total")."""
+    return 100 * sum(node_frag(st, shapes) for st in cluster.nodes) / cluster.capacity
+
+
+@dataclass(slots=True)
+class NodeState:
+    node: GpuNode
+    cpu: int
+    memory: int
+    free: list[int]  # per GPU, milli left
+
+    def key(self) -> tuple[object, ...]:
+        return (self.node.model, self.cpu, self.memory, tuple(sorted(self.free)))
+
+
+@dataclass(slots=True)
+class Cluster:
+    nodes: list[NodeState]
+    capacity: int = 0  # GPU milli
+    allocated: int = 0
+    by_name: dict[str, NodeState] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_name = {st.node.name: st for st in self.nodes}
+
+    @staticmethod
+    def of(nodes: Sequence[GpuNode]) -> Cluster:
+        states = [NodeState(n, n.cpu_milli, n.memory_mib, [MILLI] * n.gpus)
+                  for n in sorted(nodes, key=lambda n: n.name)]
+        return Cluster(nodes=states, capacity=MILLI * sum(n.gpus for n in nodes))
+
+    def may_fit(self, st: NodeState, t: Task) -> bool:
+        """Cpu, memory, model and GPU room (a quick filter; the plan decides)."""
+        if st.cpu < t.cpu_milli or st.memory < t.memory_mib:
+            return False
+        if not t.num_gpu:
+            return True
+        if t.spec and st.node.model not in t.spec:
+            return False
+        return sum(1 for f in st.free if f >= t.gpu_milli) >= t.num_gpu
+
+    def place(self, name: str, t: Task, gpus: Sequence[int]) -> NodeState:
+        st = self.by_name[name]
+        if st.cpu < t.cpu_milli or st.memory < t.memory_mib or len(gpus) != t.num_gpu or len(set(gpus)) != len(gpus):
+            raise FgdError(f"task {t.name} does not fit node {name} as planned")
+        for g in gpus:
+            if st.free[g] < t.gpu_milli:
+                raise FgdError(f"task {t.name}: GPU {g} of node {name} has {st.free[g]} milli left")
+            st.free[g] -= t.gpu_milli
+        st.cpu -= t.cpu_milli
+        st.memory -= t.memory_mib
+        self.allocated += t.gpu_request
+        return st
+
+
+# ---- the cluster and a task as Kubernetes objects -----------------------------------------
+
+def objects(cluster: Cluster, tasks: Sequence[tuple[str, Task]]) -> tuple[list[dict[str, Any]], set[str]]:
+    """The snapshot gangplace plans tasks (pod name, task) on: of the nodes in each state that
+    may take one of them, as many as there are tasks (the first by name), each with its whole
+    allocatable, what the tasks placed there use as one running pod (``used-<node>``) whose
+    claim holds a share of each GPU they use (consumedCapacity), and the GPUs as devices; the
+    GPU class; each task's pod and claim template. Also the names of the nodes it holds."""
+    objs: list[dict[str, Any]] = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                   "metadata": {"name": GPU_CLASS},
+                                   "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}]
+    seen: dict[tuple[object, ...], int] = {}
+    names: set[str] = set()
+    for st in cluster.nodes:
+        key = st.key()
+        if seen.get(key, 0) >= len(tasks) or not any(cluster.may_fit(st, t) for _, t in tasks):
+            continue
+        seen[key] = seen.get(key, 0) + 1
+        n = st.node
+        names.add(n.name)
+        objs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name, "labels": {
+            "kubernetes.io/hostname": n.name}}, "status": {"allocatable": {
+                "cpu": f"{n.cpu_milli}m", "memory": f"{n.memory_mib}Mi", "pods": "10000"}}})
+        objs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": n.name},
+                     "spec": {"driver": DRIVER, "pool": {"name": n.name, "generation": 1, "resourceSliceCount": 1},
+                              "nodeName": n.name, "devices": [
+                                  {"name": f"gpu-{g}", "attributes": {"model": {"string": n.model}},
+                                   "allowMultipleAllocations": True, "capacity": {"milli": {"value": str(MILLI)}}}
+                                  for g in range(n.gpus)]}})
+        if st.cpu < n.cpu_milli or st.memory < n.memory_mib or any(f < MILLI for f in st.free):
+            objs.extend(_used(st))
+    for name, t in tasks:
+        objs.extend(_task(name, t))
+    return objs, names
+
+
+def _task(name: str, t: Task) -> list[dict[str, Any]]:
+    """A task's pod and (with GPUs) its claim template."""
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+                           "spec": {"containers": [{"name": "task", "resources": {"requests": {
+                               "cpu": f"{t.cpu_milli}m", "memory": f"{t.memory_mib}Mi"}}}]}}
+    if not t.num_gpu:
+        return [pod]
+    exactly: dict[str, Any] = {"deviceClassName": GPU_CLASS, "count": t.num_gpu,
+                               "capacity": {"requests": {"milli": str(t.gpu_milli)}}}
+    if t.spec:
+        models = ", ".join(f'"{m}"' for m in t.spec)
+        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].model in [{models}]'}}]
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": name}]
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+             "metadata": {"name": name, "namespace": NS},
+             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}, pod]
+
+
+def _used(st: NodeState) -> list[dict[str, Any]]:
+    """What the tasks on a node use, as one running pod and (with GPUs) its allocated claim."""
+    n, name = st.node, f"used-{st.node.name}"
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+                           "spec": {"nodeName": n.name, "containers": [{"name": "tasks", "resources": {"requests": {
+                               "cpu": f"{n.cpu_milli - st.cpu}m", "memory": f"{n.memory_mib - st.memory}Mi"}}}]},
+                           "status": {"phase": "Running"}}
+    results = [{"request": "gpu", "driver": DRIVER, "pool": n.name, "device": f"gpu-{g}", "shareID": f"{name}-{g}",
+                "consumedCapacity": {"milli": str(MILLI - left)}} for g, left in enumerate(st.free) if left < MILLI]
+    if not results:
+        return [pod]
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name}]
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": NS},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS,
+                                                                          "allocationMode": "All"}}]}},
+             "status": {"allocation": {"devices": {"results": results}},
+                        "reservedFor": [{"resource": "pods", "name": name, "uid": name}]}}
+    return [pod, claim]
+
+
+# ---- a run ---------------------------------------------------------------------------------
+
+# a policy places tasks: the objects -> pod name -> (node, GPU indices); a task left out fails
+Policy = Callable[[list[dict[str, Any]]], dict[str, tuple[str, list[int]]]]
+
+
+@dataclass(slots=True)
+class Run:
+    policy: str
+    seed: int
+    arrived: int = 0
+    placed: int = 0
+    seconds: float = 0.0
+    # k -> mean over the attempts made while arrived GPU requests rounded to k % of capacity:
+    # the allocation ratio (%), and the fragmented GPU milli (% of capacity), as the paper's
+    # analysis discretises them
+    alloc: dict[int, float] = field(default_factory=dict)
+    frag: dict[int, float] = field(default_factory=dict)
+
+
+def _discrete(samples: dict[int, list[float]], top: int) -> dict[int, float]:
+    """k -> mean of the samples at k; a k without any: those at k-1..k+1 (as the paper's scripts)."""
+    out = {}
+    for k in range(top + 1):
+        near = samples.get(k) or [v for j in (k - 1, k, k + 1) for v in samples.get(j, ())]
+        if near:
+            out[k] = round(sum(near) / len(near), 2)
+    return out
+
+
+def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name: str, policy: Policy, *,
+        tune: float = TUNE, window: int = 1, progress: Callable[[Run, int], None] | None = None) -> Run:
+    """One seed of the protocol under ``policy``: the arrivals in windows of ``window`` tasks
+    (1: online, each on arrival), each window placed jointly or failed; the allocation ratio and
+    the fragmentation (against ``typical(tasks)``) sampled after every attempt (in a window,
+    every task of it sees the window's outcome)."""
+    cluster = Cluster.of(nodes)
+    order = arrivals(tasks, cluster.capacity, seed, tune)
+    shapes = typical(tasks)
+    per_node = {st.node.name: node_frag(st, shapes) for st in cluster.nodes}
+    fragmented = sum(per_node.values())
+    out = Run(policy=policy_name, seed=seed)
+    alloc: dict[int, list[float]] = {}
+    frag: dict[int, list[float]] = {}
+    asked = 0
+    start = time.perf_counter()
+    for first in range(0, len(order), window):
+        batch = [(f"t{i}-{t.name}", t) for i, t in enumerate(order[first:first + window], start=first)]
+        objs, names = objects(cluster, batch)
+        chosen = policy(objs) if names else {}  # no node may take any: they fail
+        for name, t in batch:
+            if name in chosen:
+                node, gpus = chosen[name]
+                st = cluster.place(node, t, gpus)
+                fragmented -= per_node[st.node.name]
+                per_node[st.node.name] = node_frag(st, shapes)
+                fragmented += per_node[st.node.name]
+                out.placed += 1
+        for _, t in batch:
+            asked += t.gpu_request
+            out.arrived += 1
+            k = round(100 * asked / cluster.capacity)  # half to even, as numpy's round
+            alloc.setdefault(k, []).append(100 * cluster.allocated / cluster.capacity)
+            frag.setdefault(k, []).append(100 * fragmented / cluster.capacity)
+        if progress is not None:
+            progress(out, first)
+    out.seconds = time.perf_counter() - start
+    top = round(tune * 100)
+    out.alloc, out.frag = _discrete(alloc, top), _discrete(frag, top)
+    return out
+
+
+def planner(*, baseline: bool = False, time_limit: float = 10.0, check: bool = True) -> Policy:
+    """gangplace (``api.plan``), or its upstream-greedy baseline, as a policy; ``check``: every
+    plan passes the verifier."""
+    from solver import api, kube, verify
+
+    options = api.PlanOptions(time_limit=time_limit, baseline_only=baseline)
+
+    def place(objs: list[dict[str, Any]]) -> dict[str, tuple[str, list[int]]]:
+        snap = kube.snapshot_from_objects(objs)
+        plan = api.plan(snap, options)
+        if check:
+            problems = verify.verify(snap, plan)
+            if problems:
+                raise FgdError(f"the plan fails the verifier: {problems[0]}")
+        gpus: dict[str, list[int]] = {}
+        for a in plan.device_allocations:
+            gpus.setdefault(a.pod.split("/", 1)[1], []).extend(int(d.device.removeprefix("gpu-")) for d in a.devices)
+        return {b.pod.split("/", 1)[1]: (b.node, gpus.get(b.pod.split("/", 1)[1], [])) for b in plan.bindings}
+
+    return place
+
+
+
+# ---- the report ----------------------------------------------------------------------------
+
+def seeds_arg(text: str) -> list[int]:
+    """``42-51`` or ``42,43`` -> the seeds."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"seeds: {text[:40]!r} is not like 42-51 or 42,43")
+        out.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+    if not out:
+        raise ValueError("seeds: none given")
+    return out
+
+
+def published(trace_dir: Path, workload: str) -> list[dict[str, str]]:
+    """The authors' numbers for ``workload`` (``summary_mean_over_seeds.csv``: per policy, the
+    mean and deviation over seeds 42-51 of the allocation ratio at 100 % and 130 % and the
+    fragmentation at 100 %); [] when the file is not there."""
+    path = Path(trace_dir) / RESULTS_DIR / "summary_mean_over_seeds.csv"
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8", newline="") as f:
+        return [row for row in csv.DictReader(f) if row.get("workload") == workload]
+
+
+def _mean_std(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return f"{mean:.2f}"
+    std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return f"{mean:.2f} ±{std:.2f}"
+
+
+def table(workload: str, runs: Sequence[Run], paper: Sequence[dict[str, str]], nodes: int, gpus: int) -> str:
+    """Our runs per policy (mean ± sample deviation over the seeds) beside the paper's."""
+    seeds = sorted({r.seed for r in runs})
+    lines = [f"FGD protocol, {workload}: {nodes} GPU nodes, {gpus} GPUs, arrivals to {round(TUNE * 100)} % of "
+             f"GPU capacity, seeds {','.join(map(str, seeds))}",
+             f"{'policy':<22}{'alloc % @100':>16}{'alloc % @130':>16}{'frag % @100':>16}{'s/seed':>9}"]
+    for policy in dict.fromkeys(r.policy for r in runs):
+        mine = [r for r in runs if r.policy == policy]
+        lines.append(f"{'gangplace ' + policy if policy.startswith('baseline') else policy:<22}"
+                     f"{_mean_std([r.alloc[100] for r in mine if 100 in r.alloc]):>16}"
+                     f"{_mean_std([r.alloc[round(TUNE * 100)] for r in mine if round(TUNE * 100) in r.alloc]):>16}"
+                     f"{_mean_std([r.frag[100] for r in mine if 100 in r.frag]):>16}"
+                     f"{sum(r.seconds for r in mine) / len(mine):>9.1f}")
+    if paper:
+        lines.append("published (Weng et al., USENIX ATC'23; fgd-expected-results, seeds 42-51):")
+        lines.extend(f"{row['sc_policy']:<22}"
+                     f"{row['gpu_alloc_pct_at_100_mean'] + ' ±' + row['gpu_alloc_pct_at_100_std']:>16}"
+                     f"{row['gpu_alloc_pct_at_130_mean'] + ' ±' + row['gpu_alloc_pct_at_130_std']:>16}"
+                     f"{row['frag_amount_at_100_mean']:>16}" for row in paper)
+    return "\n".join(lines)
+
+
+def to_json(workload: str, r: Run) -> dict[str, Any]:
+    return {"fgd": workload, "policy": r.policy, "seed": r.seed, "arrived": r.arrived, "placed": r.placed,
+            "seconds": round(r.seconds, 1), "alloc": r.alloc, "frag": r.frag}

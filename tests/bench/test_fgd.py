@@ -1,0 +1,104 @@
+"""The FGD protocol (solver.bench.fgd) on small hand-made traces: arrivals, the paper's
+fragmentation measure, a run placed by gangplace (every plan verified), and the CLI table
+beside the published numbers read from the trace's files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from solver import cli
+from solver.bench import fgd
+
+NODES = "sn,cpu_milli,memory_mib,gpu,model\n"
+PODS = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+
+
+def _trace(tmp_path: Path, nodes: str, pods: str, workload: str = "openb_pod_list_tiny") -> Path:
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "csv" / "openb_node_list_gpu_node.csv").write_text(NODES + nodes)
+    (tmp_path / "csv" / f"{workload}.csv").write_text(PODS + pods)
+    return tmp_path
+
+
+def _task(name: str, gpus: int, milli: int, cpu: int = 1000, spec: str = "") -> str:
+    return f"{name},{cpu},1024,{gpus},{milli},{spec},LS,Running,0,,\n"
+
+
+def test_arrivals_clone_tasks_until_the_gpu_target_and_drop_down_to_it() -> None:
+    half = fgd.Task(name="h", cpu_milli=1, memory_mib=1, num_gpu=1, gpu_milli=500)
+    cpu = fgd.Task(name="c", cpu_milli=1, memory_mib=1, num_gpu=0, gpu_milli=0)
+    # 2 GPUs: the target is 2600 milli; clones of 500 are added while the next fits: 5 × 500 = 2500
+    order = fgd.arrivals([half, cpu], 2000, seed=42)
+    assert sum(t.gpu_request for t in order) == 2500
+    assert fgd.arrivals([half, cpu], 2000, seed=42) == order  # one seed, one order
+    # above the target: random tasks dropped until within it
+    whole = fgd.Task(name="w", cpu_milli=1, memory_mib=1, num_gpu=8, gpu_milli=1000)
+    assert sum(t.gpu_request for t in fgd.arrivals([whole] * 3, 8000, seed=1)) == 8000
+    with pytest.raises(fgd.FgdError, match="no GPU"):
+        fgd.arrivals([cpu], 2000, seed=42)
+
+
+def test_fragmentation_counts_what_the_typical_tasks_cannot_use() -> None:
+    """Typical tasks: 3 halves (0.75), 1 CPU-only task (0.25). A node with GPUs left 300 and
+    1000: a half cannot use the 300 (frag 0.75·300), the CPU-only task none of the 1300
+    (0.25·1300); a node of another model is all fragment for a task that names its model."""
+    halves = [fgd.Task(name=f"h{i}", cpu_milli=100, memory_mib=1, num_gpu=1, gpu_milli=500) for i in range(3)]
+    shapes = fgd.typical([*halves, fgd.Task(name="c", cpu_milli=100, memory_mib=1, num_gpu=0, gpu_milli=0)])
+    assert [(s.gpu_milli, s.weight) for s in shapes] == [(500, 0.75), (0, 0.25)]
+    node = fgd.NodeState(fgd.GpuNode(name="n", cpu_milli=1000, memory_mib=1, gpus=2, model="A"), 1000, 1, [300, 1000])
+    assert fgd.node_frag(node, shapes) == 0.75 * 300 + 0.25 * 1300
+    node.cpu = 50  # no cpu for a half: all 1300 idle milli are fragment for it too
+    assert fgd.node_frag(node, shapes) == 1300
+    picky = [fgd.Typical(cpu_milli=1, gpu_milli=500, num_gpu=1, spec=("B",), weight=1.0)]
+    assert fgd.node_frag(fgd.NodeState(node.node, 1000, 1, [1000, 1000]), picky) == 2000
+
+
+def test_a_run_places_each_arrival_or_fails_it_and_every_plan_is_verified(tmp_path: Path) -> None:
+    """Two 1-GPU nodes (A and B), tasks of 600 milli, one of them only on B: whatever the order,
+    each GPU takes one 600 and nothing else (a 600 never fits beside another), so 60 % of the
+    GPU milli is allocated at the end; the pinned task only ever lands on B."""
+    trace = _trace(tmp_path, "a,8000,8192,1,A\nb,8000,8192,1,B\n",
+                   _task("t0", 1, 600) + _task("t1", 1, 600, spec="B") + _task("t2", 1, 600))
+    nodes, tasks = fgd.load_nodes(trace), fgd.load_tasks(trace, "openb_pod_list_tiny")
+    placed: dict[str, str] = {}
+    inner = fgd.planner()
+
+    def watch(objs: list[dict[str, object]]) -> dict[str, tuple[str, list[int]]]:
+        got = inner(objs)
+        placed.update({pod: node for pod, (node, _) in got.items()})
+        return got
+
+    run = fgd.run(nodes, tasks, 42, "gangplace", watch)
+    assert run.arrived == 4 and run.placed == 2  # 4 × 600 = 2400 ≤ 2600 < 3000
+    assert run.alloc[max(run.alloc)] == 60.0
+    assert sorted(placed.values()) == ["a", "b"]
+    assert all(node == "b" for pod, node in placed.items() if pod.endswith("-t1"))
+    # in windows of 4 (all at once), the same: one 600 per GPU
+    batch = fgd.run(nodes, tasks, 42, "gangplace", inner, window=4)
+    assert (batch.arrived, batch.placed, batch.alloc[max(batch.alloc)]) == (4, 2, 60.0)
+
+
+def test_bench_fgd_prints_the_runs_beside_the_published_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    trace = _trace(tmp_path, "a,8000,8192,2,A\n", _task("t0", 1, 500) + _task("t1", 2, 1000))
+    (tmp_path / "fgd-expected-results").mkdir()
+    (tmp_path / "fgd-expected-results" / "summary_mean_over_seeds.csv").write_text(
+        "workload,sc_policy,seeds,gpu_alloc_pct_at_100_mean,gpu_alloc_pct_at_100_std,gpu_alloc_pct_at_130_mean,"
+        "gpu_alloc_pct_at_130_std,frag_amount_at_100_mean,frag_ratio_pct_at_80_mean\n"
+        "openb_pod_list_tiny,06-FGD,10,90.0,0.1,91.5,0.2,3.5,10.0\n"
+        "openb_pod_list_other,06-FGD,10,1.0,0.1,1.0,0.2,1.0,1.0\n")
+    out = tmp_path / "runs.jsonl"
+    assert cli.main(["bench", "--fgd", "openb_pod_list_tiny", "--trace", str(trace), "--seeds", "42-43",
+                     "--fgd-policy", "gangplace", "--fgd-policy", "baseline", "--out", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "06-FGD" in table and "91.5 ±0.2" in table and "openb_pod_list_other" not in table
+    assert [line.split()[0] for line in table.splitlines()[2:4]] == ["gangplace", "gangplace"]
+    assert len(out.read_text().splitlines()) == 4
+    assert cli.main(["bench", "--fgd", "openb_pod_list_tiny"]) == 2  # no trace
+    assert cli.main(["bench", "--fgd", "openb_pod_list_tiny", "--trace", str(trace), "--seeds", "x"]) == 2
+    assert cli.main(["bench", "--fgd", "openb_pod_list_none", "--trace", str(trace)]) == 2
+    (trace / "csv" / "openb_pod_list_bad.csv").write_text(PODS + _task("t0", 1, 500).replace("1000,", "x,", 1))
+    assert cli.main(["bench", "--fgd", "openb_pod_list_bad", "--trace", str(trace)]) == 2
+    assert "openb_pod_list_bad.csv row 2: cpu_milli: 'x' is not a non-negative integer" in capsys.readouterr().err
