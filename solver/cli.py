@@ -282,7 +282,7 @@ def _fgd(args: argparse.Namespace) -> int:
     nodes, tasks = fgd.load_nodes(Path(args.trace)), fgd.load_tasks(Path(args.trace), args.fgd)
     runs = []
     for policy in args.fgd_policy or ["gangplace"]:
-        place = fgd.planner(baseline=policy == "baseline", time_limit=args.time_limit)
+        place = fgd.planner(baseline=policy == "baseline", time_limit=args.time_limit, pdb_policy=args.pdb_policy)
         for seed in seeds:
             name = policy if args.fgd_window == 1 else f"{policy} window {args.fgd_window}"
             r = fgd.run(nodes, tasks, seed, name, place, window=args.fgd_window)

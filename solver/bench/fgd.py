@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from solver.model.errors import SolverError
+from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 
 DRIVER = "gpu.openb"
 GPU_CLASS = "openb-gpu"
@@ -406,12 +407,14 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
     return out
 
 
-def planner(*, baseline: bool = False, time_limit: float = 10.0, check: bool = True) -> Policy:
+def planner(*, baseline: bool = False, time_limit: float = 10.0, check: bool = True,
+            pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> Policy:
     """gangplace (``api.plan``), or its upstream-greedy baseline, as a policy; ``check``: every
-    plan passes the verifier."""
+    plan passes the verifier. The protocol has no budgets (and nothing is preempted), so both
+    PDB policies give the same plans."""
     from solver import api, kube, verify
 
-    options = api.PlanOptions(time_limit=time_limit, baseline_only=baseline)
+    options = api.PlanOptions(time_limit=time_limit, baseline_only=baseline, pdb_policy=pdb_policy)
 
     def place(objs: list[dict[str, Any]]) -> dict[str, tuple[str, list[int]]]:
         snap = kube.snapshot_from_objects(objs)
