@@ -98,7 +98,8 @@ class _State:
         self._unit_nonzero, self._base_nonzero = _base_nonzero(problem) if spread else ([], {})
         self._nonzero: dict[s.NodeName, dict[str, int]] = {}
         self._held: dict[int, dict[s.NodeName, dict[str, int]]] = {}  # per power: _held_by
-        self.dev = Devices(problem.dra, self.evicted, frees=frees_devices)
+        # upstream's allocator takes the first device that fits; the hint packs shares best fit
+        self.dev = Devices(problem.dra, self.evicted, frees=frees_devices, best_fit=not spread)
         self._takes: list[Take] = []  # device takes of the "dev" log entries
         # nodes that hold or held something: every other node is empty (fullness 0)
         self.touched: set[s.NodeName] = set(self._base_running)

@@ -48,10 +48,12 @@ def _sub(slots: Sequence[dra_mod.Slot], key: AllocKey) -> s.SubRequest:
 
 
 class Devices:
-    def __init__(self, dra: dra_mod.DraProblem, evicted: set[int], *, frees: bool = True) -> None:
+    def __init__(self, dra: dra_mod.DraProblem, evicted: set[int], *, frees: bool = True,
+                 best_fit: bool = False) -> None:
         self.dra = dra
         self.evicted = evicted  # the greedy state's set, shared (read only here)
         self.frees = frees  # False: an evicted holder's devices stay held (upstream 1.37)
+        self.best_fit = best_fit  # a share on the metered device it fills best (else the first)
         self.load = Load()  # what the committed placements take
         self.by_class: dict[int, Counter[int]] = defaultdict(Counter)  # type -> class -> devices
         self.placed: dict[tuple[int, s.NodeName], Counter[AllocKey]] = defaultdict(Counter)
@@ -247,10 +249,11 @@ class Devices:
         local = extra.copy()  # with what this request took so far (shared counters)
         left = need
         seen_values: set[MatchValue] = set()
-        # free devices first, then devices an eviction freed; shares on the fullest metered device
-        # that still takes them (best fit: whole devices stay whole); then by type index
+        # free devices first, then devices an eviction freed; with best_fit, shares on the fullest
+        # metered device that still takes them (whole devices stay whole); then by type index
         def order(t: int) -> tuple[bool, float, int]:
-            return self.dra.types[t].holder is not None, self._left_after(t, sub, local), t
+            left = self._left_after(t, sub, local) if self.best_fit else 1.0
+            return self.dra.types[t].holder is not None, left, t
 
         for t in sorted(types, key=order):
             if left == 0:

@@ -250,3 +250,6 @@ def test_shares_pack_onto_the_fullest_device_that_still_takes_them() -> None:
               *used("n0", "gpu-1", 400), claim_template("t", ask), *_pods(1, "t")]
     plan = api.plan(snapshot(*inside))
     assert [d.device for a in plan.device_allocations for d in a.devices] == ["gpu-1"]
+    # upstream's allocator (and so the baseline) takes the first device that fits
+    base = api.plan(snapshot(*inside), api.PlanOptions(baseline_only=True))
+    assert [d.device for a in base.device_allocations for d in a.devices] == ["gpu-0"]
