@@ -55,6 +55,9 @@ from solver.model.workloads import PodClass, VictimUnit
 Holder = tuple[int, ...] | None  # None: free; (): held for good; (u, ...): free once all are evicted
 
 
+MatchValue = s.AttributeValue | None  # a matchAttribute value; None: the slot has no matchAttribute
+
+
 class Share(NamedTuple):
     """An existing share of a metered device: freed with its holder, unless a pending class
     naming its claim is placed (``kept_by``)."""
@@ -62,7 +65,6 @@ class Share(NamedTuple):
     holder: tuple[int, ...]
     kept_by: tuple[int, ...]
     used: Used
-MatchValue = s.AttributeValue | None  # a matchAttribute value; None: the slot has no matchAttribute
 
 
 class Option(NamedTuple):
@@ -299,11 +301,13 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
     dra_state = snapshot.dra
     if not dra_state.pod_claims and not dra_state.devices:
         return DraProblem(class_slots=tuple(() for _ in classes))
-    holder_of = _holders(snapshot, units, free_on_eviction=free_on_eviction)
-    kept_of = _kept(dra_state, classes)
+    consumers = _Consumers(snapshot, units, free_on_eviction)
+    naming = _naming(dra_state, classes)
+    holder_of = _holders(snapshot, consumers)
+    kept_of = _kept(dra_state, naming)
     _check_unshared(snapshot)
     claims = _sort_claims(snapshot, classes)
-    shares = _shares(snapshot, units, classes, free_on_eviction=free_on_eviction)
+    shares = _shares(snapshot, consumers, naming)
     found = _device_types(snapshot, _questions(claims), (holder_of, shares), kept_of)
 
     def slots(entry: str, claim_no: int, claim: s.Claim) -> tuple[Slot, ...]:
@@ -329,15 +333,13 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
     )
 
 
-def _holders(snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit], *,
-             free_on_eviction: bool) -> dict[s.DeviceKey, Holder]:
+def _holders(snapshot: s.ClusterSnapshot, consumers: _Consumers) -> dict[s.DeviceKey, Holder]:
     """Who holds each allocated device: the victim units whose eviction frees it, or () for good."""
     holder_of: dict[s.DeviceKey, Holder] = {}
-    consumers = _Consumers(snapshot, units)
     for claim in snapshot.dra.claims.values():
         if claim.allocation is None:
             continue
-        holder = consumers.holder(claim, free_on_eviction)
+        holder = consumers.holder(claim)
         for allocated in claim.allocation:
             if allocated.share_id is not None:
                 continue  # a share: _shares
@@ -349,7 +351,8 @@ def _holders(snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit], *,
 class _Consumers:
     """The victim unit of each running pod a claim may reserve (pod keys as claims name them)."""
 
-    def __init__(self, snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit]) -> None:
+    def __init__(self, snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit], free_on_eviction: bool) -> None:
+        self.free_on_eviction = free_on_eviction
         self.unit_of_pod: dict[str, int] = {p.key: u.index for u in units for p in u.members}
         self.protected = {u.index for u in units if u.protected}
         self.running_of_group: dict[str, list[str]] = defaultdict(list)
@@ -357,32 +360,27 @@ class _Consumers:
             if pod.node is not None and pod.group is not None:
                 self.running_of_group[pod.group].append(pod.key)
 
-    def holder(self, claim: s.Claim, free_on_eviction: bool) -> tuple[int, ...]:
+    def holder(self, claim: s.Claim) -> tuple[int, ...]:
         """The victim units whose eviction frees ``claim``'s devices; () for good."""
         consumers = list(claim.reserved_pods) + [p for g in claim.reserved_groups
                                                  for p in self.running_of_group.get(g, ())]
         unit_of = self.unit_of_pod
-        if free_on_eviction and consumers and not claim.reserved_other and \
+        if self.free_on_eviction and consumers and not claim.reserved_other and \
                 all(p in unit_of and unit_of[p] not in self.protected for p in consumers):
             return tuple(sorted({unit_of[p] for p in consumers}))
         return ()
 
 
-def _shares(snapshot: s.ClusterSnapshot, units: Sequence[VictimUnit], classes: Sequence[PodClass], *,
-            free_on_eviction: bool) -> dict[s.DeviceKey, list[Share]]:
+def _shares(snapshot: s.ClusterSnapshot, consumers: _Consumers,
+            naming: Mapping[s.ClaimKey, set[int]]) -> dict[s.DeviceKey, list[Share]]:
     """The existing shares of each shareable device (allocation results with a shareID)."""
-    consumers = _Consumers(snapshot, units)
-    keeping: dict[s.ClaimKey, set[int]] = defaultdict(set)
-    for cls in classes:
-        for pc in snapshot.dra.pod_claims.get(cls.pods[0].key, ()):
-            keeping[pc.claim].add(cls.index)
     out: dict[s.DeviceKey, list[Share]] = defaultdict(list)
     for claim in snapshot.dra.claims.values():
         shared = [a for a in claim.allocation or () if a.share_id is not None]
         if not shared:
             continue
-        holder = consumers.holder(claim, free_on_eviction)
-        kept = tuple(sorted(keeping.get(claim.key, ()))) if holder else ()
+        holder = consumers.holder(claim)
+        kept = tuple(sorted(naming.get(claim.key, ()))) if holder else ()
         for allocated in shared:
             out[allocated.device].append(Share(holder, kept, allocated.consumed))
     return out
@@ -395,13 +393,21 @@ def _joined(a: tuple[int, ...], b: Holder) -> tuple[int, ...]:
     return tuple(sorted(set(a) | set(b or ())))
 
 
-def _kept(dra_state: s.DraState, classes: Sequence[PodClass]) -> dict[s.DeviceKey, set[int]]:
-    """Allocated device -> the pending classes naming its claim (placed, they keep it allocated)."""
-    kept_of: dict[s.DeviceKey, set[int]] = defaultdict(set)
+def _naming(dra_state: s.DraState, classes: Sequence[PodClass]) -> dict[s.ClaimKey, set[int]]:
+    """Claim -> the pending classes naming it (placed, they keep it allocated)."""
+    naming: dict[s.ClaimKey, set[int]] = defaultdict(set)
     for cls in classes:
         for pc in dra_state.pod_claims.get(cls.pods[0].key, ()):
-            for allocated in dra_state.claims[pc.claim].allocation or ():
-                kept_of[allocated.device].add(cls.index)
+            naming[pc.claim].add(cls.index)
+    return naming
+
+
+def _kept(dra_state: s.DraState, naming: Mapping[s.ClaimKey, set[int]]) -> dict[s.DeviceKey, set[int]]:
+    """Allocated device -> the pending classes naming its claim."""
+    kept_of: dict[s.DeviceKey, set[int]] = defaultdict(set)
+    for claim_key, classes in naming.items():
+        for allocated in dra_state.claims[claim_key].allocation or ():
+            kept_of[allocated.device] |= classes
     return kept_of
 
 

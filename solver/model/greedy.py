@@ -855,14 +855,15 @@ def _fullest_first(state: _State, cand: Mapping[s.NodeName, int],
     """Candidate nodes by (-fullness, name). Only touched nodes can be nonempty; the empty
     rest is walked lazily in name order, so a class that fits on the first few empty nodes
     never looks at the others."""
+    def fullest(scores: Mapping[s.NodeName, tuple[float, float]]) -> list[s.NodeName]:
+        return sorted(scores, key=lambda n: (-scores[n][0], -scores[n][1], n))
+
     if allowed is not None:
-        full = {n: state.fullness(n) for n in allowed if n in cand}
-        nodes = sorted(full, key=lambda n: (-full[n][0], -full[n][1], n))
-        yield from nodes
+        yield from fullest({n: state.fullness(n) for n in allowed if n in cand})
         return
     scores = {n: state.fullness(n) for n in state.touched if n in cand}
     empty = (0.0, 0.0)
-    yield from sorted((n for n, f in scores.items() if f > empty), key=lambda n: (-scores[n][0], -scores[n][1], n))
+    yield from fullest({n: f for n, f in scores.items() if f > empty})
     yield from (n for n in state.by_name if n in cand and scores.get(n, empty) == empty)
 
 

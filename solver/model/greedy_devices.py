@@ -65,7 +65,6 @@ class Devices:
         for dtype in dra.types:
             if dtype.node is not None:
                 self.local[dtype.node].append(dtype.index)
-        for dtype in dra.types:
             if not dtype.shareable or dtype.metered:
                 for set_key, counter, amount in dtype.consumes:
                     self.consumers[set_key, counter].append((dtype.index, amount))
@@ -307,11 +306,8 @@ class Devices:
         dtype = self.dra.types[t]
         if not dtype.metered:
             return True
-        for cap in dtype.consumable:
-            held = sum(dict(sh.used).get(cap.name, 0) for sh in dtype.shares if self._share_held(sh))
-            if held + self.load.cap[t, cap.name] > cap.value:
-                return False
-        return True
+        in_use = self._capacity_in_use(t, None)
+        return all(in_use[cap.name] <= cap.value for cap in dtype.consumable)
 
     def devices(self) -> dict[tuple[int, s.NodeName], Take]:
         return {owner: {key: n for key, n in took.items() if n > 0}

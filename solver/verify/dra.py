@@ -129,6 +129,7 @@ class _DraView:
         # the plan's allocations
         self.users: dict[s.DeviceKey, list[DeviceAllocation]] = defaultdict(list)
         self.resolved: list[_Resolved] = []
+        self.planned_on: dict[s.DeviceKey, list[s.SubRequest]] = defaultdict(list)  # device -> requests taking it
         counts: dict[tuple[Owner, str, str], int] = defaultdict(int)
         for a in view.plan.device_allocations:
             for planned in a.devices:
@@ -161,6 +162,8 @@ class _DraView:
                 sites = nodes = [view.bound[a.pod]]
             self.resolved.append(_Resolved(alloc=a, owner=owner, claim=claim, request=request, sub=sub,
                                            nodes=tuple(nodes), sites=tuple(sites)))
+            for planned in a.devices:
+                self.planned_on[_device_key(planned)].append(sub)
         for (owner, entry), claim in sorted(self.expected.items()):
             for request in claim.spec.requests:
                 n = counts.get((owner, entry, request.name), 0)
@@ -484,14 +487,12 @@ def _capacity_in_use(dv: _DraView, key: s.DeviceKey) -> dict[str, int] | None:
     for _, ad in dv.shares.get(key, ()):
         for name, amount in ad.consumed:
             total[name] += amount
-    for r in dv.resolved:
-        for planned in r.alloc.devices:
-            if _device_key(planned) == key:
-                use, _ = _share_use(r.sub, dev)
-                if use is None:
-                    return None
-                for name, amount in use.items():
-                    total[name] += amount
+    for sub in dv.planned_on.get(key, ()):
+        use, _ = _share_use(sub, dev)
+        if use is None:
+            return None
+        for name, amount in use.items():
+            total[name] += amount
     return total
 
 
@@ -621,17 +622,12 @@ def _needed_for_devices(view: _View, members: list[s.Pod], prio: int) -> bool:
             for set_key, counter, amount in dev.consumes:
                 back[set_key, counter] += amount
     for key, returning in back_shares.items():
-        dev = dv.devices[key]
-        takers = [a for a in dv.users.get(key, ()) if dv.power(view, a) > prio]
-        if not takers:
+        if not any(dv.power(view, a) > prio for a in dv.users.get(key, ())):
             continue
         in_use = _capacity_in_use(dv, key)
         if in_use is None or any(in_use.get(name, 0) + sum(dict(ad.consumed).get(name, 0) for ad in returning)
-                                 > value for name, value in _capacities(dev).items()):
+                                 > value for name, value in _capacities(dv.devices[key]).items()):
             return True
-        if not dv.users.get(key) and not dv.shares.get(key):
-            for set_key, counter, amount in dev.consumes:
-                back[set_key, counter] += amount
     if not back:
         return False
     consumed, users = _counters_in_use(dv)

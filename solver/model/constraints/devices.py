@@ -115,14 +115,11 @@ def _metered(problem: Problem, vars: PlacementVars, dtype: dra_mod.DeviceType,
             used = dict(dtype.uses(sub)).get(cap.name, 0)
             if used:
                 coeffs.append((used, var))
-        fixed = 0
+        fixed = 0  # as if every share stays; a share that may go free gives its use back
         for share_used, freed in held:
             used = dict(share_used).get(cap.name, 0)
-            if used and freed is None:
-                fixed += used
-            elif used:
-                assert freed is not None
-                fixed += used
+            fixed += used
+            if used and freed is not None:
                 coeffs.append((-used, freed))
         if not any(c > 0 for c, _ in coeffs):
             continue
