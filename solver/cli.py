@@ -5,7 +5,7 @@
     gangplace --version
     gangplace bench [SNAPSHOT|DIR ...] [--suite NAME] [--alibaba TRACE_DIR] [--repeat N] [--time-limit S]
                     [--workers N] [--out results.jsonl] [--plot PATH.png]
-    gangplace bench --fgd WORKLOAD --trace TRACE_DIR [--seeds 42-51] [--fgd-policy P] [--fgd-window K]
+    gangplace bench --fgd WORKLOAD --trace TRACE_DIR [--seeds 42-51] [--fgd-policy P] [--fgd-window K] [--fgd-offline]
     gangplace solve SNAPSHOT --server HOST:PORT [...]
     gangplace serve [--port 50051] [--metrics-port 9090] [--max-inflight N] [--max-message-mb MB]
     gangplace replan SNAPSHOT|DIR ... [--shard I/N] [--out DIR] [--time-limit S]
@@ -193,6 +193,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="--fgd: who places each task (repeatable; gangplace)")
     bench.add_argument("--fgd-window", type=_positive, default=1, metavar="K",
                        help="--fgd: plan the arrivals K at a time, jointly (1: online, each on arrival)")
+    bench.add_argument("--fgd-offline", action="store_true",
+                       help="--fgd: every arrival known at once, attempted largest first (first-fit decreasing)")
     bench.add_argument("--repeat", type=_positive, default=3, metavar="N", help="gangplace solves per case (3)")
     bench.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                        help="deadline per plan after the snapshot is read (60)")
@@ -281,15 +283,21 @@ def _fgd(args: argparse.Namespace) -> int:
         return 2
     nodes, tasks = fgd.load_nodes(Path(args.trace)), fgd.load_tasks(Path(args.trace), args.fgd)
     runs = []
+    bounds: dict[int, fgd.Bound] = {}
     for policy in args.fgd_policy or ["gangplace"]:
         place = fgd.planner(baseline=policy == "baseline", time_limit=args.time_limit, pdb_policy=args.pdb_policy)
         for seed in seeds:
+            if seed not in bounds:
+                order = fgd.arrivals(tasks, fgd.Cluster.of(nodes).capacity, seed)
+                bounds[seed] = fgd.bound(nodes, order)
             name = policy if args.fgd_window == 1 else f"{policy} window {args.fgd_window}"
-            r = fgd.run(nodes, tasks, seed, name, place, window=args.fgd_window)
+            name += " offline" if args.fgd_offline else ""
+            r = fgd.run(nodes, tasks, seed, name, place, window=args.fgd_window, offline=args.fgd_offline)
+            r.bound = bounds[seed].percent
             runs.append(r)
-            print(f"{args.fgd} {policy} seed {seed}: alloc {r.alloc.get(100)} % @100, "
-                  f"{r.alloc.get(round(fgd.TUNE * 100))} % @130, frag {r.frag.get(100)} % @100, "
-                  f"{r.placed}/{r.arrived} placed, {r.seconds:.0f} s", file=sys.stderr)
+            print(f"{args.fgd} {name} seed {seed}: alloc {r.alloc.get(100)} % @100, "
+                  f"{r.alloc.get(round(fgd.TUNE * 100))} % @130, final {r.final} % (bound {r.bound} %), "
+                  f"frag {r.frag.get(100)} % @100, {r.placed}/{r.arrived} placed, {r.seconds:.0f} s", file=sys.stderr)
             if args.out:
                 with open(args.out, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(fgd.to_json(args.fgd, r)) + "\n")

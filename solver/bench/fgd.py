@@ -353,6 +353,8 @@ class Run:
     # analysis discretises them
     alloc: dict[int, float] = field(default_factory=dict)
     frag: dict[int, float] = field(default_factory=dict)
+    final: float = 0.0  # the allocation ratio (%) once every arrival was attempted
+    bound: float | None = None  # a proven upper bound on ``final`` for these arrivals (``bound``)
 
 
 def _discrete(samples: dict[int, list[float]], top: int) -> dict[int, float]:
@@ -365,14 +367,24 @@ def _discrete(samples: dict[int, list[float]], top: int) -> dict[int, float]:
     return out
 
 
+def largest_first(order: Sequence[Task]) -> list[Task]:
+    """The offline order: every arrival known at once, attempted by GPU milli asked, then GPUs,
+    cpu and memory, largest first (first-fit decreasing); ties keep the arrival order."""
+    return sorted(order, key=lambda t: (-t.gpu_request, -t.num_gpu, -t.cpu_milli, -t.memory_mib))
+
+
 def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name: str, policy: Policy, *,
-        tune: float = TUNE, window: int = 1, progress: Callable[[Run, int], None] | None = None) -> Run:
+        tune: float = TUNE, window: int = 1, offline: bool = False,
+        progress: Callable[[Run, int], None] | None = None) -> Run:
     """One seed of the protocol under ``policy``: the arrivals in windows of ``window`` tasks
     (1: online, each on arrival), each window placed jointly or failed; the allocation ratio and
     the fragmentation (against ``typical(tasks)``) sampled after every attempt (in a window,
-    every task of it sees the window's outcome)."""
+    every task of it sees the window's outcome). ``offline``: the same arrivals, all known at
+    once, attempted ``largest_first``; only ``final`` compares with the online runs."""
     cluster = Cluster.of(nodes)
     order = arrivals(tasks, cluster.capacity, seed, tune)
+    if offline:
+        order = largest_first(order)
     shapes = typical(tasks)
     per_node = {st.node.name: node_frag(st, shapes) for st in cluster.nodes}
     fragmented = sum(per_node.values())
@@ -402,9 +414,84 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
         if progress is not None:
             progress(out, first)
     out.seconds = time.perf_counter() - start
+    out.final = round(100 * cluster.allocated / cluster.capacity, 2)
     top = round(tune * 100)
     out.alloc, out.frag = _discrete(alloc, top), _discrete(frag, top)
     return out
+
+
+# ---- a proven upper bound on the allocation ratio ----------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    percent: float  # no placement of the arrivals allocates more of the cluster's GPU milli
+    milli: int
+    proven_optimal: bool  # the relaxation was solved to optimality (else its bound is quoted)
+    seconds: float
+
+
+Kind = tuple[str, int, int, int]  # model, cpu, memory, GPUs
+Shape = tuple[int, int, int, int, tuple[str, ...]]  # cpu, memory, GPUs, milli per GPU, models
+
+
+def bound(nodes: Sequence[GpuNode], order: Sequence[Task], *, time_limit: float = 60.0) -> Bound:
+    """An upper bound on the GPU milli any placement of ``order`` allocates, from a relaxation
+    solved by CP-SAT: nodes alike (model, cpu, memory, GPUs) pooled into one bin per kind, tasks
+    alike into one count per shape, so the integers are how many tasks of a shape each kind
+    takes. Per kind the pooled cpu, memory and GPU milli hold, each shape at most as many per
+    node as one node fits, and no GPU holds two tasks over half a GPU (whole GPUs included).
+    Every placement of the tasks is a solution of it; CPU-only tasks only take room, so they
+    are left out. The bound quoted is CP-SAT's proven objective bound, rounded up."""
+    from ortools.sat.python import cp_model
+
+    kinds: dict[Kind, int] = {}
+    for node in nodes:
+        kind = (node.model, node.cpu_milli, node.memory_mib, node.gpus)
+        kinds[kind] = kinds.get(kind, 0) + 1
+    shapes: dict[Shape, int] = {}
+    for t in order:
+        if t.num_gpu:
+            shape = (t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.spec)
+            shapes[shape] = shapes.get(shape, 0) + 1
+    capacity = MILLI * sum(node.gpus for node in nodes)
+    m = cp_model.CpModel()
+    taken: dict[Kind, list[tuple[cp_model.IntVar, Shape]]] = {}
+    per_shape: dict[Shape, list[cp_model.IntVar]] = {}
+    for kind, n in kinds.items():
+        model, cpu, mem, gpus = kind
+        for shape, count in shapes.items():
+            t_cpu, t_mem, num, milli, spec = shape
+            if num > gpus or (spec and model not in spec) or t_cpu > cpu or t_mem > mem:
+                continue
+            one = min(cpu // t_cpu if t_cpu else count, mem // t_mem if t_mem else count,
+                      gpus * (MILLI // milli) // num)
+            y = m.new_int_var(0, min(count, n * one), f"y{len(per_shape)}_{len(taken)}")
+            taken.setdefault(kind, []).append((y, shape))
+            per_shape.setdefault(shape, []).append(y)
+
+    def pooled(ys: list[tuple[cp_model.IntVar, Shape]], weight: Callable[[Shape], int]) -> cp_model.LinearExpr:
+        return cp_model.LinearExpr.weighted_sum([y for y, _ in ys], [weight(s) for _, s in ys])
+
+    for kind, ys in taken.items():
+        n, (_, cpu, mem, gpus) = kinds[kind], kind
+        m.add(pooled(ys, lambda s: s[0]) <= n * cpu)
+        m.add(pooled(ys, lambda s: s[1]) <= n * mem)
+        m.add(pooled(ys, lambda s: s[2] * s[3]) <= n * gpus * MILLI)
+        m.add(pooled(ys, lambda s: s[2] if 2 * s[3] > MILLI else 0) <= n * gpus)
+    for shape, counted in per_shape.items():
+        m.add(cp_model.LinearExpr.sum(counted) <= shapes[shape])
+    m.maximize(cp_model.LinearExpr.sum([pooled(ys, lambda s: s[2] * s[3]) for ys in taken.values()]))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = 2
+    start = time.perf_counter()
+    status = solver.solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise FgdError(f"the relaxation found no bound in {time_limit:g} s ({solver.status_name(status)})")
+    milli_bound = min(int(solver.best_objective_bound + 0.5), capacity)  # the objective is integral
+    percent = -(-10000 * milli_bound // capacity) / 100  # rounded up to the hundredth
+    return Bound(percent=percent, milli=milli_bound, proven_optimal=status == cp_model.OPTIMAL,
+                 seconds=time.perf_counter() - start)
 
 
 def planner(*, baseline: bool = False, time_limit: float = 10.0, check: bool = True,
@@ -473,17 +560,21 @@ def table(workload: str, runs: Sequence[Run], paper: Sequence[dict[str, str]], n
     seeds = sorted({r.seed for r in runs})
     lines = [f"FGD protocol, {workload}: {nodes} GPU nodes, {gpus} GPUs, arrivals to {round(TUNE * 100)} % of "
              f"GPU capacity, seeds {','.join(map(str, seeds))}",
-             f"{'policy':<22}{'alloc % @100':>16}{'alloc % @130':>16}{'frag % @100':>16}{'s/seed':>9}"]
+             f"{'policy':<26}{'alloc % @100':>16}{'alloc % @130':>16}{'frag % @100':>16}{'final %':>16}"
+             f"{'bound %':>9}{'s/seed':>9}"]
     for policy in dict.fromkeys(r.policy for r in runs):
         mine = [r for r in runs if r.policy == policy]
-        lines.append(f"{'gangplace ' + policy if policy.startswith('baseline') else policy:<22}"
+        bounds = [r.bound for r in mine if r.bound is not None]
+        lines.append(f"{'gangplace ' + policy if policy.startswith('baseline') else policy:<26}"
                      f"{_mean_std([r.alloc[100] for r in mine if 100 in r.alloc]):>16}"
                      f"{_mean_std([r.alloc[round(TUNE * 100)] for r in mine if round(TUNE * 100) in r.alloc]):>16}"
                      f"{_mean_std([r.frag[100] for r in mine if 100 in r.frag]):>16}"
+                     f"{_mean_std([r.final for r in mine]):>16}"
+                     f"{f'{sum(bounds) / len(bounds):.2f}' if len(bounds) == len(mine) else '-':>9}"
                      f"{sum(r.seconds for r in mine) / len(mine):>9.1f}")
     if paper:
         lines.append("published (Weng et al., USENIX ATC'23; fgd-expected-results, seeds 42-51):")
-        lines.extend(f"{row['sc_policy']:<22}"
+        lines.extend(f"{row['sc_policy']:<26}"
                      f"{row['gpu_alloc_pct_at_100_mean'] + ' ±' + row['gpu_alloc_pct_at_100_std']:>16}"
                      f"{row['gpu_alloc_pct_at_130_mean'] + ' ±' + row['gpu_alloc_pct_at_130_std']:>16}"
                      f"{row['frag_amount_at_100_mean']:>16}" for row in paper)
@@ -492,4 +583,4 @@ def table(workload: str, runs: Sequence[Run], paper: Sequence[dict[str, str]], n
 
 def to_json(workload: str, r: Run) -> dict[str, Any]:
     return {"fgd": workload, "policy": r.policy, "seed": r.seed, "arrived": r.arrived, "placed": r.placed,
-            "seconds": round(r.seconds, 1), "alloc": r.alloc, "frag": r.frag}
+            "seconds": round(r.seconds, 1), "alloc": r.alloc, "frag": r.frag, "final": r.final, "bound": r.bound}

@@ -80,6 +80,37 @@ def test_a_run_places_each_arrival_or_fails_it_and_every_plan_is_verified(tmp_pa
     assert (batch.arrived, batch.placed, batch.alloc[max(batch.alloc)]) == (4, 2, 60.0)
 
 
+def test_the_bound_holds_no_gpu_to_two_tasks_over_half_a_gpu() -> None:
+    """Two 1-GPU nodes, two tasks of 600 and two of 700 milli: pooled, the 2000 milli would take
+    600 + 600 + 700 (95 %), but no GPU holds two tasks over half, so no placement passes the
+    two 700s (70 %)."""
+    nodes = [fgd.GpuNode(name=n, cpu_milli=8000, memory_mib=8192, gpus=1, model="A") for n in "ab"]
+    tasks = [fgd.Task(name=f"t{i}", cpu_milli=1000, memory_mib=1024, num_gpu=1, gpu_milli=milli)
+             for i, milli in enumerate([600, 600, 700, 700])]
+    b = fgd.bound(nodes, tasks)
+    assert (b.milli, b.percent, b.proven_optimal) == (1400, 70.0, True)
+    # cpu binds too: a node of 1000m cpu takes one task of 1000m, whatever its GPU milli
+    small = [fgd.Task(name=f"s{i}", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=300) for i in range(3)]
+    tight = [fgd.GpuNode(name="c", cpu_milli=1000, memory_mib=8192, gpus=1, model="A")]
+    assert fgd.bound(tight, small).percent == 30.0
+    # a task naming another model adds nothing
+    assert fgd.bound(tight, [fgd.Task(name="b", cpu_milli=1, memory_mib=1, num_gpu=1, gpu_milli=300,
+                                      spec=("B",))]).percent == 0.0
+
+
+def test_offline_attempts_the_arrivals_largest_first_and_reaches_the_bound(tmp_path: Path) -> None:
+    """One GPU, tasks of 400, 400 and 600: on arrival two 400s share it and the 600 fails
+    whichever comes last; largest first, the 600 and a 400 fill it, as the bound says."""
+    trace = _trace(tmp_path, "a,8000,8192,1,A\n", _task("t0", 1, 400) + _task("t1", 1, 400) + _task("t2", 1, 600))
+    nodes, tasks = fgd.load_nodes(trace), fgd.load_tasks(trace, "openb_pod_list_tiny")
+    assert [t.gpu_milli for t in fgd.largest_first(tasks)] == [600, 400, 400]
+    order = fgd.arrivals(tasks, 1000, 42, tune=1.4)
+    assert [t.gpu_milli for t in order] == [400, 400, 600]
+    online = fgd.run(nodes, tasks, 42, "gangplace", fgd.planner(), tune=1.4)
+    offline = fgd.run(nodes, tasks, 42, "gangplace", fgd.planner(), tune=1.4, offline=True)
+    assert (online.final, offline.final, fgd.bound(nodes, order).percent) == (80.0, 100.0, 100.0)
+
+
 def test_bench_fgd_prints_the_runs_beside_the_published_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                                               ) -> None:
     trace = _trace(tmp_path, "a,8000,8192,2,A\n", _task("t0", 1, 500) + _task("t1", 2, 1000))
@@ -96,6 +127,10 @@ def test_bench_fgd_prints_the_runs_beside_the_published_table(tmp_path: Path, ca
     assert "06-FGD" in table and "91.5 ±0.2" in table and "openb_pod_list_other" not in table
     assert [line.split()[0] for line in table.splitlines()[2:4]] == ["gangplace", "gangplace"]
     assert len(out.read_text().splitlines()) == 4
+    assert all(line.split()[-2] == "100.00" for line in table.splitlines()[2:4])  # the bound column
+    assert cli.main(["bench", "--fgd", "openb_pod_list_tiny", "--trace", str(trace), "--seeds", "42",
+                     "--fgd-offline"]) == 0
+    assert "gangplace offline" in capsys.readouterr().out
     assert cli.main(["bench", "--fgd", "openb_pod_list_tiny"]) == 2  # no trace
     assert cli.main(["bench", "--fgd", "openb_pod_list_tiny", "--trace", str(trace), "--seeds", "x"]) == 2
     assert cli.main(["bench", "--fgd", "openb_pod_list_none", "--trace", str(trace)]) == 2
