@@ -42,6 +42,8 @@ class Kind:
 KINDS: tuple[Kind, ...] = (
     Kind("Node", "v1", "nodes", lambda c: client.CoreV1Api(c).list_node),
     Kind("Pod", "v1", "pods", lambda c: client.CoreV1Api(c).list_pod_for_all_namespaces),
+    # their labels: the namespaceSelector of pod affinity terms
+    Kind("Namespace", "v1", "namespaces", lambda c: client.CoreV1Api(c).list_namespace),
     Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses",
          lambda c: client.SchedulingV1Api(c).list_priority_class),
     Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets",
@@ -382,6 +384,14 @@ class Cluster:
         """status.nominatedNodeName, as kube-scheduler's preemption marks a preemptor waiting for
         its victims to go: a later plan then sees the preemption as under way."""
         self.core.patch_namespaced_pod_status(name, namespace, {"status": {"nominatedNodeName": node}},
+                                              _preload_content=False,
+                                              _content_type="application/strategic-merge-patch+json")
+
+    @retried
+    def set_pod_condition(self, namespace: str, name: str, condition: Obj) -> None:
+        """One pod condition (PodScheduled=False when left pending, as kube-scheduler's
+        handleSchedulingFailure writes it); strategic merge by type, the others stay."""
+        self.core.patch_namespaced_pod_status(name, namespace, {"status": {"conditions": [condition]}},
                                               _preload_content=False,
                                               _content_type="application/strategic-merge-patch+json")
 

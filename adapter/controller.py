@@ -38,8 +38,9 @@ from typing import Any
 
 from adapter.cluster import Cluster, Conflict, Refused, now
 from solver.kube.dra import EXTENDED_CLAIM, extended_resource_classes, parse_device_class
-from solver.model.plan import Binding, Plan
+from solver.model.plan import Binding, Plan, WorkloadVerdict
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
+from solver.model.snapshot import POD_GROUP, STANDALONE_POD
 from solver.selection import key as _key
 from solver.selection import pending as _pending
 
@@ -47,6 +48,17 @@ LOG = logging.getLogger("gangplace.adapter")
 EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # resourceapi.ExtendedResourceClaimAnnotation
 Obj = dict[str, Any]
 CONDITION = "PodGroupInitiallyScheduled"
+POD_SCHEDULED, UNSCHEDULABLE = "PodScheduled", "Unschedulable"  # v1.PodScheduled, v1.PodReasonUnschedulable
+def _members(w: WorkloadVerdict, pods: dict[str, Obj]) -> list[str]:
+    """The pods of a workload's verdict: a standalone pod itself, else those of its PodGroups."""
+    if w.kind == STANDALONE_POD:
+        return [w.name] if w.name in pods else []
+    groups = {g.name for g in w.groups if g.kind == POD_GROUP}
+    return sorted(k for k, p in pods.items()
+                  if f"{k.split('/', 1)[0]}/{p.get('spec', {}).get('schedulingGroup', {}).get('podGroupName')}"
+                  in groups)
+
+
 def gone(now: Obj | None, uid: str | None) -> bool:
     """The pod of ``uid`` is gone: deleted, or replaced by another of its name (another uid,
     as a StatefulSet recreates it). Without a uid only deletion counts."""
@@ -193,6 +205,7 @@ class Executor:
         return True
 
     def _conditions(self, plan: Plan, groups: dict[str, Obj], pods: dict[str, Obj]) -> None:
+        self._unschedulable(plan, pods)
         for w in plan.workloads:
             for g in w.groups:
                 obj = groups.get(g.name)
@@ -215,6 +228,30 @@ class Executor:
                         if _pending(p) and p.get("spec", {}).get("schedulingGroup", {}).get("podGroupName") == name \
                                 and k.split("/")[0] == ns:
                             self._event(ns, p, "FailedScheduling", cond["message"], "Warning", "Scheduling")
+
+    def _unschedulable(self, plan: Plan, pods: dict[str, Obj]) -> None:
+        """Every pending pod of a workload the plan leaves out gets ``PodScheduled=False``,
+        reason ``Unschedulable``, the workload's reason as its message: what kube-scheduler's
+        handleSchedulingFailure writes, and what Cluster Autoscaler and Karpenter look for before
+        they scale up. Binding makes the API server set it True. Written once per message."""
+        bound = {b.pod for b in plan.bindings}
+        for w in plan.workloads:
+            if w.satisfied:
+                continue
+            message = w.reason or "the gang does not fit"
+            for k in _members(w, pods):
+                p = pods[k]
+                if k in bound or not _pending(p):
+                    continue
+                have = next((c for c in p.get("status", {}).get("conditions", []) if c.get("type") == POD_SCHEDULED),
+                            None)
+                if have and (have.get("status"), have.get("reason"), have.get("message")) == (
+                        "False", UNSCHEDULABLE, message):
+                    continue
+                ns, name = k.split("/", 1)
+                self.cluster.set_pod_condition(ns, name, {
+                    "type": POD_SCHEDULED, "status": "False", "reason": UNSCHEDULABLE, "message": message,
+                    "lastProbeTime": None, "lastTransitionTime": now()})
 
     def isolated(self, objects: list[Obj], tree: set[str], bad: str, why: str) -> None:
         """A workload left out because of a bad object: its PodGroups say so (condition False,

@@ -211,11 +211,13 @@ def _lookup(obj: Any, path: str) -> Any:
 
 
 def _set_condition(conditions: list[Obj], cond: Obj) -> None:
+    """As podutil.UpdatePodCondition: the condition replaced whole (a reason and message the
+    old one had go), its lastTransitionTime kept while the status stays."""
     for i, c in enumerate(conditions):
         if c.get("type") == cond["type"]:
             if c.get("status") == cond.get("status") and "lastTransitionTime" in c:
                 cond = {**cond, "lastTransitionTime": c["lastTransitionTime"]}
-            conditions[i] = {**c, **cond}
+            conditions[i] = cond
             return
     conditions.append(cond)
 

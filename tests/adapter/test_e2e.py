@@ -328,3 +328,23 @@ def test_a_victim_recreated_under_its_name_counts_as_gone(api: ApiServerDouble) 
         t.join(10)
     assert api.get("pods", "default", "low-b")["metadata"]["uid"] != old_uid
     assert adapter.outcomes[0].replan == "" and adapter.outcomes[0].bound == ["default/train-0", "default/train-1"]
+
+
+def test_a_namespace_selector_reads_the_namespaces_the_adapter_watches(api: ApiServerDouble) -> None:
+    """A required pod affinity whose namespaceSelector (team=ml) reaches a running pod in
+    namespace ml only: the adapter places the pod beside it, as from a captured snapshot; with
+    Namespaces unwatched the selector would match no namespace and the pod stay pending."""
+    api.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"team": "ml"}}})
+    for n in ("n0", "n1"):
+        api.put(node(n).cpu_m(4000).build())
+    db = pod("db").on("n1").cpu_m(100).build()
+    db["metadata"].update(namespace="ml", labels={"app": "db"})
+    api.put(db)
+    near = ours(pod("near").cpu_m(100))
+    near["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"app": "db"}}, "namespaceSelector": {"matchLabels": {"team": "ml"}},
+        "topologyKey": "kubernetes.io/hostname"}]}}
+    api.put(near)
+    _run(api, _bound(api, "near"))
+    assert _node_of(api, "near") == "n1"
+    assert _calls(api, "GET", r"^/api/v1/namespaces($|\?)")  # listed

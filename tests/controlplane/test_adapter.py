@@ -123,17 +123,45 @@ def test_the_soft_policy_deletes_the_victim_a_closed_pdb_protects_as_kube_schedu
     assert real.pod("low-b") is None
 
 
+def _autoscaler_sees(pod: dict[str, Any]) -> bool:
+    """Cluster Autoscaler's test for a pod to scale up for (utils/kubernetes/listers.go:
+    NewUnschedulablePodInNamespaceLister's field selector, then UnschedulablePodLister.List):
+    no node, not Succeeded or Failed, and PodScheduled False with reason Unschedulable."""
+    if pod["spec"].get("nodeName") or pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    cond = next((c for c in pod.get("status", {}).get("conditions", []) if c["type"] == "PodScheduled"), None)
+    return cond is not None and cond["status"] == "False" and cond.get("reason") == "Unschedulable"
+
+
 def test_a_gang_that_cannot_fit_stays_pending_with_its_condition_false(real: Real, adapter_kubeconfig: Path) -> None:
+    """Left pending, the group says why and so does every pod, in the PodScheduled condition
+    Cluster Autoscaler scales up for; once a node makes room, the binding sets it True."""
     for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
         real.put(node(name).rack(rack).cpu_m(4000).build())
     real.put(pod_group("train", 3).topology(RACK).priority(100).build())
     for k in range(3):  # 3 pods of 3 cpu in one rack of two 4-cpu nodes: never
         real.put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(3000)))
-    _run(_adapter(adapter_kubeconfig), lambda: _condition(real, "train") is not None)
+    real.put(ours(pod("huge").cpu_m(64000)))  # a pod of its own that no node can take
+    names = [f"train-{k}" for k in range(3)] + ["huge"]
+    _run(_adapter(adapter_kubeconfig), lambda: _condition(real, "train") is not None and all(
+        _autoscaler_sees(real.pod(n) or {"spec": {}}) for n in names))
     cond = _condition(real, "train")
     assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable") and cond["message"]
+    scheduled = {n: next(c for c in (real.pod(n) or {})["status"]["conditions"] if c["type"] == "PodScheduled")
+                 for n in names}
+    assert {scheduled[f"train-{k}"]["message"] for k in range(3)} == {cond["message"]}
+    assert "default/huge" in scheduled["huge"]["message"]
     assert not [c for c in _no_refusals(real) if c[2] in ("binding", "eviction")]
     assert "FailedScheduling" in {e["reason"] for e in real.events()}
+    # room in rack r0: the gang is bound, and the API server turns PodScheduled True
+    real.put(node("n3").rack("r0").cpu_m(4000).build())
+    _run(_adapter(adapter_kubeconfig),
+         lambda: all((real.pod(f"train-{k}") or {}).get("spec", {}).get("nodeName") for k in range(3)))
+    for k in range(3):
+        got = real.pod(f"train-{k}") or {}
+        assert not _autoscaler_sees(got)
+        assert [c["status"] for c in got["status"]["conditions"] if c["type"] == "PodScheduled"] == ["True"]
+    assert _autoscaler_sees(real.pod("huge") or {})
 
 
 def test_a_pod_stuck_terminating_keeps_its_room_and_is_not_evicted_again(real: Real, adapter_kubeconfig: Path) -> None:
