@@ -306,6 +306,20 @@ class SchedulerRun:
     # the devices it allocated to the pods it bound, read back from the claims' status:
     # (owner "ns/name", is a PodGroup, the owner's claim entry, request, driver, pool, device)
     allocations: list[tuple[str, bool, str, str, PlanDevice]] = field(default_factory=list)
+    # pod -> the message of its PodScheduled=False condition, for the pods it left pending
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+def read_reasons(rest: Rest, keys: Iterable[str]) -> dict[str, str]:
+    """pod -> its PodScheduled=False condition's message, for those of ``keys`` that have one."""
+    out = {}
+    for key in keys:
+        ns, name = key.split("/", 1)
+        pod = rest.call("GET", f"/api/v1/namespaces/{ns}/pods/{name}")
+        for c in (pod.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                out[key] = c.get("message", "")
+    return out
 
 
 def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, str, str, PlanDevice]]:
@@ -491,7 +505,8 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         deleted = sorted(k for k in watcher.deleted if k in set(loaded.running))
         attempts, mean = _podgroup_latency(plane.scheduler_metrics())
         allocations = read_allocations(rest, bindings)
-        return SchedulerRun(bindings=bindings, deleted=deleted, allocations=allocations,
+        reasons = read_reasons(rest, sorted(pending_keys - set(bindings)))
+        return SchedulerRun(bindings=bindings, deleted=deleted, allocations=allocations, reasons=reasons,
                        seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
                        settled=settled, podgroup_attempts=attempts, podgroup_attempt_seconds_mean=mean,
                        gates=dict(sorted(plane.api_gates.items())))

@@ -30,6 +30,7 @@ from solver.model.plan import (
     WouldTake,
 )
 from solver.model.problem import MILLI, Problem
+from solver.model.reasons import Diagnoser, Diagnosis
 from solver.model.workloads import Workload
 
 __all__ = ["blocking_budgets", "make_plan", "unsatisfied_reason"]
@@ -224,6 +225,7 @@ class _ReasonContext:
         self._pods: dict[str, s.Pod] | None = None
         self._counted: dict[s.NodeName, list[int]] | None = None
         self.budget_counts: dict[object, defaultdict[str, int]] = {}
+        self.diagnoser = Diagnoser(problem)
 
     @property
     def pods(self) -> dict[str, s.Pod]:
@@ -298,14 +300,26 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
             kids = len(problem.tree.children(key))
             if kids < group.min_count:
                 return f"{key}: minGroupCount ({group.min_count}) cannot be satisfied: {kids} child groups"
+    alone: list[tuple[str, Diagnosis]] = []  # (subject, diagnosis) of classes no node takes as things are
     for c in w.classes:
+        cls = problem.classes[c]
+        d = context.diagnoser.diagnose(c)
+        subject = "" if w.kind == s.STANDALONE_POD else f"{cls.group or w.key}: pod {cls.pods[0].key}: "
+        if d is not None and not d.fits and not d.after_preemption:  # not even after evictions
+            return subject + d.message()
         if not problem.candidates[c]:
-            cls = problem.classes[c]
+            keys = sorted({k for g in w.groups if (k := problem.groups[g].topology_key) is not None})
+            if d is not None and keys:  # some node takes the pod: the gang's domains cannot
+                return (f"{w.key}: no single {' / '.join(keys)} domain has room for the gang's pods of "
+                        f"{cls.pods[0].key}'s shape, even after evicting every victim this plan may evict")
             return (f"{cls.group or cls.pods[0].key}: no node can host pod {cls.pods[0].key} "
                     "(node selector, affinity, taints, topology or capacity even after preemption)")
+        if d is not None and not d.fits:
+            alone.append((subject, d))
     if w.kind != s.STANDALONE_POD and ev.new.get(w.groups[0], 0) == 0 and ev.ok.get(w.groups[0], False):
         return "no new pod could be placed: every group is already satisfied by running pods"
-    why = ("not enough free capacity for the gang, even after evicting every victim "
+    standalone = w.kind == s.STANDALONE_POD
+    why = (f"not enough free capacity for the {'pod' if standalone else 'gang'}, even after evicting every victim "
            "this plan may evict without displacing a higher tier")
     if problem.strict_pdbs and (budgets := blocking_budgets(problem, w, context.counted_on, context.budget_counts)):
         shown = [f"{key} ({allowed} allowed)" for key, allowed in budgets[:_BUDGETS_NAMED]]
@@ -313,4 +327,7 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
         why += f" or evicting beyond the disruptionsAllowed of PodDisruptionBudget {', '.join(shown)}{more}"
     if problem.dra.active and not problem.dra_preemption:
         why += "; devices allocated to running pods stay held (no DRA preemption)"
+    if alone:  # kube-scheduler's words first, then why preemption did not help
+        subject, d = alone[0]
+        return f"{subject}{d.message()} preemption: {why}"
     return why

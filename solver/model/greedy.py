@@ -78,7 +78,7 @@ from solver.model.victims import PerUnits, Potential, breaks_a_pdb, importance_r
 from solver.model.workloads import PodClass, VictimUnit, Workload
 
 
-class _State:
+class State:
     def __init__(self, problem: Problem, *, frees_devices: bool = False, spread: bool = False) -> None:
         self.problem = problem
         self.spread = spread  # upstream's node scores (baseline) instead of fullest first (hint)
@@ -231,7 +231,7 @@ class _State:
         """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only)."""
         most = self._requests_room(cls, node, self.running_on(node))
         if most and self.problem.dra.active:
-            most = self._device_room(cls, node, most)
+            most = self.device_room(cls, node, most)
         if most and self.rules.active:
             most = self.rules.room(cls, node, most)
         return most
@@ -240,7 +240,7 @@ class _State:
         """How many more pods of ``cls`` would fit on ``node`` were every unit it may preempt
         evicted (requested resources only: the hint's estimate of where preemption can help)."""
         assert cls.power is not None
-        return self._requests_room(cls, node, self._held_by(cls.power).get(node, _EMPTY))
+        return self._requests_room(cls, node, self.held_by(cls.power).get(node, _EMPTY))
 
     def _requests_room(self, cls: PodClass, node: s.NodeName, running: Mapping[str, int]) -> int:
         """How many more pods of ``cls`` fit in the allocatable less ``running`` and the pods placed."""
@@ -253,7 +253,7 @@ class _State:
             most = min(most, free // amount)
         return most
 
-    def _held_by(self, power: int) -> Mapping[s.NodeName, Mapping[str, int]]:
+    def held_by(self, power: int) -> Mapping[s.NodeName, Mapping[str, int]]:
         """Requests per node of the running units a preemptor of ``power`` may not evict (those
         an earlier workload evicted still counted: an estimate on the safe side)."""
         held = self._held.get(power)
@@ -262,7 +262,7 @@ class _State:
                 u.usage for u in self.problem.units if u.protected or u.priority >= power)
         return held
 
-    def _device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
+    def device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
         dra = self.problem.dra
         pending = Load()  # shared claims place() would take first, here
         for i in dra.shared_of_class.get(cls.index, ()):
@@ -368,10 +368,10 @@ def _run(problem: Problem, *, spread: bool, stop: Callable[[], bool] | None = No
 
 
 def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Callable[[], bool] | None = None,
-            upto: int | None = None) -> tuple[_State, int]:
+            upto: int | None = None) -> tuple[State, int]:
     """The walk over the workloads in priority order; it ends early when ``stop()`` is true or
     after ``upto`` of them. Returns the state and how many workloads it went through."""
-    state = _State(problem, spread=spread)
+    state = State(problem, spread=spread)
     if spread:  # upstream's queue: priority, then (here) the name
         order = sorted(problem.workloads, key=lambda w: (-w.priority, w.key))
     else:  # the hint: within a priority the smallest first, the most workloads for the room
@@ -426,7 +426,7 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
 
     Never worse on any tier; used on a solver plan a time limit cut short.
     """
-    state = _State(problem, frees_devices=problem.dra_preemption)
+    state = State(problem, frees_devices=problem.dra_preemption)
     dra = problem.dra
     for i, take in assignment.shared.items():
         reach = frozenset.intersection(*(dra.types[t].reach for (_, _, _, t) in take))
@@ -448,7 +448,7 @@ def _size(problem: Problem, workload: Workload) -> int:
 HINT_DOMAINS = 8
 
 
-def _preemption_domains(state: _State, workload: Workload) -> list[set[s.NodeName]] | None:
+def _preemption_domains(state: State, workload: Workload) -> list[set[s.NodeName]] | None:
     """Where the hint's preemption tries a workload whose root has a topology key: the
     domains of that key where the gang's floor would fit were every pod it may preempt gone
     (an estimate: requested resources only), the most free room first (the fewest evictions),
@@ -473,7 +473,7 @@ def _preemption_domains(state: _State, workload: Workload) -> list[set[s.NodeNam
     return [nodes for _, _, nodes in sorted(ranked, key=lambda r: (r[0], r[1]))][:HINT_DOMAINS]
 
 
-def _preempt_in_domains(state: _State, workload: Workload, domains: list[set[s.NodeName]], point: int) -> bool:
+def _preempt_in_domains(state: State, workload: Workload, domains: list[set[s.NodeName]], point: int) -> bool:
     """The hint's preemption one domain at a time: the candidates on the domain's nodes
     evicted, the workload placed there, the victims reprieved (and under strict budgets,
     when that breaks one, only the victims the budgets allow). Evicting every candidate in
@@ -492,7 +492,7 @@ def _preempt_in_domains(state: _State, workload: Workload, domains: list[set[s.N
     return False
 
 
-def _preempt_pod(state: _State, workload: Workload) -> bool:
+def _preempt_pod(state: State, workload: Workload) -> bool:
     """DefaultPreemption for a pod outside any group (plugins/defaultpreemption;
     framework/preemption/preemption.go, DryRunPreemption and pickOneNodeForPreemption): on
     every node where it fits with every pod it may preempt there gone, selectVictimsOnNode's
@@ -511,7 +511,7 @@ def _preempt_pod(state: _State, workload: Workload) -> bool:
     return best is not None and _victims_on(state, workload, c, best[1], keep=True) is not None
 
 
-def _victims_on(state: _State, workload: Workload, c: int, node: s.NodeName, *, keep: bool
+def _victims_on(state: State, workload: Workload, c: int, node: s.NodeName, *, keep: bool
                 ) -> tuple[object, ...] | None:
     """selectVictimsOnNode for the pod of class ``c``: its preference key for
     pickOneNodeForPreemption (smaller is preferred), None when it does not fit; taken back
@@ -556,7 +556,7 @@ def _later_first(stamp: str) -> float:
         return math.inf
 
 
-def _candidate_victims(problem: Problem, workload: Workload, state: _State,
+def _candidate_victims(problem: Problem, workload: Workload, state: State,
                        within: set[s.NodeName] | None = None) -> list[int]:
     nodes = {n for c in workload.classes for n in problem.candidates[c] if within is None or n in within}
     out = set()
@@ -568,7 +568,7 @@ def _candidate_victims(problem: Problem, workload: Workload, state: _State,
     return sorted(out)
 
 
-def _try_with(state: _State, workload: Workload, victims: list[int], point: int,
+def _try_with(state: State, workload: Workload, victims: list[int], point: int,
               allowed: set[s.NodeName] | None = None) -> bool:
     potential = Potential.of(state.problem, workload, state.evicted)
     for u in victims:
@@ -581,7 +581,7 @@ def _try_with(state: _State, workload: Workload, victims: list[int], point: int,
     return False
 
 
-def _preempt_for_remainder(state: _State, workload: Workload) -> None:
+def _preempt_for_remainder(state: State, workload: Workload) -> None:
     """Upstream's next cycle for a gang whose minCount is met but whose other pods are still
     pending: they are scheduled as a group again, and when they do not fit the group preempts
     (PodGroupPostFilter, framework/preemption/podgrouppreemption.go), inside the domains its
@@ -623,7 +623,7 @@ def _preempt_for_remainder(state: _State, workload: Workload) -> None:
     state.rollback(point)
 
 
-def _in_one_domain(state: _State, group: s.GroupKey) -> bool:
+def _in_one_domain(state: State, group: s.GroupKey) -> bool:
     """Do the placed and running pods under each topology group above ``group`` (itself
     included) share one value of its key?"""
     problem = state.problem
@@ -639,7 +639,7 @@ def _in_one_domain(state: _State, group: s.GroupKey) -> bool:
     return True
 
 
-def _fixed_nodes(state: _State, group: s.GroupKey | None) -> set[s.NodeName] | None:
+def _fixed_nodes(state: State, group: s.GroupKey | None) -> set[s.NodeName] | None:
     """The nodes a pod of ``group`` may still use: those in every topology domain its ancestors'
     placed or running pods fix (None: no domain is fixed)."""
     problem = state.problem
@@ -688,7 +688,7 @@ def _base_nonzero(problem: Problem
     return _NONZERO.get(problem, work)
 
 
-def _reprieve(state: _State, victims: list[int], potential: Potential | None = None) -> None:
+def _reprieve(state: State, victims: list[int], potential: Potential | None = None) -> None:
     """selectVictimsOnDomain's reprieve (framework/preemption/podgrouppreemption.go): the
     victims classified by pdb_violating over every ``potential`` victim (default: these alone);
     the violating ones tried first, then the others, each most important first, and each put
@@ -708,7 +708,7 @@ def _reprieve(state: _State, victims: list[int], potential: Potential | None = N
 # ---- placing a tree ---------------------------------------------------------------
 
 
-def _place_workload(state: _State, workload: Workload, allowed: set[s.NodeName] | None = None) -> bool:
+def _place_workload(state: State, workload: Workload, allowed: set[s.NodeName] | None = None) -> bool:
     """Place the tree (on ``allowed`` nodes only, if given); True iff its root's rules hold
     and at least one new pod landed."""
     point = state.savepoint()
@@ -722,7 +722,7 @@ def _place_workload(state: _State, workload: Workload, allowed: set[s.NodeName] 
     return False
 
 
-def _place_group(state: _State, key: s.GroupKey, allowed: set[s.NodeName] | None) -> bool:
+def _place_group(state: State, key: s.GroupKey, allowed: set[s.NodeName] | None) -> bool:
     problem = state.problem
     group = problem.groups[key]
     if group.topology_key is None:
@@ -746,7 +746,7 @@ def _place_group(state: _State, key: s.GroupKey, allowed: set[s.NodeName] | None
     return _place_inner(state, group, set())
 
 
-def _best_placement(state: _State, group: s.Group, domains: list[tuple[str, set[s.NodeName], int]]) -> bool:
+def _best_placement(state: State, group: s.Group, domains: list[tuple[str, set[s.NodeName], int]]) -> bool:
     """Upstream's placement algorithm (schedule_one_podgroup.go,
     podGroupSchedulingPlacementAlgorithm and its CompositePodGroup twin): the group is placed
     in each domain of its topology key in turn (TopologyPlacementGenerator), each result taken
@@ -773,7 +773,7 @@ def _best_placement(state: _State, group: s.Group, domains: list[tuple[str, set[
     return True
 
 
-def _placement_scores(state: _State, group: s.Group,
+def _placement_scores(state: State, group: s.Group,
                       placements: list[tuple[set[s.NodeName], list[tuple[int, s.NodeName, int]]]]) -> list[int]:
     """The default PlacementScore plugins, weight 1 each (apis/config/v1/default_plugins.go):
     NodeResourcesFit's ScorePlacement (plugins/noderesources/resource_allocation.go,
@@ -801,7 +801,7 @@ def _placement_scores(state: _State, group: s.Group,
 
 
 def _domains(
-    state: _State, group: s.Group, allowed: set[s.NodeName] | None, fixed: str | None
+    state: State, group: s.Group, allowed: set[s.NodeName] | None, fixed: str | None
 ) -> list[tuple[str, set[s.NodeName], int]]:
     """Domains of the group's key that some pod under it may use, each with every node of
     the domain inside ``allowed`` and its free room (pods of each class that fit, summed);
@@ -826,7 +826,7 @@ def _domains(
     return sorted(((value, nodes, room[value]) for value, nodes in by_value.items()), key=lambda d: (d[2], d[0]))
 
 
-def _place_inner(state: _State, group: s.Group, allowed: set[s.NodeName] | None) -> bool:
+def _place_inner(state: State, group: s.Group, allowed: set[s.NodeName] | None) -> bool:
     problem = state.problem
     point = state.savepoint()
     if group.kind == s.POD_GROUP:
@@ -850,7 +850,7 @@ def _place_inner(state: _State, group: s.Group, allowed: set[s.NodeName] | None)
     return False
 
 
-def _fullest_first(state: _State, cand: Mapping[s.NodeName, int],
+def _fullest_first(state: State, cand: Mapping[s.NodeName, int],
                    allowed: set[s.NodeName] | None) -> Iterator[s.NodeName]:
     """Candidate nodes by (-fullness, name). Only touched nodes can be nonempty; the empty
     rest is walked lazily in name order, so a class that fits on the first few empty nodes
@@ -902,7 +902,7 @@ def node_tree_order(nodes: Iterable[s.Node]) -> list[s.NodeName]:
     return out
 
 
-def _node_score(state: _State, cls: PodClass, node: s.NodeName) -> int:
+def _node_score(state: State, cls: PodClass, node: s.NodeName) -> int:
     """The default profile's score of one more pod of ``cls`` on ``node``, weight 1 each
     (plugins/noderesources): NodeResourcesFit LeastAllocated over cpu and memory with the
     non-zero defaults (least_allocated.go), plus NodeResourcesBalancedAllocation over the real
@@ -952,7 +952,7 @@ def nodes_to_score(all_nodes: int) -> int:
     return max(100, all_nodes * percentage // 100)
 
 
-def _spread_fill(state: _State, c: int, allowed: set[s.NodeName] | None, left: int) -> int:
+def _spread_fill(state: State, c: int, allowed: set[s.NodeName] | None, left: int) -> int:
     """Pods of class ``c`` one at a time, each on the feasible node with the best _node_score.
     As upstream (schedule_one.go, findNodesThatPassFilters), the nodes of the placement are
     walked in the snapshot's order from nextStartNodeIndex until ``nodes_to_score`` of them
@@ -1004,7 +1004,7 @@ def _spread_fill(state: _State, c: int, allowed: set[s.NodeName] | None, left: i
     return placed
 
 
-def _fill(state: _State, classes: Iterable[int], allowed: set[s.NodeName] | None, *, limit: int | None = None) -> int:
+def _fill(state: State, classes: Iterable[int], allowed: set[s.NodeName] | None, *, limit: int | None = None) -> int:
     """Place as many pods of the classes as fit (at most ``limit`` of each): on upstream's best
     scored node one pod at a time (baseline), or fullest nodes first (hint); returns pods placed."""
     problem = state.problem

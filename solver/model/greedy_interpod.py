@@ -130,20 +130,38 @@ class InterPodRules:
         return most
 
     def _anti_ok(self, cls: PodClass, node: s.Node) -> bool:
-        rep = cls.pods[0]
-        for t in rep.pod_anti_affinity:
+        return self.own_anti_ok(cls, node) and self.existing_anti_ok(cls, node)
+
+    def own_anti_ok(self, cls: PodClass, node: s.Node) -> bool:
+        """The class's own anti-affinity terms find no matching pod in their domains."""
+        for t in cls.pods[0].pod_anti_affinity:
             if t.topology_key not in node.labels:
                 continue
             if self._placed_in(self._matching(t), t.topology_key, node):
                 return False
             if any(self._stays(q) and self.ip.matches(t, q) for q in self.running_in(t.topology_key, node)):
                 return False
+        return True
+
+    def existing_anti_ok(self, cls: PodClass, node: s.Node) -> bool:
+        """No running or placed pod's anti-affinity term refuses the class in its domain."""
+        rep = cls.pods[0]
         for q in self.owners:
             if self._stays(q) and any(
                     self._same(t.topology_key, self._node_of_running(q), node) and self.ip.matches(t, rep)
                     for t in q.pod_anti_affinity):
                 return False
         return not self._refused_by_placed(cls, node)
+
+    def ports_ok(self, cls: PodClass, node: s.Node) -> bool:
+        return self._ports_ok(cls, node)
+
+    def affinity_ok(self, cls: PodClass, node: s.Node) -> bool:
+        return self._affinity_ok(cls, node)
+
+    def spread_ok(self, cls: PodClass, node: s.Node) -> bool:
+        """Upstream's filter for one more pod of the class on ``node``."""
+        return self._spread_ok(cls, node, adding=True)
 
     def _refused_by_placed(self, cls: PodClass, node: s.Node) -> bool:
         """A placed class's anti-affinity term matches this class in its domain."""

@@ -150,7 +150,8 @@ def test_a_gang_that_cannot_fit_stays_pending_with_its_condition_false(real: Rea
     scheduled = {n: next(c for c in (real.pod(n) or {})["status"]["conditions"] if c["type"] == "PodScheduled")
                  for n in names}
     assert {scheduled[f"train-{k}"]["message"] for k in range(3)} == {cond["message"]}
-    assert "default/huge" in scheduled["huge"]["message"]
+    assert scheduled["huge"]["message"] == ("0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are "
+                                            "available: 3 Preemption is not helpful for scheduling.")
     assert not [c for c in _no_refusals(real) if c[2] in ("binding", "eviction")]
     assert "FailedScheduling" in {e["reason"] for e in real.events()}
     # room in rack r0: the gang is bound, and the API server turns PodScheduled True

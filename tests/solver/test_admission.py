@@ -83,7 +83,8 @@ def test_gate_off_a_group_whose_pods_say_never_does_not_preempt(baseline: bool) 
     plan, _ = run_plan(*_low_on_n1(), pod_group("g", 1).priority(100),
                        pod("g-0").group("g").cpu_m(2000).never_preempt(), baseline_only=baseline)
     assert plan.bindings == () and plan.evictions == ()
-    assert "no node can host pod default/g-0" in plan.workloads[0].reason
+    assert plan.workloads[0].reason == ("default/g: pod default/g-0: 0/1 nodes are available: 1 Insufficient cpu. "
+                                        "preemption: not eligible due to preemptionPolicy=Never.")
 
 
 @BOTH
@@ -104,7 +105,8 @@ def test_gate_on_the_groups_never_is_the_workloads(baseline: bool) -> None:
     plan, _ = run_plan(*_low_on_n1(), g, pod("g-0").group("g").cpu_m(2000).never_preempt(),
                        baseline_only=baseline, gates=GATE_ON)
     assert plan.bindings == () and plan.evictions == ()
-    assert "no node can host pod default/g-0" in plan.workloads[0].reason
+    assert plan.workloads[0].reason == ("default/g: pod default/g-0: 0/1 nodes are available: 1 Insufficient cpu. "
+                                        "preemption: not eligible due to preemptionPolicy=Never.")
     # the same cluster with PreemptLowerPriority on group and pod preempts
     plan, _ = run_plan(*_low_on_n1(), pod_group("g", 1).priority(100), pod("g-0").group("g").cpu_m(2000),
                        baseline_only=baseline, gates=GATE_ON)

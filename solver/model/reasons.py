@@ -1,0 +1,205 @@
+"""Why one pod of a class finds no node, in kube-scheduler's words.
+
+kube-scheduler tells a pending pod why in its ``PodScheduled`` condition: each node's first
+failing Filter plugin, counted by reason (``FitError.Error``, framework/types.go), then what
+preemption found (``preemption: ...``, defaultpreemption's PostFilter):
+
+    0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu.
+    preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption
+    victims found for incoming pod.
+
+``Diagnoser.diagnose`` builds that for one pod of a class on the cluster as the snapshot has
+it (every running pod in place, nothing of the plan placed), with the filters of the default
+profile in its order and each plugin's own reason strings:
+
+- NodeUnschedulable, TaintToleration, NodeAffinity: unresolvable (preemption cannot help);
+- NodePorts, NodeResourcesFit (every insufficient resource, ``Too many pods`` for the pod
+  count): resolvable;
+- VolumeBinding: unresolvable;
+- PodTopologySpread: a node without the key is unresolvable, a skew past maxSkew resolvable;
+- InterPodAffinity: the pod's own affinity unresolvable, anti-affinity either way resolvable;
+- NodeDeclaredFeatures, DynamicResources: unresolvable (as 1.37 returns them).
+
+The preemption part is upstream's (preemption.Evaluator.findCandidates, SelectVictimsOnNode):
+a node refused unresolvably (NodeResourcesFit too: a request over the node's allocatable) is
+``Preemption is not helpful for scheduling``; a node without a pod of lower priority is ``No
+preemption victims found for incoming pod``; a node where even evicting every such pod
+leaves the pod out repeats the filter's reasons; a node where it would fit (the class is a
+candidate there, problem.py ``_candidate_nodes``) ends the histogram: the pod would preempt,
+and the plan's own reason says why it did not (budgets, the gang, the tiers). A pod that may
+not preempt says ``not eligible due to preemptionPolicy=Never.``
+
+The reasons read the greedy's state (``greedy.State``) for the running pods' requests,
+devices and inter-pod rules, so they judge a node as the baseline does. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from solver.model import selectors
+from solver.model import snapshot as s
+from solver.model.greedy import State
+from solver.model.problem import Problem
+from solver.model.workloads import PodClass
+
+UNSCHEDULABLE = "node(s) were unschedulable"  # nodeunschedulable.ErrReasonUnschedulable
+TAINTS = "node(s) had untolerated taint(s)"  # tainttoleration Filter
+NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"  # nodeaffinity.ErrReasonPod
+PORTS = "node(s) didn't have free ports for the requested pod ports"  # nodeports.ErrReason
+TOO_MANY_PODS = "Too many pods"  # noderesources fit.go
+VOLUME_BIND = "node(s) didn't find available persistent volumes to bind"  # volumebinding ErrReasonBindConflict
+VOLUME_NODE = "node(s) didn't match PersistentVolume's node affinity"  # volumebinding ErrReasonNodeConflict
+SPREAD = "node(s) didn't match pod topology spread constraints"  # podtopologyspread ErrReasonConstraintsNotMatch
+SPREAD_LABEL = SPREAD + " (missing required label)"  # ErrReasonNodeLabelNotMatch
+AFFINITY = "node(s) didn't match pod affinity rules"  # interpodaffinity ErrReasonAffinityRulesNotMatch
+ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"  # ErrReasonAntiAffinityRulesNotMatch
+EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"  # ErrReasonExistingAntiAffinity...
+FEATURES = "node(s) didn't match Pod's required features"  # nodedeclaredfeatures
+CLAIMS = "cannot allocate all claims"  # dynamicresources Filter
+NO_VICTIMS = "No preemption victims found for incoming pod"  # defaultpreemption
+NOT_HELPFUL = "Preemption is not helpful for scheduling"  # preemption.Evaluator
+NEVER = "not eligible due to preemptionPolicy=Never."  # PodEligibleToPreemptOthers
+
+# past this many (class, node) checks in one plan, a reason names no filters (its time is the plan's)
+CHECK_BUDGET = 200_000
+
+
+def insufficient(resource: str) -> str:
+    return TOO_MANY_PODS if resource == "pods" else f"Insufficient {resource}"
+
+
+def histogram(total: int, reasons: Counter[str]) -> str:
+    """``0/N nodes are available: ...`` with upstream's order (the "count reason" strings sorted)."""
+    parts = sorted(f"{n} {reason}" for reason, n in reasons.items())
+    return f"0/{total} nodes are available: {', '.join(parts)}." if parts else f"0/{total} nodes are available."
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    total: int  # nodes in the cluster
+    fits: int  # nodes where one pod fits as the cluster is
+    after_preemption: int  # of the others, nodes where it would fit once the pods it may evict are gone
+    reasons: Counter[str]  # each refusing node's reasons (one node may give several: resources)
+    preemption: Counter[str]  # NO_VICTIMS / NOT_HELPFUL per refusing node
+    never: bool = False  # the pod may not preempt (preemptionPolicy Never)
+
+    def message(self) -> str:
+        """kube-scheduler's FitError for the pod: "" when some node takes it as things are."""
+        if self.fits:
+            return ""
+        text = histogram(self.total, self.reasons)
+        if self.never:
+            text += f" preemption: {NEVER}"
+        elif not self.after_preemption:
+            text += f" preemption: {histogram(self.total, self.preemption)}"
+        return text
+
+
+class Diagnoser:
+    """Diagnoses per class shape, made on first use and kept for one plan's reasons."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.checks = 0
+        self._state: State | None = None
+        self._memo: dict[int, Diagnosis | None] = {}
+
+    def diagnose(self, c: int) -> Diagnosis | None:
+        """One pod of class ``c`` on every node; None past the plan's ``CHECK_BUDGET``."""
+        if c not in self._memo:
+            nodes = self.problem.nodes
+            if self.checks + len(nodes) > CHECK_BUDGET:
+                return None
+            self.checks += len(nodes)
+            self._memo[c] = self._diagnose(self.problem.classes[c], nodes)
+        return self._memo[c]
+
+    def _victims_on(self, cls: PodClass, node: s.Node) -> bool:
+        """A pod ``cls`` may evict runs on ``node``: upstream tries preemption on a node only
+        then (SelectVictimsOnNode: "No preemption victims found" otherwise)."""
+        units = self.problem.units
+        return cls.power is not None and any(not units[u].protected and units[u].priority < cls.power
+                                             for u in self.problem.units_on_node.get(node.name, ()))
+
+    def _diagnose(self, cls: PodClass, nodes: tuple[s.Node, ...]) -> Diagnosis:
+        if self._state is None:
+            self._state = State(self.problem)
+        state = self._state
+        candidates = self.problem.candidates[cls.index]
+        reasons: Counter[str] = Counter()
+        preemption: Counter[str] = Counter()
+        fits = after = 0
+        for node in nodes:
+            why, resolvable = _refusal(state, cls, node)
+            if not why:
+                fits += 1
+                continue
+            reasons.update(why)
+            if not resolvable:
+                preemption[NOT_HELPFUL] += 1
+            elif not self._victims_on(cls, node):
+                preemption[NO_VICTIMS] += 1
+            elif node.name in candidates:
+                after += 1
+            else:  # evicting every pod it may evict is not enough: the filters say why again
+                preemption.update(_short(cls, node, state.held_by(cls.power or 0).get(node.name, {})) or why)
+        return Diagnosis(total=len(nodes), fits=fits, after_preemption=after, reasons=reasons, preemption=preemption,
+                         never=cls.power is None)
+
+
+def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool]:
+    """The first refusing filter's reasons for one pod of ``cls`` on ``node`` (none: it fits),
+    and whether preemption could resolve them."""
+    pod = cls.pods[0]
+    if node.unschedulable and not any(selectors.tolerates(t, selectors.UNSCHEDULABLE_TAINT) for t in pod.tolerations):
+        return [UNSCHEDULABLE], False
+    if not all(any(selectors.tolerates(t, taint) for t in pod.tolerations)
+               for taint in node.taints if taint.effect in ("NoSchedule", "NoExecute")):
+        return [TAINTS], False
+    if not selectors.affinity_matches(pod, node):
+        return [NODE_AFFINITY], False
+    rules = state.rules
+    if pod.host_ports and not rules.ports_ok(cls, node):
+        return [PORTS], True
+    short = _short(cls, node, state.running_on(node.name))
+    if short:  # unresolvable when the node could not hold the pod even empty (fit.go)
+        return short, all(node.allocatable.get(res, 0) >= amount for res, amount in cls.requests.items())
+    if pod.volume_block:
+        return [VOLUME_BIND], False
+    if not selectors.volumes_reachable(pod, node):
+        return [VOLUME_NODE], False
+    if pod.spread:
+        if any(c.topology_key not in node.labels for c in pod.spread):
+            return [SPREAD_LABEL], False
+        if not rules.spread_ok(cls, node):
+            return [SPREAD], True
+    if pod.pod_affinity and not rules.affinity_ok(cls, node):
+        return [AFFINITY], False
+    if rules.active:
+        if not rules.own_anti_ok(cls, node):
+            return [ANTI_AFFINITY], True
+        if not rules.existing_anti_ok(cls, node):
+            return [EXISTING_ANTI], True
+    if not selectors.features_declared(pod, node):
+        return [FEATURES], False
+    if state.problem.dra.active and (state.problem.dra.class_slots[cls.index]
+                                     or state.problem.dra.shared_of_class.get(cls.index)) \
+            and state.device_room(cls, node.name, 1) == 0:
+        return [CLAIMS], False
+    return [], False
+
+
+def _short(cls: PodClass, node: s.Node, used: Mapping[str, int]) -> list[str]:
+    """NodeResourcesFit's reasons with ``used`` taken on ``node``."""
+    return [insufficient(res) for res, amount in _fit_order(cls.requests)
+            if node.allocatable.get(res, 0) - used.get(res, 0) < amount]
+
+
+def _fit_order(requests: Mapping[str, int]) -> list[tuple[str, int]]:
+    """NodeResourcesFit's order: pods, cpu, memory, ephemeral-storage, then the others by name."""
+    first = ("pods", "cpu", "memory", "ephemeral-storage")
+    return [(r, requests[r]) for r in first if r in requests] + sorted(
+        (r, a) for r, a in requests.items() if r not in first)

@@ -1,0 +1,48 @@
+"""One cluster whose five pending pods the default profile refuses everywhere, each for other
+reasons (tests/solver/test_reasons.py; the real kube-scheduler's words for them are compared
+in tests/controlplane/test_reasons_vs_upstream.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import node, pod
+from tests.solver.test_refusals import _host_network
+
+# what kube-scheduler 1.37.2 writes in each pod's PodScheduled condition
+# n1: web's priority is higher (no victims); n4: 1 cpu, never enough for these pods however empty
+PREEMPTION = ("preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, "
+              "3 Preemption is not helpful for scheduling.")
+EXPECTED = {
+    "default/huge": "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
+                    "2 Insufficient cpu. preemption: 0/4 nodes are available: 4 Preemption is not helpful for "
+                    "scheduling.",
+    "default/lost": "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
+                    "2 node(s) didn't match Pod's node affinity/selector. preemption: 0/4 nodes are available: "
+                    "4 Preemption is not helpful for scheduling.",
+    "default/friend": "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
+                      "2 node(s) didn't match pod affinity rules. preemption: 0/4 nodes are available: "
+                      "4 Preemption is not helpful for scheduling.",
+    "default/port": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't have free ports for the requested "
+                    "pod ports, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
+    "default/spread": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread "
+                      "constraints, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
+}
+
+
+def cluster() -> list[Any]:
+    """n1 (4 cpu, zone a) runs web (priority 1000, host port 8080); n2 (2 cpu, zone b) is
+    tainted; n3 is cordoned; n4 (1 cpu, zone b) runs low (priority 0, as the pending pods)."""
+    web = _host_network(pod("web").on("n1").cpu_m(500).priority(1000).label("app", "web"), 8080)
+    spread = pod("spread").cpu_m(3000).label("app", "web")
+    spread.obj["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}}}]
+    friend = pod("friend").cpu_m(100)
+    friend.obj["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    return [node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
+            node("n3").cpu_m(4000).unschedulable(), node("n4").cpu_m(1000).zone("b"),
+            web, pod("low").on("n4").cpu_m(800).label("app", "low"),
+            pod("huge").cpu_m(64000), pod("lost").cpu_m(100).selector("topology.kubernetes.io/zone", "c"),
+            friend, _host_network(pod("port").cpu_m(3800), 8080), spread]
