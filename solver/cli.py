@@ -22,6 +22,7 @@ import argparse
 import functools
 import json
 import math
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -95,6 +96,64 @@ def _needs_extra(name: str, why: str) -> int:
     return 2
 
 
+class _Output(argparse.Action):
+    """An output path: kept as given, with the option string it was given with (``-o`` or
+    ``--output``), so that a path that cannot be written is named as the user spelled it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_flag", option_string)
+
+
+# every output of each command: (dest, its first option string, what it is). A file's directory must exist and be
+# writable; a directory is created with its parents, so its nearest existing ancestor must be a
+# writable directory. Checked before any work, so that a plan is never computed and then lost.
+_FILE, _DIR = "file", "directory"
+_OUTPUTS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "solve": (("output", "-o", _FILE),), "bench": (("out", "--out", _FILE), ("plot", "--plot", _FILE)),
+    "replan": (("out", "--out", _DIR),), "generate": (("output", "-o", _FILE),)}
+
+
+def unwritable(path: str, kind: str) -> str | None:
+    """Why ``path`` (a file, or a directory made if missing) cannot be written; None if it can."""
+    target = Path(path)
+    if kind == _DIR:
+        if target.exists():
+            if not target.is_dir():
+                return "not a directory"
+            return None if os.access(target, os.W_OK | os.X_OK) else "directory not writable"
+        ancestor = target.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            return f"cannot be created: {ancestor} is not a directory"
+        return None if os.access(ancestor, os.W_OK | os.X_OK) else f"cannot be created: {ancestor} is not writable"
+    if target.is_dir():
+        return "is a directory"
+    parent = target.parent
+    if not parent.exists():
+        return "no such directory"
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if target.exists():
+        return None if os.access(target, os.W_OK) else "not writable"
+    return None if os.access(parent, os.W_OK | os.X_OK) else "directory not writable"
+
+
+def _check_outputs(args: argparse.Namespace) -> str | None:
+    """The first output of the command that cannot be written, as "FLAG PATH: why"."""
+    for dest, first, kind in _OUTPUTS.get(args.command, ()):
+        path = getattr(args, dest, None)
+        if path is None or (args.command == "solve" and path == "-"):
+            continue
+        if args.command == "generate" and args.suite:
+            kind = _DIR
+        if why := unwritable(path, kind):
+            return f"{getattr(args, f'{dest}_flag', None) or first} {path}: {why}"
+    return None
+
+
 def _version() -> str:
     import platform
 
@@ -149,7 +208,9 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--no-dra-preemption", action="store_true",
                        help="a victim's DRA devices stay held, as upstream 1.37 plans (default: evicting "
                             "every holder frees them)")
-    solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout (-: stdout)")
+    solve.add_argument("-o", "--output", action=_Output, metavar="PLAN.json",
+                       help="write the plan (with --explain, the explanation) here instead of stdout, in a "
+                            "directory that exists (-: stdout)")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
     solve.add_argument("--scheduler-name", metavar="NAME",
                        help="plan only the pending pods of spec.schedulerName NAME, of trees complete enough to "
@@ -200,15 +261,16 @@ def _parser() -> argparse.ArgumentParser:
                        help="deadline per plan after the snapshot is read (60)")
     bench.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     bench.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
-    bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
-    bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
+    bench.add_argument("--out", action=_Output, metavar="results.jsonl", help="append one JSON line per case")
+    bench.add_argument("--plot", action=_Output, metavar="PATH.png", help="latency against nodes, cost ratio per case")
     _pdb_policy_arg(bench)
     _upstream_args(bench, "also run each case upstream and show every tier three ways: gangplace / "
                           "kube-scheduler / baseline")
     rp = sub.add_parser("replan", help="plan every pending workload of each snapshot; write one report each")
     rp.add_argument("snapshots", nargs="+", help="snapshot files or directories (each file is one snapshot)")
     rp.add_argument("--shard", default="0/1", metavar="I/N", help="take the I-th of N shards (an Indexed Job's index)")
-    rp.add_argument("--out", default="replan", metavar="DIR", help="reports go here as NAME.json (replan/)")
+    rp.add_argument("--out", action=_Output, default="replan", metavar="DIR",
+                    help="reports go here as NAME.json, the directory made if missing (replan/)")
     rp.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds per snapshot (60)")
     rp.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     _upstream_args(rp, "add what upstream does to each snapshot (report key `upstream`)")
@@ -240,7 +302,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (0): the same seed, the same bytes")
     gen.add_argument("--suite", choices=sorted(runner.SUITES),
                      help="write every case of a bench suite instead, one NAME.json each, into -o DIR")
-    gen.add_argument("-o", "--output", metavar="SNAPSHOT.json|DIR", required=True,
+    gen.add_argument("-o", "--output", action=_Output, metavar="SNAPSHOT.json|DIR", required=True,
                      help="the snapshot file; with --suite, a directory of one file per case")
     return parser
 
@@ -616,6 +678,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "any_arguments", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if problem := _check_outputs(args):
+        print(f"gangplace: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.command == "solve":
             return _solve(args)
