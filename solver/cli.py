@@ -91,7 +91,8 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _needs_extra(name: str, why: str) -> int:
+def needs_extra(name: str, why: str) -> int:
+    """Say that command ``name`` needs its extra installed (and why); exit status 2."""
     print(f"gangplace: {name} needs its extra: pip install 'gangplace[{name}]' ({why})", file=sys.stderr)
     return 2
 
@@ -191,8 +192,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     solve = sub.add_parser("solve", help="plan the pending workloads of a recorded snapshot")
-    solve.add_argument("snapshot", help="a JSON List or multi-document YAML; a directory of them is one cluster; "
-                                        "- reads standard input")
+    solve.add_argument("snapshot", help="a JSON List or multi-document YAML file, or a directory holding exactly one "
+                                        "(.json, .yaml or .yml; a directory is one case per file, as in bench and "
+                                        "replan); - reads standard input")
     solve.add_argument("--workload", metavar="NS/NAME", help="plan only this pending workload (its root group)")
     solve.add_argument("--explain", metavar="NS/NAME",
                        help="what it would take to place this pending workload: the budgets to relax (JSON)")
@@ -217,11 +219,13 @@ def _parser() -> argparse.ArgumentParser:
                             "try, as `gangplace adapter --scheduler-name NAME` selects them (default: every "
                             "pending pod)")
     solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="print each improving solution to stderr (default: when stderr is a terminal)")
+                       help="print each improving solution to stderr (default: when stderr is a terminal; "
+                            "not with --server)")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
     serve.add_argument("--port", type=port_arg, default=50051, help="gRPC port (50051)")
     serve.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0)")
-    serve.add_argument("--metrics-port", type=port_arg, default=9090, help="Prometheus metrics port (9090; 0: none)")
+    serve.add_argument("--metrics-port", type=port_arg, default=9090, metavar="PORT",
+                       help="Prometheus metrics port (9090; 0: none)")
     serve.add_argument("--max-inflight", type=int, default=2, metavar="N",
                        help="solves at once; more get RESOURCE_EXHAUSTED (2)")
     serve.add_argument("--max-message-mb", type=int, default=512, metavar="MB", help="largest request/reply (512)")
@@ -236,7 +240,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     serve.add_argument("--tls-client-ca", metavar="PEM", help="require client certificates this CA signed (mTLS)")
     serve.add_argument("--token-file", metavar="FILE",
-                       help="require 'authorization: Bearer <the file's token>' on every solve")
+                       help="require 'authorization: Bearer <the file's token>' on every PlacementService call "
+                            "(health and reflection stay open; read again on change)")
     bench = sub.add_parser("bench", help="gangplace against the upstream-greedy baseline")
     bench.add_argument("snapshots", nargs="*", help="snapshot files or directories (each file is one case)")
     bench.add_argument("--suite", action="append", default=[], choices=sorted(runner.SUITES),
@@ -261,8 +266,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="deadline per plan after the snapshot is read (60)")
     bench.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     bench.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
-    bench.add_argument("--out", action=_Output, metavar="results.jsonl", help="append one JSON line per case")
-    bench.add_argument("--plot", action=_Output, metavar="PATH.png", help="latency against nodes, cost ratio per case")
+    bench.add_argument("--out", action=_Output, metavar="results.jsonl",
+                       help="append one JSON line per case (--fgd: per policy and seed)")
+    bench.add_argument("--plot", action=_Output, metavar="PATH.png",
+                       help="latency against nodes, cost ratio per case (matplotlib: pip install "
+                            "'gangplace[bench]'; not with --fgd)")
     _pdb_policy_arg(bench)
     _upstream_args(bench, "also run each case upstream and show every tier three ways: gangplace / "
                           "kube-scheduler / baseline")
@@ -281,7 +289,7 @@ def _parser() -> argparse.ArgumentParser:
             register = entry.load()
         except ImportError as exc:  # its extra is not installed: the command says which
             missing = sub.add_parser(entry.name, help=f"(needs pip install 'gangplace[{entry.name}]')")
-            missing.set_defaults(func=lambda _args, name=entry.name, why=str(exc): _needs_extra(name, why),
+            missing.set_defaults(func=lambda _args, name=entry.name, why=str(exc): needs_extra(name, why),
                                  any_arguments=True)
             continue
         register(sub)

@@ -272,3 +272,76 @@ def test_writable_outputs_pass_and_a_missing_replan_directory_is_made(tmp_path: 
     assert json.loads((tmp_path / "plan.json").read_text())["status"] == "OPTIMAL"
     assert cli.main(["replan", str(EXAMPLE), "--out", str(tmp_path / "a" / "b"), "--time-limit", "5"]) == 0
     assert (tmp_path / "a" / "b" / "gang-preemption.json").is_file()
+
+
+def _adapter_entry_point(monkeypatch: pytest.MonkeyPatch, *, kubernetes: bool) -> None:
+    """``gangplace adapter`` as pyproject.toml's entry point names it (an install made before it
+    moved may still name adapter.main), with or without the Kubernetes client importable."""
+    import tomllib
+    from importlib import metadata
+
+    value = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["gangplace.commands"]
+    assert value == {"adapter": "adapter.command:register"}
+    real = metadata.entry_points
+    ours = [metadata.EntryPoint(name="adapter", value=value["adapter"], group="gangplace.commands")]
+    monkeypatch.setattr(metadata, "entry_points",
+                        lambda *, group: ours if group == "gangplace.commands" else real(group=group))
+    for name in [m for m in sys.modules if m == "adapter.command"]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh, under what this test simulates
+    if not kubernetes:
+        monkeypatch.setitem(sys.modules, "kubernetes", None)  # `import kubernetes` raises ImportError
+
+
+def _adapter_help(capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["adapter", "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+ADAPTER_OPTIONS = ["--kubeconfig", "--in-cluster", "--api-server", "--solver", "--in-process", "--solver-ca",
+                   "--solver-cert", "--solver-key", "--solver-token-file", "--scheduler-name", "--time-limit",
+                   "--lease-namespace", "--pdb-policy", "--dry-run", "--metrics-port", "--metrics-host"]
+
+
+def test_adapter_help_without_its_extra_is_the_full_help_and_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _adapter_entry_point(monkeypatch, kubernetes=True)
+    installed = _adapter_help(capsys)
+    assert "pip install" not in installed
+    _adapter_entry_point(monkeypatch, kubernetes=False)
+    missing = _adapter_help(capsys)
+    assert "Not installed here: pip install 'gangplace[adapter]' (No module named 'kubernetes')." in \
+        " ".join(missing.split())
+    for option in ADAPTER_OPTIONS:
+        assert f"  {option}" in missing, option
+    # the same usage and options as with the extra: only the install line differs
+    assert missing.split("\n\n")[0] == installed.split("\n\n")[0]
+    assert missing.split("options:")[1] == installed.split("options:")[1]
+    assert "(--kubeconfig PATH | --in-cluster | --api-server URL)" in " ".join(missing.split())
+    # running it, with or without arguments, says what to install (exit 2)
+    for argv in (["adapter"], ["adapter", "--in-cluster", "--solver", "gangplace-solver:50051"]):
+        assert cli.main(argv) == 2
+        assert capsys.readouterr().err == (
+            "gangplace: adapter needs its extra: pip install 'gangplace[adapter]' (No module named 'kubernetes')\n")
+
+
+def test_the_adapter_command_imports_no_kubernetes_until_it_runs() -> None:
+    import os
+    import subprocess
+
+    code = "import sys, adapter.command; print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+def test_solve_help_says_what_solve_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory is one case per file in every command: solve's help says it takes one holding
+    exactly one snapshot file (test_a_directory_is_one_case_per_file... holds it to that)."""
+    with pytest.raises(SystemExit):
+        cli.main(["solve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a JSON List or multi-document YAML file, or a directory holding exactly one (.json, .yaml or .yml; " \
+           "a directory is one case per file, as in bench and replan); - reads standard input" in text
+    assert "one cluster" not in text
