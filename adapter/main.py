@@ -4,7 +4,9 @@
                       (--solver HOST:PORT | --in-process) [--scheduler-name NAME] [--dry-run]
 
 The subcommand is contributed to the ``gangplace`` command through the
-``gangplace.commands`` entry point, so ``solver`` never imports ``adapter``.
+``gangplace.commands`` entry point, so ``solver`` never imports ``adapter``. Its arguments live
+in :mod:`adapter.command` (the entry point), importable without the Kubernetes client;
+``register`` is kept here for installs whose entry point still names ``adapter.main:register``.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from typing import Any
 
 from adapter.cache import WatchCache
 from adapter.cluster import Cluster
+from adapter.command import register as register
 from adapter.controller import Executor, Outcome, gone
 from adapter.leader import LeaderElector
 from adapter.observe import AdapterMetrics, Endpoint, Heartbeat
 from solver import api, kube, telemetry
-from solver.cli import port_arg
 from solver.model.errors import SolverError
 from solver.model.plan import Plan
-from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy
+from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.model.snapshot import GroupKey
 from solver.selection import groups_of, select, tree_of
 
@@ -287,36 +289,7 @@ def _tree(objects: list[Obj], leaf: str) -> set[str]:
     return set(tree.subtree(tree.root(GroupKey(leaf)))) if leaf in tree else {leaf}
 
 
-# ---- the subcommand --------------------------------------------------------------------------
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser("adapter", help="schedule pods of schedulerName gangplace on a cluster")
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--kubeconfig", metavar="PATH", help="reach the cluster with this kubeconfig")
-    where.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    where.add_argument("--api-server", metavar="URL", help="an API server without auth (tests, kubectl proxy)")
-    how = p.add_mutually_exclusive_group(required=True)
-    how.add_argument("--solver", metavar="HOST:PORT", help="a running `gangplace serve`")
-    how.add_argument("--in-process", action="store_true", help="solve in this process")
-    p.add_argument("--solver-ca", metavar="PEM", help="reach the solver over TLS, trusting this CA")
-    p.add_argument("--solver-cert", metavar="PEM", help="this adapter's client certificate (mutual TLS)")
-    p.add_argument("--solver-key", metavar="PEM", help="its private key")
-    p.add_argument("--solver-token-file", metavar="FILE", help="a bearer token the solver requires")
-    p.add_argument("--scheduler-name", default="gangplace", metavar="NAME",
-                   help="plan the pods whose spec.schedulerName is NAME (gangplace)")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds per plan (10)")
-    p.add_argument("--lease-namespace", default="kube-system", metavar="NS",
-                   help="namespace of the leader-election Lease (kube-system)")
-    p.add_argument("--pdb-policy", choices=PDB_POLICIES, default=DEFAULT_PDB_POLICY,
-                   help="strict (default): plan within every PDB's disruptionsAllowed and evict through the "
-                        "Eviction API; soft: a violation is the third tier, victims are deleted as "
-                        "kube-scheduler's preemption does")
-    p.add_argument("--dry-run", action="store_true", help="print the plan it would carry out, write nothing")
-    p.add_argument("--metrics-port", type=port_arg, default=0, metavar="PORT",
-                   help="serve /metrics, /healthz and /readyz on PORT (0, the default: none)")
-    p.add_argument("--metrics-host", default="0.0.0.0", metavar="HOST", help="address to serve them on (0.0.0.0)")
-    p.set_defaults(func=main)
+# ---- the subcommand (its arguments: adapter.command) ---------------------------------------
 
 
 def main(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ import argparse
 import functools
 import json
 import math
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -90,9 +91,68 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _needs_extra(name: str, why: str) -> int:
+def needs_extra(name: str, why: str) -> int:
+    """Say that command ``name`` needs its extra installed (and why); exit status 2."""
     print(f"gangplace: {name} needs its extra: pip install 'gangplace[{name}]' ({why})", file=sys.stderr)
     return 2
+
+
+class _Output(argparse.Action):
+    """An output path: kept as given, with the option string it was given with (``-o`` or
+    ``--output``), so that a path that cannot be written is named as the user spelled it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_flag", option_string)
+
+
+# every output of each command: (dest, its first option string, what it is). A file's directory must exist and be
+# writable; a directory is created with its parents, so its nearest existing ancestor must be a
+# writable directory. Checked before any work, so that a plan is never computed and then lost.
+_FILE, _DIR = "file", "directory"
+_OUTPUTS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "solve": (("output", "-o", _FILE),), "bench": (("out", "--out", _FILE), ("plot", "--plot", _FILE)),
+    "replan": (("out", "--out", _DIR),), "generate": (("output", "-o", _FILE),)}
+
+
+def unwritable(path: str, kind: str) -> str | None:
+    """Why ``path`` (a file, or a directory made if missing) cannot be written; None if it can."""
+    target = Path(path)
+    if kind == _DIR:
+        if target.exists():
+            if not target.is_dir():
+                return "not a directory"
+            return None if os.access(target, os.W_OK | os.X_OK) else "directory not writable"
+        ancestor = target.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            return f"cannot be created: {ancestor} is not a directory"
+        return None if os.access(ancestor, os.W_OK | os.X_OK) else f"cannot be created: {ancestor} is not writable"
+    if target.is_dir():
+        return "is a directory"
+    parent = target.parent
+    if not parent.exists():
+        return "no such directory"
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if target.exists():
+        return None if os.access(target, os.W_OK) else "not writable"
+    return None if os.access(parent, os.W_OK | os.X_OK) else "directory not writable"
+
+
+def _check_outputs(args: argparse.Namespace) -> str | None:
+    """The first output of the command that cannot be written, as "FLAG PATH: why"."""
+    for dest, first, kind in _OUTPUTS.get(args.command, ()):
+        path = getattr(args, dest, None)
+        if path is None or (args.command == "solve" and path == "-"):
+            continue
+        if args.command == "generate" and args.suite:
+            kind = _DIR
+        if why := unwritable(path, kind):
+            return f"{getattr(args, f'{dest}_flag', None) or first} {path}: {why}"
+    return None
 
 
 def _version() -> str:
@@ -132,8 +192,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     solve = sub.add_parser("solve", help="plan the pending workloads of a recorded snapshot")
-    solve.add_argument("snapshot", help="a JSON List or multi-document YAML; a directory of them is one cluster; "
-                                        "- reads standard input")
+    solve.add_argument("snapshot", help="a JSON List or multi-document YAML file, or a directory holding exactly one "
+                                        "(.json, .yaml or .yml; a directory is one case per file, as in bench and "
+                                        "replan); - reads standard input")
     solve.add_argument("--workload", metavar="NS/NAME", help="plan only this pending workload (its root group)")
     solve.add_argument("--explain", metavar="NS/NAME",
                        help="what it would take to place this pending workload: the budgets to relax (JSON)")
@@ -149,18 +210,22 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--no-dra-preemption", action="store_true",
                        help="a victim's DRA devices stay held, as upstream 1.37 plans (default: evicting "
                             "every holder frees them)")
-    solve.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan here instead of stdout (-: stdout)")
+    solve.add_argument("-o", "--output", action=_Output, metavar="PLAN.json",
+                       help="write the plan (with --explain, the explanation) here instead of stdout, in a "
+                            "directory that exists (-: stdout)")
     solve.add_argument("--server", metavar="HOST:PORT", help="ask a running `gangplace serve` instead of solving here")
     solve.add_argument("--scheduler-name", metavar="NAME",
                        help="plan only the pending pods of spec.schedulerName NAME, of trees complete enough to "
                             "try, as `gangplace adapter --scheduler-name NAME` selects them (default: every "
                             "pending pod)")
     solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="print each improving solution to stderr (default: when stderr is a terminal)")
+                       help="print each improving solution to stderr (default: when stderr is a terminal; "
+                            "not with --server)")
     serve = sub.add_parser("serve", help="run the gRPC placement service")
     serve.add_argument("--port", type=port_arg, default=50051, help="gRPC port (50051)")
     serve.add_argument("--host", default="0.0.0.0", help="address to listen on (0.0.0.0)")
-    serve.add_argument("--metrics-port", type=port_arg, default=9090, help="Prometheus metrics port (9090; 0: none)")
+    serve.add_argument("--metrics-port", type=port_arg, default=9090, metavar="PORT",
+                       help="Prometheus metrics port (9090; 0: none)")
     serve.add_argument("--max-inflight", type=int, default=2, metavar="N",
                        help="solves at once; more get RESOURCE_EXHAUSTED (2)")
     serve.add_argument("--max-message-mb", type=int, default=512, metavar="MB", help="largest request/reply (512)")
@@ -175,7 +240,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     serve.add_argument("--tls-client-ca", metavar="PEM", help="require client certificates this CA signed (mTLS)")
     serve.add_argument("--token-file", metavar="FILE",
-                       help="require 'authorization: Bearer <the file's token>' on every solve")
+                       help="require 'authorization: Bearer <the file's token>' on every PlacementService call "
+                            "(health and reflection stay open; read again on change)")
     bench = sub.add_parser("bench", help="gangplace against the upstream-greedy baseline")
     bench.add_argument("snapshots", nargs="*", help="snapshot files or directories (each file is one case)")
     bench.add_argument("--suite", action="append", default=[], choices=sorted(runner.SUITES),
@@ -200,15 +266,19 @@ def _parser() -> argparse.ArgumentParser:
                        help="deadline per plan after the snapshot is read (60)")
     bench.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     bench.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (0)")
-    bench.add_argument("--out", metavar="results.jsonl", help="append one JSON line per case")
-    bench.add_argument("--plot", metavar="PATH.png", help="latency against nodes, cost ratio per case")
+    bench.add_argument("--out", action=_Output, metavar="results.jsonl",
+                       help="append one JSON line per case (--fgd: per policy and seed)")
+    bench.add_argument("--plot", action=_Output, metavar="PATH.png",
+                       help="latency against nodes, cost ratio per case (matplotlib: pip install "
+                            "'gangplace[bench]'; not with --fgd)")
     _pdb_policy_arg(bench)
     _upstream_args(bench, "also run each case upstream and show every tier three ways: gangplace / "
                           "kube-scheduler / baseline")
     rp = sub.add_parser("replan", help="plan every pending workload of each snapshot; write one report each")
     rp.add_argument("snapshots", nargs="+", help="snapshot files or directories (each file is one snapshot)")
     rp.add_argument("--shard", default="0/1", metavar="I/N", help="take the I-th of N shards (an Indexed Job's index)")
-    rp.add_argument("--out", default="replan", metavar="DIR", help="reports go here as NAME.json (replan/)")
+    rp.add_argument("--out", action=_Output, default="replan", metavar="DIR",
+                    help="reports go here as NAME.json, the directory made if missing (replan/)")
     rp.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds per snapshot (60)")
     rp.add_argument("--workers", type=int, default=1, metavar="N", help="CP-SAT workers (1: reproducible)")
     _upstream_args(rp, "add what upstream does to each snapshot (report key `upstream`)")
@@ -219,7 +289,7 @@ def _parser() -> argparse.ArgumentParser:
             register = entry.load()
         except ImportError as exc:  # its extra is not installed: the command says which
             missing = sub.add_parser(entry.name, help=f"(needs pip install 'gangplace[{entry.name}]')")
-            missing.set_defaults(func=lambda _args, name=entry.name, why=str(exc): _needs_extra(name, why),
+            missing.set_defaults(func=lambda _args, name=entry.name, why=str(exc): needs_extra(name, why),
                                  any_arguments=True)
             continue
         register(sub)
@@ -240,7 +310,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (0): the same seed, the same bytes")
     gen.add_argument("--suite", choices=sorted(runner.SUITES),
                      help="write every case of a bench suite instead, one NAME.json each, into -o DIR")
-    gen.add_argument("-o", "--output", metavar="SNAPSHOT.json|DIR", required=True,
+    gen.add_argument("-o", "--output", action=_Output, metavar="SNAPSHOT.json|DIR", required=True,
                      help="the snapshot file; with --suite, a directory of one file per case")
     return parser
 
@@ -616,6 +686,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "any_arguments", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if problem := _check_outputs(args):
+        print(f"gangplace: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.command == "solve":
             return _solve(args)

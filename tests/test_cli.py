@@ -209,3 +209,139 @@ def test_pdb_policy_is_one_option_on_solve_and_replan(tmp_path: Path, capsys: py
         cli.main(["solve", str(guarded), "--pdb-policy", "lenient"])
     assert exited.value.code == 2
     assert "--pdb-policy" in capsys.readouterr().err
+
+
+def _no_work(*_args: object, **_kwargs: object) -> object:
+    raise AssertionError("work started before the outputs were checked")
+
+
+@pytest.mark.parametrize("argv, flag, target, why", [
+    (["solve", str(EXAMPLE), "-o", "{missing}/plan.json"], "-o", "{missing}/plan.json", "no such directory"),
+    (["solve", str(EXAMPLE), "--output", "{file}/plan.json"], "--output", "{file}/plan.json",
+     "{file} is not a directory"),
+    (["solve", str(EXAMPLE), "--explain", "default/train", "-o", "{dir}"], "-o", "{dir}", "is a directory"),
+    (["bench", "--suite", "mini", "--out", "{missing}/r.jsonl"], "--out", "{missing}/r.jsonl", "no such directory"),
+    (["bench", "--suite", "mini", "--plot", "{missing}/b.png"], "--plot", "{missing}/b.png", "no such directory"),
+    (["bench", "--fgd", "w", "--trace", "t", "--out", "{missing}/f.jsonl"], "--out", "{missing}/f.jsonl",
+     "no such directory"),
+    (["replan", str(EXAMPLE), "--out", "{file}/reports"], "--out", "{file}/reports",
+     "cannot be created: {file} is not a directory"),
+    (["replan", str(EXAMPLE), "--out", "{file}"], "--out", "{file}", "not a directory"),
+    (["generate", "--nodes", "16", "-o", "{missing}/s.json"], "-o", "{missing}/s.json", "no such directory"),
+    (["generate", "--suite", "mini", "-o", "{file}"], "-o", "{file}", "not a directory"),
+])
+def test_every_output_is_checked_before_any_work(argv: list[str], flag: str, target: str, why: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan is never computed and then lost: an output that cannot be written exits 2 at once,
+    in one line naming the flag (as spelled) and the path."""
+    from solver.bench import fgd, generate, runner
+
+    for module, name in ((cli.api, "plan"), (cli.api, "explain"), (cli.loader, "load_snapshot"),
+                         (runner, "run"), (fgd, "load_nodes"), (generate, "generate"), (cli, "_write_list")):
+        monkeypatch.setattr(module, name, _no_work)
+    (tmp_path / "file").write_text("")
+    (tmp_path / "dir").mkdir()
+    paths = {"missing": str(tmp_path / "nonexistent" / "dir"), "file": str(tmp_path / "file"),
+             "dir": str(tmp_path / "dir")}
+    assert cli.main([a.format(**paths) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gangplace: {flag} {target.format(**paths)}: {why.format(**paths)}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "file"]  # nothing was created
+
+
+def test_an_output_directory_that_is_not_writable_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    real = os.access
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    # as root every directory is writable: os.access is what the check asks, so it says no here
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == locked else real(p, mode))
+    monkeypatch.setattr(cli.api, "plan", _no_work)
+    assert cli.main(["solve", str(EXAMPLE), "-o", str(locked / "plan.json")]) == 2
+    assert capsys.readouterr().err == f"gangplace: -o {locked / 'plan.json'}: directory not writable\n"
+    assert cli.main(["replan", str(EXAMPLE), "--out", str(locked / "a" / "b")]) == 2
+    assert capsys.readouterr().err == f"gangplace: --out {locked / 'a' / 'b'}: cannot be created: {locked} is not writable\n"
+
+
+def test_writable_outputs_pass_and_a_missing_replan_directory_is_made(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["solve", str(EXAMPLE), "-o", str(tmp_path / "plan.json")]) == 0
+    assert json.loads((tmp_path / "plan.json").read_text())["status"] == "OPTIMAL"
+    assert cli.main(["replan", str(EXAMPLE), "--out", str(tmp_path / "a" / "b"), "--time-limit", "5"]) == 0
+    assert (tmp_path / "a" / "b" / "gang-preemption.json").is_file()
+
+
+def _adapter_entry_point(monkeypatch: pytest.MonkeyPatch, *, kubernetes: bool) -> None:
+    """``gangplace adapter`` as pyproject.toml's entry point names it (an install made before it
+    moved may still name adapter.main), with or without the Kubernetes client importable."""
+    import tomllib
+    from importlib import metadata
+
+    value = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["gangplace.commands"]
+    assert value == {"adapter": "adapter.command:register"}
+    real = metadata.entry_points
+    ours = [metadata.EntryPoint(name="adapter", value=value["adapter"], group="gangplace.commands")]
+    monkeypatch.setattr(metadata, "entry_points",
+                        lambda *, group: ours if group == "gangplace.commands" else real(group=group))
+    for name in [m for m in sys.modules if m == "adapter.command"]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh, under what this test simulates
+    if not kubernetes:
+        monkeypatch.setitem(sys.modules, "kubernetes", None)  # `import kubernetes` raises ImportError
+
+
+def _adapter_help(capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["adapter", "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+ADAPTER_OPTIONS = ["--kubeconfig", "--in-cluster", "--api-server", "--solver", "--in-process", "--solver-ca",
+                   "--solver-cert", "--solver-key", "--solver-token-file", "--scheduler-name", "--time-limit",
+                   "--lease-namespace", "--pdb-policy", "--dry-run", "--metrics-port", "--metrics-host"]
+
+
+def test_adapter_help_without_its_extra_is_the_full_help_and_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _adapter_entry_point(monkeypatch, kubernetes=True)
+    installed = _adapter_help(capsys)
+    assert "pip install" not in installed
+    _adapter_entry_point(monkeypatch, kubernetes=False)
+    missing = _adapter_help(capsys)
+    assert "Not installed here: pip install 'gangplace[adapter]' (No module named 'kubernetes')." in \
+        " ".join(missing.split())
+    for option in ADAPTER_OPTIONS:
+        assert f"  {option}" in missing, option
+    # the same usage and options as with the extra: only the install line differs
+    assert missing.split("\n\n")[0] == installed.split("\n\n")[0]
+    assert missing.split("options:")[1] == installed.split("options:")[1]
+    assert "(--kubeconfig PATH | --in-cluster | --api-server URL)" in " ".join(missing.split())
+    # running it, with or without arguments, says what to install (exit 2)
+    for argv in (["adapter"], ["adapter", "--in-cluster", "--solver", "gangplace-solver:50051"]):
+        assert cli.main(argv) == 2
+        assert capsys.readouterr().err == (
+            "gangplace: adapter needs its extra: pip install 'gangplace[adapter]' (No module named 'kubernetes')\n")
+
+
+def test_the_adapter_command_imports_no_kubernetes_until_it_runs() -> None:
+    import os
+    import subprocess
+
+    code = "import sys, adapter.command; print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+def test_solve_help_says_what_solve_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory is one case per file in every command: solve's help says it takes one holding
+    exactly one snapshot file (test_a_directory_is_one_case_per_file... holds it to that)."""
+    with pytest.raises(SystemExit):
+        cli.main(["solve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a JSON List or multi-document YAML file, or a directory holding exactly one (.json, .yaml or .yml; " \
+           "a directory is one case per file, as in bench and replan); - reads standard input" in text
+    assert "one cluster" not in text

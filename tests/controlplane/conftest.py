@@ -62,6 +62,24 @@ def adapter_kubeconfig(plane: ControlPlane) -> Path:
                                          plane.pki / "ca.crt", token=token)
 
 
+@pytest.fixture()
+def soft_rbac(plane: ControlPlane, adapter_kubeconfig: Path) -> Iterator[None]:
+    """deploy/components/pdb-soft's RBAC (pods delete, for --pdb-policy soft) for one test, then
+    gone again: every other test runs with the base's alone, which grants no pod delete."""
+    from tests.deploy.test_manifests import PDB_SOFT_DOCS
+
+    objs = [d for d in PDB_SOFT_DOCS if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    rest = upstream.Rest(plane)
+    try:
+        for obj in objs:
+            rest.create(obj)
+        yield
+    finally:
+        for obj in reversed(objs):
+            rest.call("DELETE", upstream.path_of(obj, named=True))
+        rest.close()
+
+
 class Real:
     """One test's objects on the real API server, created as a cluster would hold them
     (solver.bench.upstream's rules) and all removed afterwards."""

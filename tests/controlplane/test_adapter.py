@@ -101,6 +101,7 @@ def test_a_pdb_the_disruption_controller_closed_keeps_the_gang_pending_without_e
     assert not [c for c in _no_refusals(real) if c[2] in ("eviction", "binding")]
 
 
+@pytest.mark.usefixtures("soft_rbac")  # the base grants no pod delete: deploy/components/pdb-soft does
 def test_the_soft_policy_deletes_the_victim_a_closed_pdb_protects_as_kube_scheduler_does(
         real: Real, adapter_kubeconfig: Path) -> None:
     # the same closed budget: with --pdb-policy soft the plan breaks it (tier 3) and the victim is

@@ -28,13 +28,16 @@ BASE = DEPLOY / "base"
 REPLAN = DEPLOY / "replan"
 OVERLAY = DEPLOY / "overlays" / "example"
 MONITORING = DEPLOY / "components" / "monitoring"
+PDB_SOFT = DEPLOY / "components" / "pdb-soft"
 K8S_VERSION = "1.37.0"
 NAMESPACE = "gangplace"
 UID = 10001
 SOLVER, ADAPTER, REPLAN_NAME = "gangplace-solver", "gangplace-adapter", "gangplace-replan"
+PRIORITY_CLASS = "gangplace-critical"
 NAME_LABEL = "app.kubernetes.io/name"
 PART_OF = {"app.kubernetes.io/part-of": "gangplace"}
-CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass"}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass",
+                  "PriorityClass"}
 WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "ReplicaSet"}
 
 Obj = dict[str, Any]
@@ -93,6 +96,12 @@ def _pod_spec(workload: Obj) -> Obj:
     return spec["template"]["spec"]
 
 
+def _template(workload: Obj) -> Obj:
+    """The pod template of a workload (a CronJob's is its Job template's)."""
+    spec = workload["spec"]
+    return spec["jobTemplate"]["spec"]["template"] if workload["kind"] == "CronJob" else spec["template"]
+
+
 def _containers(workload: Obj) -> list[Obj]:
     pod = _pod_spec(workload)
     return [*pod.get("initContainers", []), *pod["containers"]]
@@ -144,7 +153,8 @@ def _adapter_args(docs: list[Obj]) -> Any:
 BASE_DOCS = _kustomize_docs(BASE)
 REPLAN_DOCS = _kustomize_docs(REPLAN)
 MONITORING_DOCS = _kustomize_docs(MONITORING)
-ALL_DOCS = BASE_DOCS + REPLAN_DOCS + MONITORING_DOCS
+PDB_SOFT_DOCS = _kustomize_docs(PDB_SOFT)
+ALL_DOCS = BASE_DOCS + REPLAN_DOCS + MONITORING_DOCS + PDB_SOFT_DOCS
 
 
 def test_deploy_holds_the_expected_objects() -> None:
@@ -152,8 +162,10 @@ def test_deploy_holds_the_expected_objects() -> None:
     assert {("Namespace", NAMESPACE), ("Deployment", SOLVER), ("Service", SOLVER),
             ("PodDisruptionBudget", SOLVER), ("NetworkPolicy", SOLVER), ("Deployment", ADAPTER),
             ("ServiceAccount", ADAPTER), ("ClusterRole", ADAPTER), ("ClusterRoleBinding", ADAPTER),
-            ("Job", REPLAN_NAME), ("PersistentVolumeClaim", "gangplace-snapshots"),
-            ("PersistentVolumeClaim", "gangplace-results")} <= kinds
+            ("CronJob", REPLAN_NAME), ("PersistentVolumeClaim", "gangplace-snapshots"),
+            ("PersistentVolumeClaim", "gangplace-results"), ("PriorityClass", PRIORITY_CLASS),
+            ("PodDisruptionBudget", ADAPTER), ("PrometheusRule", "gangplace"),
+            ("ClusterRole", f"{ADAPTER}-pdb-soft"), ("ClusterRoleBinding", f"{ADAPTER}-pdb-soft")} <= kinds
     assert len(kinds) == len(ALL_DOCS), "an object is defined twice"
     # every manifest file is reachable from a kustomization: nothing is left out of an apply -k
     reachable = {id(d) for d in ALL_DOCS}
@@ -166,8 +178,28 @@ def test_deploy_holds_the_expected_objects() -> None:
 # the Prometheus Operator's kinds (deploy/components/monitoring): no 1.37 schema holds them,
 # so the fields the component uses are checked against this subset of the operator's CRD
 OPERATOR_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"): {"selector", "endpoints"},
-                  ("monitoring.coreos.com/v1", "PodMonitor"): {"selector", "podMetricsEndpoints"}}
+                  ("monitoring.coreos.com/v1", "PodMonitor"): {"selector", "podMetricsEndpoints"},
+                  ("monitoring.coreos.com/v1", "PrometheusRule"): {"groups"}}
 ENDPOINT_FIELDS = {"port", "path", "scheme", "interval", "scrapeTimeout"}
+RULE_FIELDS = {"alert", "expr", "for", "labels", "annotations"}
+DURATION = re.compile(r"([0-9]+(ms|s|m|h|d|w|y))+")
+
+
+def _validate_rules(doc: Obj) -> str | None:
+    where = f"{doc['kind']}/{doc['metadata']['name']}"
+    for group in doc["spec"]["groups"]:
+        if set(group) != {"name", "rules"} or not group["rules"]:
+            return f"{where}: group {group.get('name')} holds {sorted(group)}"
+        for rule in group["rules"]:
+            if not {"alert", "expr"} <= set(rule) <= RULE_FIELDS or not isinstance(rule["expr"], str):
+                return f"{where}: rule {rule}"
+            if "for" in rule and not DURATION.fullmatch(rule["for"]):
+                return f"{where}: {rule['alert']}: for {rule['for']!r} is not a duration"
+            if rule.get("labels", {}).get("severity") not in ("critical", "warning"):
+                return f"{where}: {rule['alert']}: no severity"
+            if not {"summary", "description"} <= set(rule.get("annotations", {})):
+                return f"{where}: {rule['alert']}: summary and description are wanted"
+    return None
 
 
 def _validate_operator_kind(doc: Obj) -> str | None:
@@ -175,6 +207,8 @@ def _validate_operator_kind(doc: Obj) -> str | None:
     spec = doc.get("spec", {})
     if set(spec) != spec_fields:
         return f"{doc['kind']}/{doc['metadata']['name']}: spec holds {sorted(spec)}, want {sorted(spec_fields)}"
+    if doc["kind"] == "PrometheusRule":
+        return _validate_rules(doc)
     for endpoint in spec.get("endpoints", spec.get("podMetricsEndpoints")):
         if not set(endpoint) <= ENDPOINT_FIELDS or not isinstance(endpoint.get("port"), str):
             return f"{doc['kind']}/{doc['metadata']['name']}: endpoint {endpoint}"
@@ -227,7 +261,8 @@ def test_kustomization_references_resolve(kustomization: Path) -> None:
     listed = {(here / r).resolve() for r in k.get("resources", [])} | set(_patch_paths(kustomization))
     for sibling in here.glob("*.yaml"):
         assert sibling == kustomization or sibling.resolve() in listed, f"{sibling} is in no kustomization"
-    built = _kustomize_docs(here)
+    component = kustomization.parent.parent.name == "components"
+    built = _kustomize_docs(here) + (BASE_DOCS if component else [])  # a component patches what it is added to
     images = {c["image"].split(":")[0].split("@")[0] for d in built if d["kind"] in WORKLOADS for c in _containers(d)}
     for image in k.get("images", []):
         assert image["name"] in images, f"{kustomization}: images entry {image['name']!r} matches no container"
@@ -236,6 +271,15 @@ def test_kustomization_references_resolve(kustomization: Path) -> None:
         assert (here / patch["path"]).is_file(), f"{kustomization}: patch {patch['path']} is missing"
         body = _load(here / patch["path"])[0]
         target = patch.get("target", {})
+        if isinstance(body, list):  # a JSON 6902 patch: every operation's parent path exists in its target
+            base_obj = _one(built, target["kind"], target["name"])
+            for op in body:
+                assert op["op"] in ("add", "replace", "remove"), op
+                node: Any = base_obj
+                for step in op["path"].split("/")[1:-1]:
+                    node = node[int(step)] if isinstance(node, list) else node[step]
+                assert isinstance(node, (list, dict)), f"{patch['path']}: {op['path']} has no parent"
+            continue
         kind = target.get("kind", body.get("kind"))
         name = target.get("name", body.get("metadata", {}).get("name"))
         base_obj = _one(built, kind, name)
@@ -281,7 +325,7 @@ def test_kustomize_renders_valid_labelled_objects(directory: Path) -> None:
         if doc["kind"] not in CLUSTER_SCOPED:
             assert doc["metadata"]["namespace"] == NAMESPACE
         if doc["kind"] in WORKLOADS:
-            assert PART_OF.items() <= doc["spec"]["template"]["metadata"]["labels"].items()
+            assert PART_OF.items() <= _template(doc)["metadata"]["labels"].items()
             selector = doc["spec"].get("selector", {}).get("matchLabels", {})
             assert "app.kubernetes.io/part-of" not in selector, "selectors must stay as written (immutable)"
 
@@ -380,6 +424,10 @@ def _triples(rules: list[Obj]) -> set[tuple[str, str, str]]:
             for resource in rule.get("resources", []) for verb in rule.get("verbs", [])}
 
 
+# --pdb-policy soft deletes its victims (Cluster.preempt): only deploy/components/pdb-soft grants it
+SOFT_ONLY = {("delete", "", "pods")}
+
+
 def _adapter_roles() -> tuple[Obj, list[Obj]]:
     """The adapter's ClusterRole and the Roles bound to its ServiceAccount (through the bindings)."""
     sa = {"kind": "ServiceAccount", "name": ADAPTER, "namespace": NAMESPACE}
@@ -396,19 +444,47 @@ def _adapter_roles() -> tuple[Obj, list[Obj]]:
     return _one(BASE_DOCS, "ClusterRole", ADAPTER), roles
 
 
-def test_rbac_grants_exactly_the_calls_the_adapter_makes() -> None:
-    cluster_role, roles = _adapter_roles()
-    rules = cluster_role["rules"] + [r for role in roles for r in role["rules"]]
+def _no_wildcards(rules: list[Obj]) -> None:
     for rule in rules:
         assert "nonResourceURLs" not in rule
         for field in ("apiGroups", "resources", "verbs", "resourceNames"):
             assert not any("*" in v for v in rule.get(field, [])), f"wildcard in {field}: {rule}"
         assert rule["apiGroups"] and rule["resources"] and rule["verbs"]
+
+
+def test_rbac_grants_exactly_the_calls_the_adapter_makes() -> None:
+    """The base grants every call of CALLS but the soft policy's delete; the pdb-soft component
+    grants that delete and nothing else; together they are exactly CALLS."""
+    cluster_role, roles = _adapter_roles()
+    rules = cluster_role["rules"] + [r for role in roles for r in role["rules"]]
+    _no_wildcards(rules)
     granted = _triples(rules)
-    wanted = set(CALLS)
-    assert granted - wanted == set(), f"granted but never called (stale): {sorted(granted - wanted)}"
+    wanted = set(CALLS) - SOFT_ONLY
+    assert set(CALLS) >= SOFT_ONLY, "the soft policy's delete is no longer called: drop it and the component"
+    assert granted - wanted == set(), f"granted but never called (stale) or soft only: {sorted(granted - wanted)}"
     assert wanted - granted == set(), f"called but not granted: {sorted(wanted - granted)}"
     assert "aggregationRule" not in cluster_role
+    assert not any(d["kind"] in ("Role", "RoleBinding") for d in PDB_SOFT_DOCS)
+    soft_role = _one(PDB_SOFT_DOCS, "ClusterRole", f"{ADAPTER}-pdb-soft")
+    _no_wildcards(soft_role["rules"])
+    assert _triples(soft_role["rules"]) == SOFT_ONLY
+    binding = _one(PDB_SOFT_DOCS, "ClusterRoleBinding", f"{ADAPTER}-pdb-soft")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": f"{ADAPTER}-pdb-soft"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": ADAPTER, "namespace": NAMESPACE}]
+    assert granted | SOFT_ONLY == set(CALLS)
+
+
+def test_the_base_adapter_cannot_delete_pods_and_namespaces_are_watched() -> None:
+    """Strict (the default) evicts only through the Eviction API, which budgets guard: no pod
+    delete anywhere in the base, and the adapter runs strict there."""
+    cluster_role, roles = _adapter_roles()
+    granted = _triples(cluster_role["rules"] + [r for role in roles for r in role["rules"]])
+    assert not any(verb in ("delete", "deletecollection") and resource == "pods"
+                   for verb, _, resource in granted)
+    assert ("create", "", "pods/eviction") in granted
+    assert {("list", "", "namespaces"), ("watch", "", "namespaces")} <= granted  # the Namespaces watch
+    assert _adapter_args(BASE_DOCS).pdb_policy == "strict"
 
 
 def test_leases_are_granted_only_in_the_lease_namespace_and_by_name() -> None:
@@ -444,7 +520,7 @@ def test_the_adapter_runs_as_its_service_account() -> None:
     _one(BASE_DOCS, "ServiceAccount", ADAPTER)
     for name in (SOLVER,):
         assert _pod_spec(_one(BASE_DOCS, "Deployment", name)).get("automountServiceAccountToken") is False
-    assert _pod_spec(_one(REPLAN_DOCS, "Job", REPLAN_NAME)).get("automountServiceAccountToken") is False
+    assert _pod_spec(_one(REPLAN_DOCS, "CronJob", REPLAN_NAME)).get("automountServiceAccountToken") is False
 
 
 # ---- hardening ------------------------------------------------------------------------------------
@@ -605,19 +681,19 @@ def test_network_policy_admits_grpc_only_from_the_adapter_and_replan() -> None:
     assert allowed == {ADAPTER, REPLAN_NAME}
     # and those are the labels the adapter's and the Job's pods carry
     assert _one(BASE_DOCS, "Deployment", ADAPTER)["spec"]["template"]["metadata"]["labels"][NAME_LABEL] == ADAPTER
-    assert _one(REPLAN_DOCS, "Job", REPLAN_NAME)["spec"]["template"]["metadata"]["labels"][NAME_LABEL] == REPLAN_NAME
+    assert _template(_one(REPLAN_DOCS, "CronJob", REPLAN_NAME))["metadata"]["labels"][NAME_LABEL] == REPLAN_NAME
     # metrics: this namespace, or the monitoring namespace
     assert {"podSelector": {}} in by_port[9090]
     others = [p for p in by_port[9090] if p != {"podSelector": {}}]
     assert others == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
 
 
-# ---- the replan Indexed Job -----------------------------------------------------------------------
+# ---- the replan Indexed Job, from a suspended CronJob ---------------------------------------------
 
 
 def test_replan_job_shards_by_completion_index() -> None:
-    job = _one(REPLAN_DOCS, "Job", REPLAN_NAME)
-    spec, pod = job["spec"], _pod_spec(job)
+    job = _one(REPLAN_DOCS, "CronJob", REPLAN_NAME)
+    spec, pod = job["spec"]["jobTemplate"]["spec"], _pod_spec(job)
     assert spec["completionMode"] == "Indexed"
     assert (spec["completions"], spec["parallelism"], spec["backoffLimitPerIndex"]) == (4, 4, 1)
     assert pod["restartPolicy"] == "Never"
@@ -641,7 +717,7 @@ def test_replan_job_shards_by_completion_index() -> None:
 
 
 def test_replan_job_mounts_its_claims() -> None:
-    job = _one(REPLAN_DOCS, "Job", REPLAN_NAME)
+    job = _one(REPLAN_DOCS, "CronJob", REPLAN_NAME)
     pod, c = _pod_spec(job), _container(job, "replan")
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
@@ -701,3 +777,116 @@ def test_dockerfile_copies_what_exists_and_dockerignore_keeps_the_context_small(
             for src in sources:
                 assert (ROOT / src).exists(), f"COPY {src}: not in the repository"
                 assert src.rstrip("/") not in ignore, f"COPY {src}: excluded by .dockerignore"
+
+
+# ---- re-applying, priorities, budgets, optional components --------------------------------------
+
+
+def _overlay_with(tmp_path: Path, *components: str, namespace: str | None = None) -> list[Obj]:
+    """The example overlay's resources, with these components, rendered."""
+    overlay = tmp_path / "with"
+    overlay.mkdir()
+    up = Path(os.path.relpath(DEPLOY, overlay))
+    body: Obj = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                 "resources": [str(up / "base"), str(up / "replan")],
+                 "components": [str(up / "components" / c) for c in components]}
+    if namespace:
+        body["namespace"] = namespace
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(body))
+    return _render(overlay)
+
+
+def test_the_example_overlay_holds_no_job_and_its_replan_cronjob_is_suspended() -> None:
+    """`kubectl apply -k deploy/overlays/example` may run again (a new image, other args): a Job's
+    template is immutable and a finished Job stays in the way; a suspended CronJob is neither."""
+    docs = _render(OVERLAY)
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Job"] == []
+    cron = _one(docs, "CronJob", REPLAN_NAME)
+    spec = cron["spec"]
+    assert spec["suspend"] is True and spec["concurrencyPolicy"] == "Forbid"
+    assert re.fullmatch(r"(\S+ ){4}\S+", spec["schedule"]), spec["schedule"]
+    job = spec["jobTemplate"]["spec"]
+    assert job["ttlSecondsAfterFinished"] == 604800
+    assert (job["completionMode"], job["completions"], job["parallelism"]) == ("Indexed", 4, 4)
+    assert cron["spec"]["jobTemplate"]["metadata"]["labels"][NAME_LABEL] == REPLAN_NAME
+    assert _template(cron)["spec"]["restartPolicy"] == "Never"
+
+
+def test_gangplaces_own_pods_run_at_its_priority_class() -> None:
+    pc = _one(BASE_DOCS, "PriorityClass", PRIORITY_CLASS)
+    system_cluster_critical = 2_000_000_000
+    assert 0 < pc["value"] <= 1_000_000_000 < system_cluster_critical  # the highest a user class may take
+    assert pc["globalDefault"] is False and pc["preemptionPolicy"] == "PreemptLowerPriority"
+    for kind, name, docs in (("Deployment", SOLVER, BASE_DOCS), ("Deployment", ADAPTER, BASE_DOCS),
+                             ("CronJob", REPLAN_NAME, REPLAN_DOCS)):
+        assert _pod_spec(_one(docs, kind, name))["priorityClassName"] == PRIORITY_CLASS, name
+    assert {d["metadata"]["name"] for d in _workloads()} == {SOLVER, ADAPTER, REPLAN_NAME}
+
+
+def test_the_adapter_has_a_disruption_budget_like_the_solver() -> None:
+    adapter = _one(BASE_DOCS, "Deployment", ADAPTER)
+    pdb = _one(BASE_DOCS, "PodDisruptionBudget", ADAPTER)
+    assert pdb["spec"]["minAvailable"] == 1 < adapter["spec"]["replicas"]  # a drain may take one of two
+    assert pdb["spec"]["selector"]["matchLabels"] == adapter["spec"]["selector"]["matchLabels"]
+
+
+def test_the_pdb_soft_component_sets_the_flag_and_grants_the_delete(tmp_path: Path) -> None:
+    docs = _overlay_with(tmp_path, "pdb-soft", namespace="team-a")
+    for doc in docs:
+        _validate(doc, "kustomize with components/pdb-soft")
+    args = _adapter_args(docs)
+    assert args.pdb_policy == "soft" and args.solver == "gangplace-solver.team-a.svc:50051"
+    assert _container(_one(docs, "Deployment", ADAPTER), "adapter")["args"][:2] == ["adapter", "--in-cluster"]
+    binding = _one(docs, "ClusterRoleBinding", f"{ADAPTER}-pdb-soft")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": ADAPTER, "namespace": "team-a"}]
+    assert _triples(_one(docs, "ClusterRole", f"{ADAPTER}-pdb-soft")["rules"]) == SOFT_ONLY
+    # and without it, the same render is strict with no delete
+    plain = _render(OVERLAY)
+    assert _adapter_args(plain).pdb_policy == "strict"
+    assert not any(d["metadata"]["name"].endswith("-pdb-soft") for d in plain)
+
+
+# PromQL words that are not metric names: functions, aggregations, keywords
+PROMQL_WORDS = {"sum", "rate", "increase", "absent", "max", "min", "avg", "count", "by", "without", "or", "and",
+                "unless", "on", "ignoring", "bool", "offset", "histogram_quantile", "irate", "delta", "time"}
+
+
+def _exported_metrics() -> set[str]:
+    """Every sample name the solver's and the adapter's registries expose."""
+    from adapter.observe import AdapterMetrics
+    from solver.server import Metrics
+
+    suffixes = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count",
+                "_created"), "info": ("_info",), "summary": ("_sum", "_count", "_created")}
+    names = set()
+    for registry in (Metrics().registry, AdapterMetrics().registry):
+        for family in registry.collect():
+            names |= {family.name + s for s in suffixes.get(family.type, ("",))}
+    return names
+
+
+def _metrics_named(expr: str) -> set[str]:
+    text = re.sub(r'"[^"]*"', "", expr)  # label values
+    text = re.sub(r"\{[^}]*\}", "", text)  # label matchers
+    text = re.sub(r"\[[^\]]*\]", "", text)  # ranges
+    text = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", "", text)  # grouping labels
+    return {w for w in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", text) if w not in PROMQL_WORDS}
+
+
+def test_every_alert_names_metrics_the_code_exports(tmp_path: Path) -> None:
+    docs = _overlay_with(tmp_path, "monitoring")
+    (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
+    _validate(rule, "kustomize with components/monitoring")
+    alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert {"GangplaceSolverDown", "GangplacePlansFailing", "GangplaceAdapterSolveFailures",
+            "GangplaceAdapterNoLeader"} <= set(alerts)
+    exported = _exported_metrics() | {"up"}  # up: Prometheus's own, per scrape target
+    assert {"gangplace_solves_total", "gangplace_adapter_solve_failures_total", "gangplace_adapter_leader"} <= exported
+    for name, r in alerts.items():
+        named = _metrics_named(r["expr"])
+        assert named, f"{name}: {r['expr']} names no metric"
+        assert named <= exported, f"{name} names metrics the code does not export: {sorted(named - exported)}"
+    # the solver's target is the ServiceMonitor's: its job label is the Service's name
+    assert 'up{job="gangplace-solver"}' in alerts["GangplaceSolverDown"]["expr"]
+    assert _one(docs, "ServiceMonitor", SOLVER)["spec"]["selector"]["matchLabels"] == {NAME_LABEL: SOLVER}
+    assert 'status="INTERNAL"' in alerts["GangplacePlansFailing"]["expr"]
