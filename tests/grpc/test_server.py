@@ -298,8 +298,8 @@ def test_overload_is_refused_while_the_admitted_solve_finishes(running: server.R
     assert [p.status for p in results] == ["FEASIBLE"]
     with urllib.request.urlopen(f"http://127.0.0.1:{running.metrics_port}/metrics") as reply:
         text = reply.read().decode()
-    assert 'gangplace_solves_total{method="Solve",status="RESOURCE_EXHAUSTED"} 1.0' in text
-    assert 'gangplace_solves_total{method="Solve",status="OK"} 1.0' in text
+    assert 'grpc_server_handled_total{grpc_code="ResourceExhausted",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in text
+    assert 'grpc_server_handled_total{grpc_code="OK",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in text
     assert "gangplace_solves_in_flight 0.0" in text
     assert 'gangplace_solve_seconds_count{method="Solve"} 1.0' in text
     assert 'gangplace_plans_total{status="FEASIBLE"} 1.0' in text  # the plan's status, not the call's
@@ -424,7 +424,7 @@ def test_bytes_that_are_no_request_are_invalid_argument_and_take_no_slot(running
             raw(b"\xff\xff\xff\xff garbage", timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.details().startswith("request: not a SolveRequest: DecodeError")
-    assert 'gangplace_solves_total{method="Solve",status="INVALID_ARGUMENT"} 1.0' in _metrics(running)
+    assert 'grpc_server_handled_total{grpc_code="InvalidArgument",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in _metrics(running)
     assert running.metrics.in_flight._value.get() == 0
 
 
@@ -444,7 +444,7 @@ def test_a_cancelled_call_is_counted_cancelled_and_frees_its_slot(running: serve
             time.sleep(0.02)
         freed = time.monotonic() - start
     assert freed < 5  # the solve stops at the cancellation, not at its 60 s limit
-    assert 'gangplace_solves_total{method="Solve",status="CANCELLED"} 1.0' in _metrics(running)
+    assert 'grpc_server_handled_total{grpc_code="Canceled",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in _metrics(running)
 
 
 def test_the_client_sends_plan_options_and_refuses_those_the_wire_cannot_carry() -> None:
