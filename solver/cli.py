@@ -25,7 +25,7 @@ import json
 import math
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
@@ -421,8 +421,10 @@ def _progress_line(out: TextIO) -> Any:
 
     start = time.perf_counter()
 
-    def report(stage: str, objective: float, bound: float) -> None:
-        print(f"  {time.perf_counter() - start:7.2f}s {stage}: {objective:g} (bound {bound:g})", file=out, flush=True)
+    def report(stage: str, tiers: Mapping[str, float], bounds: Mapping[str, float]) -> None:
+        found = ", ".join(f"{name} {value:g}" for name, value in tiers.items())
+        best = ", ".join(f"{value:g}" for value in bounds.values())
+        print(f"  {time.perf_counter() - start:7.2f}s {stage}: {found} (bound {best})", file=out, flush=True)
     return report
 
 
@@ -471,7 +473,7 @@ def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
     return 0
 
 
-def _solve_options(args: argparse.Namespace, on_solution: Callable[[str, float, float], None] | None = None
+def _solve_options(args: argparse.Namespace, on_solution: api.OnSolution | None = None
                    ) -> api.PlanOptions:
     """``gangplace solve``'s options, the same in process and with ``--server``."""
     return api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers, seed=args.seed,

@@ -30,7 +30,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
@@ -120,8 +120,10 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         events: queue.Queue[pb.SolveEvent | BaseException | None] = queue.Queue()
         start = time.perf_counter()
 
-        def progress(stage: str, objective: float, bound: float) -> None:
-            events.put(pb.SolveEvent(progress=pb.Progress(stage=stage, objective=objective, bound=bound,
+        def progress(stage: str, tiers: Mapping[str, float], bounds: Mapping[str, float]) -> None:
+            first = next(iter(tiers))
+            events.put(pb.SolveEvent(progress=pb.Progress(stage=stage, objective=tiers[first], bound=bounds[first],
+                                                          tiers=tiers, tier_bounds=bounds,
                                                           seconds=time.perf_counter() - start)))
 
         with self._admitted("SolveStream", rid, context):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -209,3 +210,10 @@ def test_pdb_policy_is_one_option_on_solve_and_replan(tmp_path: Path, capsys: py
         cli.main(["solve", str(guarded), "--pdb-policy", "lenient"])
     assert exited.value.code == 2
     assert "--pdb-policy" in capsys.readouterr().err
+
+
+def test_progress_lines_are_in_the_plan_units(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["solve", str(EXAMPLE), "--progress", "--no-decompose", "-o", str(tmp_path / "plan.json")]) == 0
+    lines = [m[1] for line in capsys.readouterr().err.splitlines() if (m := re.fullmatch(r" +\d+\.\d\ds (.*)", line))]
+    assert lines[-2:] == ["preemptionCost: preemptionCost 404 (bound 404)",
+                          "preemptionCost+evictedPods: preemptionCost 404, evictedPods 4 (bound 404, 4)"]
