@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from solver import verify as verify_mod
@@ -27,6 +26,7 @@ from solver.model.errors import SolverError
 from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.plan import OPTIMAL, TIER_NAMES, BudgetNeed, Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy, Problem, build_problem
+from solver.model.solve import OnSolution as OnSolution  # re-exported: PlanOptions.on_solution's type
 from solver.model.solve import SolveParams, SolveResult, solve
 
 
@@ -72,7 +72,7 @@ class PlanOptions:
     decompose: bool = True  # one sub-model per root domain when that is exact (solver.model.decompose)
     ideal_shortcut: bool = True  # a baseline at every trivial bound is returned without a model
     stop: threading.Event | None = None  # set to end the search early with the best plan so far
-    on_solution: Callable[[str, float, float], None] | None = None  # (stage, objective, bound) per improvement
+    on_solution: OnSolution | None = None  # (stage, tiers, bounds) per improvement, in the plan's units
     # "strict": PDBs as a hard rule (no eviction beyond disruptionsAllowed), for a caller that
     # evicts through the Eviction API, which refuses exactly those; "soft": tier 3, as upstream
     pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY

@@ -7,7 +7,8 @@
                     [--workers N] [--out results.jsonl] [--plot PATH.png]
     gangplace bench --fgd WORKLOAD --trace TRACE_DIR [--seeds 42-51] [--fgd-policy P] [--fgd-window K] [--fgd-offline]
     gangplace solve SNAPSHOT --server HOST:PORT [...]
-    gangplace serve [--port 50051] [--metrics-port 9090] [--max-inflight N] [--max-message-mb MB]
+    gangplace serve [--port 50051] [--metrics-port 9090] [--health-port PORT] [--reuse-port] [--max-inflight N]
+                    [--max-message-mb MB]
     gangplace replan SNAPSHOT|DIR ... [--shard I/N] [--out DIR] [--time-limit S]
     gangplace generate --nodes N [...] -o SNAPSHOT.json
     gangplace generate --suite NAME -o DIR
@@ -25,7 +26,7 @@ import math
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
@@ -234,8 +235,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--grace", type=float, default=30.0, metavar="S",
                        help="seconds in-flight solves get to finish on SIGTERM (30)")
     serve.add_argument("--health-port", type=port_arg, default=0, metavar="PORT",
-                       help="also serve grpc.health.v1 alone, plaintext, on this port, for kubelet's gRPC probe "
-                            "when the main port speaks TLS or wants a token (0: none)")
+                       help="also serve grpc.health.v1 and reflection, plaintext, on this port, for kubelet's gRPC "
+                            "probe when the main port speaks TLS or wants a token (0: none)")
+    serve.add_argument("--reuse-port", action="store_true",
+                       help="share the gRPC ports with another process (SO_REUSEPORT); by default a port in use "
+                            "is an error (exit 2)")
     serve.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (read again on change)")
     serve.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     serve.add_argument("--tls-client-ca", metavar="PEM", help="require client certificates this CA signed (mTLS)")
@@ -487,8 +491,10 @@ def _progress_line(out: TextIO) -> Any:
 
     start = time.perf_counter()
 
-    def report(stage: str, objective: float, bound: float) -> None:
-        print(f"  {time.perf_counter() - start:7.2f}s {stage}: {objective:g} (bound {bound:g})", file=out, flush=True)
+    def report(stage: str, tiers: Mapping[str, float], bounds: Mapping[str, float]) -> None:
+        found = ", ".join(f"{name} {value:g}" for name, value in tiers.items())
+        best = ", ".join(f"{value:g}" for value in bounds.values())
+        print(f"  {time.perf_counter() - start:7.2f}s {stage}: {found} (bound {best})", file=out, flush=True)
     return report
 
 
@@ -537,7 +543,7 @@ def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
     return 0
 
 
-def _solve_options(args: argparse.Namespace, on_solution: Callable[[str, float, float], None] | None = None
+def _solve_options(args: argparse.Namespace, on_solution: api.OnSolution | None = None
                    ) -> api.PlanOptions:
     """``gangplace solve``'s options, the same in process and with ``--server``."""
     return api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers, seed=args.seed,
@@ -652,25 +658,38 @@ def _solve_remote(args: argparse.Namespace) -> Any:
         return c.solve(body, options)
 
 
+# a listener's ServerConfig field -> the option giving its port
+_LISTENERS = {"address": "port", "metrics_address": "metrics_port", "health_address": "health_port"}
+
+
 def _serve(args: argparse.Namespace) -> int:
+    import os
     import signal
     import threading
 
+    # grpc's C core writes its own, non-JSON lines to stderr (a failed bind among them): silent
+    # unless asked (GRPC_VERBOSITY=debug); read once, when grpc loads
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from solver import server, telemetry
 
-    telemetry.log_json_to_stderr()
+    telemetry.log_json_to_stderr(also=("grpc",))
     config = server.ServerConfig(
         address=f"{args.host}:{args.port}", max_inflight=args.max_inflight, default_time_limit=args.time_limit,
         max_message_bytes=args.max_message_mb * 1024 * 1024,
         metrics_address=f"{args.host}:{args.metrics_port}" if args.metrics_port else None,
         tls_cert=args.tls_cert, tls_key=args.tls_key, tls_client_ca=args.tls_client_ca, token_file=args.token_file,
-        health_address=f"{args.host}:{args.health_port}" if args.health_port else None)
-    running = server.start(config)
+        health_address=f"{args.host}:{args.health_port}" if args.health_port else None, reuse_port=args.reuse_port)
+    try:
+        running = server.start(config)
+    except server.ListenError as exc:
+        option = _LISTENERS[exc.option]
+        print(f"gangplace: --{option.replace('_', '-')} {getattr(args, option)}: {exc.reason}", file=sys.stderr)
+        return 2
     stopped = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
         def stop() -> None:
-            running.stop(args.grace)
+            running.stop(args.grace, cause=signal.Signals(signum).name)
             stopped.set()
 
         threading.Thread(target=stop, daemon=True).start()

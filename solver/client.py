@@ -15,8 +15,8 @@ so ``plan.to_dict()`` is the same JSON either way. gRPC errors surface as
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from types import TracebackType
 
 import grpc
@@ -26,7 +26,7 @@ from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.model.errors import SolverError
-from solver.model.plan import Plan
+from solver.model.plan import TIER_NAMES, Plan
 from solver.server import DEFAULT_MAX_MESSAGE
 
 DEADLINE_SLACK = 30.0  # seconds past the time limit a call may take when no deadline is given
@@ -35,10 +35,16 @@ DEFAULT_OPTIONS = api.PlanOptions()
 
 @dataclass(frozen=True, slots=True)
 class Progress:
+    """An improving solution (``Progress`` in proto/): the tiers its stage decides and their
+    bounds, in the plan's units, by the plan objective's names; ``objective`` and ``bound`` the
+    first of them."""
+
     stage: str
     objective: float
     bound: float
     seconds: float
+    tiers: Mapping[str, float] = field(default_factory=dict)
+    bounds: Mapping[str, float] = field(default_factory=dict)
 
 
 class PlacementError(SolverError):
@@ -107,11 +113,17 @@ class PlacementClient:
                                                metadata=self.metadata):
                 if event.WhichOneof("event") == "progress":
                     pr = event.progress
-                    yield Progress(stage=pr.stage, objective=pr.objective, bound=pr.bound, seconds=pr.seconds)
+                    yield Progress(stage=pr.stage, objective=pr.objective, bound=pr.bound, seconds=pr.seconds,
+                                   tiers=_in_tier_order(pr.tiers), bounds=_in_tier_order(pr.tier_bounds))
                 else:
                     yield convert.plan_from_proto(event.result.plan)
         except grpc.RpcError as exc:
             raise PlacementError(exc.code(), exc.details()) from exc
+
+
+def _in_tier_order(tiers: Mapping[str, float]) -> dict[str, float]:
+    """A proto map, in the tiers' order again (the wire keeps none)."""
+    return {name: tiers[name] for name in TIER_NAMES if name in tiers}
 
 
 def _timeout(options: api.PlanOptions, deadline: float | None) -> float:

@@ -8,11 +8,14 @@
   status FEASIBLE, not an error. A cancelled call stops its search.
 - Bad input is INVALID_ARGUMENT with the field path (``state: pods[3] (Pod/ns/p):
   spec.priority: ...``).
-- Standard health checking (grpc.health.v1) and server reflection (v1 and v1alpha); graceful shutdown
-  flips health to NOT_SERVING, refuses new calls and lets in-flight solves finish.
-- Prometheus metrics on an HTTP port: solve latency histogram, calls by gRPC status, plans
-  by plan status, in-flight gauge, process and build info. Logs are JSON lines with the
-  request id.
+- Standard health checking (grpc.health.v1) and server reflection (v1 and v1alpha), on the main
+  port and on the plaintext health port; graceful shutdown flips health to NOT_SERVING, refuses
+  new calls and lets in-flight solves finish, logging its start and its end.
+- Every listener refuses a port already bound (no SO_REUSEPORT unless asked): ``ListenError``
+  names the listener and the operating system's reason.
+- Prometheus metrics on an HTTP port: the standard grpc_server_* metrics (``solver.observe``),
+  solve latency histogram, plans by plan status, in-flight gauge, process and build info. Logs
+  are JSON lines: one per RPC (``solver.observe``), and the solves' with the request id.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ import json
 import logging
 import os
 import queue
+import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +43,7 @@ from grpc_health.v1 import (  # type: ignore[import-untyped]  # no py.typed; typ
 )
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from solver import api, reflection, telemetry
+from solver import api, observe, reflection, telemetry
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
@@ -69,6 +73,18 @@ class ServerConfig:
     # "host:port" of a second, plaintext listener that serves only grpc.health.v1 (the same
     # statuses): kubelet's native gRPC probe speaks neither TLS nor tokens. None: no listener.
     health_address: str | None = None
+    # share a port another process listens on (SO_REUSEPORT, grpc's own default); off: a port in
+    # use is an error, never a second server answering half the calls
+    reuse_port: bool = False
+
+
+class ListenError(OSError):
+    """A listener could not bind: ``option`` is the ServerConfig field of its address
+    (``address``, ``metrics_address``, ``health_address``), ``reason`` what the OS said."""
+
+    def __init__(self, option: str, address: str, reason: str) -> None:
+        super().__init__(f"cannot listen on {address}: {reason}")
+        self.option, self.address, self.reason = option, address, reason
 
 
 class Metrics:
@@ -77,11 +93,10 @@ class Metrics:
         self.latency = Histogram("gangplace_solve_seconds", "End-to-end solve latency", ["method"],
                                  registry=self.registry,
                                  buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
-        self.solves = Counter("gangplace_solves", "Finished calls by gRPC status (OK, RESOURCE_EXHAUSTED, ...)",
-                              ["method", "status"], registry=self.registry)
         self.in_flight = Gauge("gangplace_solves_in_flight", "Solves running now", registry=self.registry)
         self.plans = Counter("gangplace_plans", "Plans answered, by the plan's status (OPTIMAL, FEASIBLE, ...)",
                              ["status"], registry=self.registry)
+        self.rpcs = observe.RpcObserver(self.registry)  # grpc_server_*: calls by method and status code
         telemetry.standard_collectors(self.registry)
 
 
@@ -105,8 +120,10 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         events: queue.Queue[pb.SolveEvent | BaseException | None] = queue.Queue()
         start = time.perf_counter()
 
-        def progress(stage: str, objective: float, bound: float) -> None:
-            events.put(pb.SolveEvent(progress=pb.Progress(stage=stage, objective=objective, bound=bound,
+        def progress(stage: str, tiers: Mapping[str, float], bounds: Mapping[str, float]) -> None:
+            first = next(iter(tiers))
+            events.put(pb.SolveEvent(progress=pb.Progress(stage=stage, objective=tiers[first], bound=bounds[first],
+                                                          tiers=tiers, tier_bounds=bounds,
                                                           seconds=time.perf_counter() - start)))
 
         with self._admitted("SolveStream", rid, context):
@@ -132,7 +149,6 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         """Bytes that are no SolveRequest are bad input, not a server error (grpc's own
         deserializer would answer INTERNAL)."""
         if isinstance(request, _Malformed):
-            self.metrics.solves.labels(method, "INVALID_ARGUMENT").inc()
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"request: not a SolveRequest: {request.reason}")
 
     def _admitted(self, method: str, rid: str, context: grpc.ServicerContext) -> _Admission:
@@ -203,7 +219,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
 
 
 class _Admission:
-    """Admit a solve or answer RESOURCE_EXHAUSTED; count it and time it either way."""
+    """Admit a solve or answer RESOURCE_EXHAUSTED; time it and count it in flight while it runs."""
 
     def __init__(self, service: PlacementService, method: str, rid: str, context: grpc.ServicerContext) -> None:
         self.s, self.method, self.rid, self.context = service, method, rid, context
@@ -212,7 +228,6 @@ class _Admission:
     def __enter__(self) -> _Admission:
         m = self.s.metrics
         if not self.s._slots.acquire(blocking=False):
-            m.solves.labels(self.method, "RESOURCE_EXHAUSTED").inc()
             LOG.warning(json.dumps({"event": "rejected", "requestId": self.rid, "reason": "busy"}))
             _abort(self.context, grpc.StatusCode.RESOURCE_EXHAUSTED,
                    f"{self.s.config.max_inflight} solves in flight; retry later")
@@ -226,15 +241,6 @@ class _Admission:
         m.in_flight.dec()
         self.s._slots.release()
         m.latency.labels(self.method).observe(time.perf_counter() - self.start)
-        code = self.context.code()  # type: ignore[attr-defined]  # grpcio has it since 1.38; types-grpcio lacks it
-        if code is not None and code != grpc.StatusCode.OK:
-            status = code.name
-        elif not self.context.is_active():  # the caller went away or its deadline passed
-            remaining = self.context.time_remaining()
-            status = "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"
-        else:
-            status = "INTERNAL" if exc else "OK"
-        m.solves.labels(self.method, status).inc()
 
 
 def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> Any:
@@ -253,11 +259,17 @@ class Running:
     _httpd: Any = None
     _health_server: grpc.Server | None = None
 
-    def stop(self, grace: float = 30.0) -> None:
+    def stop(self, grace: float = 30.0, *, cause: str = "stop") -> None:
         """Refuse new calls, let in-flight solves finish (up to ``grace`` seconds); the health
-        listener answers NOT_SERVING throughout and closes last."""
+        listener answers NOT_SERVING throughout and closes last. ``cause`` (a signal's name)
+        goes into the two log lines, at the start of the drain and at its end."""
+        start = time.perf_counter()
+        LOG.info(json.dumps({"event": "draining", "cause": cause, "graceSeconds": grace,
+                             "inFlight": int(self.metrics.in_flight._value.get())}))
         self.health.enter_graceful_shutdown()
         self.server.stop(grace).wait()
+        LOG.info(json.dumps({"event": "stopped", "cause": cause, "graceSeconds": grace,
+                             "seconds": round(time.perf_counter() - start, 3)}))
         if self._health_server is not None:
             self._health_server.stop(0).wait()
         if self._httpd is not None:
@@ -364,50 +376,106 @@ class _TokenCheck(grpc.ServerInterceptor):
         return grpc.unary_unary_rpc_method_handler(refuse, request_deserializer=handler.request_deserializer)
 
 
+def _why_not(address: str) -> str | None:
+    """Why ``address`` cannot be listened on, as the operating system says it (grpc's own error
+    names no cause): a plain bind of the same address, tried once grpc's failed. None: it can."""
+    host, _, port = address.rpartition(":")
+    try:
+        family, kind, proto, _, where = socket.getaddrinfo(host.strip("[]") or None, int(port),
+                                                           type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as grpc binds: TIME_WAIT is no clash
+            probe.bind(where)
+    except (OSError, ValueError) as exc:
+        return _reason(exc)
+    return None
+
+
+def _reason(exc: Exception) -> str:
+    """"address already in use", not "[Errno 98] Address already in use"."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return reason[:1].lower() + reason[1:]
+
+
+def _grpc_server(config: ServerConfig, workers: int, prefix: str, interceptors: list[grpc.ServerInterceptor],
+                 options: list[tuple[str, Any]]) -> grpc.Server:
+    return grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix),
+                       options=[*options, ("grpc.so_reuseport", int(config.reuse_port))], interceptors=interceptors)
+
+
+def _listen(server: grpc.Server, option: str, address: str, credentials: grpc.ServerCredentials | None = None,
+            unusable: str = "") -> int:
+    """Bind ``address``; ``unusable`` is the error when the address is free but grpc refused
+    (the credentials, which grpc reads only here)."""
+    try:
+        port = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)
+    except RuntimeError:  # "Failed to bind to address ..."
+        port = 0
+    if port == 0:
+        reason = _why_not(address)
+        if reason is None and unusable:
+            raise OSError(unusable)
+        raise ListenError(option, address, reason or "grpc could not listen there")
+    return port
+
+
+def _metrics_http(metrics: Metrics, address: str) -> Any:
+    host, _, port = address.rpartition(":")
+    try:
+        httpd, _ = start_http_server(int(port), addr=host or "0.0.0.0", registry=metrics.registry)
+    except (OSError, ValueError) as exc:  # in use, no such host, a port that is no number
+        raise ListenError("metrics_address", address, _reason(exc)) from None
+    return httpd
+
+
 def start(config: ServerConfig) -> Running:
+    """Bind every listener (a ListenError names the first that cannot), then serve."""
     size = config.max_message_bytes
     if bool(config.tls_cert) != bool(config.tls_key):
         raise OSError("--tls-cert and --tls-key go together")
     if config.tls_client_ca and not config.tls_cert:
         raise OSError("--tls-client-ca needs --tls-cert and --tls-key")
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=config.max_inflight + 8, thread_name_prefix="grpc"),
-        options=[("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)],
-        interceptors=[_TokenCheck(config.token_file)] if config.token_file else None,
-    )
+    credentials = None
+    unusable = f"cannot serve TLS on {config.address} with {config.tls_cert} and {config.tls_key}: " \
+               "not a usable PEM certificate and key"
+    if config.tls_cert:
+        try:
+            credentials = _credentials(config)
+        except RuntimeError as exc:  # grpc refuses the credentials when they are not usable PEM
+            raise OSError(unusable) from exc
     metrics = Metrics()
+    checks: list[grpc.ServerInterceptor] = [_TokenCheck(config.token_file)] if config.token_file else []
+    server = _grpc_server(config, config.max_inflight + 8, "grpc", [metrics.rpcs, *checks],
+                          [("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)])
     _register(PlacementService(config, metrics), server)
     hs = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(hs, server)
     reflection.enable(server, (SERVICE, health.SERVICE_NAME))
-    if config.tls_cert:
-        try:
-            port = server.add_secure_port(config.address, _credentials(config))
-        except RuntimeError as exc:  # grpc refuses the credentials when they are not usable PEM
-            raise OSError(f"cannot serve TLS on {config.address} with {config.tls_cert} and {config.tls_key}: "
-                          "not a usable PEM certificate and key") from exc
-    else:
-        port = server.add_insecure_port(config.address)
-    if port == 0:
-        raise OSError(f"cannot listen on {config.address}")
-    health_server = health_port = None
-    if config.health_address:
-        health_server = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="health"))
-        health_pb2_grpc.add_HealthServicer_to_server(hs, health_server)
-        health_port = health_server.add_insecure_port(config.health_address)
-        if health_port == 0:
-            raise OSError(f"cannot listen on {config.health_address}")
+    bound: list[Any] = [server]
+    try:
+        port = _listen(server, "address", config.address, credentials, unusable if credentials else "")
+        health_server = health_port = None
+        if config.health_address:
+            health_server = _grpc_server(config, 2, "health", [metrics.rpcs], [])
+            bound.append(health_server)
+            health_pb2_grpc.add_HealthServicer_to_server(hs, health_server)
+            reflection.enable(health_server, (health.SERVICE_NAME,))
+            health_port = _listen(health_server, "health_address", config.health_address)
+        httpd = metrics_port = None
+        if config.metrics_address:
+            httpd = _metrics_http(metrics, config.metrics_address)
+            metrics_port = httpd.server_port
+    except BaseException:
+        for grpc_server in bound:
+            grpc_server.stop(0)
+        raise
+    if health_server is not None:
         health_server.start()
     server.start()
     for name in ("", SERVICE):
         hs.set(name, health_pb2.HealthCheckResponse.SERVING)
-    httpd = metrics_port = None
-    if config.metrics_address:
-        host, _, mport = config.metrics_address.rpartition(":")
-        httpd, _ = start_http_server(int(mport), addr=host or "0.0.0.0", registry=metrics.registry)
-        metrics_port = httpd.server_port
     LOG.info(json.dumps({"event": "serving", "port": port, "metricsPort": metrics_port, "healthPort": health_port,
-                         "tls": bool(config.tls_cert), "maxInflight": config.max_inflight}))
+                         "tls": bool(config.tls_cert), "maxInflight": config.max_inflight,
+                         "reusePort": config.reuse_port}))
     return Running(server=server, port=port, health=hs, metrics=metrics, metrics_port=metrics_port,
                    health_port=health_port, _httpd=httpd, _health_server=health_server)
-

@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 
 from prometheus_client import CollectorRegistry, Info, PlatformCollector, ProcessCollector
 
 
 class JsonLines(logging.Formatter):
-    """Log records are JSON already (``LOG.info(json.dumps(...))``); add time and level."""
+    """Log records are JSON already (``LOG.info(json.dumps(...))``); add time and level. Another
+    library's record (grpc's) becomes ``{"logger": ..., "message": ...}``, its traceback a
+    string field: one line either way."""
 
     def format(self, record: logging.LogRecord) -> str:
         try:
@@ -22,16 +25,26 @@ class JsonLines(logging.Formatter):
             body = {"message": record.getMessage()}
         if not isinstance(body, dict):
             body = {"message": body}
+        if not record.name.startswith("gangplace"):
+            body = {"logger": record.name, **body}
+        if record.exc_info:
+            body["exception"] = self.formatException(record.exc_info)
         return json.dumps({"time": round(record.created, 3), "level": record.levelname, **body})
 
 
-def log_json_to_stderr(level: int = logging.INFO) -> None:
-    """The ``gangplace`` loggers write one JSON object per line to stderr."""
+def log_json_to_stderr(level: int = logging.INFO, also: Sequence[str] = ()) -> logging.Handler:
+    """The ``gangplace`` loggers write one JSON object per line to stderr, and so do the loggers
+    named in ``also`` (a library's: ``grpc``), at their own level (WARNING unless set)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines())
     logger = logging.getLogger("gangplace")
     logger.addHandler(handler)
     logger.setLevel(level)
+    for name in also:
+        library = logging.getLogger(name)
+        library.addHandler(handler)
+        library.propagate = False  # its records go through this handler alone
+    return handler
 
 
 def build_info() -> dict[str, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -345,3 +346,10 @@ def test_solve_help_says_what_solve_reads(capsys: pytest.CaptureFixture[str]) ->
     assert "a JSON List or multi-document YAML file, or a directory holding exactly one (.json, .yaml or .yml; " \
            "a directory is one case per file, as in bench and replan); - reads standard input" in text
     assert "one cluster" not in text
+
+
+def test_progress_lines_are_in_the_plan_units(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["solve", str(EXAMPLE), "--progress", "--no-decompose", "-o", str(tmp_path / "plan.json")]) == 0
+    lines = [m[1] for line in capsys.readouterr().err.splitlines() if (m := re.fullmatch(r" +\d+\.\d\ds (.*)", line))]
+    assert lines[-2:] == ["preemptionCost: preemptionCost 404 (bound 404)",
+                          "preemptionCost+evictedPods: preemptionCost 404, evictedPods 4 (bound 404, 4)"]

@@ -23,8 +23,8 @@ from enum import Enum
 from ortools.sat.python import cp_model
 
 from solver.model.assignment import trivial_bound
-from solver.model.plan import Tiers
-from solver.model.problem import Problem
+from solver.model.plan import TIER_NAMES, Tiers
+from solver.model.problem import MILLI, Problem
 from solver.model.vars import PlacementVars
 
 INT64_SAFE = 2**62
@@ -156,24 +156,47 @@ def lex_bound_from(trivial: Tiers, decided: Sequence[StageBound]) -> Tiers:
     bound = trivial
     fields: dict[str, object] = {}
     for done in decided:
-        stage, proven = done.stage, done.proven
-        if stage.kind is StageKind.WORKLOADS_PODS:
-            value = done.found if proven else math.floor(done.bound + 1e-6)
-            fields["satisfied"], fields["placed"] = _decode_tier1(bound, stage, value)
-        elif stage.kind is StageKind.COST_EVICTED:
-            w, most_evicted = stage.weights[0], stage.bounds[1]
-            if proven:
-                fields["cost_milli"], fields["evicted"] = divmod(done.found, w)
-            else:  # the least (cost, evicted) with cost·w + evicted ≥ bound, evicted ≤ most
-                low = math.ceil(done.bound - 1e-6)
-                cost = max(0, -((most_evicted - low) // w))
-                fields["cost_milli"], fields["evicted"] = cost, max(0, low - w * cost)
-        else:
-            value = done.found if proven else max(0, math.ceil(done.bound - 1e-6))
-            fields[STAGE_TIERS[stage.kind][0]] = value
+        proven = done.proven
+        fields.update(stage_tiers(done.stage, bound, done.found if proven else done.bound, exact=proven))
         if not proven:
             break
     return replace(bound, **fields)  # type: ignore[arg-type]  # the keys are Tiers' field names
+
+
+def stage_tiers(stage: Stage, trivial: Tiers, value: float, *, exact: bool) -> dict[str, object]:
+    """The tiers a stage's value stands for, by ``Tiers`` field (``STAGE_TIERS[stage.kind]``):
+    a solution's value (``exact``) decoded as it is; a proven bound as the best tiers it allows
+    (rounded down for a maximised stage, up for a minimised one). The one decoding of the stages'
+    weighted sums: the plan's bound (``lex_bound_from``) and the progress a solve reports."""
+    if stage.kind is StageKind.WORKLOADS_PODS:
+        whole = round(value) if exact else math.floor(value + 1e-6)
+        satisfied, placed = _decode_tier1(trivial, stage, whole)
+        return {"satisfied": satisfied, "placed": placed}
+    if stage.kind is StageKind.COST_EVICTED:
+        w, most_evicted = stage.weights[0], stage.bounds[1]
+        if exact:
+            cost, evicted = divmod(round(value), w)
+            return {"cost_milli": cost, "evicted": evicted}
+        # the least (cost, evicted) with cost·w + evicted ≥ bound, evicted ≤ most
+        low = math.ceil(value - 1e-6)
+        cost = max(0, -((most_evicted - low) // w))
+        return {"cost_milli": cost, "evicted": max(0, low - w * cost)}
+    return {STAGE_TIERS[stage.kind][0]: round(value) if exact else max(0, math.ceil(value - 1e-6))}
+
+
+# Tiers' fields in their order, beside the names the plan's objective gives them (TIER_NAMES)
+_TIER_FIELDS = ("satisfied", "placed", "pdb_violations", "cost_milli", "evicted", "first_available")
+
+
+def stage_values(stage: Stage, trivial: Tiers, value: float, *, exact: bool) -> dict[str, float]:
+    """``stage_tiers`` in the plan's units, by the plan objective's names: satisfiedWorkloads
+    (the sum over priorities, as ``satisfiedWorkloads`` and ``satisfiedBound``), placedPods,
+    pdbViolations, preemptionCost (cost, not thousandths), evictedPods, firstAvailable."""
+    fields = stage_tiers(stage, trivial, value, exact=exact)
+    t = replace(trivial, **fields)  # type: ignore[arg-type]  # the keys are Tiers' field names
+    every = {"satisfied": sum(n for _, n in t.satisfied), "placed": t.placed, "pdb_violations": t.pdb_violations,
+             "cost_milli": t.cost_milli / MILLI, "evicted": t.evicted, "first_available": t.first_available}
+    return {name: every[field] for field, name in zip(_TIER_FIELDS, TIER_NAMES, strict=True) if field in fields}
 
 
 def _decode_tier1(trivial: Tiers, stage: Stage, value: int) -> tuple[tuple[tuple[int, int], ...], int]:

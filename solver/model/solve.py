@@ -17,16 +17,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
 from ortools.sat.python import cp_model
 
 from solver.model import bounds, objective
-from solver.model.assignment import Assignment, evaluate, score
+from solver.model.assignment import Assignment, evaluate, score, trivial_bound
 from solver.model.build import BuiltModel
 from solver.model.plan import FEASIBLE, OPTIMAL, UNKNOWN, Tiers
+
+# (stage name, the improving solution's tiers, their proven bounds): the tiers the stage decides,
+# in the plan's units and by the plan objective's names (objective.stage_values), e.g.
+# ("preemptionCost+evictedPods", {"preemptionCost": 404.0, "evictedPods": 3}, {...})
+OnSolution = Callable[[str, Mapping[str, float], Mapping[str, float]], None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,8 +44,8 @@ class SolveParams:
     # 1,000-node scale case, and 2.35 s vs 2.60 s on the 1,000-node rack gang
     linearization_level: int = 2
     stop: threading.Event | None = None  # set it to end the search early (client gone, shutdown)
-    # called on each improving solution: (stage name, objective, bound); from the solver's thread
-    on_solution: Callable[[str, float, float], None] | None = None
+    # called on each improving solution, from the solver's thread
+    on_solution: OnSolution | None = None
 
 
 class StageReport(TypedDict, total=False):
@@ -116,6 +121,7 @@ class _Staged:
         self.reports: list[StageReport] = []
         self.pruned = False
         self.bounds: list[objective.StageBound] = []  # per stage decided: its value, its proven bound
+        self.trivial = trivial_bound(built.problem) if params.on_solution is not None else None
 
     @property
     def found_values(self) -> dict[objective.StageKind, tuple[int, bool]]:
@@ -185,8 +191,9 @@ class _Staged:
                              "bound": float(proven), "fromHint": True,
                              **({"floor": floored} if floored is not None else {})})
         self.bounds.append(objective.StageBound(stage, proven, proven))
-        if self.params.on_solution is not None:
-            self.params.on_solution(stage.name, float(proven), float(proven))
+        report = self._reporter(stage)
+        if report is not None:
+            report(proven, proven)
         self.current = self.lead
         self.model.add(stage.expr >= proven if stage.maximize else stage.expr <= proven)
 
@@ -197,7 +204,8 @@ class _Staged:
             # the floor bounds the cost alone: reach it first, then the evicted pods at that cost
             floored_cost = floored
             share, floored = self._cost_first(stage, share, floored)
-        code, solver = _run(self.model, stage.expr, stage.maximize, self.params, share, self.stop, stage.name, floored)
+        code, solver = _run(self.model, stage.expr, stage.maximize, self.params, share, self.stop,
+                            self._reporter(stage), floored)
         if floored is not None and code == cp_model.FEASIBLE and round(solver.objective_value) <= floored:
             code = cp_model.OPTIMAL  # stopped at a proven floor
         if floored_cost is not None:
@@ -220,8 +228,9 @@ class _Staged:
         floor of its weighted sum (cost·(E+1) + evicted), when the cost reached its own and the
         evicted pods have one."""
         assert stage.cost is not None
+        alone = objective.Stage(objective.StageKind.COST, stage.cost, False, (1,), stage.bounds[:1], stage.cost)
         code, early = _run(self.model, stage.cost, False, self.params, share * 0.5, self.stop,
-                           objective.StageKind.COST.value, cost_floor)
+                           self._reporter(alone), cost_floor)
         share -= early.wall_time
         floored: int | None = None
         if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -232,6 +241,18 @@ class _Staged:
                 floored = stage.weights[0] * cost_floor + pods if pods else None
             self._hint_values(early.response_proto.solution)
         return share, floored
+
+    def _reporter(self, stage: objective.Stage) -> Callable[[float, float], None] | None:
+        """``params.on_solution`` for ``stage``: its value and bound decoded into the plan's tiers
+        by the decoding the plan's bound goes through."""
+        on_solution, trivial = self.params.on_solution, self.trivial
+        if on_solution is None or trivial is None:
+            return None
+
+        def report(value: float, bound: float) -> None:
+            on_solution(stage.name, objective.stage_values(stage, trivial, value, exact=True),
+                        objective.stage_values(stage, trivial, bound, exact=False))
+        return report
 
     def _record(self, stage: objective.Stage, code: cp_model.CpSolverStatus, solver: cp_model.CpSolver,
                 floored: int | None, floored_cost: int | None) -> None:
@@ -263,9 +284,10 @@ class _Staged:
 
 
 def _run(model: cp_model.CpModel, expr: cp_model.LinearExprT, maximize: bool, params: SolveParams, seconds: float,
-         stop: threading.Event | None, stage: str, floor: int | None
+         stop: threading.Event | None, report: Callable[[float, float], None] | None, floor: int | None
          ) -> tuple[cp_model.CpSolverStatus, cp_model.CpSolver]:
-    """One CP-SAT solve of ``expr``; a minimisation stops as soon as it meets ``floor``."""
+    """One CP-SAT solve of ``expr``; a minimisation stops as soon as it meets ``floor``;
+    ``report(value, bound)`` on each improving solution."""
     if maximize:
         model.maximize(expr)
     else:
@@ -277,7 +299,7 @@ def _run(model: cp_model.CpModel, expr: cp_model.LinearExprT, maximize: bool, pa
     solver.parameters.relative_gap_limit = params.relative_gap
     solver.parameters.linearization_level = params.linearization_level
     watcher = _watch(stop, solver)
-    callback = _Progress(stage, params.on_solution, floor) if params.on_solution or floor is not None else None
+    callback = _Progress(report, floor) if report is not None or floor is not None else None
     code = solver.solve(model, callback)
     if watcher is not None:
         watcher.set()
@@ -285,15 +307,14 @@ def _run(model: cp_model.CpModel, expr: cp_model.LinearExprT, maximize: bool, pa
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
-    def __init__(self, stage: str, report: Callable[[str, float, float], None] | None, floor: int | None) -> None:
+    def __init__(self, report: Callable[[float, float], None] | None, floor: int | None) -> None:
         super().__init__()
-        self.stage = stage
         self.report = report
         self.floor = floor
 
     def on_solution_callback(self) -> None:
         if self.report is not None:
-            self.report(self.stage, self.objective_value, self.best_objective_bound)
+            self.report(self.objective_value, self.best_objective_bound)
         if self.floor is not None and round(self.objective_value) <= self.floor:
             self.stop_search()  # proven: nothing is below the floor
 

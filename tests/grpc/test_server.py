@@ -23,6 +23,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from solver import api, cli, client, kube, loader, server, telemetry, verify
 from solver.bench import generate
 from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.model.plan import Plan
 from tests.grpc.conftest import _target
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -65,6 +66,26 @@ def test_stream_reports_improving_solutions_before_the_plan(running: server.Runn
     cost = [e for e in events[:-1] if e.stage == "preemptionCost+evictedPods"]  # type: ignore[union-attr]
     assert all(a.objective >= b.objective for a, b in itertools.pairwise(cost))  # improving
     assert events[-1].status == "OPTIMAL"  # type: ignore[union-attr]
+
+
+def test_stream_progress_is_in_the_plan_units(running: server.Running) -> None:
+    """Each stage's last improvement reads as the plan does: cost 404 (not 404000 thousandths,
+    nor the cost and evicted pods as one weighted sum), its bound the plan's bound."""
+    with client.PlacementClient(_target(running)) as c:
+        *progress, plan = list(c.solve_stream((ROOT / "examples" / "gang-preemption.yaml").read_bytes(),
+                                              api.PlanOptions(decompose=False)))
+    assert isinstance(plan, Plan) and plan.status == "OPTIMAL"
+    last = {p.stage: p for p in progress}  # type: ignore[union-attr]
+    o = plan.objective
+    assert {stage: (dict(p.tiers), dict(p.bounds)) for stage, p in last.items()} == {
+        "workloads+pods": ({"satisfiedWorkloads": 1, "placedPods": 4}, {"satisfiedWorkloads": 1, "placedPods": 4}),
+        "preemptionCost": ({"preemptionCost": 404.0}, {"preemptionCost": 404.0}),
+        "preemptionCost+evictedPods": ({"preemptionCost": o.preemption_cost, "evictedPods": o.evicted_pods},
+                                       {"preemptionCost": o.preemption_cost_bound, "evictedPods": o.evicted_pods_bound}),
+    }
+    assert (o.preemption_cost, o.evicted_pods) == (404.0, 4)
+    assert all((p.objective, p.bound) == (next(iter(p.tiers.values())), next(iter(p.bounds.values())))  # type: ignore[union-attr]
+               for p in progress)
 
 
 def test_typed_state_solves_like_the_same_objects(running: server.Running) -> None:
@@ -298,8 +319,8 @@ def test_overload_is_refused_while_the_admitted_solve_finishes(running: server.R
     assert [p.status for p in results] == ["FEASIBLE"]
     with urllib.request.urlopen(f"http://127.0.0.1:{running.metrics_port}/metrics") as reply:
         text = reply.read().decode()
-    assert 'gangplace_solves_total{method="Solve",status="RESOURCE_EXHAUSTED"} 1.0' in text
-    assert 'gangplace_solves_total{method="Solve",status="OK"} 1.0' in text
+    assert 'grpc_server_handled_total{grpc_code="ResourceExhausted",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in text
+    assert 'grpc_server_handled_total{grpc_code="OK",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in text
     assert "gangplace_solves_in_flight 0.0" in text
     assert 'gangplace_solve_seconds_count{method="Solve"} 1.0' in text
     assert 'gangplace_plans_total{status="FEASIBLE"} 1.0' in text  # the plan's status, not the call's
@@ -424,7 +445,7 @@ def test_bytes_that_are_no_request_are_invalid_argument_and_take_no_slot(running
             raw(b"\xff\xff\xff\xff garbage", timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.details().startswith("request: not a SolveRequest: DecodeError")
-    assert 'gangplace_solves_total{method="Solve",status="INVALID_ARGUMENT"} 1.0' in _metrics(running)
+    assert 'grpc_server_handled_total{grpc_code="InvalidArgument",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in _metrics(running)
     assert running.metrics.in_flight._value.get() == 0
 
 
@@ -444,7 +465,7 @@ def test_a_cancelled_call_is_counted_cancelled_and_frees_its_slot(running: serve
             time.sleep(0.02)
         freed = time.monotonic() - start
     assert freed < 5  # the solve stops at the cancellation, not at its 60 s limit
-    assert 'gangplace_solves_total{method="Solve",status="CANCELLED"} 1.0' in _metrics(running)
+    assert 'grpc_server_handled_total{grpc_code="Canceled",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in _metrics(running)
 
 
 def test_the_client_sends_plan_options_and_refuses_those_the_wire_cannot_carry() -> None:

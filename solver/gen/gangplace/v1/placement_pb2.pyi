@@ -918,16 +918,34 @@ class SolveResponse(_message.Message):
     def __init__(self, plan: _Optional[_Union[Plan, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("stage", "objective", "bound", "seconds")
+    __slots__ = ("stage", "objective", "bound", "seconds", "tiers", "tier_bounds")
+    class TiersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class TierBoundsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     STAGE_FIELD_NUMBER: _ClassVar[int]
     OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
     BOUND_FIELD_NUMBER: _ClassVar[int]
     SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TIERS_FIELD_NUMBER: _ClassVar[int]
+    TIER_BOUNDS_FIELD_NUMBER: _ClassVar[int]
     stage: str
     objective: float
     bound: float
     seconds: float
-    def __init__(self, stage: _Optional[str] = ..., objective: _Optional[float] = ..., bound: _Optional[float] = ..., seconds: _Optional[float] = ...) -> None: ...
+    tiers: _containers.ScalarMap[str, float]
+    tier_bounds: _containers.ScalarMap[str, float]
+    def __init__(self, stage: _Optional[str] = ..., objective: _Optional[float] = ..., bound: _Optional[float] = ..., seconds: _Optional[float] = ..., tiers: _Optional[_Mapping[str, float]] = ..., tier_bounds: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class SolveEvent(_message.Message):
     __slots__ = ("progress", "result")
