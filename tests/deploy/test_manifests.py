@@ -881,7 +881,7 @@ def test_every_alert_names_metrics_the_code_exports(tmp_path: Path) -> None:
     assert {"GangplaceSolverDown", "GangplacePlansFailing", "GangplaceAdapterSolveFailures",
             "GangplaceAdapterNoLeader"} <= set(alerts)
     exported = _exported_metrics() | {"up"}  # up: Prometheus's own, per scrape target
-    assert {"gangplace_solves_total", "gangplace_adapter_solve_failures_total", "gangplace_adapter_leader"} <= exported
+    assert {"grpc_server_handled_total", "gangplace_adapter_solve_failures_total", "gangplace_adapter_leader"} <= exported
     for name, r in alerts.items():
         named = _metrics_named(r["expr"])
         assert named, f"{name}: {r['expr']} names no metric"
@@ -889,4 +889,4 @@ def test_every_alert_names_metrics_the_code_exports(tmp_path: Path) -> None:
     # the solver's target is the ServiceMonitor's: its job label is the Service's name
     assert 'up{job="gangplace-solver"}' in alerts["GangplaceSolverDown"]["expr"]
     assert _one(docs, "ServiceMonitor", SOLVER)["spec"]["selector"]["matchLabels"] == {NAME_LABEL: SOLVER}
-    assert 'status="INTERNAL"' in alerts["GangplacePlansFailing"]["expr"]
+    assert 'grpc_code="Internal"' in alerts["GangplacePlansFailing"]["expr"]
