@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from adapter.cache import WatchCache
@@ -36,6 +37,8 @@ from solver.model.plan import Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.model.snapshot import GroupKey
 from solver.selection import groups_of, select, tree_of
+from solver.selection import key as pod_key
+from solver.selection import pending as _pending
 
 LOG = logging.getLogger("gangplace.adapter")
 Obj = dict[str, Any]
@@ -48,6 +51,17 @@ Solve = Callable[[list[Obj]], Plan]
 # preemption does. (A soft plan carried out through the Eviction API would, whenever only a
 # violation places the gang, be refused on every attempt: victims evicted for nothing, then the
 # same plan again. So the Executor follows the policy the plan was made under.)
+
+
+def _seconds_since(stamp: object) -> float | None:
+    """Seconds since an RFC 3339 timestamp (None when absent or unreadable)."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0.0, (datetime.now(UTC) - then).total_seconds())
 
 
 def in_process(time_limit: float = 10.0, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> Solve:
@@ -110,6 +124,7 @@ class Adapter:
         return self.solve(sel.objects)
 
     def reconcile(self) -> Outcome | None:
+        begun = time.perf_counter()
         objects = self.cache.objects()
         self.executor.record_settled(objects, self.scheduler_name)
         sel = select(objects, self.scheduler_name)
@@ -148,11 +163,26 @@ class Adapter:
         self.outcomes.append(outcome)
         self.metrics.evictions.inc(len(outcome.evicted))
         self.metrics.bindings.inc(len(outcome.bound))
+        self._record_pending(plan, outcome, sel.objects, begun)
         self.heartbeat.beat()
         LOG.info(json.dumps({"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
                              "bound": len(outcome.bound), "replan": outcome.replan}))
         self._wait_seen(outcome)
         return outcome
+
+    def _record_pending(self, plan: Plan, outcome: Outcome, objects: list[Obj], begun: float) -> None:
+        """The scheduler-style series: attempts per workload, what is left pending and for how long."""
+        m = self.metrics
+        m.e2e_seconds.observe(time.perf_counter() - begun)
+        for w in plan.workloads:
+            m.attempts.labels("error" if outcome.replan else "scheduled" if w.satisfied else "unschedulable").inc()
+        bound = set(outcome.bound)
+        left = [o for o in objects if o["kind"] == "Pod" and _pending(o) and pod_key(o) not in bound
+                and o.get("spec", {}).get("schedulerName") == self.scheduler_name]
+        m.pending_pods.set(len(left))
+        m.pending_workloads.set(sum(1 for w in plan.workloads if not w.satisfied))
+        born = [_seconds_since(o["metadata"].get("creationTimestamp")) for o in left]
+        m.oldest_pending.set(max((b for b in born if b is not None), default=0.0))
 
     def _isolate(self, objects: list[Obj], bad: str, why: str) -> list[Obj]:
         """The objects without ``bad`` and what it touches: a pod of a pending workload takes the

@@ -1,8 +1,10 @@
 """The adapter's metrics and probes, on one HTTP port (``--metrics-port``):
 
 - ``/metrics``: Prometheus text. Plans by plan status and their latency, plans not made,
-  evictions and bindings carried out, whether this replica leads, and the standard process,
-  Python and build-info series (``solver.telemetry``).
+  evictions and bindings carried out, whether this replica leads; as kube-scheduler counts
+  them, attempts per workload by result, the pods and workloads left pending and the age of
+  the oldest, and each plan's end-to-end latency; and the standard process, Python and
+  build-info series (``solver.telemetry``).
 - ``/healthz`` (liveness): 200 while the loop has been seen within ``stale_after`` seconds;
   a loop stuck past that (a hung call, a deadlock) is 503, so the kubelet restarts it.
 - ``/readyz`` (readiness): 200 once the watch cache holds every kind, standby or leader.
@@ -36,6 +38,20 @@ class AdapterMetrics:
                                  registry=r)
         self.bindings = Counter("gangplace_adapter_bindings", "Pods bound to the node their plan chose", registry=r)
         self.leader = Gauge("gangplace_adapter_leader", "1 while this replica holds the Lease", registry=r)
+        # as kube-scheduler's scheduler_schedule_attempts_total and scheduler_pending_pods, per workload
+        self.attempts = Counter("gangplace_adapter_schedule_attempts",
+                                "Workloads planned, by result: scheduled (its plan was carried out), unschedulable "
+                                "(left pending), error (the plan could not be carried out)", ["result"], registry=r)
+        self.pending_pods = Gauge("gangplace_adapter_pending_pods",
+                                  "Pods of this scheduler left pending by the last plan carried out", registry=r)
+        self.pending_workloads = Gauge("gangplace_adapter_pending_workloads",
+                                       "Workloads the last plan left unsatisfied", registry=r)
+        self.oldest_pending = Gauge("gangplace_adapter_oldest_pending_seconds",
+                                    "Age of the oldest pod the last plan left pending (0: none)", registry=r)
+        self.e2e_seconds = Histogram("gangplace_adapter_plan_e2e_seconds",
+                                     "Seconds from reading the cache to the plan carried out (solve, evictions, "
+                                     "binding, status)", registry=r,
+                                     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
         telemetry.standard_collectors(r)
 
 

@@ -111,7 +111,8 @@ def _taking(took: WouldTake) -> str:
     more = f" and {len(took.budgets) - _BUDGETS_NAMED} more" if len(took.budgets) > _BUDGETS_NAMED else ""
     plan = f" ({shown}{more}, {took.evictions} pods evicted{', the fewest violations' if took.proven else ''})" \
         if took.budgets else ""
-    return f"; placing it needs at least {took.violations_at_least} evictions beyond the budgets{plan}"
+    return (f"; placing it needs at least {took.violations_at_least} evictions beyond the budgets{plan}, "
+            "which pdbPolicy soft allows")
 
 
 def bound_satisfied(bound: Tiers) -> int:

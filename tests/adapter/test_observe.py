@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from prometheus_client import generate_latest
 
 from adapter.cluster import Cluster
 from adapter.main import Adapter, in_process, serve_probes, stale_after
@@ -70,6 +71,39 @@ def test_metrics_and_probes_follow_the_adapter_through_a_plan(api: ApiServerDoub
     assert _sample(after, "gangplace_adapter_plan_seconds_count") == len(adapter.plans)
     assert _sample(after, "gangplace_adapter_solve_failures_total") == 0
     assert "process_resident_memory_bytes " in after and "gangplace_build_info{" in after
+    # kube-scheduler's view: the gang was scheduled; nothing is left pending
+    assert _sample(after, 'gangplace_adapter_schedule_attempts_total{result="scheduled"}') >= 1
+    assert _sample(after, "gangplace_adapter_pending_pods") == 0 == _sample(after, "gangplace_adapter_pending_workloads")
+    assert _sample(after, "gangplace_adapter_plan_e2e_seconds_count") == len(adapter.outcomes)
+
+
+def test_a_gang_left_pending_shows_in_the_scheduler_style_series(api: ApiServerDouble) -> None:
+    """Three 3-cpu pods in one rack of two 4-cpu nodes: never. The series say three pods and one
+    workload pending, every attempt unschedulable, and how old the oldest pending pod is."""
+    from tests.builders import RACK, node, ours, pod, pod_group
+
+    for name in ("n0", "n1"):
+        api.put(node(name).rack("r0").cpu_m(4000).build())
+    api.put(pod_group("train", 3).topology(RACK).priority(100).build())
+    for k in range(3):
+        p = ours(pod(f"train-{k}").group("train").priority(100).cpu_m(3000))
+        p["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+        api.put(p)
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1)
+    stop = threading.Event()
+    runner = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
+    runner.start()
+    deadline = time.monotonic() + 30
+    while not adapter.outcomes:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    stop.set()
+    runner.join(15)
+    text = generate_latest(adapter.metrics.registry).decode()
+    assert _sample(text, "gangplace_adapter_pending_pods") == 3
+    assert _sample(text, "gangplace_adapter_pending_workloads") == 1
+    assert _sample(text, 'gangplace_adapter_schedule_attempts_total{result="unschedulable"}') == len(adapter.outcomes)
+    assert _sample(text, "gangplace_adapter_oldest_pending_seconds") > 300 * 86400  # since 2026-01-01
 
 
 def test_liveness_fails_when_the_loop_is_not_seen() -> None:

@@ -879,7 +879,7 @@ def test_every_alert_names_metrics_the_code_exports(tmp_path: Path) -> None:
     _validate(rule, "kustomize with components/monitoring")
     alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
     assert {"GangplaceSolverDown", "GangplacePlansFailing", "GangplaceAdapterSolveFailures",
-            "GangplaceAdapterNoLeader"} <= set(alerts)
+            "GangplaceAdapterNoLeader", "GangplaceWorkloadsPendingLong"} <= set(alerts)
     exported = _exported_metrics() | {"up"}  # up: Prometheus's own, per scrape target
     assert {"grpc_server_handled_total", "gangplace_adapter_solve_failures_total", "gangplace_adapter_leader"} <= exported
     for name, r in alerts.items():

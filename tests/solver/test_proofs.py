@@ -129,7 +129,8 @@ def test_strict_proves_a_gang_unplaceable_when_every_rack_needs_more_than_the_bu
     assert w.would_take == want
     assert grpc_convert.plan_from_proto(grpc_convert.plan_to_proto(plan)).workloads[0].would_take == want
     assert w.reason.endswith("placing it needs at least 1 evictions beyond the budgets (PodDisruptionBudget "
-                             "default/keep: 1 evictions, 0 allowed, 1 pods evicted, the fewest violations)")
+                             "default/keep: 1 evictions, 0 allowed, 1 pods evicted, the fewest violations), "
+                             "which pdbPolicy soft allows")
     # soft: the same cluster is placed with one violation, proven too
     soft, _ = _plan(*_budgeted_racks(0), pdb_policy="soft", decompose=decomposed)
     assert soft.status == OPTIMAL and len(soft.bindings) == 2 and soft.objective.pdb_violations == 1
