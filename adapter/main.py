@@ -15,7 +15,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import socket
 import sys
 import threading
@@ -32,7 +31,7 @@ from adapter.controller import Executor, Outcome, gone
 from adapter.leader import LeaderElector
 from adapter.observe import AdapterMetrics, Endpoint, Heartbeat
 from solver import api, kube, telemetry
-from solver.model.errors import SolverError
+from solver.model.errors import BugError, InputError, SolverError
 from solver.model.plan import Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.model.snapshot import GroupKey
@@ -139,6 +138,10 @@ class Adapter:
                 self.metrics.plan_seconds.observe(time.perf_counter() - started)
                 self.metrics.plans.labels(plan.status).inc()
                 break
+            except BugError as exc:  # the same input gives the same bug: wait for the cluster to change
+                self.metrics.bugs.inc()
+                LOG.error(json.dumps({"event": "solver-bug", "error": str(exc)}))
+                return None
             except SolverError as exc:
                 bad = _bad_object(exc)
                 if bad is None or bad in self.isolated:
@@ -286,20 +289,13 @@ class Adapter:
 
 HISTORY = 100  # plans and outcomes kept
 MAX_ISOLATED = 20  # bad objects left out of one plan before giving up on it
-_IDENT = re.compile(r"\b([A-Z][A-Za-z]+/(?:[^/\s:]+/)?[^/\s:]+): ")
 
 
 def _bad_object(exc: SolverError) -> str | None:
-    """The "Kind/ns/name" a bad-input error names: the in-process error's field, or the first
-    object named in a remote INVALID_ARGUMENT's message."""
-    obj = getattr(exc, "obj", None)
-    if isinstance(obj, str) and "/" in obj and not obj.startswith("?"):
-        return obj
-    code = getattr(exc, "code", None)
-    if code is not None and getattr(code, "name", "") == "INVALID_ARGUMENT":
-        found = _IDENT.search(str(getattr(exc, "details", exc)))
-        return found.group(1) if found else None
-    return None
+    """The "Kind/ns/name" a bad input names (in process: the error's own; from the solver
+    service: its google.rpc details, ``solver.rpc_errors``); None for anything else."""
+    obj = exc.obj if isinstance(exc, InputError) else ""
+    return obj if "/" in obj and not obj.startswith("?") else None
 
 
 def _dict(value: object) -> Obj:

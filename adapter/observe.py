@@ -34,6 +34,9 @@ class AdapterMetrics:
                                       registry=r, buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
         self.solve_failures = Counter("gangplace_adapter_solve_failures",
                                       "Plans not made: the solver was down, busy or refused the input", registry=r)
+        self.bugs = Counter("gangplace_adapter_solver_bugs",
+                            "Plans the solver refused as its own bug (INTERNAL: e.g. a plan its verifier "
+                            "refused); not retried until the cluster changes", registry=r)
         self.evictions = Counter("gangplace_adapter_evictions", "Victims evicted (or deleted, --pdb-policy soft)",
                                  registry=r)
         self.bindings = Counter("gangplace_adapter_bindings", "Pods bound to the node their plan chose", registry=r)

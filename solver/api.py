@@ -22,7 +22,7 @@ from solver.model import snapshot as s
 from solver.model.assignment import Assignment, budget_needs, score, trivial_bound
 from solver.model.build import build_model
 from solver.model.decode import make_plan
-from solver.model.errors import SolverError
+from solver.model.errors import BugError, InputError
 from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.plan import OPTIMAL, TIER_NAMES, BudgetNeed, Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy, Problem, build_problem
@@ -30,7 +30,7 @@ from solver.model.solve import OnSolution as OnSolution  # re-exported: PlanOpti
 from solver.model.solve import SolveParams, SolveResult, solve
 
 
-class PlanInvalidError(SolverError):
+class PlanInvalidError(BugError):
     """A decoded plan failed the independent verifier: a bug, reported as such."""
 
     def __init__(self, violations: list[verify_mod.Violation]) -> None:
@@ -38,11 +38,12 @@ class PlanInvalidError(SolverError):
         super().__init__("plan failed verification: " + "; ".join(map(str, violations[:5])))
 
 
-class OptionError(SolverError):
+class OptionError(InputError):
     """A plan option out of range: ``option`` is the PlanOptions field, ``reason`` what is wrong."""
 
     def __init__(self, option: str, reason: str) -> None:
         self.option, self.reason = option, reason
+        self.field = f"options.{option}"
         super().__init__(f"option {option}: {reason}")
 
 
@@ -52,10 +53,11 @@ MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is an int32
 DEFAULT_GATES = FeatureGates()  # kube-scheduler 1.37's defaults (frozen: one shared value)
 
 
-class UnknownWorkloadError(SolverError):
+class UnknownWorkloadError(InputError):
     def __init__(self, workload: str, root: str | None = None) -> None:
         self.workload = workload
         self.root = root
+        self.field = "workload"
         hint = f": it is a group under {root!r}; a workload is named by its root" if root else ""
         super().__init__(f"no pending workload {workload!r} in the snapshot{hint}")
 

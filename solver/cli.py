@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from solver import api, kube, loader
 from solver.bench import generate, plot, runner
-from solver.model.errors import SnapshotInvalidError, SolverError
+from solver.model.errors import BugError, SnapshotInvalidError, SolverError
 from solver.model.features import (
     GATE_NAMES,
     FeatureGateError,
@@ -721,7 +721,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replan(args)
         if hasattr(args, "func"):
             return int(args.func(args))
-    except api.PlanInvalidError as exc:
+    except BugError as exc:  # a plan the verifier refused, here or on the server
         print(f"gangplace: internal error: {exc}", file=sys.stderr)
         return 1
     except RecursionError:

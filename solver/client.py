@@ -10,7 +10,8 @@ hold, ``stop``, ``on_solution``, ``max_variables`` and ``ideal_shortcut``, must 
 defaults); ``deadline`` is the call's own: seconds for the whole call, None for the time
 limit plus ``DEADLINE_SLACK``. Plans come back as ``solver.model.plan.Plan``, the type the in-process pipeline returns,
 so ``plan.to_dict()`` is the same JSON either way. gRPC errors surface as
-``PlacementError`` with the status code and the server's message.
+``PlacementError`` with the status code and the server's message: by its class in the error tree
+(``solver.rpc_errors``), and with the object and field at fault read from its details.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from solver import api
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
-from solver.model.errors import SolverError
 from solver.model.plan import TIER_NAMES, Plan
+from solver.rpc_errors import PlacementError as PlacementError  # re-exported: what every failed call raises
+from solver.rpc_errors import from_rpc
 from solver.server import DEFAULT_MAX_MESSAGE
 
 DEADLINE_SLACK = 30.0  # seconds past the time limit a call may take when no deadline is given
@@ -45,13 +47,6 @@ class Progress:
     seconds: float
     tiers: Mapping[str, float] = field(default_factory=dict)
     bounds: Mapping[str, float] = field(default_factory=dict)
-
-
-class PlacementError(SolverError):
-    def __init__(self, code: grpc.StatusCode, details: str | None) -> None:
-        self.code = code
-        self.details = details or ""
-        super().__init__(f"{code.name}: {details}")
 
 
 class PlacementClient:
@@ -102,7 +97,7 @@ class PlacementClient:
         try:
             reply = self.stub.Solve(self.request(cluster, options, request_id), timeout=timeout, metadata=self.metadata)
         except grpc.RpcError as exc:
-            raise PlacementError(exc.code(), exc.details()) from exc
+            raise from_rpc(exc) from exc
         return convert.plan_from_proto(reply.plan)
 
     def solve_stream(self, cluster: bytes | pb.ClusterState, options: api.PlanOptions = DEFAULT_OPTIONS,
@@ -118,7 +113,7 @@ class PlacementClient:
                 else:
                     yield convert.plan_from_proto(event.result.plan)
         except grpc.RpcError as exc:
-            raise PlacementError(exc.code(), exc.details()) from exc
+            raise from_rpc(exc) from exc
 
 
 def _in_tier_order(tiers: Mapping[str, float]) -> dict[str, float]:

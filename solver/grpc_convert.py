@@ -23,18 +23,21 @@ from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.kube.volumes import BIND_COMPLETED
 from solver.model import plan as p
 from solver.model import snapshot as s
-from solver.model.errors import SnapshotInvalidError, SolverError
+from solver.model.errors import InputError, SnapshotInvalidError
 from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 
 CPU = "cpu"
 
 
-class RequestInvalidError(SolverError):
+class RequestInvalidError(InputError):
     """A request field is malformed; ``path`` is its field path in the request."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, *, obj: str = "", field: str | None = None) -> None:
+        """``obj`` and ``field``: the Kubernetes object at fault and the path inside it, when the
+        request carries one (``field`` defaults to ``path``)."""
         self.path = path
+        self.obj, self.field = obj, path if field is None else field
         self.reason = reason
         super().__init__(f"{path}: {reason}")
 
@@ -85,7 +88,8 @@ def snapshot_from_request(request: pb.SolveRequest) -> s.ClusterSnapshot:
         try:
             return loader.snapshot_from_bytes(request.kubernetes_objects)
         except SnapshotInvalidError as exc:
-            raise RequestInvalidError(f"kubernetes_objects: {exc.where}", exc.reason) from exc
+            raise RequestInvalidError(f"kubernetes_objects: {exc.where}", exc.reason, obj=exc.obj,
+                                      field=exc.field) from exc
     if which != "state":
         raise RequestInvalidError("cluster", "set state or kubernetes_objects")
     objects, origin = objects_from_state(request.state)
@@ -94,7 +98,8 @@ def snapshot_from_request(request: pb.SolveRequest) -> s.ClusterSnapshot:
     except SnapshotInvalidError as exc:
         where = origin.get(exc.obj)
         path = f"{where} ({exc.obj})" if where else exc.obj
-        raise RequestInvalidError(f"state: {SnapshotInvalidError.place(path, exc.field)}", exc.reason) from exc
+        raise RequestInvalidError(f"state: {SnapshotInvalidError.place(path, exc.field)}", exc.reason, obj=exc.obj,
+                                  field=exc.field) from exc
 
 
 def _quantity(res: str, amount: int) -> str:

@@ -6,8 +6,9 @@
 - The call's deadline caps the solve: the time limit becomes min(options, deadline − a
   margin for decoding and the reply), so an expiring deadline returns the best plan found,
   status FEASIBLE, not an error. A cancelled call stops its search.
-- Bad input is INVALID_ARGUMENT with the field path (``state: pods[3] (Pod/ns/p):
-  spec.priority: ...``).
+- Errors by their class in the error tree (``solver.rpc_errors``): bad input is
+  INVALID_ARGUMENT with the field path (``state: pods[3] (Pod/ns/p): spec.priority: ...``) and
+  the object and field in google.rpc details; a limit RESOURCE_EXHAUSTED; a bug INTERNAL.
 - Standard health checking (grpc.health.v1) and server reflection (v1 and v1alpha), on the main
   port and on the plaintext health port; graceful shutdown flips health to NOT_SERVING, refuses
   new calls and lets in-flight solves finish, logging its start and its end.
@@ -33,7 +34,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 from grpc_health.v1 import (  # type: ignore[import-untyped]  # no py.typed; types-grpcio-health-checking not a dependency
@@ -43,12 +44,12 @@ from grpc_health.v1 import (  # type: ignore[import-untyped]  # no py.typed; typ
 )
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from solver import api, observe, reflection, telemetry
+from solver import api, observe, reflection, rpc_errors, telemetry
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.model.cel import CelInterrupted
-from solver.model.errors import SolverError
+from solver.model.errors import BugError, InputError, LimitError, SolverError
 from solver.model.features import FeatureGateError, parse_feature_gates
 
 SERVICE = pb.DESCRIPTOR.services_by_name["PlacementService"].full_name
@@ -166,14 +167,10 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             gates = parse_feature_gates(o.feature_gates)
             policy = convert.pdb_policy(o.pdb_policy)
         except FeatureGateError as exc:
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"options.feature_gates: {exc.reason}")
-        except SolverError as exc:
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except RecursionError:
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "request: nested too deeply")
-        except Exception as exc:  # a bug in reading the request
-            LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": repr(exc)}))
-            _abort(context, grpc.StatusCode.INTERNAL, f"internal error, please report (request {rid})")
+            exc.field = "options.feature_gates"
+            _refuse(context, exc, rid, f"options.feature_gates: {exc.reason}")
+        except Exception as exc:  # bad input, or a bug in reading the request
+            _refuse(context, exc, rid)
         if stop.is_set() or not context.is_active():
             _abort(context, grpc.StatusCode.CANCELLED, "the call ended while the request was read")
         try:
@@ -183,7 +180,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                 decompose=not o.no_decompose, pdb_policy=policy, gates=gates,
                 dra_preemption=not o.no_dra_preemption, stop=stop, on_solution=on_solution)
         except api.OptionError as exc:
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"options.{exc.option}: {exc.reason}")
+            _refuse(context, exc, rid, f"options.{exc.option}: {exc.reason}")
         limit = options.time_limit
         remaining = context.time_remaining()
         if remaining is not None and remaining < 1e9:  # no deadline reads as ~9e18 s
@@ -200,17 +197,9 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED,
                    "stopped while evaluating CEL selectors")
         except api.UnknownWorkloadError as exc:
-            _abort(context, grpc.StatusCode.NOT_FOUND, f"workload: {exc}")
-        except api.PlanInvalidError as exc:
-            LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": str(exc)}))
-            _abort(context, grpc.StatusCode.INTERNAL, f"{exc} (request {rid})")
-        except SolverError as exc:
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except RecursionError:
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "request: nested too deeply")
-        except Exception as exc:  # a bug: reported as one, with the request id to find its log
-            LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": repr(exc)}))
-            _abort(context, grpc.StatusCode.INTERNAL, f"internal error, please report (request {rid})")
+            _refuse(context, exc, rid, f"workload: {exc}")
+        except Exception as exc:  # bad input, a limit, or a bug (a plan the verifier refused)
+            _refuse(context, exc, rid)
         self.metrics.plans.labels(plan.status).inc()
         LOG.info(json.dumps({"event": "solved", "requestId": rid, "nodes": len(snapshot.nodes),
                              "pods": len(snapshot.pods), "status": plan.status,
@@ -229,8 +218,9 @@ class _Admission:
         m = self.s.metrics
         if not self.s._slots.acquire(blocking=False):
             LOG.warning(json.dumps({"event": "rejected", "requestId": self.rid, "reason": "busy"}))
-            _abort(self.context, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                   f"{self.s.config.max_inflight} solves in flight; retry later")
+            self.context.abort_with_status(rpc_errors.status(
+                grpc.StatusCode.RESOURCE_EXHAUSTED, f"{self.s.config.max_inflight} solves in flight; retry later",
+                reason=rpc_errors.BUSY))
         m.in_flight.inc()
         self.start = time.perf_counter()
         LOG.info(json.dumps({"event": "admitted", "requestId": self.rid, "method": self.method}))
@@ -241,6 +231,32 @@ class _Admission:
         m.in_flight.dec()
         self.s._slots.release()
         m.latency.labels(self.method).observe(time.perf_counter() - self.start)
+
+
+def _refuse(context: grpc.ServicerContext, exc: BaseException, rid: str, message: str | None = None) -> NoReturn:
+    """Answer ``exc`` by its class in the error tree (``solver.rpc_errors``): bad input with the
+    object and field at fault in ``google.rpc`` details, a limit as RESOURCE_EXHAUSTED, anything
+    else as INTERNAL, logged with the request id (a bug, the verifier's refusal included)."""
+    if isinstance(exc, RecursionError):
+        exc = RequestTooDeepError()
+    if isinstance(exc, InputError):
+        code = grpc.StatusCode.NOT_FOUND if isinstance(exc, api.UnknownWorkloadError) else \
+            grpc.StatusCode.INVALID_ARGUMENT
+        context.abort_with_status(rpc_errors.status(code, message or str(exc), obj=exc.obj, field=exc.field,
+                                                    description=str(getattr(exc, "reason", "")) or str(exc)))
+    elif isinstance(exc, LimitError):
+        context.abort_with_status(rpc_errors.status(grpc.StatusCode.RESOURCE_EXHAUSTED, message or str(exc),
+                                                    reason=rpc_errors.limit_reason(exc)))
+    LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": str(exc) if isinstance(exc, SolverError)
+                          else repr(exc)}))
+    detail = f"{exc} (request {rid})" if isinstance(exc, BugError) else f"internal error, please report (request {rid})"
+    context.abort(grpc.StatusCode.INTERNAL, detail)  # raises
+    raise AssertionError("unreachable")
+
+
+class RequestTooDeepError(InputError):
+    def __init__(self) -> None:
+        super().__init__("request: nested too deeply")
 
 
 def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> Any:

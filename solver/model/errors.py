@@ -1,10 +1,20 @@
-"""Errors of the pure core.
+"""Errors of the pure core, by what the caller should do about them.
 
     SolverError
-     ├── SnapshotInvalidError   bad input: names the object and the field
-     └── ModelTooLargeError     the model would exceed a configured size limit
+     ├── InputError             bad input: fix it, never retry it as it is (INVALID_ARGUMENT)
+     │    └── SnapshotInvalidError   names the object and the field
+     ├── LimitError             over a configured limit: a smaller input or a larger limit
+     │    └── ModelTooLargeError      (RESOURCE_EXHAUSTED)
+     ├── UnavailableError       the service is down or busy: retry later (UNAVAILABLE)
+     ├── StoppedError           cancelled or past its deadline: nothing to answer
+     └── BugError               a bug, e.g. a plan the verifier refused: report it, never
+                                retry it (INTERNAL)
 
-Callers branch on the fields, never on the message.
+Each error elsewhere derives from one of these (a CEL selector that does not compile is an
+``InputError``, a plan failing the verifier a ``BugError``). ``InputError`` carries ``obj``
+(``Kind/namespace/name``, "" when it is the request as a whole) and ``field``: the gRPC
+service sends them as a ``google.rpc.BadRequest`` and the adapter leaves that object out by
+them. Callers branch on the class and the fields, never on the message.
 """
 
 from __future__ import annotations
@@ -14,7 +24,31 @@ class SolverError(Exception):
     """Base of every error raised by ``solver``."""
 
 
-class SnapshotInvalidError(SolverError):
+class InputError(SolverError):
+    """Bad input. ``obj`` is the object at fault (``Kind/namespace/name``, or "" for the
+    request or file as a whole), ``field`` the path inside it ("" when the whole of it)."""
+
+    obj: str = ""
+    field: str = ""
+
+
+class LimitError(SolverError):
+    """The input is valid but over a configured limit."""
+
+
+class UnavailableError(SolverError):
+    """The service could not be reached, or had no room for the call: retry later."""
+
+
+class StoppedError(SolverError):
+    """The call was cancelled or its deadline passed before an answer."""
+
+
+class BugError(SolverError):
+    """An internal error: a bug to report, never an input's fault, never retried."""
+
+
+class SnapshotInvalidError(InputError):
     """An input object is malformed.
 
     ``obj`` is ``Kind/namespace/name`` (or ``Kind/name`` for cluster-scoped
@@ -37,7 +71,7 @@ class SnapshotInvalidError(SolverError):
         return f"{obj}: {field}" if field else obj
 
 
-class ModelTooLargeError(SolverError):
+class ModelTooLargeError(LimitError):
     """The model would have more variables than the configured limit."""
 
     def __init__(self, variables: int, limit: int) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from solver.model.errors import SolverError
+from solver.model.errors import InputError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,7 +24,7 @@ class FeatureGates:
 GATE_NAMES = {"PodGroupPreemptionPolicy": "pod_group_preemption_policy"}
 
 
-class FeatureGateError(SolverError):
+class FeatureGateError(InputError):
     def __init__(self, text: str, reason: str) -> None:
         self.text, self.reason = text, reason
         super().__init__(f"--feature-gates {text!r}: {reason}")

@@ -165,3 +165,66 @@ def test_lists_are_paginated(api: ApiServerDouble) -> None:
     pages = [r for r in api.requests if r.verb == "list" and r.path.endswith("/pods")]
     assert [r.query.get("limit") for r in pages] == ["500", "500", "500"]
     assert [bool(r.query.get("continue")) for r in pages] == [False, True, True]
+
+
+def test_over_grpc_the_bad_object_is_read_from_the_errors_details_and_left_out(api: ApiServerDouble) -> None:
+    """The same bad gang through a real solver service: the adapter finds Pod/default/bad-0 in
+    the answer's google.rpc details (its message is not read) and places the good gang."""
+    from adapter.main import remote
+    from solver import server
+
+    api.put(node("n0").build())
+    api.put(pod_group("bad", 1).build())
+    broken = ours(pod("bad-0").group("bad").cpu_m(500))
+    broken["spec"]["priorityClassName"] = "gone"
+    api.put(broken)
+    api.put(pod_group("good", 1).priority(5).build())
+    api.put(ours(pod("good-0").group("good").cpu_m(500).priority(5)))
+    running = server.start(server.ServerConfig(address="127.0.0.1:0", metrics_address=None))
+    try:
+        adapter = _run(api, lambda: _node_of(api, "good-0") is not None and _condition(api, "bad") is not None,
+                       adapter=Adapter(Cluster.at(api.url), remote(f"127.0.0.1:{running.port}", 5.0), renew=0.1))
+    finally:
+        running.stop(5)
+    assert list(adapter.isolated) == ["Pod/default/bad-0"]
+    assert _node_of(api, "bad-0") is None
+
+
+def test_a_plan_the_solver_calls_its_own_bug_is_not_retried_until_the_cluster_changes(api: ApiServerDouble) -> None:
+    """INTERNAL (a plan its verifier refused): no backoff loop asking the same question again;
+    a change to the cluster asks again."""
+    from solver import api as solver_api
+    from solver.rpc_errors import RemoteBugError
+
+    _cluster(api)
+    real = in_process(5.0)
+    calls: list[int] = []
+
+    def buggy(objects: list[dict[str, Any]]) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RemoteBugError(grpc.StatusCode.INTERNAL, str(solver_api.PlanInvalidError([])))
+        return real(objects)
+
+    adapter = Adapter(Cluster.at(api.url), buggy, renew=0.1, backoff=(0.05, 0.2))
+    import threading
+    import time
+
+    stop = threading.Event()
+    runner = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not calls:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1.0)  # backoff would have asked again several times by now
+        assert len(calls) == 1 and adapter.metrics.bugs._value.get() == 1
+        api.put(node("n9").build())  # the cluster changes: asked again, and the gang is placed
+        while not (_node_of(api, "train-0") and _node_of(api, "train-1")):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        runner.join(15)
+    assert len(calls) >= 2

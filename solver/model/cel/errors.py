@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from solver.model.errors import SolverError
+from solver.model.errors import InputError, StoppedError
 
 
-class CelError(SolverError):
+class CelError(InputError):
     """A CEL selector that does not compile, or (``CelRuntimeError``) fails to evaluate."""
 
     def __init__(self, expression: str, reason: str) -> None:
@@ -18,7 +18,7 @@ class CelRuntimeError(CelError):
     """Evaluation failed or gave a non-bool: upstream aborts the allocation (see module doc)."""
 
 
-class CelInterrupted(SolverError):
+class CelInterrupted(StoppedError):
     """The caller's stop event was set during an evaluation (a cancelled or expired call): no
     result, cached or returned; the plan is abandoned, not answered with a wrong match."""
 
