@@ -47,9 +47,8 @@ def test_a_solver_that_is_down_is_asked_again_with_backoff(api: ApiServerDouble)
     assert len(calls) >= 3  # nothing in the cluster changed between the attempts
 
 
-def test_a_bad_object_isolates_its_workload_and_the_rest_is_planned(api: ApiServerDouble) -> None:
-    # "bad-0" names a PriorityClass that does not exist and has no spec.priority: its gang is
-    # left out with a condition naming it; the good gang is placed as if it were not there
+def _bad_and_good(api: ApiServerDouble) -> None:
+    """Gang "bad": its pod names a PriorityClass that does not exist; gang "good" is fine."""
     api.put(node("n0").build())
     api.put(pod_group("bad", 1).build())
     broken = ours(pod("bad-0").group("bad").cpu_m(500))
@@ -57,6 +56,12 @@ def test_a_bad_object_isolates_its_workload_and_the_rest_is_planned(api: ApiServ
     api.put(broken)
     api.put(pod_group("good", 1).priority(5).build())
     api.put(ours(pod("good-0").group("good").cpu_m(500).priority(5)))
+
+
+def test_a_bad_object_isolates_its_workload_and_the_rest_is_planned(api: ApiServerDouble) -> None:
+    # "bad-0" names a PriorityClass that does not exist and has no spec.priority: its gang is
+    # left out with a condition naming it; the good gang is placed as if it were not there
+    _bad_and_good(api)
     adapter = _run(api, lambda: _node_of(api, "good-0") is not None and _condition(api, "bad") is not None)
     assert _node_of(api, "bad-0") is None
     cond = _condition(api, "bad")
@@ -173,13 +178,7 @@ def test_over_grpc_the_bad_object_is_read_from_the_errors_details_and_left_out(a
     from adapter.main import remote
     from solver import server
 
-    api.put(node("n0").build())
-    api.put(pod_group("bad", 1).build())
-    broken = ours(pod("bad-0").group("bad").cpu_m(500))
-    broken["spec"]["priorityClassName"] = "gone"
-    api.put(broken)
-    api.put(pod_group("good", 1).priority(5).build())
-    api.put(ours(pod("good-0").group("good").cpu_m(500).priority(5)))
+    _bad_and_good(api)
     running = server.start(server.ServerConfig(address="127.0.0.1:0", metrics_address=None))
     try:
         adapter = _run(api, lambda: _node_of(api, "good-0") is not None and _condition(api, "bad") is not None,
