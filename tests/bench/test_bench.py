@@ -125,3 +125,47 @@ def test_the_peak_is_the_cases_own_not_the_runs_maximum() -> None:
     small = second.mib()
     assert big >= small + 390, (big, small)
     assert second.scope == "case"
+
+
+def test_a_case_the_cap_ended_is_marked_unsettled_in_the_table_and_on_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the real scheduler's run stands in: one that settled, one the cap cut (no control plane here)
+    from solver import cli
+
+    def fake(case: runner.Case, snap: object, options: object, up: runner.Upstream) -> dict[str, object]:
+        assert (up.settle, up.timeout, up.report) == (4.0, 30.0, cli._waiting_line)
+        tiers = {"satisfiedWorkloads": 1, "placedPods": 4, "pdbViolations": 0, "preemptionCost": 404.0,
+                 "evictedPods": 4}
+        return {"upstream": tiers, "upstreamSeconds": 1.5, "upstreamVerified": True,
+                "upstreamSettled": case.name != "gang-preemption", "upstreamWaitSeconds": 30.0,
+                "upstreamSettle": up.settle, "upstreamTimeout": up.timeout}
+
+    monkeypatch.setattr(runner, "run_upstream", fake)
+    monkeypatch.setattr("solver.bench.controlplane.find_binaries", lambda: None)
+    out = tmp_path / "rows.jsonl"
+    assert cli.main(["bench", str(ROOT / "examples" / "gang-preemption.yaml"), str(ROOT / "examples" / "dra-gpus.yaml"),
+                     "--repeat", "1", "--upstream", "kube-scheduler", "--upstream-settle", "4",
+                     "--upstream-timeout", "30", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    header, _, *lines = printed.out.strip().splitlines()
+    names = [h.strip() for h in header.split("|")]
+    cells = {line.split("|")[0].strip(): dict(zip(names, [c.strip() for c in line.split("|")], strict=True))
+             for line in lines}
+    assert {case: c["ks settled"] for case, c in cells.items()} == {"dra-gpus": "yes",
+                                                                    "gang-preemption": "NO (cap 30 s)"}
+    rows = {r["case"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert {c: (r["upstreamSettled"], r["upstreamTimeout"]) for c, r in rows.items()} == {
+        "dra-gpus": (True, 30.0), "gang-preemption": (False, 30.0)}
+    assert ("gangplace: gang-preemption: kube-scheduler did not settle within --upstream-timeout 30 s: its row is "
+            "what it had done by then") in printed.err.splitlines()
+    assert "dra-gpus: kube-scheduler did not settle" not in printed.err
+
+
+def test_the_waiting_line_says_case_time_pods_and_phase(capsys: pytest.CaptureFixture[str]) -> None:
+    from solver import cli
+    from solver.bench.upstream import Waiting
+
+    cli._waiting_line("mini-rack-gang-64", Waiting(elapsed=20.04, bound=12, waiting=4, unschedulable=4,
+                                                   phase="retrying unschedulable", quiet=8.0))
+    assert capsys.readouterr().err == ("\rmini-rack-gang-64: kube-scheduler 20 s, 12 bound / 4 pending "
+                                       "(4 unschedulable), retrying unschedulable, quiet 8 s\n")
