@@ -634,6 +634,15 @@ class Settling:
         return self.phase != "working" and now - self.progress_at >= self.settle
 
 
+def _read_state(plane: MetricsSource) -> SchedulerState | None:
+    """The scheduler's state, or None when its /metrics did not answer: for a moment after its
+    /healthz answers, it refuses the admin's certificate (403 to system:anonymous)."""
+    try:
+        return SchedulerState.read(plane.scheduler_metrics())
+    except OSError:  # urllib's HTTPError and URLError
+        return None
+
+
 def wait_until_settled(plane: MetricsSource, watcher: WatchState, pending_keys: set[str], *, settle: float,
                        deadline: float, until_bound: bool = False, report: Callable[[Waiting], None] | None = None,
                        every: float = 10.0, clock: Callable[[], float] = time.monotonic,
@@ -643,16 +652,21 @@ def wait_until_settled(plane: MetricsSource, watcher: WatchState, pending_keys: 
     ``pending_keys`` is bound, for a caller that created no other pending pod: the scheduler has
     nothing left to do, and what it deleted on the way was seen before the binding.
     ``report`` is told how the run goes every ``every`` seconds."""
-    began = clock()
-    rule = Settling(settle, began, watcher.last_change, SchedulerState.read(plane.scheduler_metrics()))
-    reported = began
+    began = reported = clock()
+    change = watcher.last_change
+    state = _read_state(plane)
+    rule = None if state is None else Settling(settle, began, change, state)
     while clock() < deadline:
         sleep(0.2 if until_bound else 0.5)
         now = clock()
         waiting = len(pending_keys - watcher.bound.keys())
         if until_bound and not waiting:
             return True
-        state = SchedulerState.read(plane.scheduler_metrics())
+        state = _read_state(plane)
+        if state is None:  # no answer: nothing is decided on this poll
+            continue
+        if rule is None:
+            rule = Settling(settle, began, change, state)
         settled = rule.observe(now, watcher.last_change, waiting, state)
         if report is not None and (settled or now - reported >= every):
             reported = now

@@ -144,3 +144,19 @@ def test_the_metrics_are_read_by_queue_and_result() -> None:
     assert state.attempts == {"scheduled": 4, "unschedulable": 10}
     assert (state.retries, state.work, state.busy(3), state.busy(4)) == (10, 4, False, True)
     assert SchedulerState.read(metrics(active=1, unschedulable=3)).busy(3) is True
+
+
+def test_metrics_refused_for_a_moment_decide_nothing() -> None:
+    # kube-scheduler answers /metrics 403 for a moment after its /healthz answers
+    import urllib.error
+
+    class Refusing(Scheduler):
+        def scheduler_metrics(self) -> str:
+            if self.now < 2:
+                raise urllib.error.HTTPError("https://127.0.0.1/metrics", 403, "Forbidden", None, None)  # type: ignore[arg-type]
+            return super().scheduler_metrics()
+
+    scheduler = Refusing(lambda now, _: metrics(unschedulable=1, retried=1))
+    settled = upstream.wait_until_settled(scheduler, scheduler.watch, {"default/p0"}, settle=10, deadline=300,
+                                          clock=scheduler.clock, sleep=scheduler.sleep)
+    assert (settled, scheduler.now) == (True, 10.0)
