@@ -11,7 +11,7 @@ from solver.bench.upstream import SchedulerState, Waiting
 
 
 def metrics(active: int = 0, backoff: int = 0, unschedulable: int = 0, *, retried: int = 0, scheduled: int = 0,
-            podgroup_retried: int = 0) -> str:
+            podgroup_retried: int = 0, podgroup_preempting: int = 0) -> str:
     """/metrics as kube-scheduler 1.37.2 prints them (the lines the rule reads, and one it does not)."""
     return "\n".join([
         "# HELP scheduler_pending_pods [STABLE] Number of pending pods, by the queue type.",
@@ -23,6 +23,8 @@ def metrics(active: int = 0, backoff: int = 0, unschedulable: int = 0, *, retrie
         f'scheduler_schedule_attempts_total{{profile="default-scheduler",result="unschedulable"}} {retried}',
         f'scheduler_podgroup_schedule_attempts_total{{profile="default-scheduler",result="unschedulable"}} '
         f"{podgroup_retried}",
+        f'scheduler_podgroup_schedule_attempts_total{{profile="default-scheduler",result="waiting_on_preemption"}} '
+        f"{podgroup_preempting}",
         'scheduler_unschedulable_pods{plugin="NodeResourcesFit",profile="default-scheduler"} 1',
     ]) + "\n"
 
@@ -122,6 +124,22 @@ def test_attempts_that_are_not_failures_keep_the_run_going_though_nothing_is_bou
     assert run(at) == (True, 35.0)
 
 
+def test_a_gang_waiting_on_preemption_from_its_backoff_queue_is_working_not_retrying() -> None:
+    # every 3 s until 30 s an attempt of the gang ends waiting on preemption (its pods back in
+    # the backoff queue, never busy when polled, nothing bound yet): progress, not failure;
+    # then it only fails, and the run ends the settle time after the last of those attempts
+    def at(now: float, _: Watch) -> str:
+        preempting = int(min(now, 30) // 3)
+        return metrics(backoff=2, podgroup_preempting=preempting, retried=2 * int(now // 3),
+                       podgroup_retried=int(now // 3) - preempting)
+
+    reports: list[Waiting] = []
+    assert run(at, pods=2, reports=reports) == (True, 40.0)
+    assert [(r.elapsed, r.phase, r.quiet) for r in reports] == [
+        (10.0, "working", 1.0), (20.0, "working", 2.0), (30.0, "working", 0.0),
+        (40.0, "retrying unschedulable", 10.0)]
+
+
 def test_an_attempt_longer_than_the_settle_time_is_work_and_the_cap_ends_it() -> None:
     # the pod under an attempt the whole time (in no queue), no counter moving: unsettled at the cap
     reports: list[Waiting] = []
@@ -141,7 +159,7 @@ def test_a_failed_retry_does_not_cover_an_attempt_under_way_now() -> None:
 def test_the_metrics_are_read_by_queue_and_result() -> None:
     state = SchedulerState.read(metrics(backoff=2, unschedulable=1, retried=7, scheduled=4, podgroup_retried=3))
     assert state.queues == {"active": 0, "backoff": 2, "gated": 0, "unschedulable": 1}
-    assert state.attempts == {"scheduled": 4, "unschedulable": 10}
+    assert state.attempts == {"scheduled": 4, "unschedulable": 10, "waiting_on_preemption": 0}
     assert (state.retries, state.work, state.busy(3), state.busy(4)) == (10, 4, False, True)
     assert SchedulerState.read(metrics(active=1, unschedulable=3)).busy(3) is True
 
