@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from solver import api, verify
-from solver.bench import alibaba, generate, memory, upstream
+from solver.bench import alibaba, generate, memory, tiers, upstream
 from solver.model.errors import SolverError
 from solver.model.snapshot import ClusterSnapshot
 
@@ -114,8 +114,10 @@ def versions() -> dict[str, str]:
 
 def _tiers(plan: Any) -> dict[str, Any]:
     o = plan.objective
-    return {"satisfiedWorkloads": o.satisfied_workloads, "placedPods": o.placed_pods,
-            "pdbViolations": o.pdb_violations, "preemptionCost": o.preemption_cost, "evictedPods": o.evicted_pods}
+    return {"satisfiedWorkloads": o.satisfied_workloads,
+            "satisfiedByPriority": {str(p): n for p, n in sorted(o.satisfied_by_priority.items(), reverse=True)},
+            "placedPods": o.placed_pods, "pdbViolations": o.pdb_violations, "preemptionCost": o.preemption_cost,
+            "evictedPods": o.evicted_pods, "firstAvailable": o.first_available}
 
 
 def run_upstream(case: Case, snap: ClusterSnapshot, options: api.PlanOptions, up: Upstream) -> dict[str, Any]:
@@ -188,7 +190,10 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
         "bounds": {k: v for k, v in plan.to_dict()["objective"].items() if k.endswith("Bound")},
         "cut": list(st.get("cut", [])),
         "gangplace": mine, "baseline": theirs, "baselineSeconds": round(base_seconds, 4),
+        # the cost ratio compares like with like only where tiers 1-3 tie: decidedBy is the first
+        # tier where the two plans differ (None: every tier ties), betterThanBaseline who wins it
         "costRatio": ratio, "betterThanBaseline": better, "worseThanBaseline": worse,
+        "decidedBy": tiers.decide(mine, theirs).tier,
         "verified": ok, "repeat": repeat,
         # did every repeat reach the same tiers and status? (the row reports the middle plan)
         "repeatsAgree": len({(p.status, p.objective.tiers) for p in plans}) == 1,
@@ -265,6 +270,15 @@ def within_deadline(row: dict[str, Any]) -> str:
     return "yes" if over <= 0 else f"+{over:.1f} s"
 
 
+def ratio_cell(row: dict[str, Any]) -> str:
+    """The cost ratio where it means something: only when tiers 1-3 tie, else "- (pdb)" naming
+    the tier that decided before the cost."""
+    decision = tiers.decide(row["gangplace"], row["baseline"])
+    if not decision.cost_comparable:
+        return f"- ({decision.short})"
+    return "-" if row["costRatio"] is None else f"{row['costRatio']:.3f}"
+
+
 def settled_cell(row: dict[str, Any]) -> str:
     """"yes" when the real scheduler's run settled, "NO (cap S s)" when the cap ended it (its
     tiers are then what it had done by the cap), "!" when it did not run."""
@@ -280,7 +294,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         if columns is THREE_WAY and "upstream" not in row:  # upstream failed on it: "!" in its place
             row = {**row, "upstream": {**dict.fromkeys(row["baseline"], "!"), "preemptionCost": float("nan")},
                    "upstreamSeconds": float("nan"), "upstreamVerified": "!"}
-        ratio = "-" if row["costRatio"] is None else f"{row['costRatio']:.3f}"
+        ratio = ratio_cell(row)
         pg = row.get("podGroupAttemptSeconds")
         pg_ms = "-" if pg is None else f"{pg * 1000:.1f} x{row['podGroupAttempts']}"
         gap_tier = row.get("gapTier") or "-"

@@ -95,15 +95,25 @@ def test_the_plot_reads_as_plain_numbers_and_names_its_points() -> None:
     from solver.bench import plot
 
     assert [plot.plain(v) for v in (0.142674, 2.0, 60.0, 15000.0)] == ["0.143", "2", "60", "15,000"]
-    rows = [{"case": "a", "nodes": 250, "totalSeconds": 0.142674, "baselineSeconds": 0.05, "costRatio": 0.418},
-            {"case": "b", "nodes": 15000, "totalSeconds": 78.0, "baselineSeconds": 3.1, "costRatio": 1.86}]
+    def tiers(placed: int, pdb: int, cost: float) -> dict[str, object]:
+        return {"satisfiedWorkloads": 1, "satisfiedByPriority": {"10": 1}, "placedPods": placed,
+                "pdbViolations": pdb, "preemptionCost": cost, "evictedPods": 4}
+
+    # a: tiers 1-3 tie, gangplace costs less; b: gangplace breaks no budget where the baseline
+    # breaks 2, and costs 1.86 times as much: b is gangplace's, and its ratio is not drawn
+    rows = [{"case": "a", "nodes": 250, "totalSeconds": 0.142674, "baselineSeconds": 0.05, "costRatio": 0.418,
+             "gangplace": tiers(4, 0, 41.8), "baseline": tiers(4, 0, 100.0)},
+            {"case": "b", "nodes": 15000, "totalSeconds": 78.0, "baselineSeconds": 3.1, "costRatio": 1.86,
+             "gangplace": tiers(4, 0, 186.0), "baseline": tiers(4, 2, 100.0)}]
     fig = plot.figure(rows)
-    left, right = fig.axes
+    left, middle, right = fig.axes
     fig.canvas.draw()
     labels = [t.get_text() for t in left.get_yticklabels() + left.get_xticklabels() + right.get_xticklabels()]
     assert labels and all(re.fullmatch(r"-?[0-9.,]+", text) for text in labels if text), labels  # no 10^x, no ×
     assert [t.get_text() for t in left.texts] == ["a", "b"]
-    assert [t.get_text() for t in right.texts] == ["0.418", "1.86"]
+    assert [t.get_text() for t in middle.texts] == ["cost 41.8 vs 100", "pdb 0 vs 2"]
+    assert [t.get_text() for t in middle.get_yticklabels()] == ["a", "b"]
+    assert [t.get_text() for t in right.texts] == ["pdb decides: 0 vs 2", "0.418"]
     plt.close(fig)
 
 
