@@ -178,7 +178,10 @@ def _upstream_args(p: argparse.ArgumentParser, what: str) -> None:
                    help=f"{what} (the real kube-scheduler 1.37 in a fresh control plane per snapshot, binaries "
                         "from scripts/build-control-plane.sh)")
     p.add_argument("--upstream-settle", type=_seconds, default=10.0, metavar="S",
-                   help="the real scheduler's run ends once it has been idle for S seconds (10)")
+                   help="the real scheduler's run ends once for S seconds nothing was bound or deleted and it "
+                        "was idle or only retrying pods it cannot place (10)")
+    p.add_argument("--upstream-timeout", type=_seconds, default=300.0, metavar="S",
+                   help="a run that has not settled after S seconds ends there, marked unsettled (300)")
 
 
 def _gates(text: str) -> FeatureGates:
@@ -344,6 +347,12 @@ def _progress(done: int, total: int, name: str) -> None:
         print(file=sys.stderr)
 
 
+def _waiting_line(case: str, w: Any) -> None:
+    """How the real scheduler's run of ``case`` goes (an upstream.Waiting), one line on stderr."""
+    print(f"\r{case}: kube-scheduler {w.elapsed:.0f} s, {w.bound} bound / {w.waiting} pending "
+          f"({w.unschedulable} unschedulable), {w.phase}, quiet {w.quiet:.0f} s", file=sys.stderr)
+
+
 def _fgd(args: argparse.Namespace) -> int:
     from solver.bench import fgd
 
@@ -396,7 +405,7 @@ def _bench(args: argparse.Namespace) -> int:
         from solver.bench import controlplane
 
         controlplane.find_binaries()  # ControlPlaneError: exit 2 saying how to build them
-        up = runner.Upstream(settle=args.upstream_settle)
+        up = runner.Upstream(settle=args.upstream_settle, timeout=args.upstream_timeout, report=_waiting_line)
     rows = []
     for row in runner.run(cases, repeat=args.repeat, options=options, progress=_progress, up=up):
         rows.append(row)
@@ -411,6 +420,9 @@ def _bench(args: argparse.Namespace) -> int:
     for row in rows:  # the real scheduler's outcome against our rules: a finding, not our bug
         if "upstreamError" in row:
             print(f"gangplace: {row['case']}: kube-scheduler not run: {row['upstreamError']}", file=sys.stderr)
+        if row.get("upstreamSettled") is False:
+            print(f"gangplace: {row['case']}: kube-scheduler did not settle within --upstream-timeout "
+                  f"{row['upstreamTimeout']:g} s: its row is what it had done by then", file=sys.stderr)
         for what in row.get("upstreamViolations", []) + row.get("upstreamUnplanned", []):
             print(f"gangplace: {row['case']}: kube-scheduler: {what}", file=sys.stderr)
     return 0 if all(r["verified"] for r in rows) else 1
@@ -603,14 +615,16 @@ def _read_snapshot(source: str, scheduler_name: str | None = None) -> Any:
     return snapshot
 
 
-def _replan_upstream(path: Path, snapshot: Any, options: api.PlanOptions, settle: float) -> dict[str, Any]:
+def _replan_upstream(path: Path, snapshot: Any, options: api.PlanOptions, settle: float,
+                     timeout: float) -> dict[str, Any]:
     """The real kube-scheduler on the snapshot, reported in the plan's own terms."""
     from solver import replan
     from solver.bench import upstream
 
     docs = kube.flatten(loader.read_documents(path))
     gates = {"PodGroupPreemptionPolicy": options.gates.pod_group_preemption_policy}
-    outcome = upstream.run_kube_scheduler(docs, gates=gates, settle=settle)
+    outcome = upstream.run_kube_scheduler(docs, gates=gates, settle=settle, timeout=timeout,
+                                          report=lambda w: _waiting_line(str(path), w))
     scored = upstream.score(snapshot, outcome, gates=options.gates, dra_preemption=False)
     body = replan.report(str(path), snapshot, scored.plan)
     keep = ("admitted", "notAdmitted", "evictions", "preemptionCost", "pdbViolations", "fragmentationAfter")
@@ -637,7 +651,8 @@ def _replan(args: argparse.Namespace) -> int:
         plan = api.plan(snapshot, options)
         body = replan.report(str(path), snapshot, plan)
         if args.upstream:
-            body["upstream"] = _replan_upstream(path, snapshot, options, args.upstream_settle)
+            body["upstream"] = _replan_upstream(path, snapshot, options, args.upstream_settle,
+                                                args.upstream_timeout)
         (out / f"{path.stem}.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
         print(f"{path}: {plan.status}, {len(body['admitted'])}/{len(plan.workloads)} admitted, "
               f"{len(body['evictions'])} evicted", file=sys.stderr)

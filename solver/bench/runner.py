@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from solver import api, verify
-from solver.bench import alibaba, generate, memory
+from solver.bench import alibaba, generate, memory, tiers, upstream
 from solver.model.errors import SolverError
 from solver.model.snapshot import ClusterSnapshot
 
@@ -96,8 +96,10 @@ class Case:
 class Upstream:
     """Run each case through the real kube-scheduler too (``solver.bench.upstream``)."""
 
-    settle: float = 10.0  # seconds without a binding or deletion that end its run
-    timeout: float = 900.0
+    settle: float = 10.0  # seconds settled (upstream.Settling) that end its run
+    timeout: float = upstream.DEFAULT_TIMEOUT  # seconds at most per case; a case cut there is unsettled
+    # told (case name, how its run goes) every 10 s while the scheduler runs
+    report: Callable[[str, upstream.Waiting], None] | None = None
 
 
 def versions() -> dict[str, str]:
@@ -112,23 +114,29 @@ def versions() -> dict[str, str]:
 
 def _tiers(plan: Any) -> dict[str, Any]:
     o = plan.objective
-    return {"satisfiedWorkloads": o.satisfied_workloads, "placedPods": o.placed_pods,
-            "pdbViolations": o.pdb_violations, "preemptionCost": o.preemption_cost, "evictedPods": o.evicted_pods}
+    return {"satisfiedWorkloads": o.satisfied_workloads,
+            "satisfiedByPriority": {str(p): n for p, n in sorted(o.satisfied_by_priority.items(), reverse=True)},
+            "placedPods": o.placed_pods, "pdbViolations": o.pdb_violations, "preemptionCost": o.preemption_cost,
+            "evictedPods": o.evicted_pods, "firstAvailable": o.first_available}
 
 
 def run_upstream(case: Case, snap: ClusterSnapshot, options: api.PlanOptions, up: Upstream) -> dict[str, Any]:
     """The real kube-scheduler's outcome on the case, scored on the same snapshot."""
     from solver import kube
-    from solver.bench import upstream
 
     if case.objects is None:
         raise upstream.LoadError(f"{case.name}: no objects to load into a control plane")
     gates = {"PodGroupPreemptionPolicy": options.gates.pod_group_preemption_policy}
-    outcome = upstream.run_kube_scheduler(kube.flatten(case.objects()), gates=gates, settle=up.settle,
-                                          timeout=up.timeout)
+    report = up.report
+    outcome = upstream.run_kube_scheduler(
+        kube.flatten(case.objects()), gates=gates, settle=up.settle, timeout=up.timeout,
+        report=None if report is None else (lambda waiting: report(case.name, waiting)))
     scored = upstream.score(snap, outcome, gates=options.gates, dra_preemption=False)
     return {"upstream": _tiers(scored.plan), "upstreamSeconds": outcome.seconds_to_last_binding,
-            "upstreamSettled": outcome.settled, "upstreamVerified": not scored.violations,
+            # False: the case hit the cap (upstreamTimeout) before it settled; its tiers are
+            # what the scheduler had done by then
+            "upstreamSettled": outcome.settled, "upstreamWaitSeconds": outcome.seconds_waited,
+            "upstreamSettle": up.settle, "upstreamTimeout": up.timeout, "upstreamVerified": not scored.violations,
             "upstreamViolations": scored.violations[:20], "upstreamUnplanned": scored.unplanned[:20],
             "podGroupAttempts": outcome.podgroup_attempts,
             "podGroupAttemptSeconds": outcome.podgroup_attempt_seconds_mean,
@@ -182,7 +190,10 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
         "bounds": {k: v for k, v in plan.to_dict()["objective"].items() if k.endswith("Bound")},
         "cut": list(st.get("cut", [])),
         "gangplace": mine, "baseline": theirs, "baselineSeconds": round(base_seconds, 4),
+        # the cost ratio compares like with like only where tiers 1-3 tie: decidedBy is the first
+        # tier where the two plans differ (None: every tier ties), betterThanBaseline who wins it
         "costRatio": ratio, "betterThanBaseline": better, "worseThanBaseline": worse,
+        "decidedBy": tiers.decide(mine, theirs).tier,
         "verified": ok, "repeat": repeat,
         # did every repeat reach the same tiers and status? (the row reports the middle plan)
         "repeatsAgree": len({(p.status, p.objective.tiers) for p in plans}) == 1,
@@ -244,7 +255,8 @@ THREE_WAY = (
     ("cost gp/ks/bl", "{gangplace[preemptionCost]:g}/{upstream[preemptionCost]:g}/{baseline[preemptionCost]:g}"),
     ("evicted gp/ks/bl", "{gangplace[evictedPods]}/{upstream[evictedPods]}/{baseline[evictedPods]}"),
     ("s gp/ks/bl", "{totalSeconds:.2f}/{upstreamSeconds:.2f}/{baselineSeconds:.2f}"),
-    ("ks podgroup ms", "{pg_ms}"), ("verified gp/ks/bl", "{verified}/{upstreamVerified}/{verified}"),
+    ("ks podgroup ms", "{pg_ms}"), ("ks settled", "{ks_settled}"),
+    ("verified gp/ks/bl", "{verified}/{upstreamVerified}/{verified}"),
 )
 
 
@@ -258,6 +270,23 @@ def within_deadline(row: dict[str, Any]) -> str:
     return "yes" if over <= 0 else f"+{over:.1f} s"
 
 
+def ratio_cell(row: dict[str, Any]) -> str:
+    """The cost ratio where it means something: only when tiers 1-3 tie, else "- (pdb)" naming
+    the tier that decided before the cost."""
+    decision = tiers.decide(row["gangplace"], row["baseline"])
+    if not decision.cost_comparable:
+        return f"- ({decision.short})"
+    return "-" if row["costRatio"] is None else f"{row['costRatio']:.3f}"
+
+
+def settled_cell(row: dict[str, Any]) -> str:
+    """"yes" when the real scheduler's run settled, "NO (cap S s)" when the cap ended it (its
+    tiers are then what it had done by the cap), "!" when it did not run."""
+    if "upstreamSettled" not in row:
+        return "!"
+    return "yes" if row["upstreamSettled"] else f"NO (cap {row['upstreamTimeout']:g} s)"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     columns = THREE_WAY if rows and any("upstream" in r or "upstreamError" in r for r in rows) else COLUMNS
     cells = [[h for h, _ in columns]]
@@ -265,13 +294,14 @@ def table(rows: list[dict[str, Any]]) -> str:
         if columns is THREE_WAY and "upstream" not in row:  # upstream failed on it: "!" in its place
             row = {**row, "upstream": {**dict.fromkeys(row["baseline"], "!"), "preemptionCost": float("nan")},
                    "upstreamSeconds": float("nan"), "upstreamVerified": "!"}
-        ratio = "-" if row["costRatio"] is None else f"{row['costRatio']:.3f}"
+        ratio = ratio_cell(row)
         pg = row.get("podGroupAttemptSeconds")
         pg_ms = "-" if pg is None else f"{pg * 1000:.1f} x{row['podGroupAttempts']}"
         gap_tier = row.get("gapTier") or "-"
         in_limit = within_deadline(row)
-        cells.append([fmt.format(**row, ratio=ratio, pg_ms=pg_ms, gap_tier=gap_tier, in_limit=in_limit)
-                      for _, fmt in columns])
+        ks_settled = settled_cell(row)
+        cells.append([fmt.format(**row, ratio=ratio, pg_ms=pg_ms, gap_tier=gap_tier, in_limit=in_limit,
+                                 ks_settled=ks_settled) for _, fmt in columns])
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     lines.insert(1, "-+-".join("-" * w for w in widths))

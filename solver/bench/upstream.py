@@ -4,12 +4,14 @@
 (``solver.bench.controlplane``): namespaces, PriorityClasses, nodes, DRA objects, the groups,
 PDBs with their recorded status, the running pods bound where they run, then, with the
 scheduler started, the pending pods for ``default-scheduler``. It lets the scheduler run until
-it has been idle for ``settle`` seconds (no pod in its active or backoff queue, none under an
-attempt — from its ``scheduler_pending_pods`` — and no binding or deletion: gangs,
-workload-aware preemption, victims deleted, next cycles), and reads back the bindings and the
-pods it deleted. ``score`` turns that outcome
-into a Plan on the original snapshot through the product's own evaluation, so the verifier
-judges it and the tiers compare with gangplace's and the baseline's.
+it has settled for ``settle`` seconds (``Settling``: no binding, no deletion and no attempt but
+failed ones — gangs, workload-aware preemption, victims deleted, next cycles — and either idle,
+no pod in its active or backoff queue and none under an attempt, or retrying unschedulable
+pods without success, from its ``scheduler_pending_pods`` and ``scheduler_schedule_attempts_total``),
+or until ``timeout`` (then ``settled`` is False), and reads back the bindings and the pods it
+deleted. ``score`` turns that outcome into a Plan on the original snapshot through the
+product's own evaluation, so the verifier judges it and the tiers compare with gangplace's
+and the baseline's.
 
 How a recorded object becomes one the real API server takes (each a rule of the apiserver,
 not of gangplace):
@@ -36,9 +38,9 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from solver.bench.controlplane import ControlPlane
 from solver.model.errors import SolverError
@@ -86,6 +88,7 @@ _SERVER_SET = ("uid", "resourceVersion", "managedFields", "generation", "creatio
                "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
+DEFAULT_TIMEOUT = 300.0  # seconds a run may take at most, settled or not (--upstream-timeout)
 WRITERS = 16  # concurrent creates while loading: a snapshot of 100k pods loads in minutes, not hours
 
 
@@ -299,7 +302,8 @@ class SchedulerRun:
     bindings: dict[str, str]
     deleted: list[str]
     seconds_to_last_binding: float
-    settled: bool  # nothing changed for the settle time (else the timeout ended the run)
+    settled: bool  # it settled (Settling); False: the timeout ended the run
+    seconds_waited: float = 0.0  # first pending pod created to the run's end (settled or the timeout)
     podgroup_attempts: int = 0
     podgroup_attempt_seconds_mean: float | None = None
     gates: dict[str, bool] = field(default_factory=dict)  # the control plane's feature gates
@@ -465,9 +469,12 @@ def own_volumes(rest: Rest, objects: Iterable[Obj]) -> None:
 
 
 def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[str, bool] | None = None,
-                       settle: float = 10.0, timeout: float = 600.0, pending_first: bool = False) -> SchedulerRun:
-    """Load ``objects`` on a fresh control plane, run kube-scheduler until it has been idle for
-    ``settle`` seconds, and read back what it bound and deleted.
+                       settle: float = 10.0, timeout: float = DEFAULT_TIMEOUT, pending_first: bool = False,
+                       report: Callable[[Waiting], None] | None = None) -> SchedulerRun:
+    """Load ``objects`` on a fresh control plane, run kube-scheduler until it has settled for
+    ``settle`` seconds (``Settling``: idle, or only retrying pods it cannot place) or
+    ``timeout`` seconds have passed since the first pending pod was created (``settled`` False),
+    and read back what it bound and deleted. ``report`` hears how the run goes every 10 s.
 
     The pending pods are created once the scheduler runs, as a controller would, so a gang's
     first cycle may start when its minCount pods exist and before the others do. With
@@ -498,7 +505,9 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         if not pending_first:
             _each(rest.create, pending)
         pending_keys = {_key(o) for o in pending}
-        settled = wait_until_settled(plane, watcher, pending_keys, settle=settle, deadline=start + timeout)
+        settled = wait_until_settled(plane, watcher, pending_keys, settle=settle, deadline=start + timeout,
+                                     report=report)
+        waited = time.monotonic() - start
         watcher.finish()
         bindings = {k: node for k, (node, _) in watcher.bound.items() if k in pending_keys}
         times = [t for k, (_, t) in watcher.bound.items() if k in pending_keys]
@@ -507,66 +516,166 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         allocations = read_allocations(rest, bindings)
         reasons = read_reasons(rest, sorted(pending_keys - set(bindings)))
         return SchedulerRun(bindings=bindings, deleted=deleted, allocations=allocations, reasons=reasons,
-                       seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
-                       settled=settled, podgroup_attempts=attempts, podgroup_attempt_seconds_mean=mean,
-                       gates=dict(sorted(plane.api_gates.items())))
+                            seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
+                            settled=settled, seconds_waited=round(waited, 1), podgroup_attempts=attempts,
+                            podgroup_attempt_seconds_mean=mean, gates=dict(sorted(plane.api_gates.items())))
     finally:
         rest.close()
         plane.stop()
 
 
-def wait_until_settled(plane: ControlPlane, watcher: _Watch, pending_keys: set[str], *, settle: float,
-                       deadline: float, until_bound: bool = False) -> bool:
-    """Wait until the scheduler has settled (True) or ``deadline`` (time.monotonic) has passed:
-    idle for ``settle`` seconds (``_idle``), or it tried again since its last binding or
-    deletion and did nothing for the settle time (a gang it retries every few seconds never
-    leaves its queues idle). With ``until_bound``, settled as soon as every pod of
-    ``pending_keys`` is bound, for a caller that created no other pending pod: the scheduler
-    has nothing left to do, and what it deleted on the way was seen before the binding."""
-    quiet_since: float | None = None
-    seen_change, tried_then = watcher.last_change, -1.0
-    while time.monotonic() < deadline:
-        time.sleep(0.2 if until_bound else 0.5)
-        now = time.monotonic()
+class MetricsSource(Protocol):
+    """Where the scheduler's /metrics text comes from (a ControlPlane)."""
+
+    def scheduler_metrics(self) -> str: ...
+
+
+class WatchState(Protocol):
+    """What the pod watch has seen so far (a _Watch): bindings, deletions and the time
+    (``time.monotonic``) of the last of either."""
+
+    bound: dict[str, tuple[str, float]]
+    deleted: dict[str, float]
+    last_change: float
+
+
+RETRY = "unschedulable"  # the attempt result of a pod or PodGroup that found no place
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerState:
+    """The scheduler at one moment, from its /metrics: pods per queue
+    (``scheduler_pending_pods``) and attempts per result, a pod's
+    (``scheduler_schedule_attempts_total``) and a PodGroup's
+    (``scheduler_podgroup_schedule_attempts_total``) added up."""
+
+    queues: Mapping[str, float]
+    attempts: Mapping[str, float]
+
+    @classmethod
+    def read(cls, metrics: str) -> SchedulerState:
+        queues: dict[str, float] = {}
+        attempts: dict[str, float] = {}
+        for line in metrics.splitlines():
+            if line.startswith("scheduler_pending_pods{"):
+                into, label = queues, 'queue="'
+            elif line.startswith(("scheduler_schedule_attempts_total{", "scheduler_podgroup_schedule_attempts_total{")):
+                into, label = attempts, 'result="'
+            else:
+                continue
+            if label not in line:
+                continue
+            name = line.split(label, 1)[1].split('"', 1)[0]
+            into[name] = into.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+        return cls(queues, attempts)
+
+    @property
+    def retries(self) -> float:
+        """Attempts that found no place: the scheduler retrying without success."""
+        return self.attempts.get(RETRY, 0.0)
+
+    @property
+    def work(self) -> float:
+        """Every other attempt (scheduled, waiting on preemption, error): the scheduler getting on."""
+        return sum(v for k, v in self.attempts.items() if k != RETRY)
+
+    def busy(self, waiting: int) -> bool:
+        """Under way now: a pod in the active queue, or a pod still pending in no queue at all
+        (under an attempt, waiting at Permit, being bound; an attempt at a PodGroup on thousands
+        of nodes can run for many seconds)."""
+        return self.queues.get("active", 0) > 0 or sum(self.queues.values()) < waiting
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """One progress report of a run under way."""
+
+    elapsed: float  # seconds since the wait began
+    bound: int  # pods of the run bound so far
+    waiting: int  # pods of the run still pending
+    unschedulable: int  # pods in the scheduler's unschedulable queue
+    phase: str  # "idle", "retrying unschedulable" or "working"
+    quiet: float  # seconds since the last binding, deletion or attempt that was not a failure
+
+
+class Settling:
+    """The settle rule, one poll at a time. The run has settled once, for ``settle`` seconds, no
+    pod was bound or deleted and no attempt had a result but unschedulable, and the scheduler
+    is not busy now (``SchedulerState.busy``) and either idle (its backoff queue empty too) or
+    retrying without success (unschedulable attempts since that last progress: a pod or gang it
+    retries from its backoff queue never leaves it idle). An attempt under way keeps the run
+    going however long it takes."""
+
+    def __init__(self, settle: float, now: float, last_change: float, state: SchedulerState) -> None:
+        self.settle = settle
+        self.change = last_change
+        self.progress_at = now  # the last binding, deletion or attempt that was not a failure
+        self.work = state.work
+        self.retries_at_progress = state.retries
+        self.phase = "working"
+
+    def observe(self, now: float, last_change: float, waiting: int, state: SchedulerState) -> bool:
+        if last_change != self.change:
+            self.change = last_change
+            self.progress_at = max(self.progress_at, last_change)
+            self.retries_at_progress = state.retries
+        if state.work != self.work:
+            self.work = state.work
+            self.progress_at = now
+            self.retries_at_progress = state.retries
+        if state.busy(waiting):
+            self.phase = "working"
+        elif state.queues.get("backoff", 0) == 0:
+            self.phase = "idle"
+        elif state.retries > self.retries_at_progress:
+            self.phase = "retrying unschedulable"
+        else:
+            self.phase = "working"  # in backoff after an attempt that was not a failure
+        return self.phase != "working" and now - self.progress_at >= self.settle
+
+
+def _read_state(plane: MetricsSource) -> SchedulerState | None:
+    """The scheduler's state, or None when its /metrics did not answer: for a moment after its
+    /healthz answers, it refuses the admin's certificate (403 to system:anonymous)."""
+    try:
+        return SchedulerState.read(plane.scheduler_metrics())
+    except OSError:  # urllib's HTTPError and URLError
+        return None
+
+
+def wait_until_settled(plane: MetricsSource, watcher: WatchState, pending_keys: set[str], *, settle: float,
+                       deadline: float, until_bound: bool = False, report: Callable[[Waiting], None] | None = None,
+                       every: float = 10.0, clock: Callable[[], float] = time.monotonic,
+                       sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Wait until the scheduler has settled (True, ``Settling``'s rule) or ``deadline``
+    (``clock``'s time) has passed (False). With ``until_bound``, settled as soon as every pod of
+    ``pending_keys`` is bound, for a caller that created no other pending pod: the scheduler has
+    nothing left to do, and what it deleted on the way was seen before the binding.
+    ``report`` is told how the run goes every ``every`` seconds."""
+    began = reported = clock()
+    change = watcher.last_change
+    state = _read_state(plane)
+    rule = None if state is None else Settling(settle, began, change, state)
+    while clock() < deadline:
+        sleep(0.2 if until_bound else 0.5)
+        now = clock()
         waiting = len(pending_keys - watcher.bound.keys())
         if until_bound and not waiting:
             return True
-        metrics = plane.scheduler_metrics()
-        tried = _attempts(metrics)
-        if watcher.last_change != seen_change or tried_then < 0:
-            seen_change, tried_then = watcher.last_change, tried
-        if tried > tried_then and now - watcher.last_change >= settle:
-            return True
-        if not _idle(metrics, waiting):
-            quiet_since = None
+        state = _read_state(plane)
+        if state is None:  # no answer: nothing is decided on this poll
             continue
-        quiet_since = quiet_since or now
-        if now - max(watcher.last_change, quiet_since) >= settle:
+        if rule is None:
+            rule = Settling(settle, began, change, state)
+        settled = rule.observe(now, watcher.last_change, waiting, state)
+        if report is not None and (settled or now - reported >= every):
+            reported = now
+            report(Waiting(elapsed=round(now - began, 1), bound=len(pending_keys) - waiting, waiting=waiting,
+                           unschedulable=int(state.queues.get("unschedulable", 0)), phase=rule.phase,
+                           quiet=round(now - rule.progress_at, 1)))
+        if settled:
             return True
     return False
-
-
-def _idle(metrics: str, waiting: int) -> bool:
-    """The scheduler has nothing to do now: no pod in its active or backoff queue, and every pod
-    still pending sits in one of its queues (a pod under an attempt, or waiting at Permit, is in
-    none; an attempt at a PodGroup on thousands of nodes can run for many seconds)."""
-    queues: dict[str, float] = {}
-    for line in metrics.splitlines():
-        if line.startswith("scheduler_pending_pods{"):
-            name = line.split('queue="', 1)[1].split('"', 1)[0]
-            queues[name] = float(line.rsplit(" ", 1)[1])
-    return queues.get("active", 0) == 0 and queues.get("backoff", 0) == 0 and sum(queues.values()) >= waiting
-
-
-def _attempts(metrics: str) -> float:
-    """Scheduling attempts so far: scheduler_schedule_attempts_total over its results, and the
-    PodGroup attempts (scheduler_podgroup_scheduling_attempt_duration_seconds_count)."""
-    total = 0.0
-    for line in metrics.splitlines():
-        if line.startswith(("scheduler_schedule_attempts_total{",
-                            "scheduler_podgroup_scheduling_attempt_duration_seconds_count")):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def _podgroup_latency(metrics: str) -> tuple[int, float | None]:

@@ -95,15 +95,25 @@ def test_the_plot_reads_as_plain_numbers_and_names_its_points() -> None:
     from solver.bench import plot
 
     assert [plot.plain(v) for v in (0.142674, 2.0, 60.0, 15000.0)] == ["0.143", "2", "60", "15,000"]
-    rows = [{"case": "a", "nodes": 250, "totalSeconds": 0.142674, "baselineSeconds": 0.05, "costRatio": 0.418},
-            {"case": "b", "nodes": 15000, "totalSeconds": 78.0, "baselineSeconds": 3.1, "costRatio": 1.86}]
+    def tiers(placed: int, pdb: int, cost: float) -> dict[str, object]:
+        return {"satisfiedWorkloads": 1, "satisfiedByPriority": {"10": 1}, "placedPods": placed,
+                "pdbViolations": pdb, "preemptionCost": cost, "evictedPods": 4}
+
+    # a: tiers 1-3 tie, gangplace costs less; b: gangplace breaks no budget where the baseline
+    # breaks 2, and costs 1.86 times as much: b is gangplace's, and its ratio is not drawn
+    rows = [{"case": "a", "nodes": 250, "totalSeconds": 0.142674, "baselineSeconds": 0.05, "costRatio": 0.418,
+             "gangplace": tiers(4, 0, 41.8), "baseline": tiers(4, 0, 100.0)},
+            {"case": "b", "nodes": 15000, "totalSeconds": 78.0, "baselineSeconds": 3.1, "costRatio": 1.86,
+             "gangplace": tiers(4, 0, 186.0), "baseline": tiers(4, 2, 100.0)}]
     fig = plot.figure(rows)
-    left, right = fig.axes
+    left, middle, right = fig.axes
     fig.canvas.draw()
     labels = [t.get_text() for t in left.get_yticklabels() + left.get_xticklabels() + right.get_xticklabels()]
     assert labels and all(re.fullmatch(r"-?[0-9.,]+", text) for text in labels if text), labels  # no 10^x, no ×
     assert [t.get_text() for t in left.texts] == ["a", "b"]
-    assert [t.get_text() for t in right.texts] == ["0.418", "1.86"]
+    assert [t.get_text() for t in middle.texts] == ["cost 41.8 vs 100", "pdb 0 vs 2"]
+    assert [t.get_text() for t in middle.get_yticklabels()] == ["a", "b"]
+    assert [t.get_text() for t in right.texts] == ["pdb decides: 0 vs 2", "0.418"]
     plt.close(fig)
 
 
@@ -125,3 +135,47 @@ def test_the_peak_is_the_cases_own_not_the_runs_maximum() -> None:
     small = second.mib()
     assert big >= small + 390, (big, small)
     assert second.scope == "case"
+
+
+def test_a_case_the_cap_ended_is_marked_unsettled_in_the_table_and_on_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the real scheduler's run stands in: one that settled, one the cap cut (no control plane here)
+    from solver import cli
+
+    def fake(case: runner.Case, snap: object, options: object, up: runner.Upstream) -> dict[str, object]:
+        assert (up.settle, up.timeout, up.report) == (4.0, 30.0, cli._waiting_line)
+        tiers = {"satisfiedWorkloads": 1, "placedPods": 4, "pdbViolations": 0, "preemptionCost": 404.0,
+                 "evictedPods": 4}
+        return {"upstream": tiers, "upstreamSeconds": 1.5, "upstreamVerified": True,
+                "upstreamSettled": case.name != "gang-preemption", "upstreamWaitSeconds": 30.0,
+                "upstreamSettle": up.settle, "upstreamTimeout": up.timeout}
+
+    monkeypatch.setattr(runner, "run_upstream", fake)
+    monkeypatch.setattr("solver.bench.controlplane.find_binaries", lambda: None)
+    out = tmp_path / "rows.jsonl"
+    assert cli.main(["bench", str(ROOT / "examples" / "gang-preemption.yaml"), str(ROOT / "examples" / "dra-gpus.yaml"),
+                     "--repeat", "1", "--upstream", "kube-scheduler", "--upstream-settle", "4",
+                     "--upstream-timeout", "30", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    header, _, *lines = printed.out.strip().splitlines()
+    names = [h.strip() for h in header.split("|")]
+    cells = {line.split("|")[0].strip(): dict(zip(names, [c.strip() for c in line.split("|")], strict=True))
+             for line in lines}
+    assert {case: c["ks settled"] for case, c in cells.items()} == {"dra-gpus": "yes",
+                                                                    "gang-preemption": "NO (cap 30 s)"}
+    rows = {r["case"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert {c: (r["upstreamSettled"], r["upstreamTimeout"]) for c, r in rows.items()} == {
+        "dra-gpus": (True, 30.0), "gang-preemption": (False, 30.0)}
+    assert ("gangplace: gang-preemption: kube-scheduler did not settle within --upstream-timeout 30 s: its row is "
+            "what it had done by then") in printed.err.splitlines()
+    assert "dra-gpus: kube-scheduler did not settle" not in printed.err
+
+
+def test_the_waiting_line_says_case_time_pods_and_phase(capsys: pytest.CaptureFixture[str]) -> None:
+    from solver import cli
+    from solver.bench.upstream import Waiting
+
+    cli._waiting_line("mini-rack-gang-64", Waiting(elapsed=20.04, bound=12, waiting=4, unschedulable=4,
+                                                   phase="retrying unschedulable", quiet=8.0))
+    assert capsys.readouterr().err == ("\rmini-rack-gang-64: kube-scheduler 20 s, 12 bound / 4 pending "
+                                       "(4 unschedulable), retrying unschedulable, quiet 8 s\n")

@@ -99,6 +99,27 @@ def test_a_gang_upstream_keeps_retrying_settles_once_a_retry_binds_nothing() -> 
     assert clock.monotonic() - start < 90
 
 
+def test_a_pod_the_real_scheduler_cannot_place_ends_its_run_at_the_settle_time_not_the_cap() -> None:
+    # 64 cpu on a 4-cpu node: kube-scheduler leaves the pod in its unschedulable queue for good;
+    # the run ends once that has lasted the settle time (10 s), settled, far from the 300 s cap
+    import time as clock
+
+    from solver.bench.upstream import Waiting
+    from tests.builders import admitted, node, pod
+    docs = admitted([node("n1").cpu_m(4000).build(), pod("big").priority(10).cpu_m(64000).build()])
+    reports: list[Waiting] = []
+    start = clock.monotonic()
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=10, report=reports.append)
+    wall = clock.monotonic() - start
+    print(f"wall {wall:.1f} s, waited {outcome.seconds_waited} s")  # seen with -s; not asserted tightly
+    assert outcome.settled and outcome.bindings == {} and outcome.deleted == []
+    assert outcome.reasons == {"default/big": "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes "
+                                              "are available: 1 Preemption is not helpful for scheduling."}
+    assert outcome.seconds_waited >= 10  # never before the settle time
+    assert (reports[-1].bound, reports[-1].waiting, reports[-1].unschedulable, reports[-1].phase) == (0, 1, 1, "idle")
+    assert wall < 120
+
+
 @pytest.mark.parametrize("case", ["partitionable devices, two", "DRA extended resource",
                                   "consumable capacity, two shares"])
 def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(case: str) -> None:

@@ -223,6 +223,8 @@ def test_options_out_of_range_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
      "argument --upstream-settle: nan is not a number of seconds (finite, >= 0)"),
     (["replan", "examples", "--upstream-settle", "-1"],
      "argument --upstream-settle: -1 is not a number of seconds (finite, >= 0)"),
+    (["bench", "--upstream", "kube-scheduler", "--upstream-timeout", "inf"],
+     "argument --upstream-timeout: inf is not a number of seconds (finite, >= 0)"),
 ])
 def test_ports_and_settle_times_out_of_range_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str],
                                                     message: str) -> None:
