@@ -25,7 +25,16 @@ from solver.model.decode import make_plan
 from solver.model.errors import BugError, InputError
 from solver.model.features import FeatureGates, format_feature_gates
 from solver.model.plan import OPTIMAL, TIER_NAMES, BudgetNeed, Plan
-from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES, PdbPolicy, Problem, build_problem
+from solver.model.problem import (
+    DEFAULT_PDB_POLICY,
+    GROUP_ROOT,
+    PDB_POLICIES,
+    POD_ROOT,
+    PdbPolicy,
+    Problem,
+    build_problem,
+    root_of,
+)
 from solver.model.solve import OnSolution as OnSolution  # re-exported: PlanOptions.on_solution's type
 from solver.model.solve import SolveParams, SolveResult, solve
 
@@ -110,17 +119,16 @@ class PlanOptions:
 
 
 def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
-    """Drop every pending pod outside ``workload``: they hold nothing, so nothing else changes."""
+    """Drop every pending pod outside ``workload``: they hold nothing, so nothing else changes.
+    A name that is both a root group and a pending pod outside any group names the group."""
     tree = snapshot.tree
-
-    def root(pod: s.Pod) -> str:
-        return tree.root(pod.group) if pod.group is not None else pod.key
-
     pending = [p for p in snapshot.pods if p.node is None]
-    if not any(root(p) == workload for p in pending):
+    roots = {root_of(tree, p) for p in pending}
+    chosen = (GROUP_ROOT, workload) if (GROUP_ROOT, workload) in roots else (POD_ROOT, workload)
+    if chosen not in roots:
         top = tree.root(s.GroupKey(workload)) if workload in tree else workload
         raise UnknownWorkloadError(workload, root=top if top != workload else None)
-    pods = tuple(p for p in snapshot.pods if p.node is not None or root(p) == workload)
+    pods = tuple(p for p in snapshot.pods if p.node is not None or root_of(tree, p) == chosen)
     return replace(snapshot, pods=pods)
 
 

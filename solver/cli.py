@@ -608,10 +608,8 @@ def _read_snapshot(source: str, scheduler_name: str | None = None) -> Any:
         snapshot = loader.snapshot_from_bytes(sys.stdin.buffer.read(), source="<stdin>")
     else:
         snapshot = loader.load_snapshot(_one_case(source))
-    if not snapshot.nodes and not snapshot.pods:
-        held = ", ".join(f"{n} {k}" for k, n in sorted(snapshot.skipped_kinds.items()))
-        raise SnapshotInvalidError("<stdin>" if source == "-" else source, "",
-                                          "no Node and no Pod to plan" + (f" (it holds {held})" if held else ""))
+    if why := loader.nothing_to_plan(snapshot):
+        raise SnapshotInvalidError("<stdin>" if source == "-" else source, "", why)
     return snapshot
 
 

@@ -118,6 +118,15 @@ def snapshot_from_bytes(data: bytes, source: str = "request") -> ClusterSnapshot
         return kube.snapshot_from_objects(documents_from_bytes(data, source))
 
 
+def nothing_to_plan(snapshot: ClusterSnapshot) -> str:
+    """Why ``snapshot`` holds nothing to plan ("" when it holds a Node or a Pod): an empty or
+    comment-only input is bad input for the CLI and the service alike, never an empty plan."""
+    if snapshot.nodes or snapshot.pods:
+        return ""
+    held = ", ".join(f"{n} {k}" for k, n in sorted(snapshot.skipped_kinds.items()))
+    return "no Node and no Pod to plan" + (f" (it holds {held})" if held else "")
+
+
 def snapshot_files(path: Path) -> list[Path]:
     if path.is_dir():
         return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)

@@ -44,7 +44,7 @@ from grpc_health.v1 import (  # type: ignore[import-untyped]  # no py.typed; typ
 )
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from solver import api, observe, reflection, rpc_errors, telemetry
+from solver import api, loader, observe, reflection, rpc_errors, telemetry
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
@@ -181,6 +181,8 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                 dra_preemption=not o.no_dra_preemption, stop=stop, on_solution=on_solution)
         except api.OptionError as exc:
             _refuse(context, exc, rid, f"options.{exc.option}: {exc.reason}")
+        if why := loader.nothing_to_plan(snapshot):  # as the CLI: an empty input is no empty plan
+            _refuse(context, convert.RequestInvalidError(request.WhichOneof("cluster") or "cluster", why), rid)
         limit = options.time_limit
         remaining = context.time_remaining()
         if remaining is not None and remaining < 1e9:  # no deadline reads as ~9e18 s

@@ -141,12 +141,23 @@ def held_reason(pod: s.Pod) -> str:
     return ""
 
 
+# a pending workload's or a victim unit's root: a group tree or a standalone pod, by kind and
+# "namespace/name" (a pod and a PodGroup may share a namespace and a name)
+GROUP_ROOT, POD_ROOT = "group", "pod"
+Root = tuple[str, str]
+
+
+def root_of(tree: s.WorkloadTree, pod: s.Pod) -> Root:
+    """The root of the workload a pending pod belongs to."""
+    return (GROUP_ROOT, tree.root(pod.group)) if pod.group else (POD_ROOT, pod.key)
+
+
 def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY,
                   gates: FeatureGates = NO_GATES, dra_preemption: bool = True) -> Problem:
     groups = snapshot.group_by_key()
     tree = snapshot.tree
     running_in_group: dict[s.GroupKey, list[s.Pod]] = defaultdict(list)
-    pending_by_root: dict[str, list[s.Pod]] = defaultdict(list)
+    pending_by_root: dict[Root, list[s.Pod]] = defaultdict(list)
     held: list[tuple[s.PodKey, str]] = []
     for pod in snapshot.pods:
         if is_running(pod):
@@ -155,7 +166,7 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
         elif why := held_reason(pod):
             held.append((pod.key, why))
         else:
-            pending_by_root[tree.root(pod.group) if pod.group else pod.key].append(pod)
+            pending_by_root[root_of(tree, pod)].append(pod)
 
     preempted_on: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
     for pod in snapshot.pods:
@@ -164,7 +175,7 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
     interpod = ip.collect(snapshot)
     workloads, classes = _workloads_and_classes(pending_by_root, groups, tree, running_in_group,
                                                 snapshot.dra, gates, preempted_on, interpod)
-    planned_roots = {w.key for w in workloads}
+    planned_roots = {(GROUP_ROOT if w.kind != s.STANDALONE_POD else POD_ROOT, w.key) for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, planned_roots, pdb_policy == "strict")
     dra = dra_mod.analyse(snapshot, classes, units, free_on_eviction=dra_preemption)
     vectors = tuple(interpod.vector(c.pods[0]) for c in classes)
@@ -256,7 +267,7 @@ def _class_signature(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -
 
 
 def _workloads_and_classes(
-    pending_by_root: Mapping[str, list[s.Pod]],
+    pending_by_root: Mapping[Root, list[s.Pod]],
     groups: Mapping[s.GroupKey, s.Group],
     tree: s.WorkloadTree,
     running_in_group: Mapping[s.GroupKey, list[s.Pod]],
@@ -267,9 +278,10 @@ def _workloads_and_classes(
 ) -> tuple[tuple[Workload, ...], tuple[PodClass, ...]]:
     workloads: list[Workload] = []
     classes: list[PodClass] = []
-    for index, key in enumerate(sorted(pending_by_root)):
-        pods = sorted(pending_by_root[key], key=lambda p: p.name)
-        root_group = groups.get(s.GroupKey(key))
+    for index, root in enumerate(sorted(pending_by_root, key=lambda r: (r[1], r[0]))):
+        pods = sorted(pending_by_root[root], key=lambda p: p.name)
+        tag, key = root
+        root_group = groups.get(s.GroupKey(key)) if tag == GROUP_ROOT else None
         rejected = ""
         if root_group is not None:
             priority = root_group.priority
@@ -389,32 +401,33 @@ def eviction_api(pod: s.Pod, pdbs: Sequence[s.PodDisruptionBudget]) -> tuple[str
 def _victim_units(
     snapshot: s.ClusterSnapshot,
     groups: Mapping[s.GroupKey, s.Group],
-    planned_roots: set[str],
+    planned_roots: set[Root],
     strict: bool,
 ) -> tuple[tuple[VictimUnit, ...], dict[s.NodeName, list[int]]]:
     """Walk up from each running pod to its highest `disruptionMode: all` ancestor. Under
     strict budgets a unit counts against a budget what the Eviction API spends, and a unit it
     would refuse is never a victim (``eviction_api``)."""
-    by_unit: dict[str, list[s.Pod]] = defaultdict(list)
-    unit_priority: dict[str, int] = {}
-    unit_root: dict[str, str] = {}
-    terminating: set[str] = set()
+    # units and roots by kind and name: a pod and a group of one namespace/name are two things
+    by_unit: dict[Root, list[s.Pod]] = defaultdict(list)
+    unit_priority: dict[Root, int] = {}
+    unit_root: dict[Root, Root] = {}
+    terminating: set[Root] = set()
     for pod in snapshot.pods:
         if not is_running(pod):
             continue
-        key: str  # the unit: the pod, or its highest `disruptionMode: all` group
-        top: str  # the unit's root: its root group, or the pod itself
+        key: Root  # the unit: the pod, or its highest `disruptionMode: all` group
+        top: Root  # the unit's root: its root group, or the pod itself
         if pod.terminating:  # going already: never a victim, its room held until it is gone
-            key, priority, top = pod.key, (groups[snapshot.tree.root(pod.group)].priority if pod.group
-                                           else pod.priority), pod.key
+            key, priority, top = (POD_ROOT, pod.key), (groups[snapshot.tree.root(pod.group)].priority
+                                                       if pod.group else pod.priority), (POD_ROOT, pod.key)
             terminating.add(key)
         elif pod.group is None:
-            key, priority, top = pod.key, pod.priority, pod.key
+            key, priority, top = (POD_ROOT, pod.key), pod.priority, (POD_ROOT, pod.key)
         else:
             chain = snapshot.tree.ancestors(pod.group)
             all_ancestors = [g for g in chain if groups[g].disruption_all]
-            key = all_ancestors[-1] if all_ancestors else pod.key
-            top = chain[-1]
+            key = (GROUP_ROOT, all_ancestors[-1]) if all_ancestors else (POD_ROOT, pod.key)
+            top = (GROUP_ROOT, chain[-1])
             priority = groups[chain[-1]].priority
         by_unit[key].append(pod)
         unit_priority[key] = priority
@@ -422,7 +435,7 @@ def _victim_units(
     pdbs = snapshot.pdbs
     units: list[VictimUnit] = []
     units_on_node: dict[s.NodeName, list[int]] = defaultdict(list)
-    for key in sorted(by_unit):
+    for key in sorted(by_unit, key=lambda r: (r[1], r[0])):
         members = tuple(sorted(by_unit[key], key=lambda p: p.key))
         priority = unit_priority[key]
         usage: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -453,7 +466,7 @@ def _victim_units(
         index = len(units)
         units.append(
             VictimUnit(
-                index=index, key=key, members=members, priority=priority,
+                index=index, key=key[1], members=members, priority=priority,
                 protected=unit_root[key] in planned_roots or key in terminating or refused, cost_milli=cost,
                 usage={n: dict(u) for n, u in usage.items()}, pdb_counts=pdb_counts,
                 start_time=min(p.start_time for p in members),

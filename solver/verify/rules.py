@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from solver.model import snapshot as s
 from solver.verify import read
 from solver.verify.dra import _needed_for_devices
-from solver.verify.view import _View
+from solver.verify.view import POD_ROOT, _View
 from solver.verify.violation import Violation
 
 
@@ -396,7 +396,7 @@ def _satisfied_roots(view: _View) -> dict[str, bool]:
         if s.GroupKey(root) in view.groups:
             out[root] = ok[root] and new[root] >= 1
         else:
-            out[root] = root in view.bound
+            out[root] = root.removeprefix(POD_ROOT) in view.bound
     return out
 
 

@@ -15,6 +15,9 @@ from solver.verify.violation import NEVER
 DEFAULT_GATES = FeatureGates()  # frozen: one instance serves every default
 
 
+
+POD_ROOT = "Pod/"  # prefixes a standalone pod's key as its root (``_View.root``)
+
 class _View:
     """The snapshot and plan, indexed once."""
 
@@ -85,7 +88,10 @@ class _View:
         return out
 
     def root(self, pod: s.Pod) -> str:
-        return self.chain(pod.group)[-1] if pod.group else pod.key
+        """The root group's "namespace/name", or ``Pod/namespace/name`` for a pod outside any
+        group: a pod and a PodGroup may share a namespace and a name, and "Pod" is never a
+        namespace (namespaces are lower-case DNS labels)."""
+        return self.chain(pod.group)[-1] if pod.group else POD_ROOT + pod.key
 
     def subtree_pods(self, group: str) -> list[s.Pod]:
         out = list(self.members.get(group, ()))
@@ -146,8 +152,9 @@ class _View:
                    or p.preemption_policy != want_policy for p in pods)
 
     def priority_of_root(self, root: str) -> int:
-        group = self.groups.get(s.GroupKey(root))
-        return group.priority if group else self.pods[s.PodKey(root)].priority
+        if root.startswith(POD_ROOT):
+            return self.pods[s.PodKey(root.removeprefix(POD_ROOT))].priority
+        return self.groups[s.GroupKey(root)].priority
 
     def power(self, pod: s.Pod) -> float:
         """Preemption power of a pending pod: its workload's priority, -inf for Never."""

@@ -102,3 +102,27 @@ def test_a_busy_server_is_unavailable_for_now(running: server.Running) -> None:
         finally:
             first.join(60)
     assert err.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED and err.value.reason == "BUSY"
+
+
+@pytest.mark.parametrize("body", [b"", b"# only a comment\n", b'{"apiVersion": "v1", "kind": "List", "items": []}',
+                                  b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"],
+                         ids=["empty", "comment", "empty-list", "only-skipped"])
+def test_an_input_with_nothing_to_plan_is_refused_as_the_cli_refuses_it(running: server.Running, body: bytes,
+                                                                         tmp_path: Any) -> None:
+    with client.PlacementClient(_target(running)) as c, pytest.raises(InputError) as err:
+        c.solve(body)
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and "no Node and no Pod to plan" in err.value.details
+    from solver import cli
+
+    path = tmp_path / "s.yaml"
+    path.write_bytes(body)
+    assert cli.main(["solve", str(path), "-o", str(tmp_path / "plan.json")]) == 2
+
+
+def test_an_empty_typed_cluster_is_refused(running: server.Running) -> None:
+    with grpc.insecure_channel(_target(running)) as ch:
+        stub = pb_grpc.PlacementServiceStub(ch)  # type: ignore[no-untyped-call]
+        with pytest.raises(grpc.RpcError) as raw:
+            stub.Solve(pb.SolveRequest(state=pb.ClusterState()), timeout=30)
+    assert raw.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert "no Node and no Pod to plan" in raw.value.details()  # type: ignore[attr-defined]

@@ -92,7 +92,7 @@ def _calls(run: server.Running) -> None:
         stub.Solve(pb.SolveRequest(kubernetes_objects=BODY, request_id="ok-1"), metadata=TOKEN, timeout=30)
         assert list(stub.SolveStream(pb.SolveRequest(kubernetes_objects=BODY), metadata=TOKEN, timeout=30))
         for request, metadata, code in [
-            (pb.SolveRequest(workload="d/none", state=pb.ClusterState(), request_id="nf-1"), TOKEN,
+            (pb.SolveRequest(workload="d/none", state=pb.ClusterState(nodes=[pb.Node(name="n1")]), request_id="nf-1"), TOKEN,
              grpc.StatusCode.NOT_FOUND),
             (pb.SolveRequest(), TOKEN, grpc.StatusCode.INVALID_ARGUMENT),
             (pb.SolveRequest(kubernetes_objects=BODY), (), grpc.StatusCode.UNAUTHENTICATED),
@@ -184,7 +184,7 @@ def test_serve_writes_json_alone_on_stderr_and_logs_the_drain() -> None:
         serving = json.loads(proc.stderr.readline())
         assert serving["event"] == "serving" and serving["reusePort"] is False
         with grpc.insecure_channel(f"127.0.0.1:{serving['port']}") as ch, pytest.raises(grpc.RpcError):
-            pb_grpc.PlacementServiceStub(ch).Solve(pb.SolveRequest(workload="d/none", state=pb.ClusterState()),
+            pb_grpc.PlacementServiceStub(ch).Solve(pb.SolveRequest(workload="d/none", state=pb.ClusterState(nodes=[pb.Node(name="n1")])),
                                                    timeout=30)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)

@@ -388,7 +388,7 @@ def test_an_unknown_workload_is_not_found(running: server.Running) -> None:
         from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 
         with pytest.raises(grpc.RpcError) as err:
-            pb_grpc.PlacementServiceStub(ch).Solve(pb.SolveRequest(workload="d/none", state=pb.ClusterState()),
+            pb_grpc.PlacementServiceStub(ch).Solve(pb.SolveRequest(workload="d/none", state=pb.ClusterState(nodes=[pb.Node(name="n1")])),
                                                    timeout=30)
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
     assert "workload: no pending workload 'd/none'" in err.value.details()
