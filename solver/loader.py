@@ -5,9 +5,12 @@ refuses before anything is built, each with one message naming the source:
 
 - bytes that are not UTF-8;
 - nesting deeper than the parser's recursion allows (JSON or YAML);
-- YAML whose aliases would expand past ``MAX_YAML_NODES`` nodes (an "alias bomb": a few
-  hundred bytes that grow to gigabytes), judged on the composed graph before it is expanded,
-  as go-yaml refuses "excessive aliasing" for kube-apiserver;
+- YAML whose aliases would expand past ``MAX_YAML_NODES`` nodes or past a byte budget of a
+  few times the input (``expansion_budget``; an "alias bomb": a few hundred bytes that grow to
+  gigabytes, by many nodes or by long strings repeated), judged on the composed graph before
+  it is expanded, as go-yaml refuses "excessive aliasing" for kube-apiserver. JSON has no
+  aliases: what it parses to grows with its size, which the caller bounds (the service's
+  ``--max-message-mb``);
 - strings holding a lone surrogate (a JSON ``"\\ud800"``), which no UTF-8 output can carry.
 """
 
@@ -27,6 +30,9 @@ from solver.model.snapshot import ClusterSnapshot
 
 SUFFIXES = (".json", ".yaml", ".yml")
 MAX_YAML_NODES = 10_000_000  # a 15,000-node snapshot is ~5 million YAML nodes
+# YAML aliases may expand the input to EXPANSION_FACTOR times its bytes plus EXPANSION_SLACK
+# (``expansion_budget``); a node counts NODE_BYTES besides a scalar's text
+EXPANSION_FACTOR, EXPANSION_SLACK, NODE_BYTES = 8, 1 << 20, 16
 # libyaml's parser when PyYAML was built with it (the wheels are): 10x the pure-Python one
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SURROGATE_ESCAPE = re.compile(r"\\[uU]0{0,4}[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -52,29 +58,49 @@ def parse_documents(text: str, source: str, fmt: str) -> list[Any]:
     return docs
 
 
-def _check_expansion(text: str, source: str) -> None:
-    """Count the nodes the YAML documents expand to, aliases counted at their full size."""
-    sizes: dict[int, int] = {}
+def expansion_budget(text: str) -> int:
+    """Bytes the YAML documents of ``text`` may expand to through aliases: a snapshot without
+    aliases expands to its own size, so a few times the input is room enough for any honest
+    use of anchors, and far below what an alias bomb reaches."""
+    return EXPANSION_FACTOR * len(text.encode("utf-8", "surrogatepass")) + EXPANSION_SLACK
 
-    def size(node: yaml.Node) -> int:
+
+def _check_expansion(text: str, source: str) -> None:
+    """Count the nodes and bytes the YAML documents expand to, aliases counted at their full
+    size: at most ``MAX_YAML_NODES`` nodes and ``expansion_budget(text)`` bytes (a scalar its
+    length plus ``NODE_BYTES``, a collection ``NODE_BYTES``)."""
+    sizes: dict[int, tuple[int, int]] = {}
+
+    def size(node: yaml.Node) -> tuple[int, int]:
         known = sizes.get(id(node))
         if known is not None:
             return known
-        sizes[id(node)] = 1  # a recursive alias counts once
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(child) for child in node.value)
+        sizes[id(node)] = (1, NODE_BYTES)  # a recursive alias counts once
+        nodes, size_bytes = 1, NODE_BYTES
+        if isinstance(node, yaml.ScalarNode):
+            size_bytes += len(node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            for child in node.value:
+                n, b = size(child)
+                nodes, size_bytes = nodes + n, size_bytes + b
         elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
-        sizes[id(node)] = total
-        return total
+            for k, v in node.value:
+                (kn, kb), (vn, vb) = size(k), size(v)
+                nodes, size_bytes = nodes + kn + vn, size_bytes + kb + vb
+        sizes[id(node)] = (nodes, size_bytes)
+        return nodes, size_bytes
 
-    total = 0
+    budget = expansion_budget(text)
+    nodes = size_bytes = 0
     for doc in yaml.compose_all(text, Loader=_YAML_LOADER):
         if doc is not None:
-            total += size(doc)
-        if total > MAX_YAML_NODES:
+            n, b = size(doc)
+            nodes, size_bytes = nodes + n, size_bytes + b
+        if nodes > MAX_YAML_NODES:
             raise SnapshotInvalidError(source, "", f"YAML aliases expand past {MAX_YAML_NODES} nodes")
+        if size_bytes > budget:
+            raise SnapshotInvalidError(source, "", f"YAML aliases expand past {budget} bytes "
+                                                   f"({EXPANSION_FACTOR} times the input, plus {EXPANSION_SLACK})")
 
 
 def _check_text(value: Any, source: str) -> None:

@@ -19,9 +19,27 @@ them. Callers branch on the class and the fields, never on the message.
 
 from __future__ import annotations
 
+MAX_MESSAGE = 1024  # bytes of UTF-8: any message, however large the value it quotes
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` bytes of UTF-8, saying how much was left out."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    keep = data[:max(0, limit - 40)].decode("utf-8", "ignore")
+    return f"{keep}... ({len(data) - len(keep.encode('utf-8', 'surrogatepass'))} more bytes)"
+
 
 class SolverError(Exception):
-    """Base of every error raised by ``solver``."""
+    """Base of every error raised by ``solver``. Its message is at most ``MAX_MESSAGE`` bytes:
+    a value quoted in it is cut, never sent or printed whole (a gRPC status travels in a
+    trailer a few KiB long; a terminal line should stay readable)."""
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str):
+            args = (clip(args[0], MAX_MESSAGE), *args[1:])
+        super().__init__(*args)
 
 
 class InputError(SolverError):
@@ -56,10 +74,11 @@ class SnapshotInvalidError(InputError):
     """
 
     def __init__(self, obj: str, field: str, reason: str) -> None:
-        self.obj = obj
-        self.field = field
-        self.reason = reason
-        super().__init__(f"{self.where}: {reason}")
+        # each part bounded, so the field is always named however long the value quoted
+        self.obj = clip(obj, 256)
+        self.field = clip(field, 256)
+        self.reason = clip(reason, MAX_MESSAGE - 2 * 256 - 4)
+        super().__init__(f"{self.where}: {self.reason}")
 
     @property
     def where(self) -> str:
