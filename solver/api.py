@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from solver import verify as verify_mod
 from solver.gcpause import without_gc
-from solver.model import bounds, capacity, cel, decompose, greedy
+from solver.model import bounds, capacity, cel, decompose, greedy, stopping
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, budget_needs, score, trivial_bound
 from solver.model.build import build_model
@@ -139,8 +139,10 @@ def reaches_ideal(problem: Problem, assignment: Assignment) -> bool:
 
 
 def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> Plan:
-    """The plan, verified. A set ``options.stop`` ends a CEL evaluation too (CelInterrupted)."""
-    with cel.interruptible(options.stop):
+    """The plan, verified. Once ``options.stop`` is set (the caller has gone) every phase ends
+    at its next checkpoint with ``stopping.Stopped`` (a CEL evaluation with CelInterrupted):
+    no plan. The time limit, not the stop, is how a caller asks for the best plan so far."""
+    with cel.interruptible(options.stop), stopping.watching(options.stop):
         return _plan(snapshot, options)
 
 
@@ -194,9 +196,11 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
     clock = _Deadline(options.time_limit, options.stop)
     cut: list[str] = []  # what the deadline cut, in the order it was cut (stats.cut)
     with without_gc():  # not around the solve: a server's other threads keep collecting then
+        stopping.checkpoint("reading")
         problem = build_problem(snapshot, pdb_policy=options.pdb_policy, gates=options.gates,
                                 dra_preemption=options.dra_preemption)
         problem_done = time.perf_counter()
+        stopping.checkpoint("the problem")
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
         # the strict floor, given up (no proof) when the limit is near
         floor = None if options.baseline_only else \
@@ -213,6 +217,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
                 greedy.hint(problem, stop=lambda: clock.passed(share))
             if clock.passed(share):
                 cut.append("hint")  # the workloads not reached by then are left out of the hint
+        stopping.checkpoint("the hint")
     baseline_seconds = time.perf_counter() - start
     # where a plan's time goes, for the bench's profile (everything after the snapshot is read)
     phases: dict[str, float] = {"problem": problem_done - start, "hint": time.perf_counter() - problem_done}
@@ -254,6 +259,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         result = _solved(problem, options, clock, baseline, stats, phases, cut)
     if cut:
         stats["cut"] = cut
+    stopping.checkpoint("decoding")
     verify_start = time.perf_counter()
     violations = verify_mod.verify(snapshot, result, strict_pdbs=options.pdb_policy == "strict", gates=options.gates,
                                    dra_preemption=options.dra_preemption)
@@ -287,8 +293,10 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     else:
         built = build_model(problem, max_variables=options.max_variables)
         size = (built.variables, built.constraints, built.build_seconds)
+        stopping.checkpoint("the model")
         left = clock.left() - options.time_limit * RESERVE_SHARE
         solved = solve(built, replace(params, time_limit=max(left, 0.001)), hint=hint)
+    stopping.checkpoint("the search")
     trivial = trivial_bound(problem)
     stats.update({
         "solver": "cp-sat" if solved is not None else "hint",

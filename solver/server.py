@@ -49,7 +49,7 @@ from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.model.cel import CelInterrupted
-from solver.model.errors import BugError, InputError, LimitError, SolverError
+from solver.model.errors import BugError, InputError, LimitError, SolverError, StoppedError
 from solver.model.features import FeatureGateError, parse_feature_gates
 
 SERVICE = pb.DESCRIPTOR.services_by_name["PlacementService"].full_name
@@ -193,11 +193,14 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             options = dataclasses.replace(options, time_limit=limit)
         try:
             plan = api.plan(snapshot, options)
-        except CelInterrupted:
+        except StoppedError as exc:  # the call ended: every phase stops at its next checkpoint
             remaining = context.time_remaining()
             expired = remaining is not None and remaining <= MARGIN
+            where = "evaluating CEL selectors" if isinstance(exc, CelInterrupted) else getattr(exc, "where", "")
+            LOG.info(json.dumps({"event": "stopped", "requestId": rid, "during": where,
+                                 "seconds": round(time.perf_counter() - start, 3)}))
             _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED,
-                   "stopped while evaluating CEL selectors")
+                   f"stopped while {where}" if isinstance(exc, CelInterrupted) else str(exc))
         except api.UnknownWorkloadError as exc:
             _refuse(context, exc, rid, f"workload: {exc}")
         except Exception as exc:  # bad input, a limit, or a bug (a plan the verifier refused)

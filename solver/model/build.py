@@ -18,6 +18,7 @@ from solver.model import bounds, objective
 from solver.model.constraints import DEFAULT_CONSTRAINTS
 from solver.model.errors import ModelTooLargeError
 from solver.model.problem import Problem
+from solver.model.stopping import checkpoint
 from solver.model.vars import PlacementVars
 
 _LOGGER = logging.getLogger(__name__)
@@ -58,7 +59,8 @@ def build_model(problem: Problem, *, max_variables: int | None = None,
         raise ModelTooLargeError(planned, max_variables)
     model = cp_model.CpModel()
     vars = PlacementVars(problem, model)
-    for _, family in DEFAULT_CONSTRAINTS:
+    for name, family in DEFAULT_CONSTRAINTS:
+        checkpoint(f"the model ({name})")
         family(problem, vars)
     built = BuiltModel(
         problem=problem,

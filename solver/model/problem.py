@@ -44,6 +44,7 @@ from solver.model import interpod as ip
 from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.features import FeatureGates
+from solver.model.stopping import checkpoint
 from solver.model.workloads import PodClass, VictimUnit, Workload
 
 MILLI = 1000  # preemption costs are held in thousandths
@@ -219,6 +220,7 @@ def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], 
     rejected = {w.index for w in workloads if w.rejected}
     out: list[dict[s.NodeName, int]] = []
     for cls in classes:
+        checkpoint("the candidate nodes")
         if cls.workload in rejected:
             out.append({})
             continue
@@ -412,7 +414,9 @@ def _victim_units(
     unit_priority: dict[Root, int] = {}
     unit_root: dict[Root, Root] = {}
     terminating: set[Root] = set()
-    for pod in snapshot.pods:
+    for i, pod in enumerate(snapshot.pods):
+        if not i & 1023:
+            checkpoint("the victims")
         if not is_running(pod):
             continue
         key: Root  # the unit: the pod, or its highest `disruptionMode: all` group
@@ -516,7 +520,9 @@ def _candidate_nodes(
     relevant = [(q, n) for q, n in unmoved if rep.pod_anti_affinity or q.pod_anti_affinity or q.host_ports]
     shut = ip.blocked(interpod, rep, relevant) if relevant else set()
     checks = bool(shut or rep.pod_affinity or rep.spread)
-    for node in nodes:
+    for i, node in enumerate(nodes):
+        if not i & 255:
+            checkpoint("the candidate nodes")
         if not selectors.statically_feasible(rep, node):
             continue
         if checks and not ip.node_allowed(rep, node, shut):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from solver.model import snapshot as s
 from solver.model.features import FeatureGates
 from solver.model.plan import Plan
+from solver.model.stopping import checkpoint
 from solver.verify.dra import (
     Owner,
     check_allocated_claims,
@@ -100,5 +101,6 @@ def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False
                   check_topology, check_objective, check_device_allocations, check_allocated_claims,
                   check_devices, check_device_reach, check_device_counts, check_device_conflicts,
                   check_device_constraints, check_device_counters, check_device_capacity):
+        checkpoint("verifying")
         out.extend(check(view))
     return out

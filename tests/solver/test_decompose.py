@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.builders import RACK, node, pdb, pod, pod_group
 from tests.solver.conftest import run_plan
 
@@ -57,17 +59,13 @@ def test_optimal_is_never_claimed_for_a_worse_plan_under_any_time_limit() -> Non
         assert plan.objective.preemption_cost_bound <= plan.objective.preemption_cost
 
 
-def test_a_search_stopped_before_any_domain_is_tried_falls_back_and_claims_nothing() -> None:
-    """A stop set before the plan starts reaches every phase: the hint tries no workload, the
-    per-domain groundwork (floors, greedy hints) tries no domain, and the plan, verified,
-    places nothing and is never OPTIMAL: every tier keeps its trivial bound."""
+def test_a_stop_set_before_the_plan_starts_ends_it_at_the_first_checkpoint() -> None:
+    """The stop means the caller has gone: no phase runs on, and no plan is made."""
     import threading
+
+    from solver.model.stopping import Stopped
 
     stop = threading.Event()
     stop.set()
-    plan, out = run_plan(*_racks(), stop=stop)
-    assert out["stats"]["decomposedBy"] == {"key": RACK, "domains": 3}
-    assert out["stats"]["stages"] == [] and out["stats"]["variables"] == 0
-    assert plan.status == "FEASIBLE" and "hint" in out["stats"]["cut"]
-    assert plan.bindings == () and plan.objective.gap_tier == "satisfiedWorkloads"
-    assert (plan.objective.satisfied_bound, plan.objective.placed_bound) == (1, 2)
+    with pytest.raises(Stopped, match="stopped during reading"):
+        run_plan(*_racks(), stop=stop)
