@@ -48,6 +48,7 @@ from solver import api, loader, observe, reflection, rpc_errors, telemetry
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+from solver.model import stopping
 from solver.model.cel import CelInterrupted
 from solver.model.errors import BugError, InputError, LimitError, SolverError, StoppedError
 from solver.model.features import FeatureGateError, parse_feature_gates
@@ -163,12 +164,15 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         if not context.add_callback(stop.set):  # cancelled, deadline passed, or server stopping
             stop.set()  # the call ended already
         try:
-            snapshot = convert.snapshot_from_request(request)
+            with stopping.watching(stop):  # a request of many objects: reading stops too
+                snapshot = convert.snapshot_from_request(request)
             gates = parse_feature_gates(o.feature_gates)
             policy = convert.pdb_policy(o.pdb_policy)
         except FeatureGateError as exc:
             exc.field = "options.feature_gates"
             _refuse(context, exc, rid, f"options.feature_gates: {exc.reason}")
+        except stopping.Stopped:
+            _abort(context, grpc.StatusCode.CANCELLED, "the call ended while the request was read")
         except Exception as exc:  # bad input, or a bug in reading the request
             _refuse(context, exc, rid)
         if stop.is_set() or not context.is_active():

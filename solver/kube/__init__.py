@@ -54,6 +54,7 @@ from solver.kube.pods import PREEMPTION_REASONS, _Priorities, parse_node, parse_
 from solver.kube.volumes import Volumes
 from solver.model import snapshot as s
 from solver.model.errors import SnapshotInvalidError
+from solver.model.stopping import checkpoint
 from solver.verify import read as verify_read
 
 __all__ = [
@@ -160,7 +161,9 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     by_kind: dict[str, list[Obj]] = defaultdict(list)
     skipped: Counter[str] = Counter()
     seen: set[str] = set()
-    for obj in flatten(objects):
+    for i, obj in enumerate(flatten(objects)):
+        if not i & 1023:
+            checkpoint("reading")
         kind = obj["kind"]
         if kind not in READ_KINDS:
             skipped[kind] += 1
@@ -188,7 +191,9 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     waiting: list[s.WaitingPod] = []
     warnings = priorities.warnings
     runtime = _RuntimeClasses(by_kind["RuntimeClass"], warnings=priorities.warnings)
-    for obj in by_kind["Pod"]:
+    for i, obj in enumerate(by_kind["Pod"]):
+        if not i & 1023:
+            checkpoint("reading")
         pod = parse_pod(runtime.admit(obj), priorities)
         if pod is None:
             skipped["Pod(finished)"] += 1
