@@ -255,6 +255,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="add a generated suite (repeatable)")
     bench.add_argument("--alibaba", metavar="TRACE_DIR",
                        help="add cases converted from the Alibaba GPU trace (cluster-trace-gpu-v2023) there")
+    bench.add_argument("--cancel-after", metavar="S,S", type=_delays,
+                       help="instead of planning, send each case to a served solver, cancel it this many seconds "
+                            "after it is admitted (each delay in turn) and time until its slot is free")
     bench.add_argument("--fgd", metavar="WORKLOAD",
                        help="run the FGD GPU-sharing protocol on this openb pod list (openb_pod_list_default) "
                             "instead: needs --trace")
@@ -320,6 +323,16 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("-o", "--output", action=_Output, metavar="SNAPSHOT.json|DIR", required=True,
                      help="the snapshot file; with --suite, a directory of one file per case")
     return parser
+
+
+def _delays(text: str) -> list[float]:
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not like 0.5,2,10") from None
+    if not out or any(not 0 <= x <= 3600 for x in out):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give delays from 0 to 3600 s, like 0.5,2,10")
+    return out
 
 
 def _bench_cases(args: argparse.Namespace) -> list[runner.Case]:
@@ -396,6 +409,18 @@ def _bench(args: argparse.Namespace) -> int:
     if not cases:
         print("gangplace: bench needs snapshots or --suite", file=sys.stderr)
         return 2
+    if args.cancel_after:
+        from solver.bench import cancel
+
+        measured: list[cancel.Cancelled] = []
+        for case in cases:
+            objects = case.objects() if case.objects is not None else []
+            for one in cancel.measure(case.name, objects, args.cancel_after, time_limit=args.time_limit):
+                measured.append(one)
+                print(f"{one.case}: cancelled {one.after:.1f} s in ({one.phase}): slot free after {one.freed:.3f} s",
+                      file=sys.stderr)
+        print(cancel.table(measured))
+        return 0
     if args.plot:
         plot.require()
     options = api.PlanOptions(time_limit=args.time_limit, workers=args.workers, seed=args.seed,

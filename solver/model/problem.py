@@ -439,7 +439,9 @@ def _victim_units(
     pdbs = snapshot.pdbs
     units: list[VictimUnit] = []
     units_on_node: dict[s.NodeName, list[int]] = defaultdict(list)
-    for key in sorted(by_unit, key=lambda r: (r[1], r[0])):
+    for n, key in enumerate(sorted(by_unit, key=lambda r: (r[1], r[0]))):
+        if not n & 255:
+            checkpoint("the victims")
         members = tuple(sorted(by_unit[key], key=lambda p: p.key))
         priority = unit_priority[key]
         usage: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))

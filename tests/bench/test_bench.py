@@ -179,3 +179,18 @@ def test_the_waiting_line_says_case_time_pods_and_phase(capsys: pytest.CaptureFi
                                                    phase="retrying unschedulable", quiet=8.0))
     assert capsys.readouterr().err == ("\rmini-rack-gang-64: kube-scheduler 20 s, 12 bound / 4 pending "
                                        "(4 unschedulable), retrying unschedulable, quiet 8 s\n")
+
+
+def test_bench_cancel_after_times_each_cancel_until_the_slot_is_free(capsys: pytest.CaptureFixture[str]) -> None:
+    """A served solver, each case cancelled at each delay: a row per cancel, its phase named."""
+    from solver import cli
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "gang-preemption.yaml"
+    assert cli.main(["bench", str(example), "--cancel-after", "0,0.5"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["case", "cancelled", "after", "s", "slot", "free", "after", "s", "phase"]
+    assert [line.split()[0] for line in out[1:3]] == ["gang-preemption", "gang-preemption"]
+    assert [float(line.split()[1]) for line in out[1:3]] == [0.0, 0.5]
+    assert out[3].startswith("worst: ")
+    with pytest.raises(SystemExit):
+        cli.main(["bench", str(example), "--cancel-after", "soon"])
