@@ -518,3 +518,49 @@ def test_a_deadline_stops_the_solve_inside_a_slow_cel_selector(running: server.R
     while running.metrics.in_flight._value.get() > 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert running.metrics.in_flight._value.get() == 0 and time.perf_counter() - start < 5
+
+
+def _one_class(expr: str, devices: int = 1) -> bytes:
+    """A node with ``devices`` devices (attribute v = 0, 1, ...), a DeviceClass of ``expr`` and a
+    pod claiming one device of it."""
+    objs = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "pods": "10"}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "c"},
+         "spec": {"selectors": [{"cel": {"expression": expr}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+         "spec": {"driver": "d.example.com", "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 1},
+                  "nodeName": "n0", "devices": [{"name": f"g{i}", "attributes": {"v": {"int": i}}}
+                                                for i in range(devices)]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t", "namespace": "d"},
+         "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                  "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}]}, "status": {"phase": "Pending"}},
+    ]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}).encode()
+
+
+def test_the_servers_cel_cache_keeps_to_its_limit() -> None:
+    # --cel-cache-mb: room for two compiled selectors; four requests with a new selector each
+    # leave the last two in the cache, the first two dropped
+    from solver.model import cel
+    from solver.model.cel.cache import program_bytes
+
+    exprs = [f'device.driver == "d.example.com" && device.attributes["d.example.com"].v != {i}' for i in range(4)]
+    program = cel._compile(exprs[0])
+    assert isinstance(program, cel._Program)
+    one = program_bytes(program.runner.ast) + len(exprs[0])
+    before = cel.cache_stats()
+    cel._COMPILED.clear()
+    run = server.start(server.ServerConfig(address="127.0.0.1:0", cel_cache_bytes=2 * one + one // 2))
+    try:
+        with client.PlacementClient(_target(run)) as c:
+            for e in exprs:
+                assert c.solve(_one_class(e), api.PlanOptions(time_limit=5)).status == "OPTIMAL"
+        stats = cel.cache_stats()
+        assert cel._COMPILED.keys() == exprs[2:]
+        assert (stats.entries, stats.bytes, stats.limit, stats.evicted) == (2, 2 * one, 2 * one + one // 2,
+                                                                            before.evicted + 2)
+    finally:
+        run.stop(5)
+        cel.set_cache_limit(before.limit)
