@@ -139,7 +139,9 @@ def reaches_ideal(problem: Problem, assignment: Assignment) -> bool:
 
 
 def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> Plan:
-    """The plan, verified. A set ``options.stop`` ends a CEL evaluation too (CelInterrupted)."""
+    """The plan, verified. A set ``options.stop`` ends a CEL evaluation too (CelInterrupted);
+    CEL selectors still evaluating when the time limit passes end the plan with
+    ``cel.CelTimeLimitError`` (a LimitError naming the selector and the time it took)."""
     with cel.interruptible(options.stop):
         return _plan(snapshot, options)
 
@@ -194,8 +196,11 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
     clock = _Deadline(options.time_limit, options.stop)
     cut: list[str] = []  # what the deadline cut, in the order it was cut (stats.cut)
     with without_gc():  # not around the solve: a server's other threads keep collecting then
-        problem = build_problem(snapshot, pdb_policy=options.pdb_policy, gates=options.gates,
-                                dra_preemption=options.dra_preemption)
+        # CEL selectors are evaluated here, and cannot be cut short as the search can: past the
+        # deadline the problem cannot be built, CelTimeLimitError naming the selector
+        with cel.within(clock.start + options.time_limit, options.time_limit):
+            problem = build_problem(snapshot, pdb_policy=options.pdb_policy, gates=options.gates,
+                                    dra_preemption=options.dra_preemption)
         problem_done = time.perf_counter()
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
         # the strict floor, given up (no proof) when the limit is near

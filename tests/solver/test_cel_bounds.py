@@ -4,12 +4,15 @@ plan's deadline."""
 from __future__ import annotations
 
 import gc
+import time
 import tracemalloc
 
 import pytest
 
+from solver import api, rpc_errors
 from solver.model import cel
 from solver.model.cel.cache import ByteLru, program_bytes
+from solver.model.errors import LimitError
 from solver.model.problem import build_problem
 from solver.model.snapshot import Device
 from tests.builders import node, pod, snapshot
@@ -92,3 +95,46 @@ def test_each_question_compiles_its_selectors_once_whatever_the_cache_holds(monk
     (slot,) = problem.class_slots[0]
     picked = sorted(d.name for t in slot.eligible[0] for d in problem.types[t].devices)
     assert picked == [f"gpu-{i}" for i in range(2, 6)]
+
+
+# 10^4 comprehension steps, within the cost limit (estimate 131,150), read for each of 12
+# devices that differ in the attribute it reads: ~1.5 s of cel-python a device
+_TEN = "[1,2,3,4,5,6,7,8,9,10]"
+SLOW = (f'device.attributes["{DRIVER}"].v >= 0 && '
+        f"{_TEN}.all(a, {_TEN}.all(b, {_TEN}.all(c, {_TEN}.all(d, a+b+c+d > 0))))")
+
+
+def test_selectors_past_the_time_limit_end_the_plan_naming_the_selector() -> None:
+    cel.compile_expression(SLOW)  # compiled when read, before the plan's clock starts
+    snap = snapshot(
+        node("n1").cpu_m(8000), device_class("gpu", SLOW),
+        resource_slice("s", [device(f"gpu-{i}", v=i) for i in range(12)], node="n1"),
+        claim_template("t", request("r", count=1)), with_claims(pod("p").cpu_m(100), gpu="t"))
+    start = time.perf_counter()
+    with pytest.raises(cel.CelTimeLimitError) as err:
+        api.plan(snap, api.PlanOptions(time_limit=1.0))
+    took = time.perf_counter() - start
+    assert took < 1.0 + 5  # the evaluation checks the clock about every thousand steps (shared machine: generous)
+    e = err.value
+    assert isinstance(e, LimitError) and not isinstance(e, cel.CelError)
+    assert (e.expression, e.limit) == (SLOW, 1.0)
+    assert e.device.startswith(f"{DRIVER}/n1/gpu-") and 1 <= e.evaluations <= 12
+    assert 0 < e.seconds <= e.total <= took
+    assert str(e).startswith("the plan cannot be made within its time limit of 1 s: CEL selectors took too long. "
+                             f"Selector {SLOW!r} was evaluating on device {e.device} when the limit passed, after ")
+    assert rpc_errors.limit_reason(e) == "CEL_TIME_LIMIT"
+    # nothing half-evaluated was kept: with time, the same snapshot plans (each device once more)
+    assert not any(k[0] == SLOW and k[1] == (e.device,) for k in cel._RESULTS)
+
+
+def test_many_short_evaluations_are_checked_against_the_deadline_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each evaluation takes well under the thousand steps between two looks at the clock: the
+    # count runs on across evaluations, so a run of them past the deadline still stops
+    monkeypatch.setattr(cel, "_RESULTS", {})
+    expr = f'device.attributes["{DRIVER}"].v >= 0 && [1,2,3,4,5,6,7,8,9,10].all(x, x > 0)'
+    gpus = [Device(driver=DRIVER, pool="p", name=f"g{i}", attributes={DRIVER: {"v": i}}) for i in range(200)]
+    with cel.within(time.perf_counter() - 1, 0.5), pytest.raises(cel.CelTimeLimitError) as err:
+        for gpu in gpus:
+            cel.selects(expr, gpu)
+    assert err.value.expression == expr and err.value.evaluations < 200
+    assert [cel.selects(expr, g) for g in gpus[:3]] == [True] * 3  # no deadline outside the scope

@@ -60,6 +60,7 @@ a device) and this module: compiling, evaluating and caching, the public face.
 from __future__ import annotations
 
 import copy
+import time
 from decimal import InvalidOperation
 from typing import Any, NamedTuple
 
@@ -70,10 +71,19 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from solver.model.cel.cache import DEFAULT_LIMIT, ERROR_BYTES, ByteLru, program_bytes
-from solver.model.cel.charge import _COSTED_FUNCTIONS, MAX_COST, _CostedRunner, _OverBudget, interruptible
+from solver.model.cel.charge import (
+    _COSTED_FUNCTIONS,
+    MAX_COST,
+    _CostedRunner,
+    _OverBudget,
+    _PastDeadline,
+    clock,
+    interruptible,
+    within,
+)
 from solver.model.cel.checker import BOOL, DYN, _Checker, _rewrite
 from solver.model.cel.cost import estimate_cost
-from solver.model.cel.errors import CelError, CelInterrupted, CelRuntimeError
+from solver.model.cel.errors import CelError, CelInterrupted, CelRuntimeError, CelTimeLimitError
 from solver.model.cel.program import _footprint, _Program, _projection, _reason, _view
 from solver.model.cel.values import Quantity, Semver, _type_name, parse_semver
 from solver.model.snapshot import Device
@@ -85,6 +95,7 @@ __all__ = [
     "CelError",
     "CelInterrupted",
     "CelRuntimeError",
+    "CelTimeLimitError",
     "Quantity",
     "Semver",
     "cache_stats",
@@ -94,6 +105,7 @@ __all__ = [
     "parse_semver",
     "selects",
     "set_cache_limit",
+    "within",
 ]
 
 
@@ -184,7 +196,17 @@ def selects(expr: str, device: Device, program: object | None = None) -> bool:
     key = (expr, device.signature() if program.footprint is None else _projection(program.footprint, device))
     found = _RESULTS.get(key)
     if found is None:
-        found = _evaluate(program.runner, device, device.signature())
+        limit = clock()
+        start = time.perf_counter()
+        try:
+            found = _evaluate(program.runner, device, device.signature())
+        except _PastDeadline:
+            assert limit is not None
+            seconds, evaluations = limit.add(expr, time.perf_counter() - start)
+            total = sum(spent for spent, _ in limit.spent.values())
+            raise CelTimeLimitError(expr, device.key, seconds, evaluations, total, limit.limit) from None
+        if limit is not None:
+            limit.add(expr, time.perf_counter() - start)
         if len(_RESULTS) >= _CACHE_LIMIT:
             _RESULTS.clear()
         _RESULTS[key] = found
