@@ -141,7 +141,9 @@ def reaches_ideal(problem: Problem, assignment: Assignment) -> bool:
 def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> Plan:
     """The plan, verified. Once ``options.stop`` is set (the caller has gone) every phase ends
     at its next checkpoint with ``stopping.Stopped`` (a CEL evaluation with CelInterrupted):
-    no plan. The time limit, not the stop, is how a caller asks for the best plan so far."""
+    no plan. The time limit, not the stop, is how a caller asks for the best plan so far; CEL
+    selectors still evaluating when it passes end the plan with ``cel.CelTimeLimitError`` (a
+    LimitError naming the selector and the time it took)."""
     with cel.interruptible(options.stop), stopping.watching(options.stop):
         return _plan(snapshot, options)
 
@@ -197,8 +199,11 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
     cut: list[str] = []  # what the deadline cut, in the order it was cut (stats.cut)
     with without_gc():  # not around the solve: a server's other threads keep collecting then
         stopping.checkpoint("reading")
-        problem = build_problem(snapshot, pdb_policy=options.pdb_policy, gates=options.gates,
-                                dra_preemption=options.dra_preemption)
+        # CEL selectors are evaluated here, and cannot be cut short as the search can: past the
+        # deadline the problem cannot be built, CelTimeLimitError naming the selector
+        with cel.within(clock.start + options.time_limit, options.time_limit):
+            problem = build_problem(snapshot, pdb_policy=options.pdb_policy, gates=options.gates,
+                                    dra_preemption=options.dra_preemption)
         problem_done = time.perf_counter()
         stopping.checkpoint("the problem")
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes

@@ -8,7 +8,7 @@
     gangplace bench --fgd WORKLOAD --trace TRACE_DIR [--seeds 42-51] [--fgd-policy P] [--fgd-window K] [--fgd-offline]
     gangplace solve SNAPSHOT --server HOST:PORT [...]
     gangplace serve [--port 50051] [--metrics-port 9090] [--health-port PORT] [--reuse-port] [--max-inflight N]
-                    [--max-message-mb MB]
+                    [--max-message-mb MB] [--cel-cache-mb MB]
     gangplace replan SNAPSHOT|DIR ... [--shard I/N] [--out DIR] [--time-limit S]
     gangplace generate --nodes N [...] -o SNAPSHOT.json
     gangplace generate --suite NAME -o DIR
@@ -163,6 +163,16 @@ def _version() -> str:
             f"python {platform.python_version()})")
 
 
+def _cache_mb(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of MiB (an integer from 0 to 1048576)")
+    return value
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -235,6 +245,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-message-mb", type=int, default=512, metavar="MB", help="largest request/reply (512)")
     serve.add_argument("--time-limit", type=float, default=10.0, metavar="S",
                        help="deadline for a plan when the request sets none (10)")
+    serve.add_argument("--cel-cache-mb", type=_cache_mb, default=256, metavar="MB",
+                       help="compiled CEL selectors kept in memory, least recently used out first (256)")
     serve.add_argument("--grace", type=float, default=30.0, metavar="S",
                        help="seconds in-flight solves get to finish on SIGTERM (30)")
     serve.add_argument("--health-port", type=port_arg, default=0, metavar="PORT",
@@ -716,7 +728,8 @@ def _serve(args: argparse.Namespace) -> int:
         max_message_bytes=args.max_message_mb * 1024 * 1024,
         metrics_address=f"{args.host}:{args.metrics_port}" if args.metrics_port else None,
         tls_cert=args.tls_cert, tls_key=args.tls_key, tls_client_ca=args.tls_client_ca, token_file=args.token_file,
-        health_address=f"{args.host}:{args.health_port}" if args.health_port else None, reuse_port=args.reuse_port)
+        health_address=f"{args.host}:{args.health_port}" if args.health_port else None, reuse_port=args.reuse_port,
+        cel_cache_bytes=args.cel_cache_mb * 1024 * 1024)
     try:
         running = server.start(config)
     except server.ListenError as exc:

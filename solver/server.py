@@ -48,7 +48,7 @@ from solver import api, loader, observe, reflection, rpc_errors, telemetry
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
-from solver.model import stopping
+from solver.model import cel, stopping
 from solver.model.cel import CelInterrupted
 from solver.model.errors import BugError, InputError, LimitError, SolverError, StoppedError
 from solver.model.features import FeatureGateError, parse_feature_gates
@@ -78,6 +78,9 @@ class ServerConfig:
     # share a port another process listens on (SO_REUSEPORT, grpc's own default); off: a port in
     # use is an error, never a second server answering half the calls
     reuse_port: bool = False
+    # bytes of compiled CEL selectors kept in this process (solver/model/cel/cache.py); the
+    # least recently used leave first. None: leave the process's limit as it is (256 MiB)
+    cel_cache_bytes: int | None = None
 
 
 class ListenError(OSError):
@@ -460,6 +463,8 @@ def start(config: ServerConfig) -> Running:
         raise OSError("--tls-cert and --tls-key go together")
     if config.tls_client_ca and not config.tls_cert:
         raise OSError("--tls-client-ca needs --tls-cert and --tls-key")
+    if config.cel_cache_bytes is not None:
+        cel.set_cache_limit(config.cel_cache_bytes)
     credentials = None
     unusable = f"cannot serve TLS on {config.address} with {config.tls_cert} and {config.tls_key}: " \
                "not a usable PEM certificate and key"

@@ -475,7 +475,7 @@ def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], 
     dra_state = snapshot.dra
     reach_cache: dict[tuple[tuple[s.NodeSelectorTerm, ...], bool], frozenset[s.NodeName]] = {}
     by_key: dict[_TypeKey, list[s.Device]] = defaultdict(list)
-    answers_cache: dict[tuple[object, ...], tuple[bool | None, ...]] = {}
+    answers_cache = _answer_all(dra_state, questions)
     for dev in dra_state.devices:
         if dev.node is not None:
             reach = frozenset((dev.node,))
@@ -487,8 +487,6 @@ def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], 
                     if dev.all_nodes or any(selectors.term_matches(term, n) for term in dev.node_selector))
             reach = reach_cache[rk]
         sig = (dev.signature(), dev.consumable)
-        if sig not in answers_cache:
-            answers_cache[sig] = tuple(_answers(dev, q, dra_state) for q in questions)
         # in use whole (a result without a shareID), a shareable device is an ordinary one
         shareable = dev.allow_multiple and dev.key not in holder_of
         holder = None if shareable else holder_of.get(dev.key)
@@ -511,6 +509,33 @@ def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], 
                                 shares=tuple(shares_of.get(key.own, ())) if key.own else ()))
         answers.append(key.answers)
     return _Types(types=tuple(types), answers=tuple(answers), question={q: i for i, q in enumerate(questions)})
+
+
+def _answer_all(dra_state: s.DraState, questions: Sequence[s.SubRequest]) -> dict[tuple[object, ...],
+                                                                                 tuple[bool | None, ...]]:
+    """Each distinct device's answers to the questions. Question by question, each question's
+    selectors compiled once and held while every device is asked: the compiled-selector cache
+    is bounded (cel/cache.py), and device by device a snapshot with more selectors than it
+    holds would compile every selector again for each device."""
+    distinct: dict[tuple[object, ...], s.Device] = {}
+    for dev in dra_state.devices:
+        distinct.setdefault((dev.signature(), dev.consumable), dev)
+    columns = []
+    for q in questions:
+        dclass = dra_state.classes.get(q.device_class)
+        exprs = (*dclass.selectors, *q.selectors) if dclass is not None else ()
+        programs = _compiled(exprs)
+        columns.append([_answers(dev, q, dra_state, programs) for dev in distinct.values()])
+    return {sig: tuple(column[i] for column in columns) for i, sig in enumerate(distinct)}
+
+
+def _compiled(exprs: Sequence[str]) -> list[object] | None:
+    """The compiled programs of ``exprs``; None when one does not compile (``selects`` raises
+    that CelError when it is reached, as before)."""
+    try:
+        return [cel.compile_expression(e) for e in exprs]
+    except cel.CelError:
+        return None
 
 
 def _unit_types(types: Sequence[DeviceType]) -> dict[int, dict[int, int]]:
@@ -579,8 +604,10 @@ def _constraints(claim: s.Claim) -> tuple[Covered | None, list[Covered]]:
     return (matches[0] if matches else None), distinct
 
 
-def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState) -> bool | None:
-    """Does ``sub`` select ``dev``? None: a selector failed at run time on it."""
+def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState,
+             programs: Sequence[object] | None = None) -> bool | None:
+    """Does ``sub`` select ``dev``? None: a selector failed at run time on it. ``programs``:
+    the compiled selectors, class's first (``_compiled``)."""
     dclass = dra_state.classes.get(sub.device_class)
     if dclass is None:
         return False
@@ -588,7 +615,8 @@ def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState) -> bool | 
            for t in dev.taints):
         return False
     try:
-        if not all(cel.selects(e, dev) for e in (*dclass.selectors, *sub.selectors)):
+        exprs = (*dclass.selectors, *sub.selectors)
+        if not all(cel.selects(e, dev, programs[i] if programs is not None else None) for i, e in enumerate(exprs)):
             return False
     except cel.CelRuntimeError:
         return None

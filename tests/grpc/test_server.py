@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from solver import api, cli, client, kube, loader, server, telemetry, verify
+from solver import api, cli, client, kube, loader, rpc_errors, server, telemetry, verify
 from solver.bench import generate
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.model.plan import Plan
@@ -491,30 +491,91 @@ def test_the_client_sends_plan_options_and_refuses_those_the_wire_cannot_carry()
 
 def test_a_deadline_stops_the_solve_inside_a_slow_cel_selector(running: server.Running) -> None:
     # a selector of 10^4 iterations, within the cost limit, read for each of 12 devices that
-    # differ in the attribute it reads: ~20 s of cel-python. The call's 2 s deadline ends it
-    # there, and its slot is free again at once
-    slow = "[1,2,3,4,5,6,7,8,9,10]"
-    expr = (f'device.attributes["d.example.com"].v >= 0 && '
-            f"{slow}.all(a, {slow}.all(b, {slow}.all(c, {slow}.all(d, a+b+c+d > 0))))")
-    objs = [
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "pods": "10"}}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "slow"},
-         "spec": {"selectors": [{"cel": {"expression": expr}}]}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
-         "spec": {"driver": "d.example.com", "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 1},
-                  "nodeName": "n0", "devices": [{"name": f"g{i}", "attributes": {"v": {"int": i}}} for i in range(12)]}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t", "namespace": "d"},
-         "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "slow"}}]}}}},
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
-         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-                  "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}]}, "status": {"phase": "Pending"}},
-    ]
-    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}).encode()
+    # differ in the attribute it reads: 20 s and more of cel-python. The call's 2 s deadline caps
+    # the plan's time limit (2 s less the margin): when it passes inside the selector, the answer
+    # says so, naming the selector (RESOURCE_EXHAUSTED, reason CEL_TIME_LIMIT), before the
+    # deadline, and the slot is free again at once
     start = time.perf_counter()
     with client.PlacementClient(_target(running)) as c, pytest.raises(client.PlacementError) as err:
-        c.solve(body, api.PlanOptions(time_limit=60), deadline=2.0)
-    assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+        c.solve(_one_class(_SLOW, devices=12), api.PlanOptions(time_limit=60), deadline=2.0)
+    assert err.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED and err.value.reason == "CEL_TIME_LIMIT"
+    assert isinstance(err.value, rpc_errors.RemoteLimitError)
+    assert re.match(r"the plan cannot be made within its time limit of [01]\.\d+ s: ", err.value.details)
+    assert f"CEL selectors took too long. Selector {_SLOW!r} was evaluating on device d.example.com/n0/g" \
+        in err.value.details
     deadline = time.monotonic() + 3
     while running.metrics.in_flight._value.get() > 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert running.metrics.in_flight._value.get() == 0 and time.perf_counter() - start < 5
+
+
+def test_a_call_cancelled_inside_a_slow_cel_selector_stops_it(running: server.Running) -> None:
+    # the stop event, not the time limit (60 s), ends the evaluation: CANCELLED, slot freed
+    with grpc.insecure_channel(_target(running)) as ch:
+        from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+
+        call = pb_grpc.PlacementServiceStub(ch).Solve.future(
+            pb.SolveRequest(kubernetes_objects=_one_class(_SLOW, devices=12),
+                            options=pb.SolveOptions(time_limit_seconds=60)), timeout=60)
+        deadline = time.monotonic() + 10
+        while running.metrics.in_flight._value.get() < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)  # inside the first device's evaluation
+        start = time.monotonic()
+        call.cancel()
+        while running.metrics.in_flight._value.get() > 0 and time.monotonic() < start + 10:
+            time.sleep(0.02)
+        freed = time.monotonic() - start
+    assert freed < 5
+    assert 'grpc_server_handled_total{grpc_code="Canceled",grpc_method="Solve",grpc_service="gangplace.v1.PlacementService",grpc_type="unary"} 1.0' in _metrics(running)
+
+
+_TEN = "[1,2,3,4,5,6,7,8,9,10]"
+_SLOW = (f'device.attributes["d.example.com"].v >= 0 && '
+         f"{_TEN}.all(a, {_TEN}.all(b, {_TEN}.all(c, {_TEN}.all(d, a+b+c+d > 0))))")
+
+
+def _one_class(expr: str, devices: int = 1) -> bytes:
+    """A node with ``devices`` devices (attribute v = 0, 1, ...), a DeviceClass of ``expr`` and a
+    pod claiming one device of it."""
+    objs = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "pods": "10"}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "c"},
+         "spec": {"selectors": [{"cel": {"expression": expr}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+         "spec": {"driver": "d.example.com", "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 1},
+                  "nodeName": "n0", "devices": [{"name": f"g{i}", "attributes": {"v": {"int": i}}}
+                                                for i in range(devices)]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t", "namespace": "d"},
+         "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                  "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}]}, "status": {"phase": "Pending"}},
+    ]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}).encode()
+
+
+def test_the_servers_cel_cache_keeps_to_its_limit() -> None:
+    # --cel-cache-mb: room for two compiled selectors; four requests with a new selector each
+    # leave the last two in the cache, the first two dropped
+    from solver.model import cel
+    from solver.model.cel.cache import program_bytes
+
+    exprs = [f'device.driver == "d.example.com" && device.attributes["d.example.com"].v != {i}' for i in range(4)]
+    program = cel._compile(exprs[0])
+    assert isinstance(program, cel._Program)
+    one = program_bytes(program.runner.ast) + len(exprs[0])
+    before = cel.cache_stats()
+    cel._COMPILED.clear()
+    run = server.start(server.ServerConfig(address="127.0.0.1:0", cel_cache_bytes=2 * one + one // 2))
+    try:
+        with client.PlacementClient(_target(run)) as c:
+            for e in exprs:
+                assert c.solve(_one_class(e), api.PlanOptions(time_limit=5)).status == "OPTIMAL"
+        stats = cel.cache_stats()
+        assert cel._COMPILED.keys() == exprs[2:]
+        assert (stats.entries, stats.bytes, stats.limit, stats.evicted) == (2, 2 * one, 2 * one + one // 2,
+                                                                            before.evicted + 2)
+    finally:
+        run.stop(5)
+        cel.set_cache_limit(before.limit)

@@ -7,6 +7,7 @@ from fractions import Fraction
 import pytest
 
 from solver.model import cel
+from solver.model.cel.cache import ByteLru
 from solver.model.errors import SolverError
 from solver.model.quantity import parse_quantity
 from solver.model.snapshot import Device, Version
@@ -223,7 +224,7 @@ def test_a_runaway_evaluation_is_stopped_by_the_cost_limit(monkeypatch: pytest.M
     with pytest.raises(cel.CelError) as refused:
         cel.compile_expression(grow)
     assert "estimated cost 71582796 exceeds the limit 1000000" in refused.value.reason
-    monkeypatch.setattr(cel, "_COMPILED", {})
+    monkeypatch.setattr(cel, "_COMPILED", ByteLru())
     monkeypatch.setattr(cel, "estimate_cost", lambda tree: 0)
     with pytest.raises(cel.CelRuntimeError) as err:
         cel.selects(grow, dev)

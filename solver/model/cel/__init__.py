@@ -19,7 +19,8 @@ environment Kubernetes gives DRA selectors (k8s.io/dynamic-resource-allocation/c
   false at run time when the types are only known then), numeric comparisons cross
   int/uint/double.
 
-Compile time (``compile_expression``, cached per expression text): a parse error, an
+Compile time (``compile_expression``, cached per expression text, at most 256 MiB of programs
+by default, least recently used out first: ``cache``, ``set_cache_limit``): a parse error, an
 unknown function, macro or variable, a wrong number of arguments, an overload that cannot
 match the statically known types (``device.driver > 1``, ``quantity(1)``) and a result type
 known not to be bool (``device.driver``) raise ``CelError`` naming the problem. As upstream
@@ -51,16 +52,17 @@ that differ only in a uuid attribute are evaluated once. Pure: no I/O.
 The package, along its seams: ``errors`` (CelError, CelRuntimeError, CelInterrupted),
 ``values`` (the quantity and semver values), ``library`` (the functions of the environment),
 ``checker`` (the static checks and the rewrite of ``cel.bind``), ``cost`` (the compile-time
-cost estimate), ``charge`` (the run-time budget and the charging evaluator), ``program``
-(what a compiled selector sees of a device) and this module: compiling, evaluating and
-caching, the public face.
+cost estimate), ``cache`` (the compiled selectors, bounded by bytes), ``charge`` (the run-time
+budget, the deadline and the charging evaluator), ``program`` (what a compiled selector sees of
+a device) and this module: compiling, evaluating and caching, the public face.
 """
 
 from __future__ import annotations
 
 import copy
+import time
 from decimal import InvalidOperation
-from typing import Any
+from typing import Any, NamedTuple
 
 import celpy
 import celpy.celtypes as ct
@@ -68,10 +70,20 @@ import lark
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from solver.model.cel.charge import _COSTED_FUNCTIONS, MAX_COST, _CostedRunner, _OverBudget, interruptible
+from solver.model.cel.cache import DEFAULT_LIMIT, ERROR_BYTES, ByteLru, program_bytes
+from solver.model.cel.charge import (
+    _COSTED_FUNCTIONS,
+    MAX_COST,
+    _CostedRunner,
+    _OverBudget,
+    _PastDeadline,
+    clock,
+    interruptible,
+    within,
+)
 from solver.model.cel.checker import BOOL, DYN, _Checker, _rewrite
 from solver.model.cel.cost import estimate_cost
-from solver.model.cel.errors import CelError, CelInterrupted, CelRuntimeError
+from solver.model.cel.errors import CelError, CelInterrupted, CelRuntimeError, CelTimeLimitError
 from solver.model.cel.program import _footprint, _Program, _projection, _reason, _view
 from solver.model.cel.values import Quantity, Semver, _type_name, parse_semver
 from solver.model.snapshot import Device
@@ -79,26 +91,51 @@ from solver.model.snapshot import Device
 __all__ = [
     "MAX_COST",
     "MAX_EXPRESSION_LENGTH",
+    "CacheStats",
     "CelError",
     "CelInterrupted",
     "CelRuntimeError",
+    "CelTimeLimitError",
     "Quantity",
     "Semver",
+    "cache_stats",
     "compile_expression",
     "estimate_cost",
     "interruptible",
     "parse_semver",
     "selects",
+    "set_cache_limit",
+    "within",
 ]
 
 
 # ---- compile and evaluate --------------------------------------------------------------
 
 _ENV = celpy.Environment(runner_class=_CostedRunner)
-_COMPILED: dict[str, Any] = {}  # expression -> runner, or the CelError it raised
+# expression -> its _Program, or the CelError it raised; bounded by bytes (cache.py)
+_COMPILED: ByteLru[str, Any] = ByteLru(DEFAULT_LIMIT)
 _RESULTS: dict[tuple[str, tuple[object, ...]], bool | str] = {}  # a str: the runtime error's reason
 _VIEWS: dict[tuple[object, ...], ct.MapType] = {}
-_CACHE_LIMIT = 1 << 18  # entries; a cache past it starts over
+_CACHE_LIMIT = 1 << 18  # entries of _RESULTS and _VIEWS; a cache past it starts over
+
+
+class CacheStats(NamedTuple):
+    entries: int
+    bytes: int  # the estimated sizes of the programs held (cache.program_bytes)
+    limit: int
+    evicted: int  # programs dropped to make room, since the process started
+
+
+def set_cache_limit(limit_bytes: int) -> None:
+    """Hold at most ``limit_bytes`` of compiled selectors in this process (``gangplace serve
+    --cel-cache-mb``); the least recently used leave first."""
+    if limit_bytes < 0:
+        raise ValueError(f"a cache limit is a number of bytes >= 0, not {limit_bytes}")
+    _COMPILED.resize(limit_bytes)
+
+
+def cache_stats() -> CacheStats:
+    return CacheStats(len(_COMPILED), _COMPILED.bytes, _COMPILED.limit, _COMPILED.evicted)
 
 
 def compile_expression(expr: str) -> object:
@@ -109,9 +146,8 @@ def compile_expression(expr: str) -> object:
             found = _compile(expr)
         except CelError as exc:
             found = exc
-        if len(_COMPILED) >= _CACHE_LIMIT:
-            _COMPILED.clear()
-        _COMPILED[expr] = found
+        size = ERROR_BYTES if not isinstance(found, _Program) else program_bytes(found.runner.ast)
+        _COMPILED.put(expr, found, size + len(expr))
     if isinstance(found, CelError):
         raise found
     return found
@@ -146,18 +182,31 @@ def _compile(expr: str) -> object:
         raise CelError(expr[:40] + ("..." if len(expr) > 40 else ""), "nested too deeply") from None
 
 
-def selects(expr: str, device: Device) -> bool:
+def selects(expr: str, device: Device, program: object | None = None) -> bool:
     """Whether the selector ``expr`` is true for ``device``.
 
     ``CelError`` when it does not compile; ``CelRuntimeError`` when evaluation fails or the
     result is not a bool (upstream aborts the allocation then: see the module docstring).
+    ``program``: ``compile_expression(expr)``, held by a caller that evaluates many selectors
+    over many devices, so that none is compiled twice however small the cache.
     """
-    program = compile_expression(expr)
+    if program is None:
+        program = compile_expression(expr)
     assert isinstance(program, _Program)
     key = (expr, device.signature() if program.footprint is None else _projection(program.footprint, device))
     found = _RESULTS.get(key)
     if found is None:
-        found = _evaluate(program.runner, device, device.signature())
+        limit = clock()
+        start = time.perf_counter()
+        try:
+            found = _evaluate(program.runner, device, device.signature())
+        except _PastDeadline:
+            assert limit is not None
+            seconds, evaluations = limit.add(expr, time.perf_counter() - start)
+            total = sum(spent for spent, _ in limit.spent.values())
+            raise CelTimeLimitError(expr, device.key, seconds, evaluations, total, limit.limit) from None
+        if limit is not None:
+            limit.add(expr, time.perf_counter() - start)
         if len(_RESULTS) >= _CACHE_LIMIT:
             _RESULTS.clear()
         _RESULTS[key] = found

@@ -4,6 +4,7 @@ charging cel-go's cost units as it goes."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,10 @@ class _OverBudget(Exception):
     pass
 
 
+class _PastDeadline(Exception):
+    """The deadline of ``within`` passed during an evaluation (``selects`` names the selector)."""
+
+
 def interruptible(stop: threading.Event | None) -> Any:
     """A context in which this thread's evaluations stop (CelInterrupted) once ``stop`` is set."""
     import contextlib
@@ -45,16 +50,55 @@ def interruptible(stop: threading.Event | None) -> Any:
     return scope()
 
 
+class Clock:
+    """The deadline of this thread's evaluations (``within``), and the time each selector took."""
+
+    def __init__(self, at: float, limit: float) -> None:
+        self.at, self.limit = at, limit  # time.perf_counter() value; the time limit it ends, in seconds
+        self.spent: dict[str, tuple[float, int]] = {}  # expression -> (seconds, evaluations)
+
+    def add(self, expr: str, seconds: float) -> tuple[float, int]:
+        before = self.spent.get(expr, (0.0, 0))
+        now = self.spent[expr] = (before[0] + seconds, before[1] + 1)
+        return now
+
+
+def within(at: float, limit: float) -> Any:
+    """A context in which this thread's evaluations stop (``_PastDeadline``, which ``selects``
+    raises as CelTimeLimitError) once ``time.perf_counter()`` reaches ``at``: the plan's
+    deadline, ``limit`` seconds after its start."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope() -> Any:
+        before = getattr(_BUDGET, "clock", None)
+        _BUDGET.clock = Clock(at, limit)
+        try:
+            yield
+        finally:
+            _BUDGET.clock = before
+    return scope()
+
+
+def clock() -> Clock | None:
+    """The deadline this thread's evaluations run under, if any."""
+    found: Clock | None = getattr(_BUDGET, "clock", None)
+    return found
+
+
 def _charge(amount: int) -> None:
     left = getattr(_BUDGET, "left", None)
     if left is None:
         return
     ticks = _BUDGET.ticks + 1
     _BUDGET.ticks = ticks
-    if not ticks & 1023 or amount > 1023:  # about every thousand steps: has the caller gone?
+    if not ticks & 1023 or amount > 1023:  # about every thousand steps: has the caller gone, or the time?
         stop = getattr(_BUDGET, "stop", None)
         if stop is not None and stop.is_set():
             raise CelInterrupted()
+        limit = getattr(_BUDGET, "clock", None)
+        if limit is not None and time.perf_counter() >= limit.at:
+            raise _PastDeadline()
     left -= amount
     _BUDGET.left = left
     if left < 0:
@@ -177,7 +221,8 @@ class _CostedEvaluator(celpy.evaluation.Evaluator):
 
 class _CostedRunner(celpy.InterpretedRunner):
     def evaluate(self, context: Any, limit: int = MAX_COST) -> Any:
-        _BUDGET.left, _BUDGET.ticks = limit, 0
+        # the step count runs on across evaluations: many short ones are checked as one long one
+        _BUDGET.left, _BUDGET.ticks = limit, getattr(_BUDGET, "ticks", 0)
         try:
             return _CostedEvaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
         finally:
