@@ -1,7 +1,9 @@
 """µs per evaluation of DRA-style selectors, per CEL runtime (docs/fidelity.md, "DRA CEL selectors: memory, time and
 runtimes"): python scripts/cel_runtimes_bench.py RUNTIME -> JSON lines. RUNTIME: gangplace (PYTHONPATH=. and the
 project venv), celpy, cel-expr-python, common-expression-language (each in a venv of its own)."""
-import json, sys, time
+import json
+import sys
+import time
 
 RT = sys.argv[1]
 G = "gpu.example.com"
@@ -34,7 +36,8 @@ def timed(fn, budget=1.5):
     r = fn()  # warm, and the result
     n, start = 0, time.perf_counter()
     while True:
-        fn(); n += 1
+        fn()
+        n += 1
         el = time.perf_counter() - start
         if el > budget or n >= 200000:
             return r, el / n * 1e6

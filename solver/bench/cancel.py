@@ -63,7 +63,7 @@ def measure(case: str, objects: list[dict[str, Any]], delays: Sequence[float], *
             phases.last = ""
             with grpc.insecure_channel(f"127.0.0.1:{run.port}",
                                        options=[("grpc.max_send_message_length", len(body) + (1 << 20))]) as ch:
-                call = pb_grpc.PlacementServiceStub(ch).Solve.future(  # type: ignore[no-untyped-call]
+                call = pb_grpc.PlacementServiceStub(ch).Solve.future(  # type: ignore[no-untyped-call]  # protoc writes no types
                     pb.SolveRequest(kubernetes_objects=body, options=pb.SolveOptions(time_limit_seconds=time_limit)),
                     timeout=time_limit * 5)
                 while run.metrics.in_flight._value.get() < 1 and not call.done():
