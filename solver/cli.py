@@ -427,7 +427,8 @@ def _bench(args: argparse.Namespace) -> int:
         measured: list[cancel.Cancelled] = []
         for case in cases:
             objects = case.objects() if case.objects is not None else []
-            for one in cancel.measure(case.name, objects, args.cancel_after, time_limit=args.time_limit):
+            for one in cancel.measure(case.name, objects, args.cancel_after, time_limit=args.time_limit,
+                                      soft=args.pdb_policy == "soft"):
                 measured.append(one)
                 print(f"{one.case}: cancelled {one.after:.1f} s in ({one.phase}): slot free after {one.freed:.3f} s",
                       file=sys.stderr)

@@ -49,7 +49,8 @@ class _Phases(logging.Handler):
 
 
 def measure(case: str, objects: list[dict[str, Any]], delays: Sequence[float], *,
-            time_limit: float = 60.0) -> Iterator[Cancelled]:
+            time_limit: float = 60.0, soft: bool = False) -> Iterator[Cancelled]:
+    """``soft``: the request asks ``--pdb-policy soft`` (else the default, strict)."""
     body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).encode()
     phases = _Phases()
     log = logging.getLogger("gangplace.server")
@@ -64,7 +65,8 @@ def measure(case: str, objects: list[dict[str, Any]], delays: Sequence[float], *
             with grpc.insecure_channel(f"127.0.0.1:{run.port}",
                                        options=[("grpc.max_send_message_length", len(body) + (1 << 20))]) as ch:
                 call = pb_grpc.PlacementServiceStub(ch).Solve.future(  # type: ignore[no-untyped-call]  # protoc writes no types
-                    pb.SolveRequest(kubernetes_objects=body, options=pb.SolveOptions(time_limit_seconds=time_limit)),
+                    pb.SolveRequest(kubernetes_objects=body, options=pb.SolveOptions(
+                        time_limit_seconds=time_limit, pdb_policy=pb.PDB_POLICY_SOFT if soft else pb.PDB_POLICY_STRICT)),
                     timeout=time_limit * 5)
                 while run.metrics.in_flight._value.get() < 1 and not call.done():
                     time.sleep(0.002)
