@@ -66,7 +66,8 @@ def measure(case: str, objects: list[dict[str, Any]], delays: Sequence[float], *
                                        options=[("grpc.max_send_message_length", len(body) + (1 << 20))]) as ch:
                 call = pb_grpc.PlacementServiceStub(ch).Solve.future(  # type: ignore[no-untyped-call]  # protoc writes no types
                     pb.SolveRequest(kubernetes_objects=body, options=pb.SolveOptions(
-                        time_limit_seconds=time_limit, pdb_policy=pb.PDB_POLICY_SOFT if soft else pb.PDB_POLICY_STRICT)),
+                        time_limit_seconds=time_limit,
+                        pdb_policy=pb.PDB_POLICY_SOFT if soft else pb.PDB_POLICY_STRICT)),
                     timeout=time_limit * 5)
                 while run.metrics.in_flight._value.get() < 1 and not call.done():
                     time.sleep(0.002)
