@@ -4,7 +4,13 @@ What the API server double (tests/apiserver.py) cannot show is shown here: the r
 Eviction API judged against PDB status the disruption controller computed, strict field
 validation of every object the adapter writes, the real watch and Lease semantics. Faults that
 cannot be injected into the real server (a hung renewal, a 500 on one request) stay on the
-double (tests/adapter/test_faults.py)."""
+double (tests/adapter/test_faults.py).
+
+Every test here runs under the capacity watch (conftest.py ``capacity``, tests/capacity.py): a
+thread watching the pods fails the test if at any event a node's bound pods, those still
+terminating included, requested more than its allocatable. A victim held terminating by a
+kubelet that takes its time (``test_the_gang_is_bound_only_once_its_victim_is_gone``) is what
+makes that check bite: the running pods here are otherwise deleted at once (grace 0)."""
 
 from __future__ import annotations
 
@@ -21,9 +27,10 @@ from adapter.controller import CONDITION
 from adapter.main import Adapter, in_process
 from tests.adapter.test_e2e import CrashingCluster, die_mid_plan, run_until
 from tests.builders import RACK, gang_scenario, node, ours, pod, pod_group
-from tests.controlplane.conftest import Real
+from tests.controlplane.conftest import CapacityWatch, Real
 
 LEASE_NS = "gangplace"
+pytestmark = pytest.mark.usefixtures("capacity")
 
 
 def _pdb(name: str, min_available: int, **labels: str) -> dict[str, Any]:
@@ -85,6 +92,53 @@ def test_a_gang_is_bound_with_the_victims_it_needs_evicted_through_the_eviction_
     assert [c[3] for c in calls if c[1] == "events"] == [201] * 3, calls
     reasons = sorted(e["reason"] for e in real.events())
     assert reasons.count("Scheduled") == 2 and reasons.count("Preempted") == 1
+
+
+SLOW_KUBELET = "gangplace.io/test-kubelet"  # the finalizer a test's kubelet removes when it is done
+
+
+def test_the_gang_is_bound_only_once_its_victim_is_gone(real: Real, adapter_kubeconfig: Path,
+                                                         capacity: CapacityWatch) -> None:
+    """low-b is evicted, then takes 2 s to terminate (a finalizer a kubelet thread removes 2 s
+    after its deletionTimestamp appears): the adapter waits for it, so n1 never holds low-b's
+    3,000m beside the gang's 4,000m."""
+    for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
+        real.put(node(name).rack(rack).cpu_m(4000).build())
+    real.put(pod("low-a").on("n0").cpu_m(3000).priority(1).build())
+    slow = pod("low-b").on("n1").cpu_m(3000).priority(1).build()
+    slow["metadata"]["finalizers"] = [SLOW_KUBELET]
+    real.put(slow)
+    real.put(pod("keep").on("n0").cpu_m(500).priority(1000).build())
+    real.put(pod("vip").on("n2").cpu_m(3500).priority(1000).build())
+    real.put(pod_group("train", 2).topology(RACK).priority(100).build())
+    for k in range(2):
+        real.put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(2000)))
+    stop = threading.Event()
+
+    def kubelet() -> None:
+        while not stop.wait(0.1):
+            if (real.pod("low-b") or {}).get("metadata", {}).get("deletionTimestamp"):
+                stop.wait(2.0)
+                real.rest.call("PATCH", "/api/v1/namespaces/default/pods/low-b", {"metadata": {"finalizers": None}},
+                               content_type="application/merge-patch+json")
+                return
+
+    helper = threading.Thread(target=kubelet, daemon=True)
+    helper.start()
+    try:
+        _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("train-0") and real.node_of("train-1")
+                                                        and _condition(real, "train")))
+    finally:
+        stop.set()
+        helper.join(10)
+    assert (real.node_of("train-0"), real.node_of("train-1")) == ("n1", "n1") and real.pod("low-b") is None
+    # in the watch's order: low-b terminating, then gone, and only then a binding
+    events = [(t, k, n, d) for t, k, n, d in capacity.log if k in ("default/low-b", "default/train-0",
+                                                                     "default/train-1")]
+    gone = events.index(("DELETED", "default/low-b", "n1", True))
+    first_bound = min(i for i, (_, k, n, _) in enumerate(events) if k != "default/low-b" and n)
+    assert any(e[1:] == ("default/low-b", "n1", True) for e in events[:gone]) and first_bound > gone, events
+    assert [(c[4], c[3]) for c in _no_refusals(real) if c[2] == "eviction"] == [("low-b", 201)]
 
 
 def test_a_pdb_the_disruption_controller_closed_keeps_the_gang_pending_without_evicting(
