@@ -74,6 +74,9 @@ class Outcome:
     evicted: list[str] = field(default_factory=list)
     evicted_uids: dict[str, str | None] = field(default_factory=dict)  # of the victims, as planned
     bound: list[str] = field(default_factory=list)
+    # the conditions written, (kind, "ns/name", type, status, message): the next plan waits to
+    # see them, as it waits for the bindings, so it does not write them again from a stale view
+    conditions: list[tuple[str, str, str, str, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -138,7 +141,7 @@ class Executor:
         if elsewhere := [b.pod for b, ok in zip(plan.bindings, placed, strict=True) if not ok]:
             return replace(out, replan=f"{', '.join(elsewhere)} bound elsewhere")
         # 5. status
-        self._conditions(plan, groups, pods)
+        self._conditions(plan, groups, pods, out.conditions)
         return out
 
     def _nominate(self, plan: Plan, pods: dict[str, Obj]) -> None:
@@ -204,8 +207,9 @@ class Executor:
             self.sleep(self.poll)
         return True
 
-    def _conditions(self, plan: Plan, groups: dict[str, Obj], pods: dict[str, Obj]) -> None:
-        self._unschedulable(plan, pods)
+    def _conditions(self, plan: Plan, groups: dict[str, Obj], pods: dict[str, Obj],
+                    written: list[tuple[str, str, str, str, str]]) -> None:
+        self._unschedulable(plan, pods, written)
         for w in plan.workloads:
             for g in w.groups:
                 obj = groups.get(g.name)
@@ -223,13 +227,14 @@ class Executor:
                     continue  # already recorded: write nothing
                 ns, name = g.name.split("/", 1)
                 self.cluster.set_podgroup_condition(ns, name, {**cond, "lastTransitionTime": now()})
+                written.append(("PodGroup", g.name, CONDITION, cond["status"], cond["message"]))
                 if not w.satisfied:
                     for k, p in pods.items():
                         if _pending(p) and p.get("spec", {}).get("schedulingGroup", {}).get("podGroupName") == name \
                                 and k.split("/")[0] == ns:
                             self._event(ns, p, "FailedScheduling", cond["message"], "Warning", "Scheduling")
 
-    def _unschedulable(self, plan: Plan, pods: dict[str, Obj]) -> None:
+    def _unschedulable(self, plan: Plan, pods: dict[str, Obj], written: list[tuple[str, str, str, str, str]]) -> None:
         """Every pending pod of a workload the plan leaves out gets ``PodScheduled=False``,
         reason ``Unschedulable``, the workload's reason as its message: what kube-scheduler's
         handleSchedulingFailure writes, and what Cluster Autoscaler and Karpenter look for before
@@ -252,6 +257,7 @@ class Executor:
                 self.cluster.set_pod_condition(ns, name, {
                     "type": POD_SCHEDULED, "status": "False", "reason": UNSCHEDULABLE, "message": message,
                     "lastProbeTime": None, "lastTransitionTime": now()})
+                written.append(("Pod", k, POD_SCHEDULED, "False", message))
 
     def isolated(self, objects: list[Obj], tree: set[str], bad: str, why: str) -> None:
         """A workload left out because of a bad object: its PodGroups say so (condition False,

@@ -221,13 +221,15 @@ class Adapter:
 
     def _wait_seen(self, outcome: Outcome, timeout: float = 10.0) -> None:
         """Let the cache catch up with what was just written, so the next plan is not stale (an
-        evicted pod is gone once absent or replaced by another of its name, another uid)."""
+        evicted pod is gone once absent or replaced by another of its name, another uid; a
+        condition written is shown, else the next reconcile would write it again)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             bound = all((p := self.cache.get("Pod", k)) is None or p.get("spec", {}).get("nodeName")
                         for k in outcome.bound)
             left = any(not gone(self.cache.get("Pod", k), outcome.evicted_uids.get(k)) for k in outcome.evicted)
-            if bound and not left:
+            shown = all(_shows(self.cache.get(kind, k), *cond) for kind, k, *cond in outcome.conditions)
+            if bound and not left and shown:
                 return
             time.sleep(0.02)
 
@@ -296,6 +298,12 @@ def _bad_object(exc: SolverError) -> str | None:
     service: its google.rpc details, ``solver.rpc_errors``); None for anything else."""
     obj = exc.obj if isinstance(exc, InputError) else ""
     return obj if "/" in obj and not obj.startswith("?") else None
+
+
+def _shows(obj: Obj | None, type_: str, status: str, message: str) -> bool:
+    """``obj`` carries the condition as written, or is gone (nothing left to wait for)."""
+    return obj is None or any((c.get("type"), c.get("status"), c.get("message")) == (type_, status, message)
+                              for c in _dict(obj.get("status")).get("conditions") or [])
 
 
 def _dict(value: object) -> Obj:

@@ -35,6 +35,12 @@ Test controls: ``put``/``get``/``list``/``delete``/``modify`` (store access that
 events), ``drop_watches``, ``compact``, ``calls``/``requests``, ``fail_next``, ``delay_next``,
 ``kubelet_paused``, ``grace_scale``, ``register`` (a custom resource), ``wait_until``.
 
+What it checks: the capacity invariant (tests/capacity.py), on every change a mutating request
+(a binding, an eviction, a create, update, patch or delete) makes, inside the lock the change
+is made under, so no moment is missed: a node whose bound pods (terminating ones included,
+as the kubelet holds their room) request more than its allocatable is recorded in
+``capacity_violations``. The adapter tests' fixture fails any test that leaves one there.
+
 Every response but a watch stream carries ``Connection: close``: each request is its own TCP
 connection, so no client socket is left open in a pool when a test forgets to close its
 ApiClient (the client's Watch closes its stream's connection itself when it ends).
@@ -59,6 +65,8 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.capacity import Overcommit, overcommitted
 
 Obj = dict[str, Any]
 
@@ -612,6 +620,10 @@ class ApiServerDouble:
         self._serve_thread: threading.Thread | None = None
         self._kubelet_thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        # the capacity invariant (tests/capacity.py), checked on every change a mutating request
+        # makes; the test's own store writes (put, modify, delete) and the kubelet loop's are not
+        self.capacity_violations: list[Overcommit] = []
+        self._serving = threading.local()  # .request: "METHOD path" while a handler thread acts on one
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def start(self) -> ApiServerDouble:
@@ -867,6 +879,19 @@ class ApiServerDouble:
                     w.queue.append({"type": ev[0], "object": self._render(ev[1], w.res, w.version)})
                     w.wake.set()
 
+    def _check_capacity(self, res: Resource, new: Obj | None) -> None:
+        """After a change a request made: the node it touches (the pod's, or the node itself) holds
+        no more than its allocatable. Only a pod bound somewhere or a node can raise the sum."""
+        cause = getattr(self._serving, "request", None)
+        if cause is None or new is None or res.group != "" or res.kind not in ("Pod", "Node"):
+            return
+        name = new["metadata"]["name"] if res.kind == "Node" else (new.get("spec") or {}).get("nodeName")
+        if not name:
+            return
+        node = self._store(self._resource_for("", "Node")).get(("", name))
+        if node is not None:
+            self.capacity_violations += overcommitted(node, self._store(self._pods()).values(), cause)
+
     def _insert(self, res: Resource, obj: Obj) -> Obj:
         meta = obj["metadata"]
         meta.setdefault("uid", str(uuid.uuid4()))
@@ -879,6 +904,7 @@ class ApiServerDouble:
         self._store(res)[(meta.get("namespace", ""), meta["name"])] = obj
         self._track_work(res, obj)
         self._emit(res, "ADDED", None, obj, rv)
+        self._check_capacity(res, obj)
         return obj
 
     def _replace(self, res: Resource, old: Obj, new: Obj) -> Obj:
@@ -890,6 +916,7 @@ class ApiServerDouble:
         self._store(res)[(meta.get("namespace", ""), meta["name"])] = new
         self._track_work(res, new)
         self._emit(res, "MODIFIED", old, new, rv)
+        self._check_capacity(res, new)
         return new
 
     def _remove(self, res: Resource, obj: Obj) -> Obj:
@@ -1583,6 +1610,7 @@ class _Handler(BaseHTTPRequestHandler):
         verb, body, ctype = method.lower(), None, ""
         headers: dict[str, str] = {}
         stream: Callable[[], None] | None = None
+        double._serving.request = f"{method} {path}" if method != "GET" else None
         try:
             body, ctype = self._body()
             routed = double._route(path)
@@ -1614,6 +1642,8 @@ class _Handler(BaseHTTPRequestHandler):
             code, out, headers = err.code, err.status(), err.headers
         except Exception as exc:  # a bug in the double: answer 500, never hang the client
             code, out = 500, ApiError(500, f"apiserver double: {exc!r}").status()
+        finally:
+            double._serving.request = None
         double._record(method, path, query, verb, code, body, ctype)
         try:
             if stream is not None:

@@ -299,6 +299,36 @@ def test_binding_with_the_clients_default_deserialization(api: ApiServerDouble, 
             c.close()
 
 
+def test_a_binding_into_the_room_of_a_pod_still_terminating_is_recorded_as_overcommitting() -> None:
+    """The capacity invariant: a node's bound pods, the terminating ones too, never request more
+    than its allocatable. Its own double here: the ``api`` fixture fails a test that leaves a
+    violation, and this one makes one on purpose."""
+    with ApiServerDouble() as server:
+        c = client.ApiClient(client.Configuration(host=server.url))
+        try:
+            core = client.CoreV1Api(c)
+            server.kubelet_paused = True  # "old" stays terminating until the kubelet runs again
+            server.put(node("n0").cpu_m(4000).build())
+            server.put(pod("old").on("n0").cpu_m(3000).build())
+            server.put(pod("new").cpu_m(2000).build())
+            server.put(pod("later").cpu_m(1000).build())
+            server.put(pod("over").on("n0").cpu_m(9000).build())  # the test's own store write: not checked
+            server.delete("pods", "default", "over")
+            assert server.capacity_violations == []
+            assert _evict(core, "old").status == 201
+            assert server.capacity_violations == []  # an eviction frees nothing yet, and takes nothing
+            core.create_namespaced_pod_binding("new", "default", _binding("new", "n0"), _preload_content=False)
+            assert [str(v) for v in server.capacity_violations] == [
+                "node n0: cpu 5000 requested > 4000 allocatable after POST "
+                "/api/v1/namespaces/default/pods/new/binding; pods default/new, default/old (terminating)"]
+            server.kubelet_paused = False
+            assert server.wait_until(lambda: server.get("pods", "default", "old") is None, timeout=5)
+            core.create_namespaced_pod_binding("later", "default", _binding("later", "n0"), _preload_content=False)
+            assert len(server.capacity_violations) == 1  # 3000m of 4000m once "old" is gone: fine
+        finally:
+            c.close()
+
+
 # ---- evictions --------------------------------------------------------------------------------------
 
 

@@ -6,7 +6,15 @@ real kube-apiserver in tests/controlplane/test_adapter.py. What stays here needs
 moment the double can produce on demand: a 429 or 409 on one request, a dropped or compacted
 watch, a crash after each single write, a renewal held while a plan is made, a lease lost
 mid-plan, a victim recreated under its name; and the claim the adapter makes itself where no
-resourceclaim controller runs."""
+resourceclaim controller runs.
+
+The crash test dies before each write one plan makes, every one: a write is any request but a
+GET and the Lease's (``CrashingCluster`` counts them at the client, whichever Cluster method
+sends them), and a first clean run's call log must match ``WRITE_KINDS`` (nominations, the
+Preempted Event, the eviction, bindings and Scheduled Events, a left-out pod's PodScheduled,
+the group's condition), so a new write shows up as a missing crash point. After the restart
+each of those writes is found made exactly once. Every test here also runs under the double's
+capacity check (tests/adapter/conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,13 +25,14 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from adapter.cluster import Cluster
 from adapter.controller import CONDITION
 from adapter.main import Adapter, dry_run, in_process
-from tests.apiserver import ApiServerDouble
+from tests.apiserver import ApiServerDouble, Request
 from tests.builders import RACK, gang_scenario, node, ours, pdb, pod, pod_group
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -127,26 +136,31 @@ class Crash(BaseException):
     """The adapter process dies here (not an Exception: nothing may catch it)."""
 
 
-class CrashingCluster(Cluster):
-    """Dies before the ``after``-th write call."""
+LEASES = "/apis/coordination.k8s.io/"  # the Lease's writes keep the elector going: not a plan's
 
-    WRITES = ("evict", "bind", "set_podgroup_condition", "set_claim_allocation", "create_claim",
-              "set_pod_claim_statuses", "event")
+
+class CrashingCluster(Cluster):
+    """Dies before its ``after``-th write: every request it sends but a GET and but the Lease's
+    counts, whichever Cluster method sends it, so a write the adapter starts making is a crash
+    point without this list knowing it. ``made`` holds (method, path) of the writes let through."""
 
     def __init__(self, other: Cluster, after: int) -> None:
         super().__init__(other.api)
         self.left = after
+        self.made: list[tuple[str, str]] = []
+        lock = threading.Lock()
+        send = self.api.call_api
 
-    def __getattribute__(self, name: str) -> Any:
-        attr = super().__getattribute__(name)
-        if name in CrashingCluster.WRITES:
-            def guarded(*args: Any, **kwargs: Any) -> Any:
-                if self.left <= 0:
-                    raise Crash(name)
-                self.left -= 1
-                return attr(*args, **kwargs)
-            return guarded
-        return attr
+        def guarded(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            if method != "GET" and LEASES not in url:
+                with lock:  # bindings and nominations go out in parallel: exactly `after` pass
+                    if self.left <= 0:
+                        raise Crash(f"{method} {url}")
+                    self.left -= 1
+                    self.made.append((method, urlsplit(url).path))
+            return send(method, url, *args, **kwargs)
+
+        self.api.call_api = guarded  # type: ignore[method-assign]  # this client's requests only
 
 
 def die_mid_plan(adapter: Adapter, *, rounds: int, pause: float = 0.0, sync: float = 10.0,
@@ -166,23 +180,102 @@ def die_mid_plan(adapter: Adapter, *, rounds: int, pause: float = 0.0, sync: flo
     adapter.cache.stop()
 
 
-# a clean run makes 7 writes: a Preempted event, an eviction, 2 bindings + 2 Scheduled events, a condition
-@pytest.mark.parametrize("after", range(8))
-def test_killed_after_any_write_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
+def _crash_case(put: Callable[[Any], Any]) -> None:
+    """builders.gang_scenario (the gang evicts low-b and lands on n1) and a pod no node can take,
+    so one plan makes every kind of write: nominations, an eviction, bindings, a pod's
+    PodScheduled=False, the group's condition, Events."""
+    gang_scenario(put)
+    put(ours(pod("huge").cpu_m(64000)))
+
+
+# the writes one plan of _crash_case makes, in the order of its phases (within a phase they go
+# out in parallel): the preemptors nominated, the victim's Event and eviction, each binding
+# with its Scheduled Event, the left-out pod's PodScheduled=False, the group's condition
+PHASES: tuple[tuple[str, ...], ...] = (
+    ("nominate train-0", "nominate train-1"),
+    ("event Preempted low-b",),
+    ("evict low-b",),
+    ("bind train-0", "bind train-1", "event Scheduled train-0", "event Scheduled train-1"),
+    ("pod condition huge",),
+    ("podgroup condition train",),
+)
+WRITE_KINDS = tuple(w for phase in PHASES for w in phase)
+
+
+def _write(r: Request) -> str | None:
+    """What a request to the double wrote, as WRITE_KINDS names it; None for a read or the Lease."""
+    if r.method not in WRITES or LEASES in r.path:
+        return None
+    name = r.path.split("/")[-2] if r.path.endswith(("/status", "/binding", "/eviction")) else ""
+    body = r.body if isinstance(r.body, dict) else {}
+    status = body.get("status") or {}
+    if r.path.endswith("/eviction"):
+        return f"evict {name}"
+    if r.path.endswith("/binding"):
+        return f"bind {name}"
+    if "/pods/" in r.path and r.path.endswith("/status") and set(status) == {"nominatedNodeName"}:
+        return f"nominate {name}"
+    if "/pods/" in r.path and r.path.endswith("/status") and set(status) == {"conditions"}:
+        return f"pod condition {name}"
+    if "/podgroups/" in r.path and r.path.endswith("/status"):
+        return f"podgroup condition {name}"
+    if r.method == "POST" and r.path.endswith("/events"):
+        return f"event {body.get('reason')} {(body.get('regarding') or {}).get('name')}"
+    return f"{r.method} {r.path}"  # a write this list does not know: the clean-run test names it
+
+
+def _writes(server: ApiServerDouble) -> list[tuple[str, int]]:
+    return [(w, r.code) for r in server.requests if (w := _write(r)) is not None]
+
+
+def test_one_plan_makes_exactly_the_writes_the_crash_test_dies_before() -> None:
+    """A first clean run of _crash_case: the writes of its one plan, read from the double's call
+    log, are WRITE_KINDS, phase by phase. A write the adapter starts making shows here (and is
+    a crash point of the next test once WRITE_KINDS names it)."""
+    with ApiServerDouble() as server:
+        _crash_case(server.put)
+        adapter = Adapter(Cluster.at(server.url), in_process(5.0), renew=0.1, identity="clean")
+        adapter.cache.start()
+        try:
+            assert adapter.cache.wait_synced(10) and adapter.elector.try_acquire_or_renew()
+            outcome = adapter.reconcile()
+        finally:
+            adapter.cache.stop()
+        assert outcome is not None and outcome.replan == ""
+        made = _writes(server)
+        assert server.capacity_violations == []
+    assert {code for _, code in made} <= {200, 201}, made
+    assert sorted(w for w, _ in made) == sorted(WRITE_KINDS), made
+    phase_of = {w: i for i, phase in enumerate(PHASES) for w in phase}
+    assert [phase_of[w] for w, _ in made] == sorted(phase_of[w] for w, _ in made), made  # phase by phase
+
+
+@pytest.mark.parametrize("after", range(len(WRITE_KINDS) + 1),
+                         ids=[f"before-{w.replace(' ', '-')}" for w in WRITE_KINDS] + ["clean"])
+def test_killed_before_any_write_and_restarted_it_makes_each_write_once_and_evicts_nothing_extra(
         api: ApiServerDouble, after: int) -> None:
-    _cluster(api)
-    crashing = Adapter(CrashingCluster(Cluster.at(api.url), after), in_process(5.0), renew=0.1, identity="first",
-                       lease_duration=1)
-    die_mid_plan(crashing, rounds=3, may_finish=True)  # `after` beyond the last write: a clean run
-    # dead: its lease expires after 1 s
-    _run(api, lambda: _bound(api, "train-0", "train-1")() and _condition(api, "train") is not None,
-         adapter=Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1, identity="second"))
-    bindings = _calls(api, "POST", r"/pods/train-\d/binding$", 201)
-    assert sorted(bindings) == ["/api/v1/namespaces/default/pods/train-0/binding",
-                                "/api/v1/namespaces/default/pods/train-1/binding"]
-    evicted = {p.split("/")[-2] for p in _calls(api, "POST", r"/eviction$")}
-    assert evicted <= {"low-b"}
+    """The first process dies right before its ``after``-th write (the last id: it makes them
+    all); a second one, after the Lease expires, finishes the plan from what the cluster shows.
+    Across both: each pod bound once, nominated once, low-b evicted once, each condition written
+    once, no pod's Scheduled Event twice, every write answered 2xx, no node overcommitted."""
+    _crash_case(api.put)
+    cluster = CrashingCluster(Cluster.at(api.url), after)
+    crashing = Adapter(cluster, in_process(5.0), renew=0.1, identity="first", lease_duration=1)
+    die_mid_plan(crashing, rounds=3, may_finish=after == len(WRITE_KINDS))
+    assert len(cluster.made) == after and len(_writes(api)) == after  # the crash point is that write
+    second = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1, identity="second")  # after the lease expires
+    _run(api, lambda: _bound(api, "train-0", "train-1")() and _condition(api, "train") is not None and any(
+        c["type"] == "PodScheduled" for c in api.get("pods", "default", "huge")["status"].get("conditions", [])),
+        adapter=second)
+    time.sleep(0.3)  # the second process's later reconciles (its cache catching up) write nothing more
+    made = _writes(api)
+    assert {code for _, code in made} <= {200, 201}, made
+    once = [w for w in WRITE_KINDS if not w.startswith("event")]
+    assert sorted(w for w, _ in made if not w.startswith("event")) == sorted(once), made
+    scheduled = [w for w, _ in made if w.startswith("event Scheduled")]
+    assert len(scheduled) == len(set(scheduled)), made  # one died after its binding: its Event may be lost
     assert all(api.get("pods", "default", p) is not None for p in ("low-a", "keep", "vip"))
+    assert api.get("pods", "default", "low-b") is None
 
 
 def test_the_lease_is_renewed_on_its_period_not_on_every_change(api: ApiServerDouble) -> None:

@@ -2,6 +2,8 @@
 scripts/build-control-plane.sh) for the whole session, and the adapter's credentials on it: the
 ServiceAccount and RBAC of deploy/base, applied as they are, and a token issued to that account.
 The adapter never runs as cluster-admin here, so a permission it lacks fails its test.
+``capacity`` watches the pods through a test and fails it if a node was ever overcommitted
+(tests/capacity.py; tests/controlplane/test_adapter.py uses it on every test).
 
 Without the binaries every test here fails with the command that builds them; set
 GANGPLACE_SKIP_CONTROL_PLANE=1 to skip this tier knowingly."""
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,7 @@ import pytest
 
 from solver.bench import controlplane, upstream
 from solver.bench.controlplane import ControlPlane
+from tests.capacity import Overcommit, overcommitted
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ADAPTER_USER = "system:serviceaccount:gangplace:gangplace-adapter"
@@ -178,6 +182,98 @@ class Real:
             assert time.monotonic() < deadline, "podgroups of the last test did not go"
             time.sleep(0.1)
         self.rest.close()
+
+
+class CapacityWatch:
+    """The capacity invariant (tests/capacity.py) on the real API server: a thread lists the pods
+    of every namespace, then watches them, and on every event checks the node of the pod the
+    event is about; a node's bound pods (terminating ones too: no kubelet removes them here until
+    the test or the adapter's eviction does) never request more than its allocatable. Nodes are
+    read once each, when a pod is first seen on one. ``violations`` lists what it found, ``log``
+    every event as (type, "ns/name", nodeName, terminating), in resourceVersion order."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        from kubernetes import client
+
+        self.rest = upstream.Rest(plane)
+        self.core = client.CoreV1Api(self.rest.api)
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.nodes: dict[str, dict[str, Any] | None] = {}
+        self.violations: list[Overcommit] = []
+        self.log: list[tuple[str, str, str, bool]] = []
+        self.error: BaseException | None = None
+        listed = self.rest.call("GET", "/api/v1/pods")
+        for p in listed["items"]:
+            self.pods[_pod_key(p)] = p
+        self.rv: str = listed["metadata"]["resourceVersion"]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="capacity-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from kubernetes.watch.watch import iter_resp_lines
+
+        try:
+            while True:
+                last = self._stop.is_set()  # a watch begun after stop() covers every event before it
+                resp = self.core.list_pod_for_all_namespaces(watch=True, resource_version=self.rv, timeout_seconds=1,
+                                                             allow_watch_bookmarks=True, _preload_content=False)
+                try:
+                    for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]  # unannotated in the client
+                        if line.strip():
+                            self._event(json.loads(line))
+                finally:
+                    resp.close()
+                    resp.release_conn()
+                if last:
+                    return
+        except BaseException as exc:  # the test fails on it: a watcher that died checks nothing
+            self.error = exc
+
+    def _event(self, event: dict[str, Any]) -> None:
+        kind, obj = event["type"], event["object"]
+        if kind == "ERROR":
+            raise AssertionError(f"the pod watch failed: {obj}")
+        self.rv = obj["metadata"]["resourceVersion"]
+        if kind == "BOOKMARK":
+            return
+        key = _pod_key(obj)
+        if kind == "DELETED":
+            self.pods.pop(key, None)
+        else:
+            self.pods[key] = obj
+        node_name = (obj.get("spec") or {}).get("nodeName") or ""
+        self.log.append((kind, key, node_name, bool(obj["metadata"].get("deletionTimestamp"))))
+        if kind == "DELETED" or not node_name:
+            return
+        if node_name not in self.nodes:
+            status, body = self.rest.request("GET", f"/api/v1/nodes/{node_name}")
+            self.nodes[node_name] = body if status == 200 else None
+        node_obj = self.nodes[node_name]
+        if node_obj is not None:
+            self.violations += overcommitted(node_obj, self.pods.values(), f"{kind} {key} (resourceVersion {self.rv})")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        assert not self._thread.is_alive(), "the capacity watch did not end"
+        self.rest.close()
+
+
+def _pod_key(p: dict[str, Any]) -> str:
+    return f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}"
+
+
+@pytest.fixture()
+def capacity(plane: ControlPlane, real: Real) -> Iterator[CapacityWatch]:
+    """The capacity invariant watched through one test (set up after ``real``, so ended before
+    its cleanup): the test fails on a violation, or if the watch died."""
+    watch = CapacityWatch(plane)
+    yield watch
+    watch.stop()
+    assert watch.error is None, f"the capacity watch died: {watch.error!r}"
+    assert watch.log, "the capacity watch saw no pod event"
+    assert not watch.violations, "a node was overcommitted:\n" + "\n".join(map(str, watch.violations))
 
 
 def _epoch(stamp: str) -> float:

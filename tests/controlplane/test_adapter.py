@@ -4,7 +4,13 @@ What the API server double (tests/apiserver.py) cannot show is shown here: the r
 Eviction API judged against PDB status the disruption controller computed, strict field
 validation of every object the adapter writes, the real watch and Lease semantics. Faults that
 cannot be injected into the real server (a hung renewal, a 500 on one request) stay on the
-double (tests/adapter/test_faults.py)."""
+double (tests/adapter/test_faults.py).
+
+Every test here runs under the capacity watch (conftest.py ``capacity``, tests/capacity.py): a
+thread watching the pods fails the test if at any event a node's bound pods, those still
+terminating included, requested more than its allocatable. A victim held terminating by a
+kubelet that takes its time (``test_the_gang_is_bound_only_once_its_victim_is_gone``) is what
+makes that check bite: the running pods here are otherwise deleted at once (grace 0)."""
 
 from __future__ import annotations
 
@@ -21,9 +27,10 @@ from adapter.controller import CONDITION
 from adapter.main import Adapter, in_process
 from tests.adapter.test_e2e import CrashingCluster, die_mid_plan, run_until
 from tests.builders import RACK, gang_scenario, node, ours, pod, pod_group
-from tests.controlplane.conftest import Real
+from tests.controlplane.conftest import CapacityWatch, Real
 
 LEASE_NS = "gangplace"
+pytestmark = pytest.mark.usefixtures("capacity")
 
 
 def _pdb(name: str, min_available: int, **labels: str) -> dict[str, Any]:
@@ -85,6 +92,53 @@ def test_a_gang_is_bound_with_the_victims_it_needs_evicted_through_the_eviction_
     assert [c[3] for c in calls if c[1] == "events"] == [201] * 3, calls
     reasons = sorted(e["reason"] for e in real.events())
     assert reasons.count("Scheduled") == 2 and reasons.count("Preempted") == 1
+
+
+SLOW_KUBELET = "gangplace.io/test-kubelet"  # the finalizer a test's kubelet removes when it is done
+
+
+def test_the_gang_is_bound_only_once_its_victim_is_gone(real: Real, adapter_kubeconfig: Path,
+                                                         capacity: CapacityWatch) -> None:
+    """low-b is evicted, then takes 2 s to terminate (a finalizer a kubelet thread removes 2 s
+    after its deletionTimestamp appears): the adapter waits for it, so n1 never holds low-b's
+    3,000m beside the gang's 4,000m."""
+    for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1")):
+        real.put(node(name).rack(rack).cpu_m(4000).build())
+    real.put(pod("low-a").on("n0").cpu_m(3000).priority(1).build())
+    slow = pod("low-b").on("n1").cpu_m(3000).priority(1).build()
+    slow["metadata"]["finalizers"] = [SLOW_KUBELET]
+    real.put(slow)
+    real.put(pod("keep").on("n0").cpu_m(500).priority(1000).build())
+    real.put(pod("vip").on("n2").cpu_m(3500).priority(1000).build())
+    real.put(pod_group("train", 2).topology(RACK).priority(100).build())
+    for k in range(2):
+        real.put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(2000)))
+    stop = threading.Event()
+
+    def kubelet() -> None:
+        while not stop.wait(0.1):
+            if (real.pod("low-b") or {}).get("metadata", {}).get("deletionTimestamp"):
+                stop.wait(2.0)
+                real.rest.call("PATCH", "/api/v1/namespaces/default/pods/low-b", {"metadata": {"finalizers": None}},
+                               content_type="application/merge-patch+json")
+                return
+
+    helper = threading.Thread(target=kubelet, daemon=True)
+    helper.start()
+    try:
+        _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("train-0") and real.node_of("train-1")
+                                                        and _condition(real, "train")))
+    finally:
+        stop.set()
+        helper.join(10)
+    assert (real.node_of("train-0"), real.node_of("train-1")) == ("n1", "n1") and real.pod("low-b") is None
+    # in the watch's order: low-b terminating, then gone, and only then a binding
+    events = [(t, k, n, d) for t, k, n, d in capacity.log if k in ("default/low-b", "default/train-0",
+                                                                     "default/train-1")]
+    gone = events.index(("DELETED", "default/low-b", "n1", True))
+    first_bound = min(i for i, (_, k, n, _) in enumerate(events) if k != "default/low-b" and n)
+    assert any(e[1:] == ("default/low-b", "n1", True) for e in events[:gone]) and first_bound > gone, events
+    assert [(c[4], c[3]) for c in _no_refusals(real) if c[2] == "eviction"] == [("low-b", 201)]
 
 
 def test_a_pdb_the_disruption_controller_closed_keeps_the_gang_pending_without_evicting(
@@ -291,19 +345,29 @@ def test_shares_of_one_device_are_written_with_their_share_ids_and_consumed_capa
     _no_refusals(real)
 
 
-@pytest.mark.parametrize("after", [2, 3])
+@pytest.mark.parametrize("after", [4, 5], ids=["before-the-bindings", "after-the-first-binding"])
 def test_killed_mid_plan_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
         real: Real, adapter_kubeconfig: Path, after: int) -> None:
-    # a clean run writes: a Preempted event, the eviction, then bindings and Scheduled events;
-    # the process dies before write `after` (after the eviction / after the first binding) and
-    # never releases its Lease, so the second process waits for it to expire
+    # a clean run writes (tests/adapter/test_e2e.py PHASES, less the pod left out there): the two
+    # preemptors nominated, a Preempted event, the eviction, then bindings and Scheduled events
+    # (each binding first), the group's condition. The process dies before write `after` (all
+    # but the Lease's count: after the eviction / after the first binding) and never releases
+    # its Lease, so the second process waits for it to expire
     _cluster(real)
-    crashing = Adapter(CrashingCluster(Cluster.connect(str(adapter_kubeconfig)), after), in_process(5.0),
-                       renew=0.2, identity="first", lease_namespace=LEASE_NS, lease_duration=2)
+    cluster = CrashingCluster(Cluster.connect(str(adapter_kubeconfig)), after)
+    crashing = Adapter(cluster, in_process(5.0), renew=0.2, identity="first", lease_namespace=LEASE_NS,
+                       lease_duration=2)
     die_mid_plan(crashing, rounds=20, pause=0.2, sync=20)
+    made = [(method, "/".join(path.split("/")[-2:])) for method, path in cluster.made]
+    assert len(made) == after, made
+    assert sorted(made[:2]) == [("PATCH", "train-0/status"), ("PATCH", "train-1/status")], made
+    assert made[2:4] == [("POST", "default/events"), ("POST", "low-b/eviction")], made
+    assert after == 4 or made[4][1] in ("train-0/binding", "train-1/binding"), made
     _run(_adapter(adapter_kubeconfig, identity="second"),
          lambda: bool(real.node_of("train-0") and real.node_of("train-1") and _condition(real, "train")))
     calls = _no_refusals(real)
-    assert sorted(c[4] for c in calls if c[2] == "binding" and c[3] == 201) == ["train-0", "train-1"]
-    assert {c[4] for c in calls if c[2] == "eviction"} == {"low-b"}
+    assert sorted(c[4] for c in calls if c[2] == "binding") == ["train-0", "train-1"]  # no second try, no 409
+    assert [(c[4], c[3]) for c in calls if c[2] == "eviction"] == [("low-b", 201)]
+    nominated = sorted(c[4] for c in calls if c[1] == "pods" and c[2] == "status" and c[0] == "patch")
+    assert nominated == ["train-0", "train-1"]  # once each: the second process sees them nominated
     assert all(real.pod(p) for p in ("low-a", "keep", "vip"))
