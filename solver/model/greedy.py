@@ -74,6 +74,7 @@ from solver.model.assignment import Assignment, group_ok
 from solver.model.greedy_devices import Devices, Load, Take
 from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import Problem, fixed_domain
+from solver.model.stopping import checkpoint
 from solver.model.victims import PerUnits, Potential, breaks_a_pdb, importance_rank, pdb_violating, within_budgets
 from solver.model.workloads import PodClass, VictimUnit, Workload
 
@@ -379,6 +380,7 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
     reached = 0
     done: set[int] = set()  # workloads placed
     for workload in order[:upto]:
+        checkpoint("the greedy walk")  # the caller has gone: raise (a deadline only ends the walk)
         if stop is not None and stop():
             break
         reached += 1
@@ -481,6 +483,7 @@ def _preempt_in_domains(state: State, workload: Workload, domains: list[set[s.No
     nodes; a domain's candidates are a few hundred."""
     problem = state.problem
     for nodes in domains:
+        checkpoint("the greedy walk")
         victims = _candidate_victims(problem, workload, state, nodes)
         if not victims:
             continue
@@ -736,6 +739,7 @@ def _place_group(state: State, key: s.GroupKey, allowed: set[s.NodeName] | None)
         else:
             least = problem.least_new_pods(group.key)
             for _, nodes, room in domains:
+                checkpoint("the greedy walk")
                 if room < least:  # even every class alone would not reach the gang's floor here
                     continue
                 point = state.savepoint()
@@ -756,6 +760,7 @@ def _best_placement(state: State, group: s.Group, domains: list[tuple[str, set[s
     nextStartNodeIndex is."""
     feasible: list[tuple[str, set[s.NodeName], int, list[tuple[int, s.NodeName, int]]]] = []
     for value, nodes, _ in domains:
+        checkpoint("the greedy walk")
         start, point = state.next_start, state.savepoint()
         if _place_inner(state, group, nodes):
             proposed = [(c, node, n) for op, c, node, n in state.log[point:] if op == "place"]

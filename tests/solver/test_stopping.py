@@ -46,7 +46,7 @@ def _stopping_in(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, stop: 
 
 @pytest.mark.parametrize("module, name, where", [
     (problem, "_candidate_nodes", "the candidate nodes"),
-    (greedy, "hint", "the hint"),
+    (greedy, "hint", "the greedy walk"),
     (build, "build_model", "the model ("),  # the first constraint family's checkpoint
     (api, "solve", "the search"),
 ], ids=["problem", "hint", "model", "search"])
