@@ -43,6 +43,7 @@ from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.greedy import State
 from solver.model.problem import Problem
+from solver.model.stopping import checkpoint
 from solver.model.workloads import PodClass
 
 UNSCHEDULABLE = "node(s) were unschedulable"  # nodeunschedulable.ErrReasonUnschedulable
@@ -63,8 +64,9 @@ NO_VICTIMS = "No preemption victims found for incoming pod"  # defaultpreemption
 NOT_HELPFUL = "Preemption is not helpful for scheduling"  # preemption.Evaluator
 NEVER = "not eligible due to preemptionPolicy=Never."  # PodEligibleToPreemptOthers
 
-# past this many (class, node) checks in one plan, a reason names no filters (its time is the plan's)
-CHECK_BUDGET = 200_000
+# past this many (class, node) checks in one plan, a reason names no filters: they are made
+# while decoding, inside the plan's reserve of time (about 10 µs a check: half a second at most)
+CHECK_BUDGET = 50_000
 
 
 def insufficient(resource: str) -> str:
@@ -132,7 +134,9 @@ class Diagnoser:
         reasons: Counter[str] = Counter()
         preemption: Counter[str] = Counter()
         fits = after = 0
-        for node in nodes:
+        for i, node in enumerate(nodes):
+            if not i & 255:
+                checkpoint("the reasons")
             why, resolvable = _refusal(state, cls, node)
             if not why:
                 fits += 1

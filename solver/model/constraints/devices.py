@@ -40,6 +40,7 @@ from solver.model import dra as dra_mod
 from solver.model import snapshot as s
 from solver.model.dra import AllocKey, MatchValue, Option, SharedOption
 from solver.model.problem import Problem
+from solver.model.stopping import checkpoint
 from solver.model.vars import PlacementVars
 
 # type -> (class, alloc var, its max, the (sub)request it is for)
@@ -56,10 +57,13 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         slots = dra.class_slots[cls.index]
         if not slots:
             continue
-        for node, most in sorted(problem.candidates[cls.index].items()):
+        for i, (node, most) in enumerate(sorted(problem.candidates[cls.index].items())):
+            if not i & 127:
+                checkpoint("the model (devices)")
             count = vars.count_on(cls.index, node)
             _pod_slots(problem, vars, cls.index, node, most, count, slots, on_type)
     for shared in dra.shared:
+        checkpoint("the model (devices)")
         _shared_claim(problem, vars, shared, on_type)
     freed_of: dict[int, cp_model.IntVar | None] = {}
 
@@ -70,7 +74,9 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         return freed_of[dtype.index]
 
     in_use: dict[int, cp_model.IntVar | int] = {}
-    for t, takers in sorted(on_type.items()):
+    for i, (t, takers) in enumerate(sorted(on_type.items())):
+        if not i & 255:
+            checkpoint("the model (devices)")
         dtype = dra.types[t]
         if dtype.metered:
             in_use[t] = _metered(problem, vars, dtype, takers)
