@@ -186,11 +186,15 @@ class _Proc:
     popen: subprocess.Popen[bytes]
     log: Path
 
-    def tail(self, lines: int = 30) -> str:
+    def tail(self, lines: int = 30, limit: int = 800) -> str:
+        """The log's last ``lines`` lines, at most its last ``limit`` bytes: an error's message is
+        cut to 1 KB from its end, and the line that says why is the last one."""
         try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+            text = "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+        data = text.encode("utf-8", "replace")
+        return text if len(data) <= limit else "..." + data[-limit:].decode("utf-8", "ignore")
 
 
 @dataclass
