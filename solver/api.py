@@ -144,7 +144,7 @@ def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> P
     no plan. The time limit, not the stop, is how a caller asks for the best plan so far; CEL
     selectors still evaluating when it passes end the plan with ``cel.CelTimeLimitError`` (a
     LimitError naming the selector and the time it took)."""
-    with cel.interruptible(options.stop), stopping.watching(options.stop):
+    with stopping.watching(options.stop):
         return _plan(snapshot, options)
 
 

@@ -160,8 +160,7 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
     pod = cls.pods[0]
     if node.unschedulable and not any(selectors.tolerates(t, selectors.UNSCHEDULABLE_TAINT) for t in pod.tolerations):
         return [UNSCHEDULABLE], False
-    if not all(any(selectors.tolerates(t, taint) for t in pod.tolerations)
-               for taint in node.taints if taint.effect in ("NoSchedule", "NoExecute")):
+    if not selectors.taints_tolerated(pod, node):  # the unschedulable taint is tolerated if we are here
         return [TAINTS], False
     if not selectors.affinity_matches(pod, node):
         return [NODE_AFFINITY], False

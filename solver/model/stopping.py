@@ -6,7 +6,7 @@ finishing a plan nobody will read.
 ``checkpoint()`` at their boundaries and every few hundred steps of their long loops (problem
 building per class and node, model building per constraint family, the per-domain solves,
 decoding, every rule of the verifier). Outside ``watching``, or without a stop, it costs a
-thread-local read. CEL evaluations stop the same way (``cel.interruptible``). Pure: no I/O.
+thread-local read. CEL evaluations read the same stop (``cel.charge._charge``). Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -78,7 +78,6 @@ from solver.model.cel.charge import (
     _OverBudget,
     _PastDeadline,
     clock,
-    interruptible,
     within,
 )
 from solver.model.cel.checker import BOOL, DYN, _Checker, _rewrite
@@ -101,7 +100,6 @@ __all__ = [
     "cache_stats",
     "compile_expression",
     "estimate_cost",
-    "interruptible",
     "parse_semver",
     "selects",
     "set_cache_limit",

@@ -1,5 +1,5 @@
-"""The run-time cost charge: the per-thread budget, the caller's stop event, and celpy's evaluator
-charging cel-go's cost units as it goes."""
+"""The run-time cost charge: the per-thread budget, the plan's stop (``stopping.watching``) and
+deadline (``within``), and celpy's evaluator charging cel-go's cost units as it goes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import celpy
 
+from solver.model import stopping
 from solver.model.cel.checker import Tree, _sub
 from solver.model.cel.cost import _LIST_CREATE, _MAP_CREATE, _REGEX, _TRAVERSAL, _by_factor
 from solver.model.cel.errors import CelInterrupted
@@ -33,21 +34,6 @@ class _OverBudget(Exception):
 
 class _PastDeadline(Exception):
     """The deadline of ``within`` passed during an evaluation (``selects`` names the selector)."""
-
-
-def interruptible(stop: threading.Event | None) -> Any:
-    """A context in which this thread's evaluations stop (CelInterrupted) once ``stop`` is set."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def scope() -> Any:
-        before = getattr(_BUDGET, "stop", None)
-        _BUDGET.stop = stop
-        try:
-            yield
-        finally:
-            _BUDGET.stop = before
-    return scope()
 
 
 class Clock:
@@ -93,8 +79,7 @@ def _charge(amount: int) -> None:
     ticks = _BUDGET.ticks + 1
     _BUDGET.ticks = ticks
     if not ticks & 1023 or amount > 1023:  # about every thousand steps: has the caller gone, or the time?
-        stop = getattr(_BUDGET, "stop", None)
-        if stop is not None and stop.is_set():
+        if stopping.stopped():  # the plan's stop (``stopping.watching``)
             raise CelInterrupted()
         limit = getattr(_BUDGET, "clock", None)
         if limit is not None and time.perf_counter() >= limit.at:
