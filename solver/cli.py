@@ -247,6 +247,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="deadline for a plan when the request sets none (10)")
     serve.add_argument("--cel-cache-mb", type=_cache_mb, default=256, metavar="MB",
                        help="compiled CEL selectors kept in memory, least recently used out first (256)")
+    serve.add_argument("--memory-limit-mb", type=_cache_mb, default=None, metavar="MB",
+                       help="memory the server may hold: a call that would not fit is refused, a call running "
+                            "past it is stopped, both RESOURCE_EXHAUSTED MEMORY (80%% of the container's limit or "
+                            "of the machine's memory; 0: no guard)")
     serve.add_argument("--grace", type=float, default=30.0, metavar="S",
                        help="seconds in-flight solves get to finish on SIGTERM (30)")
     serve.add_argument("--health-port", type=port_arg, default=0, metavar="PORT",
@@ -270,6 +274,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--cancel-after", metavar="S,S", type=_delays,
                        help="instead of planning, send each case to a served solver, cancel it this many seconds "
                             "after it is admitted (each delay in turn) and time until its slot is free")
+    bench.add_argument("--served-memory", action="append", choices=["json", "yaml"], default=[], metavar="FORM",
+                       help="instead of planning, send each case as FORM (json, yaml; repeatable) to its own "
+                            "`gangplace serve` process and report the process's peak resident size against the "
+                            "request's size")
     bench.add_argument("--fgd", metavar="WORKLOAD",
                        help="run the FGD GPU-sharing protocol on this openb pod list (openb_pod_list_default) "
                             "instead: needs --trace")
@@ -433,6 +441,19 @@ def _bench(args: argparse.Namespace) -> int:
                 print(f"{one.case}: cancelled {one.after:.1f} s in ({one.phase}): slot free after {one.freed:.3f} s",
                       file=sys.stderr)
         print(cancel.table(measured))
+        return 0
+    if args.served_memory:
+        from solver.bench import served
+
+        answered: list[served.Served] = []
+        for case in cases:
+            objects = case.objects() if case.objects is not None else []
+            for got in served.measure(case.name, objects, args.served_memory, time_limit=args.time_limit,
+                                      soft=args.pdb_policy == "soft"):
+                answered.append(got)
+                print(f"{got.case} ({got.form}, {got.input_mib:.2f} MiB): peak {got.peak_mib:.1f} MiB "
+                      f"(idle {got.idle_mib:.1f}), {got.status}", file=sys.stderr)
+        print(served.table(answered))
         return 0
     if args.plot:
         plot.require()
@@ -730,7 +751,8 @@ def _serve(args: argparse.Namespace) -> int:
         metrics_address=f"{args.host}:{args.metrics_port}" if args.metrics_port else None,
         tls_cert=args.tls_cert, tls_key=args.tls_key, tls_client_ca=args.tls_client_ca, token_file=args.token_file,
         health_address=f"{args.host}:{args.health_port}" if args.health_port else None, reuse_port=args.reuse_port,
-        cel_cache_bytes=args.cel_cache_mb * 1024 * 1024)
+        cel_cache_bytes=args.cel_cache_mb * 1024 * 1024,
+        memory_budget=None if args.memory_limit_mb is None else args.memory_limit_mb * 1024 * 1024)
     try:
         running = server.start(config)
     except server.ListenError as exc:

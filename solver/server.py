@@ -44,7 +44,7 @@ from grpc_health.v1 import (  # type: ignore[import-untyped]  # no py.typed; typ
 )
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from solver import api, loader, observe, reflection, rpc_errors, telemetry
+from solver import api, loader, memguard, observe, reflection, rpc_errors, telemetry
 from solver import grpc_convert as convert
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
@@ -81,6 +81,9 @@ class ServerConfig:
     # bytes of compiled CEL selectors kept in this process (solver/model/cel/cache.py); the
     # least recently used leave first. None: leave the process's limit as it is (256 MiB)
     cel_cache_bytes: int | None = None
+    # bytes this process may hold before it refuses or stops calls (solver/memguard.py); None:
+    # a share of the container's memory limit (or the machine's), 0: no guard
+    memory_budget: int | None = None
 
 
 class ListenError(OSError):
@@ -101,6 +104,11 @@ class Metrics:
         self.in_flight = Gauge("gangplace_solves_in_flight", "Solves running now", registry=self.registry)
         self.plans = Counter("gangplace_plans", "Plans answered, by the plan's status (OPTIMAL, FEASIBLE, ...)",
                              ["status"], registry=self.registry)
+        self.memory_refusals = Counter(
+            "gangplace_memory_refusals", "Calls answered RESOURCE_EXHAUSTED MEMORY: refused at admission or stopped "
+            "while running", ["when"], registry=self.registry)
+        self.memory_budget = Gauge("gangplace_memory_budget_bytes", "The memory guard's budget (0: none)",
+                                   registry=self.registry)
         self.rpcs = observe.RpcObserver(self.registry)  # grpc_server_*: calls by method and status code
         telemetry.standard_collectors(self.registry)
 
@@ -110,6 +118,9 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         self.config = config
         self.metrics = metrics
         self._slots = threading.BoundedSemaphore(config.max_inflight)
+        budget = memguard.default_budget() if config.memory_budget is None else config.memory_budget
+        self.guard = memguard.Guard(budget)
+        metrics.memory_budget.set(budget)
 
     # ---- the two RPCs ----------------------------------------------------------------
     def Solve(self, request: pb.SolveRequest, context: grpc.ServicerContext) -> pb.SolveResponse:
@@ -161,11 +172,40 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
 
     def _plan(self, request: pb.SolveRequest, rid: str, context: grpc.ServicerContext,
               on_solution: Any) -> Any:
-        start = time.perf_counter()
-        o = request.options
         stop = threading.Event()
         if not context.add_callback(stop.set):  # cancelled, deadline passed, or server stopping
             stop.set()  # the call ended already
+        need = memguard.estimate(request.ByteSize(), typed=request.WhichOneof("cluster") == "state")
+        try:
+            ticket = self.guard.admit(need, stop.set)
+        except memguard.OverBudget as exc:
+            self.metrics.memory_refusals.labels("admission").inc()
+            LOG.warning(json.dumps({"event": "rejected", "requestId": rid, "reason": "memory",
+                                    "needBytes": exc.need, "freeBytes": exc.free}))
+            # one that could fit once the running calls end is "busy" (retry later); one that would
+            # not fit an idle server is over a limit (a smaller input or a larger budget)
+            context.abort_with_status(rpc_errors.status(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc),
+                                                        reason=memguard.REASON if exc.never else rpc_errors.BUSY))
+            raise AssertionError("unreachable") from exc
+        try:
+            return self._plan_admitted(request, rid, context, on_solution, stop, ticket)
+        finally:
+            self.guard.release(ticket)
+
+    def _over_memory(self, context: grpc.ServicerContext, ticket: memguard.Ticket, where: str) -> None:
+        """Answer a call the memory guard stopped (nothing when it did not)."""
+        if ticket.stopped_at:
+            self.metrics.memory_refusals.labels("running").inc()
+            context.abort_with_status(rpc_errors.status(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"stopped while {where}: the server's resident size reached {ticket.stopped_at >> 20} MiB, over its "
+                f"{self.guard.budget >> 20} MiB budget, and this was the largest call running",
+                reason=memguard.REASON))
+
+    def _plan_admitted(self, request: pb.SolveRequest, rid: str, context: grpc.ServicerContext, on_solution: Any,
+                       stop: threading.Event, ticket: memguard.Ticket) -> Any:
+        start = time.perf_counter()
+        o = request.options
         try:
             with stopping.watching(stop):  # a request of many objects: reading stops too
                 snapshot = convert.snapshot_from_request(request)
@@ -175,10 +215,12 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             exc.field = "options.feature_gates"
             _refuse(context, exc, rid, f"options.feature_gates: {exc.reason}")
         except stopping.Stopped:
+            self._over_memory(context, ticket, "reading the request")
             _abort(context, grpc.StatusCode.CANCELLED, "the call ended while the request was read")
         except Exception as exc:  # bad input, or a bug in reading the request
             _refuse(context, exc, rid)
         if stop.is_set() or not context.is_active():
+            self._over_memory(context, ticket, "reading the request")
             _abort(context, grpc.StatusCode.CANCELLED, "the call ended while the request was read")
         try:
             options = api.PlanOptions(
@@ -205,7 +247,9 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             expired = remaining is not None and remaining <= MARGIN
             where = "evaluating CEL selectors" if isinstance(exc, CelInterrupted) else getattr(exc, "where", "")
             LOG.info(json.dumps({"event": "stopped", "requestId": rid, "during": where,
-                                 "seconds": round(time.perf_counter() - start, 3)}))
+                                 "seconds": round(time.perf_counter() - start, 3),
+                                 **({"residentBytes": ticket.stopped_at} if ticket.stopped_at else {})}))
+            self._over_memory(context, ticket, where)
             _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED,
                    f"stopped while {where}" if isinstance(exc, CelInterrupted) else str(exc))
         except api.UnknownWorkloadError as exc:
@@ -284,6 +328,7 @@ class Running:
     metrics: Metrics
     metrics_port: int | None
     health_port: int | None = None
+    guard: memguard.Guard | None = None  # the service's memory guard
     _httpd: Any = None
     _health_server: grpc.Server | None = None
 
@@ -477,7 +522,8 @@ def start(config: ServerConfig) -> Running:
     checks: list[grpc.ServerInterceptor] = [_TokenCheck(config.token_file)] if config.token_file else []
     server = _grpc_server(config, config.max_inflight + 8, "grpc", [metrics.rpcs, *checks],
                           [("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)])
-    _register(PlacementService(config, metrics), server)
+    service = PlacementService(config, metrics)
+    _register(service, server)
     hs = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(hs, server)
     reflection.enable(server, (SERVICE, health.SERVICE_NAME))
@@ -506,6 +552,6 @@ def start(config: ServerConfig) -> Running:
         hs.set(name, health_pb2.HealthCheckResponse.SERVING)
     LOG.info(json.dumps({"event": "serving", "port": port, "metricsPort": metrics_port, "healthPort": health_port,
                          "tls": bool(config.tls_cert), "maxInflight": config.max_inflight,
-                         "reusePort": config.reuse_port}))
+                         "reusePort": config.reuse_port, "memoryBudgetBytes": service.guard.budget}))
     return Running(server=server, port=port, health=hs, metrics=metrics, metrics_port=metrics_port,
-                   health_port=health_port, _httpd=httpd, _health_server=health_server)
+                   health_port=health_port, guard=service.guard, _httpd=httpd, _health_server=health_server)

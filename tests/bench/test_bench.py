@@ -194,3 +194,21 @@ def test_bench_cancel_after_times_each_cancel_until_the_slot_is_free(capsys: pyt
     assert out[3].startswith("worst: ")
     with pytest.raises(SystemExit):
         cli.main(["bench", str(example), "--cancel-after", "soon"])
+
+
+def test_bench_served_memory_reads_each_requests_peak_from_its_own_server(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One served process per case and form: the request's size, the idle and peak resident
+    sizes of that process (peak above idle), and the plan's status."""
+    from solver import cli
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "gang-preemption.yaml"
+    assert cli.main(["bench", str(example), "--served-memory", "json", "--served-memory", "yaml",
+                     "--time-limit", "5"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["case", "form"]
+    rows = [line.split() for line in out[1:3]]
+    assert [(r[0], r[1], r[-1]) for r in rows] == [("gang-preemption", "json", "PLAN_STATUS_OPTIMAL"),
+                                                   ("gang-preemption", "yaml", "PLAN_STATUS_OPTIMAL")]
+    assert all(float(r[4]) > float(r[3]) > 50 for r in rows)  # peak over idle; idle holds the imports
+    assert out[3].startswith("worst: ")
