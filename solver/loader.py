@@ -50,12 +50,22 @@ def parse_documents(text: str, source: str, fmt: str) -> list[Any]:
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         if "maximum nesting depth" in str(exc):  # libyaml's limit (1,000 levels)
             raise SnapshotInvalidError(source, "", f"not valid {fmt.upper()}: nested too deeply") from None
-        raise SnapshotInvalidError(source, "", f"not valid {fmt.upper()}: {exc}") from exc
+        raise SnapshotInvalidError(source, "", f"not valid {fmt.upper()}: {_one_line(exc)}") from exc
     except RecursionError:
         raise SnapshotInvalidError(source, "", f"not valid {fmt.upper()}: nested too deeply") from None
     if _SURROGATE_ESCAPE.search(text):
         _check_text(docs, source)
     return docs
+
+
+def _one_line(exc: Exception) -> str:
+    """A parser's error on one line: PyYAML's spans four (context, its mark, problem, its mark)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        parts = [exc.context, exc.problem]
+        mark = exc.problem_mark or exc.context_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        return ": ".join(p for p in parts if p) + where
+    return " ".join(str(exc).split())
 
 
 def expansion_budget(text: str) -> int:

@@ -5,8 +5,11 @@ another exit code.
 
 Mutations: a value anywhere replaced by one of the wrong type or out of range (numbers
 beyond int64, NaN, lone surrogates, deep nesting, strings for maps and maps for lists), a
-key dropped, a list entry duplicated. Derandomized in CI (the default profile);
-``FUZZ_EXAMPLES=5000`` runs more (the fuzz's own knob, so the property tests keep theirs).
+key dropped, a list entry duplicated; and (issue 32) a value replaced by a YAML alias bomb, a
+value of megabytes, an object copied under another kind or namespace with the same name (pod,
+PodGroup, CompositePodGroup), and a hundred DeviceClasses with long selectors the claims are
+pointed at. Every message is at most 1 KB. Derandomized in CI (the default profile);
+``FUZZ_EXAMPLES=10000`` runs more (the fuzz's own knob, so the property tests keep theirs).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from solver import cli, loader
+from solver.model.errors import MAX_MESSAGE
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = {p.name: loader.read_documents(p) for p in sorted((ROOT / "examples").glob("*.yaml"))}
@@ -45,6 +49,49 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
+BOMB = "__alias_bomb__"  # replaced, in the YAML written, by an alias of megabytes
+KINDS = ("Pod", "PodGroup", "CompositePodGroup")
+
+
+def _collide(draw: Any, docs: list[Any]) -> str:
+    """An object again, under another kind of the pending work (or another namespace), with
+    the same name."""
+    named = [d for d in docs if isinstance(d, dict) and isinstance(d.get("metadata"), dict) and d.get("kind") in KINDS]
+    if not named:
+        return "collide (nothing to copy)"
+    twin = copy.deepcopy(draw(st.sampled_from(named)))
+    if draw(st.booleans()):
+        twin["kind"] = draw(st.sampled_from([k for k in KINDS if k != twin["kind"]]))
+        if twin["kind"] == "Pod":
+            twin["apiVersion"] = "v1"
+        else:
+            twin["apiVersion"] = "scheduling.k8s.io/v1alpha3" if twin["kind"] == "CompositePodGroup" \
+                else "scheduling.k8s.io/v1beta1"
+        docs.append(twin)
+        return "collide: another kind"
+    twin["metadata"]["namespace"] = draw(st.sampled_from(["default", "other", "kube-system"]))
+    docs.append(twin)
+    return "collide: another namespace"
+
+
+def _many_selectors(draw: Any, docs: list[Any]) -> str:
+    """A hundred DeviceClasses, each one long selector that is cheap to run, and every claim's
+    request pointed at one of them."""
+    count = draw(st.integers(50, 150))
+    terms = " || ".join(f'device.driver == "d{i}.example.com"' for i in range(200))
+    classes = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": f"many-{i}"},
+                "spec": {"selectors": [{"cel": {"expression": f"{terms} || device.driver != \"{i}\""}}]}}
+               for i in range(count)]
+    for path in _paths(docs):
+        if path and path[-1] == "deviceClassName":
+            parent = docs
+            for step in path[:-1]:
+                parent = parent[step]
+            parent["deviceClassName"] = f"many-{draw(st.integers(0, count - 1))}"
+    docs.extend(classes)
+    return "many selectors"
+
+
 def _mutate(draw: Any, docs: list[Any]) -> str:
     paths = _paths(docs)
     path = draw(st.sampled_from(paths))
@@ -52,7 +99,17 @@ def _mutate(draw: Any, docs: list[Any]) -> str:
     for step in path[:-1]:
         parent = parent[step]
     last = path[-1]
-    how = draw(st.integers(0, 9))
+    how = draw(st.integers(0, 14))
+    if how == 10:
+        parent[last] = BOMB
+        return "alias bomb"
+    if how == 11:
+        parent[last] = draw(st.sampled_from(["x", "9", "{", "\u00e9"])) * draw(st.sampled_from([10**5, 10**6, 4 * 10**6]))
+        return "huge value"
+    if how == 12:
+        return _collide(draw, docs)
+    if how == 13:
+        return _many_selectors(draw, docs)
     if how == 0 and isinstance(parent, dict):
         del parent[last]
         return "drop"
@@ -73,19 +130,35 @@ def test_a_mutated_example_ends_in_a_plan_or_one_message(data: Any, tmp_path_fac
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     name = data.draw(st.sampled_from(sorted(EXAMPLES)))
     docs = copy.deepcopy(EXAMPLES[name])
-    for _ in range(data.draw(st.integers(1, 3))):
-        event(f"mutation: {_mutate(data.draw, docs)}")
+    mutations = [_mutate(data.draw, docs) for _ in range(data.draw(st.integers(1, 3)))]
+    for mutation in mutations:
+        event(f"mutation: {mutation}")
     folder = tmp_path_factory.mktemp("fuzz")
-    snap, out = folder / "snap.json", folder / "plan.json"
-    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}), encoding="utf-8")
+    out = folder / "plan.json"
+    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+    if json.dumps(BOMB) in body:  # JSON is YAML's flow style: the anchors first, then the aliases
+        levels = data.draw(st.integers(3, 7))
+        anchors = [f'"s0": &s0 "{"x" * 1000}"'] + [f'"s{i}": &s{i} [{", ".join([f"*s{i - 1}"] * 10)}]'
+                                                 for i in range(1, levels + 1)]
+        snap = folder / "snap.yaml"
+        snap.write_text('{"bomb": {' + ", ".join(anchors) + "}, " + body[1:].replace(json.dumps(BOMB), f"*s{levels}"),
+                        encoding="utf-8")
+    else:
+        snap = folder / "snap.json"
+        snap.write_text(body, encoding="utf-8")
     capsys.readouterr()
     rc = cli.main(["solve", str(snap), "-o", str(out), "--time-limit", "5"])
     err = capsys.readouterr().err
     event(f"exit {rc}")
+    if log := os.environ.get("FUZZ_LOG"):  # one line per input, for counting outcomes in a long run
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"example": name, "mutations": mutations, "exit": rc,
+                                 "bytes": snap.stat().st_size, "message": err.strip()[:120]}) + "\n")
     assert rc in (0, 2), err
     if rc == 2:
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("gangplace: ") and "Traceback" not in err
+        assert len(lines[0].encode()) <= MAX_MESSAGE + len("gangplace: "), lines[0][:200]
     else:
         plan = json.loads(out.read_text())
         assert plan["status"] in ("OPTIMAL", "FEASIBLE")

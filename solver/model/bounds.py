@@ -44,6 +44,7 @@ from solver.model import snapshot as s
 from solver.model.assignment import Assignment, budget_needs, evaluate
 from solver.model.plan import WouldTake
 from solver.model.problem import Problem
+from solver.model.stopping import checkpoint
 from solver.model.workloads import PodClass
 
 _INF = float("inf")
@@ -221,6 +222,7 @@ def _cost_program(problem: Problem, violations: int) -> _CostProgram | None:
     nodes = {n.name: n for n in problem.nodes}
     costs: dict[s.NodeName, _NodeCost] = {}
     for name, most in _candidates(problem).items():
+        checkpoint("the cost floor")  # up to 2^16 subsets a node: milliseconds each
         cost = _node_costs(problem, cls, nodes[name], most, most_counted)
         if cost is None:
             return None
@@ -230,6 +232,7 @@ def _cost_program(problem: Problem, violations: int) -> _CostProgram | None:
     best = _INF
     parts: list[tuple[list[s.NodeName], int, int]] | None = None
     for outer in _split(sorted(tables), tree.root_key, labels).values():
+        checkpoint("the cost floor")
         if tree.leaf_key is _ROOT:
             row = _pods_table(outer, tables, tree.pods, most_counted)[tree.pods]
             if float(row.min()) < best:

@@ -414,6 +414,7 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
         for workload in order[:reached]:
             if workload.index in done or workload.index in skip or workload.rejected:
                 continue
+            checkpoint("the greedy walk (retries)")
             point = state.savepoint()
             if not _place_workload(state, workload):
                 state.rollback(point)
@@ -700,7 +701,9 @@ def _reprieve(state: State, victims: list[int], potential: Potential | None = No
     order = sorted(victims, key=importance_rank(problem).__getitem__)
     violating = pdb_violating(problem, victims, potential)
     order = [u for u in order if u in violating] + [u for u in order if u not in violating]
-    for u in order:
+    for i, u in enumerate(order):
+        if not i % 64:
+            checkpoint("the greedy walk (reprieves)")
         state.unevict(u)
         if all(state.node_feasible(node) for node in problem.units[u].usage) and state.dev.feasible(
                 list(problem.dra.unit_types.get(u, {}))) and not state.rules.blocks_return(problem.units[u]):

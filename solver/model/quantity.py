@@ -29,6 +29,7 @@ _QUANTITY = re.compile(rf"({_NUMBER})(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}  # powers of two
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}  # powers of ten
 MAX_EXPONENT = 60  # |decimal exponent| beyond this is refused: no real quantity is 1e61
+MAX_DIGITS = 128  # characters of a quantity string: the largest real one has a few dozen
 _EXACT = Context(prec=200)  # enough digits that no product below is ever rounded
 
 
@@ -48,6 +49,8 @@ def parse_quantity(raw: object) -> Decimal:
         raw = repr(raw)
     if not isinstance(raw, str):
         raise ValueError(f"not a quantity: {raw!r}")
+    if len(raw) > MAX_DIGITS:  # before any arithmetic: a million digits overflow Decimal's context
+        raise ValueError(f"quantity out of range: {len(raw)} characters")
     m = _QUANTITY.fullmatch(raw)
     if m is None:
         raise ValueError(f"not a quantity: {raw!r}")

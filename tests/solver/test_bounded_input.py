@@ -100,3 +100,21 @@ def test_clip_cuts_on_a_character_boundary() -> None:
     assert clip("abc", 10) == "abc"
     cut = clip("é" * 2000, 100)
     assert len(cut.encode()) <= 100 and cut.startswith("é" * 30) and cut.endswith(" more bytes)")
+
+
+@pytest.mark.parametrize("value", ["9" * 1_000_000, "1" + "0" * 200 + "Ki"])
+def test_a_quantity_of_a_million_digits_is_out_of_range_not_an_internal_error(
+        value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the fuzz (issue 32, item 7): a million-digit memory overflowed Decimal's
+    context and ended in "internal error"."""
+    snap = {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "4", "memory": value, "pods": "110"}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}]}
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(snap))
+    assert cli.main(["solve", str(path), "-o", str(tmp_path / "plan.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gangplace: Node/n1: status.allocatable.memory: unparsable quantity")
+    assert len(err.encode()) <= MAX_MESSAGE + 20
