@@ -118,3 +118,14 @@ def test_a_quantity_of_a_million_digits_is_out_of_range_not_an_internal_error(
     err = capsys.readouterr().err
     assert err.startswith("gangplace: Node/n1: status.allocatable.memory: unparsable quantity")
     assert len(err.encode()) <= MAX_MESSAGE + 20
+
+
+def test_a_yaml_error_is_one_line_with_its_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the fuzz: PyYAML's error spans four lines (context, mark, problem, mark); the
+    CLI's refusal is one."""
+    path = tmp_path / "snap.yaml"
+    path.write_text('{"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "x": "\\ud8"}]}\n')
+    assert cli.main(["solve", str(path), "-o", str(tmp_path / "plan.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not valid YAML: while parsing a quoted scalar: found invalid Unicode " \
+        "character escape code (line 1, column" in err

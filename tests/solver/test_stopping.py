@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from solver import api, client, server
-from solver.model import build, greedy, problem, stopping
+from solver.model import bounds, build, greedy, problem, stopping
 from solver.model.stopping import Stopped
 from tests.builders import RACK, node, pod, pod_group, snapshot
 
@@ -47,11 +47,13 @@ def _stopping_in(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, stop: 
 @pytest.mark.parametrize("module, name, where", [
     (problem, "_candidate_nodes", "the candidate nodes"),
     (greedy, "hint", "the greedy walk"),
+    (greedy, "_reprieve", "the greedy walk (reprieves)"),
+    (bounds, "_node_costs", "the cost floor"),
     (build, "build_model", "the model ("),  # the first constraint family's checkpoint
-    (api, "solve", "the search"),
-], ids=["problem", "hint", "model", "search"])
+    (api, "solve", ("the cost floor", "the search")),  # the search prices its floor first, when it has one
+], ids=["problem", "hint", "reprieves", "cost-floor", "model", "search"])
 def test_a_stop_set_in_a_phase_ends_the_plan_at_its_next_checkpoint(monkeypatch: pytest.MonkeyPatch, module: Any,
-                                                                   name: str, where: str) -> None:
+                                                                   name: str, where: str | tuple[str, ...]) -> None:
     stop = threading.Event()
     reached: list[str] = []
     _stopping_in(monkeypatch, module, name, stop, reached)
