@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -505,11 +506,22 @@ def _sub_request(obj: Obj, field: str, raw: Any, name: str, classes: Mapping[str
     )
 
 
+# a DNS-1123 label, as upstream validates request, subrequest and pod claim names
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def _label(obj: Obj, field: str, name: str) -> str:
+    if len(name) > 63 or not _DNS_LABEL.fullmatch(name):
+        raise _fail(obj, field, f"{name!r} is not a DNS label (lower case alphanumerics and '-', at most 63)")
+    return name
+
+
 def _new_name(obj: Obj, field: str, entry: object, seen: set[str], what: str) -> str:
-    """``entry.name``: present, and not among ``seen`` (then added)."""
+    """``entry.name``: present, a DNS label, and not among ``seen`` (then added)."""
     name = entry.get("name") if isinstance(entry, Mapping) else None
     if not isinstance(name, str) or not name:
         raise _fail(obj, f"{field}.name", "missing")
+    _label(obj, f"{field}.name", name)
     if name in seen:
         raise _fail(obj, f"{field}.name", f"duplicate {what} {name!r}")
     seen.add(name)
@@ -538,6 +550,7 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
                 sub_name = sub.get("name") if isinstance(sub, Mapping) else None
                 if not isinstance(sub_name, str) or not sub_name:
                     raise _fail(obj, f"{sf}.name", "missing")
+                _label(obj, f"{sf}.name", sub_name)
                 if f"{name}/{sub_name}" in names:
                     raise _fail(obj, f"{sf}.name", f"duplicate subrequest name {sub_name!r}")
                 names.add(f"{name}/{sub_name}")

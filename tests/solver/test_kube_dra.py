@@ -416,6 +416,14 @@ BAD: list[tuple[str, str, str, Any, str]] = [
      _set(f"{GPU_TEMPLATE_REQ}.exactly.selectors.0", {"cel": {"expression": "device.model == 1"}}),
      "ResourceClaimTemplate/team/two-gpus: spec.spec.devices.requests[0].exactly.selectors[0].cel.expression: "
      "CEL: undefined field 'model' of device"),
+    # found by the typed fuzz (tests/grpc/test_fuzz_typed.py): "a/b" reads as request a's subrequest b
+    ("template-request-name-not-a-label", "ResourceClaimTemplate", "two-gpus",
+     _set(f"{GPU_TEMPLATE_REQ}.name", "a/b"),
+     "ResourceClaimTemplate/team/two-gpus: spec.spec.devices.requests[0].name: "
+     "'a/b' is not a DNS label (lower case alphanumerics and '-', at most 63)"),
+    ("pod-claim-name-not-a-label", "Pod", "w-0", _set("spec.resourceClaims.1.name", "Licence"),
+     "Pod/team/w-0: spec.resourceClaims[1].name: 'Licence' is not a DNS label (lower case alphanumerics and '-', "
+     "at most 63)"),
     ("template-request-both", "ResourceClaimTemplate", "two-gpus",
      _set(f"{GPU_TEMPLATE_REQ}.firstAvailable", [{"name": "a", "deviceClassName": "gpu"}]),
      "ResourceClaimTemplate/team/two-gpus: spec.spec.devices.requests[0]: "
