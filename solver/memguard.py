@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import os
 import threading
 import time
@@ -78,8 +77,8 @@ def estimate(request_bytes: int, *, typed: bool) -> int:
 
 
 def trim() -> None:
-    """Give freed heap back to the kernel (glibc; elsewhere nothing)."""
-    gc.collect()
+    """Give freed heap back to the kernel (glibc; elsewhere nothing). No ``gc.collect``: over
+    a heap of millions of objects it takes seconds, and the collector runs on its own."""
     name = ctypes.util.find_library("c")
     if name is None:
         return
@@ -150,8 +149,8 @@ class Guard:
             if ticket in self._running:
                 self._running.remove(ticket)
             idle = not self._running
-        if idle and self.budget:
-            trim()
+        if idle and self.budget:  # off the call's path: its slot is freed first
+            threading.Thread(target=trim, name="memguard-trim", daemon=True).start()
 
     def _watch(self) -> None:
         while True:
