@@ -7,6 +7,13 @@ grows, so on a 15,000-node snapshot the collector took most of the time: json.lo
 72 MB 3.2 s with it and 0.5 s without; building the problem 6.5 s and 2.3 s. Reference
 counting still frees everything the moment it is dropped; only cycles wait, and the
 collector resumes when the last holder (of any thread) is done.
+
+When it resumes, what the block allocated is moved to the oldest generation first
+(``gc.freeze`` then ``gc.unfreeze``, two list splices). Otherwise the first allocation after
+the block starts a collection of the youngest generation over every object the block made:
+0.8 s for a 15,000-node snapshot, the same whether the block ended in a plan or was stopped
+(a cancelled call held its slot that long). The oldest generation is walked only when it
+has grown by a quarter, as the collector always does.
 """
 
 from __future__ import annotations
@@ -36,4 +43,6 @@ def without_gc() -> Iterator[None]:
         with _gc_lock:
             _gc_holders -= 1
             if _gc_holders == 0 and _gc_was_enabled:
+                gc.freeze()  # everything tracked, the block's millions included, to the permanent generation
+                gc.unfreeze()  # and back, into the oldest: no young collection walks them now
                 gc.enable()
