@@ -169,9 +169,10 @@ def test_many_large_calls_at_once_are_each_answered_and_the_server_stays_within_
     try:
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(one, [LARGE, SMALL] * 4))
-        assert set(answers[0::2]) <= {memguard.REASON, "BUSY"} and memguard.REASON in answers[0::2]
-        assert set(answers[1::2]) <= {"plan", "BUSY"} and "plan" in answers[1::2]
-        assert one(SMALL) == "plan"
+        # which calls find both slots taken depends on timing; what each may answer does not
+        assert set(answers[0::2]) <= {memguard.REASON, "BUSY"}
+        assert set(answers[1::2]) <= {"plan", "BUSY"}
+        assert (one(LARGE), one(SMALL)) == (memguard.REASON, "plan")  # alone: refused, and served
         before_admission = 8 * 2 * len(LARGE) / MIB  # each message as received, and as parsed
         assert _status_mib(proc.pid, "VmHWM") <= budget_mib + before_admission
     finally:

@@ -5,6 +5,7 @@ most 1 KB however large the value it quotes, with the object and field still nam
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import grpc
@@ -127,5 +128,6 @@ def test_a_yaml_error_is_one_line_with_its_place(tmp_path: Path, capsys: pytest.
     path.write_text('{"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "x": "\\ud8"}]}\n')
     assert cli.main(["solve", str(path), "-o", str(tmp_path / "plan.json")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not valid YAML: while parsing a quoted scalar: found invalid Unicode " \
-        "character escape code (line 1, column" in err
+    assert err.count("\n") == 1, err
+    assert re.search(r"snap\.yaml: not valid YAML: while parsing a quoted scalar: [^\n]+ \(line 1, column \d+\)$",
+                     err.strip()), err
