@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 from solver.model import selectors
 from solver.model import snapshot as s
+from solver.model.stopping import checkpoint
 from solver.model.assignment import pdb_taken
 from solver.model.problem import Problem
 from solver.model.workloads import VictimUnit, Workload
@@ -76,6 +77,8 @@ def classified_counts(problem: Problem) -> list[dict[s.PdbKey, int]]:
         live = [b for b in problem.snapshot.pdbs if b.selector.match_labels or b.selector.match_expressions]
         out = []
         for unit in problem.units:
+            if not unit.index % 256:
+                checkpoint("the victims' budgets")  # a stop leaves nothing cached: get stores on return
             counts: dict[s.PdbKey, int] = defaultdict(int)
             for pod in unit.members:
                 if not pod.labels:
@@ -172,6 +175,7 @@ def _covered_in_order(problem: Problem) -> dict[s.PdbKey, _Ranked]:
                 by_pdb[pdb].append(u)
         ranked = {}
         for pdb, order in by_pdb.items():
+            checkpoint("the victims' budgets")
             prefix = [0]
             for u in order:
                 unit = problem.units[u]

@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from solver import api, client, server
-from solver.model import bounds, build, greedy, problem, stopping
+from solver.model import bounds, build, greedy, problem, stopping, victims
 from solver.model.stopping import Stopped
 from tests.builders import RACK, node, pod, pod_group, snapshot
 
@@ -47,11 +47,11 @@ def _stopping_in(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, stop: 
 @pytest.mark.parametrize("module, name, where", [
     (problem, "_candidate_nodes", "the candidate nodes"),
     (greedy, "hint", "the greedy walk"),
-    (greedy, "_reprieve", "the greedy walk (reprieves)"),
     (bounds, "_node_costs", "the cost floor"),
+    (victims, "classified_counts", "the victims' budgets"),
     (build, "build_model", "the model ("),  # the first constraint family's checkpoint
     (api, "solve", ("the cost floor", "the search")),  # the search prices its floor first, when it has one
-], ids=["problem", "hint", "reprieves", "cost-floor", "model", "search"])
+], ids=["problem", "hint", "cost-floor", "budgets", "model", "search"])
 def test_a_stop_set_in_a_phase_ends_the_plan_at_its_next_checkpoint(monkeypatch: pytest.MonkeyPatch, module: Any,
                                                                    name: str, where: str | tuple[str, ...]) -> None:
     stop = threading.Event()
@@ -65,6 +65,21 @@ def test_a_stop_set_in_a_phase_ends_the_plan_at_its_next_checkpoint(monkeypatch:
         api.plan(_case(), api.PlanOptions(time_limit=30, decompose=False, stop=stop))
     assert err.value.where.startswith(where) and reached[:1] == [name]
     assert not verified  # nothing after the phase ran
+
+
+def test_the_walks_reprieves_stop_between_victims(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stop set once the reprieve has its victims classified (the budgets' own checkpoint
+    is behind it): the reprieve loop's checkpoint ends the plan."""
+    stop = threading.Event()
+
+    def classified(*args: Any, **kwargs: Any) -> set[int]:
+        stop.set()
+        return set()
+
+    monkeypatch.setattr(greedy, "pdb_violating", classified)
+    with pytest.raises(Stopped) as err:
+        api.plan(_case(), api.PlanOptions(time_limit=30, decompose=False, stop=stop))
+    assert err.value.where == "the greedy walk (reprieves)"
 
 
 def test_the_verifier_stops_between_its_rules(monkeypatch: pytest.MonkeyPatch) -> None:
