@@ -17,9 +17,9 @@ from typing import Generic, TypeVar
 
 from solver.model import selectors
 from solver.model import snapshot as s
-from solver.model.stopping import checkpoint
 from solver.model.assignment import pdb_taken
 from solver.model.problem import Problem
+from solver.model.stopping import checkpoint
 from solver.model.workloads import VictimUnit, Workload
 
 T = TypeVar("T")
