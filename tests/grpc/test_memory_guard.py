@@ -29,8 +29,8 @@ def _list(objects: list[dict[str, object]]) -> bytes:
 
 
 SMALL = _list(generate.generate(generate.GenerateSpec(nodes=8, pods_per_node=2, gang_pods=4)))
-# ~5 MiB: an estimate of ~150 MiB
-LARGE = _list(generate.generate(generate.GenerateSpec(nodes=1000, pods_per_node=10, gang_pods=64)))
+# ~13 MiB: an estimate of ~310 MiB
+LARGE = _list(generate.generate(generate.GenerateSpec(nodes=2500, pods_per_node=10, gang_pods=64)))
 
 
 @pytest.fixture()
@@ -155,7 +155,7 @@ def test_many_large_calls_at_once_are_each_answered_and_the_server_stays_within_
     an answer (a plan, BUSY or MEMORY), none a broken connection, the server serves on, and its
     peak stays under the budget plus what gRPC holds before a call is admitted (each message
     received and parsed: docs/performance.md)."""
-    budget_mib = 240
+    budget_mib = 360
     proc, port = _serve("--max-inflight", "2", "--memory-limit-mb", str(budget_mib))
 
     def one(body: bytes) -> str:
@@ -172,7 +172,15 @@ def test_many_large_calls_at_once_are_each_answered_and_the_server_stays_within_
         # which calls find both slots taken depends on timing; what each may answer does not
         assert set(answers[0::2]) <= {memguard.REASON, "BUSY"}
         assert set(answers[1::2]) <= {"plan", "BUSY"}
-        assert (one(LARGE), one(SMALL)) == (memguard.REASON, "plan")  # alone: refused, and served
+        # alone: served (BUSY means retry later: what the burst left resident is trimmed once
+        # the server is idle), and LARGE refused
+        small = one(SMALL)
+        for _ in range(20):
+            if small != "BUSY":
+                break
+            time.sleep(0.25)
+            small = one(SMALL)
+        assert (small, one(LARGE)) == ("plan", memguard.REASON), _status_mib(proc.pid, "VmRSS")
         before_admission = 8 * 2 * len(LARGE) / MIB  # each message as received, and as parsed
         assert _status_mib(proc.pid, "VmHWM") <= budget_mib + before_admission
     finally:
