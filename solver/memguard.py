@@ -24,7 +24,6 @@ server is as small as its caches. The budget is ``--memory-limit-mb``, by defaul
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import threading
 import time
@@ -76,16 +75,24 @@ def estimate(request_bytes: int, *, typed: bool) -> int:
     return PER_CALL + PER_INPUT * request_bytes * (TYPED_DENSITY if typed else 1)
 
 
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, from the symbols already loaded (``CDLL(None)``), never through
+    ``ctypes.util.find_library``: that runs ``ldconfig`` in a child process, and a fork beside
+    grpc's threads can hang (a served process then did not exit on SIGTERM)."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
 def trim() -> None:
     """Give freed heap back to the kernel (glibc; elsewhere nothing). No ``gc.collect``: over
     a heap of millions of objects it takes seconds, and the collector runs on its own."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    try:
-        ctypes.CDLL(name).malloc_trim(0)
-    except (OSError, AttributeError):
-        return
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 class OverBudget(Exception):
