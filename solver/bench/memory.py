@@ -10,32 +10,20 @@ that floor. Where the mark cannot be reset the process peak is reported, and the
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import re
 import resource
 from dataclasses import dataclass
 
-_STATUS = "/proc/self/status"
+from solver.memguard import trim
+
 _CLEAR_REFS = "/proc/self/clear_refs"
 
 
-def _trim() -> None:
-    """Give freed heap back to the kernel so it no longer counts as resident (glibc only)."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
+def status_mib(field: str, pid: int | str = "self") -> float | None:
+    """A ``kB`` field of /proc/<pid>/status (VmRSS, VmHWM) in MiB; None where there is none."""
     try:
-        libc = ctypes.CDLL(name)
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        return
-
-
-def _status_mib(field: str) -> float | None:
-    try:
-        with open(_STATUS, encoding="ascii") as fh:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
             found = re.search(rf"^{field}:\s+(\d+) kB", fh.read(), re.MULTILINE)
     except OSError:
         return None
@@ -50,16 +38,16 @@ class Peak:
 
     def start(self) -> None:
         gc.collect()
-        _trim()
+        trim()
         try:
             with open(_CLEAR_REFS, "w", encoding="ascii") as fh:
                 fh.write("5")
-            self.per_case = _status_mib("VmHWM") is not None
+            self.per_case = status_mib("VmHWM") is not None
         except OSError:
             self.per_case = False
 
     def mib(self) -> float:
-        if self.per_case and (hwm := _status_mib("VmHWM")) is not None:
+        if self.per_case and (hwm := status_mib("VmHWM")) is not None:
             return round(hwm, 1)
         return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 

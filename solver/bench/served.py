@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 import grpc
 import yaml
 
+from solver.bench.memory import status_mib
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 
@@ -49,12 +49,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _status_mib(pid: int, field: str) -> float:
-    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-        found = re.search(rf"^{field}:\s+(\d+) kB", fh.read(), re.MULTILINE)
-    return int(found.group(1)) / 1024 if found else 0.0
-
-
 def encode(objects: list[dict[str, Any]], form: str) -> bytes:
     if form == "yaml":
         return yaml.dump_all(objects, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper)).encode()
@@ -77,7 +71,7 @@ def measure(case: str, objects: list[dict[str, Any]], forms: Sequence[str] = ("j
                     ("grpc.max_send_message_length", len(body) + (1 << 20)),
                     ("grpc.max_receive_message_length", 1 << 30)]) as ch:
                 grpc.channel_ready_future(ch).result(timeout=60)
-                idle = _status_mib(proc.pid, "VmRSS")
+                idle = status_mib("VmRSS", proc.pid) or 0.0
                 stub = pb_grpc.PlacementServiceStub(ch)  # type: ignore[no-untyped-call]  # protoc writes no types
                 request = pb.SolveRequest(kubernetes_objects=body, options=pb.SolveOptions(
                     time_limit_seconds=time_limit, pdb_policy=pb.PDB_POLICY_SOFT if soft else pb.PDB_POLICY_STRICT))
@@ -86,7 +80,7 @@ def measure(case: str, objects: list[dict[str, Any]], forms: Sequence[str] = ("j
                 except grpc.RpcError as exc:
                     status = exc.code().name
                 time.sleep(0.2)
-                peak = _status_mib(proc.pid, "VmHWM")
+                peak = status_mib("VmHWM", proc.pid) or 0.0
         finally:
             proc.terminate()
             try:
