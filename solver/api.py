@@ -59,6 +59,7 @@ class OptionError(InputError):
 MAX_WORKERS = 64
 MAX_TIME_LIMIT = 7 * 24 * 3600.0
 MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is an int32
+MAX_EXPECTED = 1000  # expected pods: each is asked of every device and scored on every node tried
 DEFAULT_GATES = FeatureGates()  # kube-scheduler 1.37's defaults (frozen: one shared value)
 
 
@@ -112,10 +113,18 @@ class PlanOptions:
         number("relative_gap", self.relative_gap, 0.0, 1.0, False)
         if self.max_variables is not None:
             number("max_variables", self.max_variables, 1, 2**62, True)
+        if len(self.expected) > MAX_EXPECTED:
+            raise OptionError("expected", f"at most {MAX_EXPECTED} expected pods, got {len(self.expected)}")
+        for i, pod in enumerate(self.expected):
+            if not fits(pod.weight, 1e-9, 1e9, False):
+                raise OptionError(f"expected[{i}].weight", f"must be a number from 1e-09 to 1e+09, got {pod.weight!r}")
         if self.pdb_policy not in PDB_POLICIES:
             raise OptionError("pdb_policy", f"must be one of {', '.join(PDB_POLICIES)}, got {self.pdb_policy!r}")
     # a victim's DRA devices go free when it is evicted; False plans as upstream 1.37 can
     dra_preemption: bool = True
+    # the pods expected to arrive, with their shares (docs/fragmentation.md): the hint places
+    # each pod where it fragments the devices least for them, ties in an order drawn from seed
+    expected: tuple[s.ExpectedPod, ...] = ()
 
 
 def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
@@ -203,7 +212,8 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         # deadline the problem cannot be built, CelTimeLimitError naming the selector
         with cel.within(clock.start + options.time_limit, options.time_limit):
             problem = build_problem(snapshot, pdb_policy=options.pdb_policy, gates=options.gates,
-                                    dra_preemption=options.dra_preemption)
+                                    dra_preemption=options.dra_preemption, expected=options.expected,
+                                    seed=options.seed)
         problem_done = time.perf_counter()
         stopping.checkpoint("the problem")
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes

@@ -33,6 +33,7 @@ from typing import Any, TextIO
 
 from solver import api, kube, loader
 from solver.bench import generate, plot, runner
+from solver.kube import expected
 from solver.model.errors import BugError, SnapshotInvalidError, SolverError
 from solver.model.features import (
     GATE_NAMES,
@@ -40,8 +41,9 @@ from solver.model.features import (
     FeatureGates,
     parse_feature_gates,
 )
+from solver.model.fragment import tie_order
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES
-from solver.model.snapshot import ClusterSnapshot
+from solver.model.snapshot import ClusterSnapshot, ExpectedPod
 
 
 def _pdb_policy_arg(p: argparse.ArgumentParser) -> None:
@@ -224,6 +226,9 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--no-dra-preemption", action="store_true",
                        help="a victim's DRA devices stay held, as upstream 1.37 plans (default: evicting "
                             "every holder frees them)")
+    solve.add_argument("--expected-pods", metavar="FILE",
+                       help="the pods expected to arrive, with weights (docs/fragmentation.md): each pod goes "
+                            "where it fragments the devices least for them")
     solve.add_argument("-o", "--output", action=_Output, metavar="PLAN.json",
                        help="write the plan (with --explain, the explanation) here instead of stdout, in a "
                             "directory that exists (-: stdout)")
@@ -285,8 +290,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="the openb trace (cluster-trace-gpu-v2023: csv/, fgd-expected-results/) for --fgd")
     bench.add_argument("--seeds", default="42-51", metavar="A-B",
                        help="--fgd: the protocol's seeds (42-51, as the paper)")
-    bench.add_argument("--fgd-policy", action="append", choices=["gangplace", "baseline"], default=[],
-                       help="--fgd: who places each task (repeatable; gangplace)")
+    bench.add_argument("--fgd-policy", action="append", choices=["gangplace", "gangplace-plain", "baseline"],
+                       default=[], help="--fgd: who places each task (repeatable): gangplace, given the typical "
+                                        "tasks as expected pods (the default); gangplace-plain, not; baseline")
     bench.add_argument("--fgd-window", type=_positive, default=1, metavar="K",
                        help="--fgd: plan the arrivals K at a time, jointly (1: online, each on arrival)")
     bench.add_argument("--fgd-offline", action="store_true",
@@ -400,15 +406,22 @@ def _fgd(args: argparse.Namespace) -> int:
     nodes, tasks = fgd.load_nodes(Path(args.trace)), fgd.load_tasks(Path(args.trace), args.fgd)
     runs = []
     bounds: dict[int, fgd.Bound] = {}
+    mix = fgd.expected_pods(fgd.typical(tasks))
     for policy in args.fgd_policy or ["gangplace"]:
-        place = fgd.planner(baseline=policy == "baseline", time_limit=args.time_limit, pdb_policy=args.pdb_policy)
         for seed in seeds:
+            # gangplace is given the typical tasks as FGD is; gangplace-plain is not
+            place = fgd.planner(baseline=policy == "baseline", time_limit=args.time_limit, pdb_policy=args.pdb_policy,
+                                expected=mix if policy == "gangplace" else (), seed=seed)
             if seed not in bounds:
                 order = fgd.arrivals(tasks, fgd.Cluster.of(nodes).capacity, seed)
                 bounds[seed] = fgd.bound(nodes, order)
             name = policy if args.fgd_window == 1 else f"{policy} window {args.fgd_window}"
             name += " offline" if args.fgd_offline else ""
-            r = fgd.run(nodes, tasks, seed, name, place, window=args.fgd_window, offline=args.fgd_offline)
+            # with expected pods, equal scores go in the seed's node order: alike nodes are stood
+            # for by the one first in it, the node the plan would pick among them all
+            rank = functools.partial(tie_order, seed) if policy == "gangplace" else None
+            r = fgd.run(nodes, tasks, seed, name, place, window=args.fgd_window, offline=args.fgd_offline,
+                        rank=rank)
             r.bound = bounds[seed].percent
             runs.append(r)
             print(f"{args.fgd} {name} seed {seed}: alloc {r.alloc.get(100)} % @100, "
@@ -620,7 +633,14 @@ def _solve_options(args: argparse.Namespace, on_solution: api.OnSolution | None 
     return api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers, seed=args.seed,
                            baseline_only=args.baseline, decompose=not args.no_decompose, pdb_policy=args.pdb_policy,
                            gates=args.feature_gates or FeatureGates(), dra_preemption=not args.no_dra_preemption,
-                           on_solution=on_solution)
+                           expected=_expected_pods(args.expected_pods), on_solution=on_solution)
+
+
+def _expected_pods(path: str | None) -> tuple[ExpectedPod, ...]:
+    """``--expected-pods FILE``, read (the device classes are checked against the snapshot)."""
+    if not path:
+        return ()
+    return expected.expected_pods(loader.read_documents(Path(path)), source=path)
 
 
 def _shows_progress(args: argparse.Namespace) -> bool:

@@ -20,6 +20,7 @@ from google.protobuf import json_format, struct_pb2
 
 from solver import api, kube, loader
 from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.kube import expected
 from solver.kube.volumes import BIND_COMPLETED
 from solver.model import plan as p
 from solver.model import snapshot as s
@@ -65,6 +66,14 @@ def pdb_policy_value(policy: PdbPolicy) -> pb.PdbPolicy:
 _LOCAL_ONLY = {"max_variables": None, "ideal_shortcut": True, "stop": None, "on_solution": None}
 
 
+def expected_from_proto(raw: bytes) -> tuple[s.ExpectedPod, ...]:
+    """``SolveOptions.expected_pods``: a JSON or YAML list (SnapshotInvalidError naming the entry)."""
+    if not raw:
+        return ()
+    return expected.expected_pods(loader.documents_from_bytes(raw, "options.expected_pods"),
+                                  source="options.expected_pods")
+
+
 def options_to_proto(options: api.PlanOptions) -> pb.SolveOptions:
     """``PlanOptions`` as a request's ``SolveOptions`` (``workload`` travels in the request
     itself); an option the wire cannot carry (``_LOCAL_ONLY``) set is an OptionError."""
@@ -76,7 +85,9 @@ def options_to_proto(options: api.PlanOptions) -> pb.SolveOptions:
     return pb.SolveOptions(time_limit_seconds=options.time_limit, workers=options.workers, seed=options.seed,
                            relative_gap=options.relative_gap, baseline_only=options.baseline_only,
                            no_decompose=not options.decompose, pdb_policy=pdb_policy_value(options.pdb_policy),
-                           feature_gates=gates, no_dra_preemption=not options.dra_preemption)
+                           feature_gates=gates, no_dra_preemption=not options.dra_preemption,
+                           expected_pods=json.dumps(expected.document(options.expected)).encode()
+                           if options.expected else b"")
 
 
 # ---- request -> snapshot ------------------------------------------------------------------

@@ -211,6 +211,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                 snapshot = convert.snapshot_from_request(request)
             gates = parse_feature_gates(o.feature_gates)
             policy = convert.pdb_policy(o.pdb_policy)
+            expected_pods = convert.expected_from_proto(o.expected_pods)
         except FeatureGateError as exc:
             exc.field = "options.feature_gates"
             _refuse(context, exc, rid, f"options.feature_gates: {exc.reason}")
@@ -229,7 +230,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                 workload=request.workload or None, time_limit=o.time_limit_seconds or self.config.default_time_limit,
                 workers=o.workers or 1, seed=o.seed, relative_gap=o.relative_gap, baseline_only=o.baseline_only,
                 decompose=not o.no_decompose, pdb_policy=policy, gates=gates,
-                dra_preemption=not o.no_dra_preemption, stop=stop, on_solution=on_solution)
+                dra_preemption=not o.no_dra_preemption, expected=expected_pods, stop=stop, on_solution=on_solution)
         except api.OptionError as exc:
             _refuse(context, exc, rid, f"options.{exc.option}: {exc.reason}")
         if why := loader.nothing_to_plan(snapshot):  # as the CLI: an empty input is no empty plan

@@ -44,6 +44,7 @@ from typing import Any
 
 from solver.model.errors import SolverError
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
+from solver.model.snapshot import ExpectedPod, SubRequest
 
 DRIVER = "gpu.openb"
 GPU_CLASS = "openb-gpu"
@@ -263,9 +264,11 @@ class Cluster:
 
 # ---- the cluster and a task as Kubernetes objects -----------------------------------------
 
-def objects(cluster: Cluster, tasks: Sequence[tuple[str, Task]]) -> tuple[list[dict[str, Any]], set[str]]:
+def objects(cluster: Cluster, tasks: Sequence[tuple[str, Task]], rank: Callable[[str], Any] | None = None
+            ) -> tuple[list[dict[str, Any]], set[str]]:
     """The snapshot gangplace plans tasks (pod name, task) on: of the nodes in each state that
-    may take one of them, as many as there are tasks (the first by name), each with its whole
+    may take one of them, as many as there are tasks (the first by name, or by ``rank``: the
+    plan's own order among equals, so that it picks the node it would among all), each with its whole
     allocatable, what the tasks placed there use as one running pod (``used-<node>``) whose
     claim holds a share of each GPU they use (consumedCapacity), and the GPUs as devices; the
     GPU class; each task's pod and claim template. Also the names of the nodes it holds."""
@@ -274,7 +277,7 @@ def objects(cluster: Cluster, tasks: Sequence[tuple[str, Task]]) -> tuple[list[d
                                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}]
     seen: dict[tuple[object, ...], int] = {}
     names: set[str] = set()
-    for st in cluster.nodes:
+    for st in cluster.nodes if rank is None else sorted(cluster.nodes, key=lambda st: rank(st.node.name)):
         key = st.key()
         if seen.get(key, 0) >= len(tasks) or not any(cluster.may_fit(st, t) for _, t in tasks):
             continue
@@ -374,7 +377,7 @@ def largest_first(order: Sequence[Task]) -> list[Task]:
 
 
 def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name: str, policy: Policy, *,
-        tune: float = TUNE, window: int = 1, offline: bool = False,
+        tune: float = TUNE, window: int = 1, offline: bool = False, rank: Callable[[str], Any] | None = None,
         progress: Callable[[Run, int], None] | None = None) -> Run:
     """One seed of the protocol under ``policy``: the arrivals in windows of ``window`` tasks
     (1: online, each on arrival), each window placed jointly or failed; the allocation ratio and
@@ -395,7 +398,7 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
     start = time.perf_counter()
     for first in range(0, len(order), window):
         batch = [(f"t{i}-{t.name}", t) for i, t in enumerate(order[first:first + window], start=first)]
-        objs, names = objects(cluster, batch)
+        objs, names = objects(cluster, batch, rank)
         chosen = policy(objs) if names else {}  # no node may take any: they fail
         for name, t in batch:
             if name in chosen:
@@ -494,14 +497,32 @@ def bound(nodes: Sequence[GpuNode], order: Sequence[Task], *, time_limit: float 
                  seconds=time.perf_counter() - start)
 
 
+def expected_pods(shapes: Sequence[Typical]) -> tuple[ExpectedPod, ...]:
+    """The typical tasks as gangplace's expected pods (``PlanOptions.expected``): what FGD is
+    given, in the same units (cpu as FGD's fit checks it; a GPU request per the shape)."""
+    out = []
+    for i, sh in enumerate(shapes):
+        device = None
+        if sh.num_gpu:
+            models = ", ".join(f'"{m}"' for m in sh.spec)
+            device = SubRequest(name="device", device_class=GPU_CLASS, count=sh.num_gpu,
+                                capacity=(("milli", sh.gpu_milli * 1000),),  # milli-units of the quantity
+                                selectors=(f'device.attributes["{DRIVER}"].model in [{models}]',) if sh.spec else ())
+        out.append(ExpectedPod(name=f"typical-{i}", weight=sh.weight, requests=(("cpu", sh.cpu_milli),)
+                               if sh.cpu_milli else (), device=device))
+    return tuple(out)
+
+
 def planner(*, baseline: bool = False, time_limit: float = 10.0, check: bool = True,
-            pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> Policy:
+            pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY, expected: Sequence[ExpectedPod] = (),
+            seed: int = 0) -> Policy:
     """gangplace (``api.plan``), or its upstream-greedy baseline, as a policy; ``check``: every
     plan passes the verifier. The protocol has no budgets (and nothing is preempted), so both
-    PDB policies give the same plans."""
+    PDB policies give the same plans. ``expected`` and ``seed`` as ``PlanOptions``'s."""
     from solver import api, kube, verify
 
-    options = api.PlanOptions(time_limit=time_limit, baseline_only=baseline, pdb_policy=pdb_policy)
+    options = api.PlanOptions(time_limit=time_limit, baseline_only=baseline, pdb_policy=pdb_policy,
+                              expected=tuple(expected), seed=seed)
 
     def place(objs: list[dict[str, Any]]) -> dict[str, tuple[str, list[int]]]:
         snap = kube.snapshot_from_objects(objs)

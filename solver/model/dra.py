@@ -168,6 +168,8 @@ class DraProblem:
     unit_types: Mapping[int, Mapping[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
     # (counter set, counter) -> its amount, for the counters some type consumes
     counters: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    # per expected pod (PlanOptions.expected), the slot of its device request; () without one
+    expected_slots: tuple[tuple[Slot, ...], ...] = ()
     # devices, or claims that need some (which then cannot be met without devices); asked per
     # class and node tried, so worked out once from the fields above
     active: bool = field(init=False, default=False)
@@ -294,13 +296,15 @@ class _Types:
 
 
 def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Sequence[VictimUnit],
-            *, free_on_eviction: bool = True) -> DraProblem:
+            *, free_on_eviction: bool = True, expected: Sequence[s.ExpectedPod] = ()) -> DraProblem:
     """The DRA view of the problem. Without ``free_on_eviction`` every allocated device stays
     held whoever is evicted, as upstream 1.37 plans (its DRA plugin has no preemption
-    support, KEP-5690)."""
+    support, KEP-5690). ``expected``: pod shapes whose device requests the devices are also
+    asked (``expected_slots``), so that the hint can tell which devices each could use."""
     dra_state = snapshot.dra
     if not dra_state.pod_claims and not dra_state.devices:
         return DraProblem(class_slots=tuple(() for _ in classes))
+    expected_claims = _expected_claims(dra_state, expected)
     consumers = _Consumers(snapshot, units, free_on_eviction)
     naming = _naming(dra_state, classes)
     holder_of = _holders(snapshot, consumers)
@@ -308,7 +312,10 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
     _check_unshared(snapshot)
     claims = _sort_claims(snapshot, classes)
     shares = _shares(snapshot, consumers, naming)
-    found = _device_types(snapshot, _questions(claims), (holder_of, shares), kept_of)
+    questions, attrs = _questions(claims)
+    for claim in expected_claims.values():
+        _collect(claim, questions, attrs)
+    found = _device_types(snapshot, (list(dict.fromkeys(questions)), attrs), (holder_of, shares), kept_of)
 
     def slots(entry: str, claim_no: int, claim: s.Claim) -> tuple[Slot, ...]:
         return _slots(entry, claim_no, claim, found)
@@ -330,7 +337,24 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
         unit_types=_unit_types(found.types),
         counters={(k, c): amount for k, amounts in dra_state.counters.items() for c, amount in amounts.items()
                   if any((k, c) == (u[0], u[1]) for t in found.types for u in t.consumes)},
+        expected_slots=tuple(slots("expected", 0, expected_claims[i]) if i in expected_claims else ()
+                             for i in range(len(expected))),
     )
+
+
+def _expected_claims(dra_state: s.DraState, expected: Sequence[s.ExpectedPod]) -> dict[int, s.Claim]:
+    """Each expected pod's device request as a claim of one request (by the pod's index)."""
+    out: dict[int, s.Claim] = {}
+    for i, pod in enumerate(expected):
+        if pod.device is None:
+            continue
+        if pod.device.device_class not in dra_state.classes:
+            raise SnapshotInvalidError(f"expected pod {pod.name}", "device.deviceClassName",
+                                       f"DeviceClass {pod.device.device_class!r} not found")
+        request = s.Request(name=pod.device.name, alternatives=(pod.device,))
+        out[i] = s.Claim(key=s.ClaimKey(f"expected/{i}"), namespace="", name=pod.name,
+                         spec=s.ClaimSpec(requests=(request,)))
+    return out
 
 
 def _holders(snapshot: s.ClusterSnapshot, consumers: _Consumers) -> dict[s.DeviceKey, Holder]:

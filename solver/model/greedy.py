@@ -71,6 +71,7 @@ from datetime import datetime
 
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, group_ok
+from solver.model.fragment import Fragmentation, score, tie_order
 from solver.model.greedy_devices import Devices, Load, Take
 from solver.model.greedy_interpod import InterPodRules
 from solver.model.problem import Problem, fixed_domain
@@ -101,6 +102,8 @@ class State:
         self._held: dict[int, dict[s.NodeName, dict[str, int]]] = {}  # per power: _held_by
         # upstream's allocator takes the first device that fits; the hint packs shares best fit
         self.dev = Devices(problem.dra, self.evicted, frees=frees_devices, best_fit=not spread)
+        # the hint with expected pods: each pod where it fragments least (solver.model.fragment)
+        self.frag = Fragmentation(problem, self.dev) if problem.expected and not spread else None
         self._takes: list[Take] = []  # device takes of the "dev" log entries
         # nodes that hold or held something: every other node is empty (fullness 0)
         self.touched: set[s.NodeName] = set(self._base_running)
@@ -320,6 +323,35 @@ class State:
             if use and demand and demand + self.used(node, res, placed=False) + use > alloc.get(res, 0):
                 return True
         return False
+
+    def free_requests(self, node: s.NodeName, resources: Iterable[str]) -> dict[str, int]:
+        alloc, running, new = self.nodes[node].allocatable, self.running_on(node), self._new.get(node)
+        return {r: alloc.get(r, 0) - running.get(r, 0) - (new.get(r, 0) if new else 0) for r in resources}
+
+    def placement(self, c: int, node: s.NodeName) -> tuple[int, Take | None] | None:
+        """One more pod of class ``c`` on ``node`` (which has room for it): its fragmentation
+        score, and the devices it would take (shares where they fragment least); None when
+        its devices do not fit after all."""
+        frag = self.frag
+        assert frag is not None
+        cls = self.problem.classes[c]
+        free = self.free_requests(node, frag.resources)
+        before = frag.of(frag.node_state(node, free))
+        slots = self.problem.dra.class_slots[c]
+        take: Take | None = None
+        extra: Load | None = None
+        if slots:
+            self.dev.prefer = frag.after_share(free)
+            try:
+                got, take = self.dev.fit(slots, node, 1)
+            finally:
+                self.dev.prefer = None
+            if got != 1:
+                return None
+            extra = Load()
+            self.dev.add_take(extra, slots, take)
+        after_free = {r: f - cls.requests.get(r, 0) for r, f in free.items()}
+        return score(before, frag.of(frag.node_state(node, after_free, extra))), take
 
     def fullness(self, node: s.NodeName) -> tuple[float, float]:
         """How full ``node`` is, for packing: its own DRA devices first (the share in use), then
@@ -1012,6 +1044,40 @@ def _spread_fill(state: State, c: int, allowed: set[s.NodeName] | None, left: in
     return placed
 
 
+def _fragmentation_fill(state: State, c: int, allowed: set[s.NodeName] | None, left: int) -> int:
+    """Up to ``left`` pods of class ``c``, one at a time, each on the node it fragments least
+    (``fragment.score``, highest first; equal scores in the seeded node order). A node's score
+    changes only when a pod lands on it; a popped score is worked out again before it is used."""
+    problem = state.problem
+    cls = problem.classes[c]
+    seed = problem.seed
+    heap: list[tuple[int, bytes, s.NodeName]] = []
+
+    def scored(node: s.NodeName) -> tuple[int, Take | None] | None:
+        return state.placement(c, node) if state.room_for(cls, node) > 0 else None
+
+    for node in problem.candidates[c]:
+        if allowed is not None and node not in allowed:
+            continue
+        if (got := scored(node)) is not None:
+            heap.append((-got[0], tie_order(seed, node), node))
+    heapq.heapify(heap)
+    placed = 0
+    while placed < left and heap:
+        key, order, node = heapq.heappop(heap)
+        got = scored(node)
+        if got is None:
+            continue
+        if -got[0] != key:  # its score changed since: back in line
+            heapq.heappush(heap, (-got[0], order, node))
+            continue
+        state.place(c, node, 1, take=got[1] if problem.dra.class_slots[c] else None)
+        placed += 1
+        if (again := scored(node)) is not None:
+            heapq.heappush(heap, (-again[0], order, node))
+    return placed
+
+
 def _fill(state: State, classes: Iterable[int], allowed: set[s.NodeName] | None, *, limit: int | None = None) -> int:
     """Place as many pods of the classes as fit (at most ``limit`` of each): on upstream's best
     scored node one pod at a time (baseline), or fullest nodes first (hint); returns pods placed."""
@@ -1022,6 +1088,9 @@ def _fill(state: State, classes: Iterable[int], allowed: set[s.NodeName] | None,
         left = len(cls.pods) if limit is None else limit
         if state.spread:
             total += _spread_fill(state, c, allowed, left)
+            continue
+        if state.frag is not None:
+            total += _fragmentation_fill(state, c, allowed, left)
             continue
         again = c in state.rules.constrained  # such a class takes a node one pod at a time, in rounds
         while True:

@@ -13,7 +13,7 @@ shares while its capacities last, and charges its counters once while in use. Pu
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from solver.model import consumable
 from solver.model import dra as dra_mod
@@ -54,6 +54,9 @@ class Devices:
         self.evicted = evicted  # the greedy state's set, shared (read only here)
         self.frees = frees  # False: an evicted holder's devices stay held (upstream 1.37)
         self.best_fit = best_fit  # a share on the metered device it fills best (else the first)
+        # while set: a share goes on the metered device this ranks lowest (type, request, what the
+        # request took so far), before best fit; the hint's fragmentation (solver.model.fragment)
+        self.prefer: Callable[[int, s.SubRequest, Load], float] | None = None
         self.load = Load()  # what the committed placements take
         self.by_class: dict[int, Counter[int]] = defaultdict(Counter)  # type -> class -> devices
         self.placed: dict[tuple[int, s.NodeName], Counter[AllocKey]] = defaultdict(Counter)
@@ -250,9 +253,10 @@ class Devices:
         seen_values: set[MatchValue] = set()
         # free devices first, then devices an eviction freed; with best_fit, shares on the fullest
         # metered device that still takes them (whole devices stay whole); then by type index
-        def order(t: int) -> tuple[bool, float, int]:
+        def order(t: int) -> tuple[bool, float, float, int]:
             left = self._left_after(t, sub, local) if self.best_fit else 1.0
-            return self.dra.types[t].holder is not None, left, t
+            preferred = self.prefer(t, sub, local) if self.prefer is not None and self.dra.types[t].metered else 0.0
+            return self.dra.types[t].holder is not None, preferred, left, t
 
         for t in sorted(types, key=order):
             if left == 0:

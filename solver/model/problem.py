@@ -84,6 +84,10 @@ class Problem:
     dra_preemption: bool = True
     # pending pods never placed, with why: scheduling gates, being deleted (sorted by pod)
     held: tuple[tuple[s.PodKey, str], ...] = ()
+    # the pods expected to arrive (PlanOptions.expected): the hint places against their
+    # fragmentation, equal scores in an order of the nodes drawn from ``seed``
+    expected: tuple[s.ExpectedPod, ...] = ()
+    seed: int = 0
 
     @property
     def strict_pdbs(self) -> bool:
@@ -154,7 +158,8 @@ def root_of(tree: s.WorkloadTree, pod: s.Pod) -> Root:
 
 
 def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY,
-                  gates: FeatureGates = NO_GATES, dra_preemption: bool = True) -> Problem:
+                  gates: FeatureGates = NO_GATES, dra_preemption: bool = True,
+                  expected: Sequence[s.ExpectedPod] = (), seed: int = 0) -> Problem:
     groups = snapshot.group_by_key()
     tree = snapshot.tree
     running_in_group: dict[s.GroupKey, list[s.Pod]] = defaultdict(list)
@@ -178,7 +183,7 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
                                                 snapshot.dra, gates, preempted_on, interpod)
     planned_roots = {(GROUP_ROOT if w.kind != s.STANDALONE_POD else POD_ROOT, w.key) for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, planned_roots, pdb_policy == "strict")
-    dra = dra_mod.analyse(snapshot, classes, units, free_on_eviction=dra_preemption)
+    dra = dra_mod.analyse(snapshot, classes, units, free_on_eviction=dra_preemption, expected=expected)
     vectors = tuple(interpod.vector(c.pods[0]) for c in classes)
     candidates = _all_candidates(snapshot, workloads, classes, units, units_on_node, dra, interpod, vectors)
     _prune_topology(candidates, snapshot, groups, workloads, classes, running_in_group)
@@ -199,6 +204,8 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
         gates=gates,
         dra_preemption=dra_preemption,
         held=tuple(held),
+        expected=tuple(expected),
+        seed=seed,
     )
 
 

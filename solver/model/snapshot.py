@@ -348,6 +348,17 @@ class SubRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectedPod:
+    """A pod shape the caller expects to arrive, and its share of arrivals (``PlanOptions.expected``,
+    docs/fragmentation.md): the hint keeps the devices it could use unfragmented."""
+
+    name: str  # for messages: "expected[3]" or the name the caller gave
+    weight: float  # > 0; shares are the weights over their sum
+    requests: tuple[tuple[str, int], ...] = ()  # (resource, canonical amount: cpu in milli), sorted
+    device: SubRequest | None = None  # one device request (as a claim's ``exactly``); None: none
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Request:
     name: str
     alternatives: tuple[SubRequest, ...]  # (exactly,) or firstAvailable in preference order

@@ -84,7 +84,7 @@ class SolveRequest(_message.Message):
     def __init__(self, state: _Optional[_Union[ClusterState, _Mapping]] = ..., kubernetes_objects: _Optional[bytes] = ..., workload: _Optional[str] = ..., options: _Optional[_Union[SolveOptions, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class SolveOptions(_message.Message):
-    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "feature_gates", "no_dra_preemption", "pdb_policy")
+    __slots__ = ("time_limit_seconds", "workers", "seed", "relative_gap", "baseline_only", "no_decompose", "feature_gates", "no_dra_preemption", "pdb_policy", "expected_pods")
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,7 @@ class SolveOptions(_message.Message):
     FEATURE_GATES_FIELD_NUMBER: _ClassVar[int]
     NO_DRA_PREEMPTION_FIELD_NUMBER: _ClassVar[int]
     PDB_POLICY_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_PODS_FIELD_NUMBER: _ClassVar[int]
     time_limit_seconds: float
     workers: int
     seed: int
@@ -103,7 +104,8 @@ class SolveOptions(_message.Message):
     feature_gates: str
     no_dra_preemption: bool
     pdb_policy: PdbPolicy
-    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ..., pdb_policy: _Optional[_Union[PdbPolicy, str]] = ...) -> None: ...
+    expected_pods: bytes
+    def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ..., pdb_policy: _Optional[_Union[PdbPolicy, str]] = ..., expected_pods: _Optional[bytes] = ...) -> None: ...
 
 class ClusterState(_message.Message):
     __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces", "volume_claims", "volumes", "storage_classes", "counter_sets")

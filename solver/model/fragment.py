@@ -1,0 +1,162 @@
+"""Fragmentation against the pods expected to arrive (``PlanOptions.expected``), for the hint.
+
+A node's devices are fragmented for an expected pod when it cannot use them: all of the
+node's idle device capacity when the pod does not fit the node at all (its requests, or not
+enough devices with room for its device request), else the idle capacity of the devices it
+could not take a share or a device of. Weighted by the expected pods' shares, summed, that
+is the node's fragmentation; a placement's score is how much it lowers it, squashed to an
+integer 0..100 as kube-scheduler scores (``score``). This is the measure of Weng et al.'s
+fragmentation gradient descent (FGD, USENIX ATC'23; docs/fgd.md), stated for DRA devices:
+idle capacity is counted in devices (a metered device's least free share of its
+capacities, an ordinary device 1 when free, a shareable unmetered one never).
+
+Exact per device: whether a device has room for an expected pod's request is the
+allocator's own test (``Devices.free``, consumable capacity with its policies, counters).
+Whether the pod fits counts the devices with room against the request's count, without
+the allocator's search over counters two devices share (docs/fragmentation.md).
+
+Scores depend only on a node's state, so they are cached by it across plans (bounded).
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from solver.model import consumable
+from solver.model import snapshot as s
+from solver.model.greedy_devices import Devices, Load
+
+if TYPE_CHECKING:
+    from solver.model.problem import Problem
+
+# a device type's state, as far as fragmentation can tell: which expected pods its devices
+# answer, its capacities, what of them is in use, whether it is metered, its free devices
+TypeState = tuple[tuple[bool, ...], tuple[s.Consumable, ...], tuple[int, ...], bool, int]
+NodeState = tuple[tuple[int, ...], tuple[TypeState, ...]]  # free requests, the node's types
+
+CACHE_SIZE = 1 << 16  # node states remembered across plans (each a float)
+_cache: OrderedDict[tuple[tuple[s.ExpectedPod, ...], NodeState], float] = OrderedDict()
+
+
+def score(before: float, after: float) -> int:
+    """0..100: how much a placement lowers the node's fragmentation (in devices), through a
+    logistic: 50 for no change. Coarse on purpose (FGD's integer score): differences under
+    about 0.04 of a device near zero are ties, settled by the seeded node order."""
+    x = max(-50.0, min(50.0, before - after))
+    return int(100 / (1 + math.exp(-x)))
+
+
+def tie_order(seed: int, node: s.NodeName) -> bytes:
+    """A node's place among equal scores: a hash of the plan's seed and its name."""
+    return hashlib.blake2b(f"{seed}/{node}".encode(), digest_size=8).digest()
+
+
+class Fragmentation:
+    """Fragmentation of the hint's nodes as its placements change them."""
+
+    def __init__(self, problem: Problem, dev: Devices) -> None:
+        self.problem = problem
+        self.dev = dev
+        self.pods = problem.expected
+        total = sum(p.weight for p in self.pods)
+        self.shares = tuple(p.weight / total for p in self.pods)
+        slots = problem.dra.expected_slots
+        self.subs = tuple(p.device for p in self.pods)
+        # the device types each expected pod's request may take (any node)
+        self.eligible: tuple[frozenset[int], ...] = tuple(
+            frozenset(slots[i][0].eligible[0]) if i < len(slots) and slots[i] else frozenset()
+            for i in range(len(self.pods)))
+        self.resources = tuple(sorted({r for p in self.pods for r, _ in p.requests}))
+        self.asked = tuple(tuple(dict(p.requests).get(r, 0) for r in self.resources) for p in self.pods)
+
+    def node_state(self, node: s.NodeName, free: Mapping[str, int], extra: Load | None = None) -> NodeState:
+        types = []
+        for t in self.dev.local.get(node, ()):
+            dtype = self.dev.dra.types[t]
+            answers = tuple(t in e for e in self.eligible)
+            in_use: tuple[int, ...] = ()
+            if dtype.metered:
+                used = self.dev._capacity_in_use(t, extra)
+                in_use = tuple(used[c.name] for c in dtype.consumable)
+                # a metered device without capacities is used up by its first share
+                free_n = 0 if not dtype.consumable and self.dev._in_use(t, extra) else \
+                    min(1, max(0, self.dev.free(t, extra)))
+            elif dtype.shareable:
+                free_n = 0
+            else:
+                free_n = min(dtype.size, max(0, self.dev.free(t, extra)))
+            types.append((answers, dtype.consumable if dtype.metered else (), in_use, dtype.metered, free_n))
+        return tuple(free.get(r, 0) for r in self.resources), tuple(sorted(types, key=repr))
+
+    def after_share(self, free: Mapping[str, int]) -> Callable[[int, s.SubRequest, Load], float]:
+        """For ``Devices.prefer``: the node's fragmentation after one more share of a request on
+        a metered type, beside what the request took so far (``free``: the node's requests left)."""
+        def rank(t: int, sub: s.SubRequest, taken: Load) -> float:
+            dtype = self.dev.dra.types[t]
+            if dtype.node is None:
+                return 0.0
+            extra = taken.copy()
+            extra.add(dtype, sub, 1)
+            return self.of(self.node_state(dtype.node, free, extra))
+        return rank
+
+    def of(self, state: NodeState) -> float:
+        """The node's fragmentation, in devices (cached by state)."""
+        key = (self.pods, state)
+        got = _cache.get(key)
+        if got is not None:
+            _cache.move_to_end(key)
+            return got
+        value = _fragmentation(state, self.pods, self.shares, self.asked)
+        _cache[key] = value
+        if len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+        return value
+
+
+def _idle(ts: TypeState) -> float:
+    _, caps, in_use, metered, free_n = ts
+    if not metered:
+        return float(free_n)
+    if not caps:
+        return float(free_n)
+    if free_n == 0:
+        return 0.0
+    return min(max(0, c.value - u) / c.value if c.value else 0.0 for c, u in zip(caps, in_use, strict=True))
+
+
+def _room(ts: TypeState, sub: s.SubRequest) -> int:
+    """Devices of this type one allocation of ``sub`` could still take (0 or more)."""
+    _, caps, in_use, metered, free_n = ts
+    if free_n <= 0:
+        return 0
+    if not metered or not caps:
+        return free_n
+    used = consumable.consumed(sub.capacity, caps)
+    if used is None:
+        return 0
+    left = consumable.room(used, caps, {c.name: u for c, u in zip(caps, in_use, strict=True)})
+    return 1 if left is None or left >= 1 else 0
+
+
+def _fragmentation(state: NodeState, pods: Sequence[s.ExpectedPod], shares: Sequence[float],
+                   asked: Sequence[tuple[int, ...]]) -> float:
+    free, types = state
+    idle = [_idle(ts) for ts in types]
+    everything = sum(idle)
+    out = 0.0
+    for i, pod in enumerate(pods):
+        if any(f < a for f, a in zip(free, asked[i], strict=True)) or pod.device is None:
+            out += shares[i] * everything  # it cannot run here, or uses no device: all idle is lost to it
+            continue
+        usable = [_room(ts, pod.device) if ts[0][i] else 0 for ts in types]
+        if sum(usable) < pod.device.count:
+            out += shares[i] * everything
+            continue
+        out += shares[i] * sum(x for x, n in zip(idle, usable, strict=True) if n == 0)
+    return out
