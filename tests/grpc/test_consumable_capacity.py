@@ -179,3 +179,37 @@ def test_bad_capacity_input_is_invalid_argument_naming_the_field(running: server
         c.stub.Solve(pb.SolveRequest(state=state))
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert bad.value.details() == expected
+
+
+def test_expected_pods_travel_and_decide_the_device_as_in_process(running: server.Running) -> None:
+    """Two shareable GPUs of 40Gi, one with 20Gi held: a 15Gi share packs best fit on the held
+    one, leaving 5Gi no 20Gi pod can use; with 20Gi pods expected it goes on the free one,
+    where 25Gi stay of use to them. The same through the server as in process; a bad expected document is
+    INVALID_ARGUMENT naming the entry and its field."""
+    from solver import api
+    from solver.kube import expected
+
+    state = _state(1)
+    state.devices.append(pb.Device(driver=DRIVER, pool="n1", name="gpu-1", node="n1", allow_multiple_allocations=True,
+                                   capacity={"memory": "40Gi"}))
+    state.claims.append(pb.ResourceClaim(
+        namespace="d", name="old", requests=[pb.DeviceRequest(name="gpu", exactly=pb.DeviceSubRequest(
+            device_class="gpu", capacity_requests={"memory": "20Gi"}))],
+        allocation=[pb.AllocatedDevice(request="gpu", driver=DRIVER, pool="n1", device="gpu-1", share_id="s-1",
+                                       consumed_capacity={"memory": "20Gi"})]))
+    mix = expected.expected_pods([[{"weight": 1, "device": {"deviceClassName": "gpu",
+                                                           "capacity": {"requests": {"memory": "20Gi"}}}}]])
+
+    def device(plan: p.Plan) -> list[str]:
+        return [d.device for a in plan.device_allocations for d in a.devices]
+
+    local = {e: device(api.plan(_snapshot(state), api.PlanOptions(expected=e))) for e in ((), mix)}
+    assert local == {(): ["gpu-1"], mix: ["gpu-0"]}
+    with client.PlacementClient(_target(running)) as c:
+        assert {e: device(c.solve(state, api.PlanOptions(expected=e))) for e in ((), mix)} == local
+        bad = c.request(state, api.PlanOptions())
+        bad.options.expected_pods = b"- {weight: 1, device: {count: 1}}"
+        with pytest.raises(grpc.RpcError) as err:
+            c.stub.Solve(bad)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert "ExpectedPod/expected[0]: device.deviceClassName: missing" in err.value.details()  # type: ignore[attr-defined]
