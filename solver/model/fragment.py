@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from solver.model import consumable
@@ -39,8 +38,9 @@ if TYPE_CHECKING:
 TypeState = tuple[tuple[bool, ...], tuple[s.Consumable, ...], tuple[int, ...], bool, int]
 NodeState = tuple[tuple[int, ...], tuple[TypeState, ...]]  # free requests, the node's types
 
-CACHE_SIZE = 1 << 16  # node states remembered across plans (each a float)
-_cache: OrderedDict[tuple[tuple[s.ExpectedPod, ...], NodeState], float] = OrderedDict()
+CACHE_SIZE = 1 << 16  # node states remembered across plans, per mix of expected pods
+MIXES = 4  # mixes remembered
+_caches: dict[tuple[s.ExpectedPod, ...], dict[NodeState, float]] = {}
 
 
 def score(before: float, after: float) -> int:
@@ -66,57 +66,116 @@ class Fragmentation:
         total = sum(p.weight for p in self.pods)
         self.shares = tuple(p.weight / total for p in self.pods)
         slots = problem.dra.expected_slots
-        self.subs = tuple(p.device for p in self.pods)
         # the device types each expected pod's request may take (any node)
         self.eligible: tuple[frozenset[int], ...] = tuple(
             frozenset(slots[i][0].eligible[0]) if i < len(slots) and slots[i] else frozenset()
             for i in range(len(self.pods)))
         self.resources = tuple(sorted({r for p in self.pods for r, _ in p.requests}))
         self.asked = tuple(tuple(dict(p.requests).get(r, 0) for r in self.resources) for p in self.pods)
+        if self.pods not in _caches and len(_caches) >= MIXES:
+            _caches.pop(next(iter(_caches)))
+        self._cache = _caches.setdefault(self.pods, {})
+        self._answers: dict[int, tuple[bool, ...]] = {}
+        # a type's state by what is taken of it (this plan's; evictions change what is held: forget)
+        self._types: dict[tuple[int, int, tuple[int, ...]], TypeState] = {}
+        self._rooms: dict[tuple[object, ...], int] = {}
+
+    def forget(self) -> None:
+        """What is held changed (an eviction, or one undone): type states are worked out again."""
+        self._types.clear()
+
+    def _type_state(self, t: int, extra: Load | None) -> TypeState:
+        dev = self.dev
+        dtype = dev.dra.types[t]
+        key = None
+        if not dtype.consumes:  # else its room depends on other types' use of the counters
+            n = dev.load.n[t] + (extra.n[t] if extra else 0)
+            key = (t, n, tuple(dev.load.cap[t, c.name] + (extra.cap[t, c.name] if extra else 0)
+                               for c in dtype.consumable))
+            if (got := self._types.get(key)) is not None:
+                return got
+        answers = self._answers.get(t)
+        if answers is None:
+            answers = self._answers[t] = tuple(t in e for e in self.eligible)
+        in_use: tuple[int, ...] = ()
+        if dtype.metered:
+            used = dev._capacity_in_use(t, extra)
+            in_use = tuple(used[c.name] for c in dtype.consumable)
+            # a metered device without capacities is used up by its first share
+            free_n = 0 if not dtype.consumable and dev._in_use(t, extra) else min(1, max(0, dev.free(t, extra)))
+        elif dtype.shareable:
+            free_n = 0
+        else:
+            free_n = min(dtype.size, max(0, dev.free(t, extra)))
+        state = (answers, dtype.consumable if dtype.metered else (), in_use, dtype.metered, free_n)
+        if key is not None:
+            self._types[key] = state
+        return state
 
     def node_state(self, node: s.NodeName, free: Mapping[str, int], extra: Load | None = None) -> NodeState:
-        types = []
-        for t in self.dev.local.get(node, ()):
-            dtype = self.dev.dra.types[t]
-            answers = tuple(t in e for e in self.eligible)
-            in_use: tuple[int, ...] = ()
-            if dtype.metered:
-                used = self.dev._capacity_in_use(t, extra)
-                in_use = tuple(used[c.name] for c in dtype.consumable)
-                # a metered device without capacities is used up by its first share
-                free_n = 0 if not dtype.consumable and self.dev._in_use(t, extra) else \
-                    min(1, max(0, self.dev.free(t, extra)))
-            elif dtype.shareable:
-                free_n = 0
-            else:
-                free_n = min(dtype.size, max(0, self.dev.free(t, extra)))
-            types.append((answers, dtype.consumable if dtype.metered else (), in_use, dtype.metered, free_n))
-        return tuple(free.get(r, 0) for r in self.resources), tuple(sorted(types, key=repr))
+        types = [self._type_state(t, extra) for t in self.dev.local.get(node, ())]
+        types.sort(key=_order)  # alike nodes, alike states, whatever their types' order
+        return tuple(free.get(r, 0) for r in self.resources), tuple(types)
 
     def after_share(self, free: Mapping[str, int]) -> Callable[[int, s.SubRequest, Load], float]:
         """For ``Devices.prefer``: the node's fragmentation after one more share of a request on
         a metered type, beside what the request took so far (``free``: the node's requests left)."""
+        seen: dict[tuple[object, ...], float] = {}  # alike devices of a node rank alike
+
         def rank(t: int, sub: s.SubRequest, taken: Load) -> float:
             dtype = self.dev.dra.types[t]
             if dtype.node is None:
                 return 0.0
-            extra = taken.copy()
-            extra.add(dtype, sub, 1)
-            return self.of(self.node_state(dtype.node, free, extra))
+            key = (dtype.node, sub, self._type_state(t, taken), _taken(taken))
+            got = seen.get(key)
+            if got is None:
+                extra = taken.copy()
+                extra.add(dtype, sub, 1)
+                got = seen[key] = self.of(self.node_state(dtype.node, free, extra))
+            return got
         return rank
 
     def of(self, state: NodeState) -> float:
         """The node's fragmentation, in devices (cached by state)."""
-        key = (self.pods, state)
-        got = _cache.get(key)
-        if got is not None:
-            _cache.move_to_end(key)
-            return got
-        value = _fragmentation(state, self.pods, self.shares, self.asked)
-        _cache[key] = value
-        if len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-        return value
+        got = self._cache.get(state)
+        if got is None:
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.clear()
+            got = self._cache[state] = self._fragmentation(state)
+        return got
+
+    def _room(self, ts: TypeState, i: int) -> int:
+        key = (ts[1], ts[2], ts[3], ts[4], i)
+        got = self._rooms.get(key)
+        if got is None:
+            sub = self.pods[i].device
+            got = self._rooms[key] = _room(ts, sub) if sub is not None else 0
+        return got
+
+    def _fragmentation(self, state: NodeState) -> float:
+        free, types = state
+        idle = [_idle(ts) for ts in types]
+        everything = sum(idle)
+        out = 0.0
+        for i, pod in enumerate(self.pods):
+            if pod.device is None or any(f < a for f, a in zip(free, self.asked[i], strict=True)):
+                out += self.shares[i] * everything  # it cannot run here, or uses no device: all idle is lost to it
+                continue
+            usable = [self._room(ts, i) if ts[0][i] else 0 for ts in types]
+            if sum(usable) < pod.device.count:
+                out += self.shares[i] * everything
+                continue
+            out += self.shares[i] * sum(x for x, n in zip(idle, usable, strict=True) if n == 0)
+        return out
+
+
+def _taken(load: Load) -> tuple[tuple[object, int], ...]:
+    """What a request took so far, as a key."""
+    return (*sorted(load.n.items()), *sorted(load.cap.items()))
+
+
+def _order(ts: TypeState) -> tuple[tuple[bool, ...], tuple[int, ...], bool, int]:
+    return ts[0], ts[2], ts[3], ts[4]
 
 
 def _idle(ts: TypeState) -> float:
@@ -142,21 +201,3 @@ def _room(ts: TypeState, sub: s.SubRequest) -> int:
         return 0
     left = consumable.room(used, caps, {c.name: u for c, u in zip(caps, in_use, strict=True)})
     return 1 if left is None or left >= 1 else 0
-
-
-def _fragmentation(state: NodeState, pods: Sequence[s.ExpectedPod], shares: Sequence[float],
-                   asked: Sequence[tuple[int, ...]]) -> float:
-    free, types = state
-    idle = [_idle(ts) for ts in types]
-    everything = sum(idle)
-    out = 0.0
-    for i, pod in enumerate(pods):
-        if any(f < a for f, a in zip(free, asked[i], strict=True)) or pod.device is None:
-            out += shares[i] * everything  # it cannot run here, or uses no device: all idle is lost to it
-            continue
-        usable = [_room(ts, pod.device) if ts[0][i] else 0 for ts in types]
-        if sum(usable) < pod.device.count:
-            out += shares[i] * everything
-            continue
-        out += shares[i] * sum(x for x, n in zip(idle, usable, strict=True) if n == 0)
-    return out

@@ -206,6 +206,8 @@ class State:
         if unit not in self.evicted:
             self.evicted.add(unit)
             self._bump_unit(unit, -1)
+            if self.frag is not None:
+                self.frag.forget()
             if logged:
                 self.log.append(("evict", unit, s.NodeName(""), 0))
 
@@ -213,6 +215,8 @@ class State:
         if unit in self.evicted:
             self.evicted.discard(unit)
             self._bump_unit(unit, 1)
+            if self.frag is not None:
+                self.frag.forget()
 
     # ---- capacity -----------------------------------------------------------------
     def used(self, node: s.NodeName, res: str, *, placed: bool = True) -> int:
@@ -231,10 +235,12 @@ class State:
             return self.order
         return sorted(nodes, key=self.position.__getitem__)
 
-    def room_for(self, cls: PodClass, node: s.NodeName) -> int:
-        """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only)."""
+    def room_for(self, cls: PodClass, node: s.NodeName, *, own_devices: bool = True) -> int:
+        """How many more pods of ``cls`` fit on ``node`` (NodeResourcesFit, requested resources only).
+        Without ``own_devices``, the devices of the class's own claims are not counted (its caller
+        fits them itself)."""
         most = self._requests_room(cls, node, self.running_on(node))
-        if most and self.problem.dra.active:
+        if most and self.problem.dra.active and own_devices:
             most = self.device_room(cls, node, most)
         if most and self.rules.active:
             most = self.rules.room(cls, node, most)
@@ -1053,8 +1059,12 @@ def _fragmentation_fill(state: State, c: int, allowed: set[s.NodeName] | None, l
     seed = problem.seed
     heap: list[tuple[int, bytes, s.NodeName]] = []
 
+    shared = bool(problem.dra.shared_of_class.get(c))
+
     def scored(node: s.NodeName) -> tuple[int, Take | None] | None:
-        return state.placement(c, node) if state.room_for(cls, node) > 0 else None
+        # the class's own devices are fitted by placement(); a shared claim only by room_for
+        room = state.room_for(cls, node) if shared else state.room_for(cls, node, own_devices=False)
+        return state.placement(c, node) if room > 0 else None
 
     for node in problem.candidates[c]:
         if allowed is not None and node not in allowed:
