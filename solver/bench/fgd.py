@@ -37,7 +37,7 @@ from __future__ import annotations
 import csv
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -443,8 +443,12 @@ def bound(nodes: Sequence[GpuNode], order: Sequence[Task], *, time_limit: float 
     alike into one count per shape, so the integers are how many tasks of a shape each kind
     takes. Per kind the pooled cpu, memory and GPU milli hold, each shape at most as many per
     node as one node fits, and no GPU holds two tasks over half a GPU (whole GPUs included).
-    Every placement of the tasks is a solution of it; CPU-only tasks only take room, so they
-    are left out. The bound quoted is CP-SAT's proven objective bound, rounded up."""
+    And per kind its GPUs are whole-task GPUs or hold a *pattern*: a multiset of the shares
+    asked (milli under 1000) that sums to at most 1000 and that no further share available
+    fits (``patterns``); the shares of each size the kind takes are at most what its patterns
+    hold. Any GPU's shares extend to such a pattern, so every placement of the tasks is a
+    solution of it; CPU-only tasks only take room, so they are left out. The bound quoted is
+    CP-SAT's proven objective bound, rounded up."""
     from ortools.sat.python import cp_model
 
     kinds: dict[Kind, int] = {}
@@ -475,12 +479,25 @@ def bound(nodes: Sequence[GpuNode], order: Sequence[Task], *, time_limit: float 
     def pooled(ys: list[tuple[cp_model.IntVar, Shape]], weight: Callable[[Shape], int]) -> cp_model.LinearExpr:
         return cp_model.LinearExpr.weighted_sum([y for y, _ in ys], [weight(s) for _, s in ys])
 
+    sizes: dict[int, int] = {}  # share size -> shares asked of it
+    for (_, _, num, milli, _), count in shapes.items():
+        if milli < MILLI:
+            sizes[milli] = sizes.get(milli, 0) + num * count
+    pats = patterns(sizes)
     for kind, ys in taken.items():
         n, (_, cpu, mem, gpus) = kinds[kind], kind
         m.add(pooled(ys, lambda s: s[0]) <= n * cpu)
         m.add(pooled(ys, lambda s: s[1]) <= n * mem)
         m.add(pooled(ys, lambda s: s[2] * s[3]) <= n * gpus * MILLI)
         m.add(pooled(ys, lambda s: s[2] if 2 * s[3] > MILLI else 0) <= n * gpus)
+        if pats is None:
+            continue
+        holding = [m.new_int_var(0, n * gpus, f"q{i}") for i in range(len(pats))]  # GPUs holding each pattern
+        m.add(pooled(ys, lambda s: s[2] if s[3] == MILLI else 0) + cp_model.LinearExpr.sum(holding) <= n * gpus)
+        for milli in sizes:
+            def of_size(s: Shape, milli: int = milli) -> int:
+                return s[2] if s[3] == milli else 0
+            m.add(pooled(ys, of_size) <= cp_model.LinearExpr.weighted_sum(holding, [p.get(milli, 0) for p in pats]))
     for shape, counted in per_shape.items():
         m.add(cp_model.LinearExpr.sum(counted) <= shapes[shape])
     m.maximize(cp_model.LinearExpr.sum([pooled(ys, lambda s: s[2] * s[3]) for ys in taken.values()]))
@@ -495,6 +512,36 @@ def bound(nodes: Sequence[GpuNode], order: Sequence[Task], *, time_limit: float 
     percent = -(-10000 * milli_bound // capacity) / 100  # rounded up to the hundredth
     return Bound(percent=percent, milli=milli_bound, proven_optimal=status == cp_model.OPTIMAL,
                  seconds=time.perf_counter() - start)
+
+
+MAX_PATTERNS = 20_000
+
+
+def patterns(sizes: Mapping[int, int]) -> list[dict[int, int]] | None:
+    """Every maximal multiset of share sizes (milli -> how many of it) whose sum is at most a
+    GPU, using each size at most as often as it is asked (``sizes``): maximal, no size still
+    available fits beside it. None past MAX_PATTERNS (the bound then goes without them)."""
+    order = sorted(sizes, reverse=True)
+    out: list[dict[int, int]] = []
+    current: dict[int, int] = {}
+
+    def walk(i: int, room: int) -> bool:
+        if i == len(order):
+            if not any(m <= room and current.get(m, 0) < sizes[m] for m in order):
+                out.append(dict(current))
+            return len(out) <= MAX_PATTERNS
+        size = order[i]
+        for k in range(min(sizes[size], room // size), -1, -1):
+            if k:
+                current[size] = k
+            else:
+                current.pop(size, None)
+            if not walk(i + 1, room - k * size):
+                return False
+        current.pop(size, None)
+        return True
+
+    return out if walk(0, MILLI) else None
 
 
 def expected_pods(shapes: Sequence[Typical]) -> tuple[ExpectedPod, ...]:

@@ -98,6 +98,21 @@ def test_the_bound_holds_no_gpu_to_two_tasks_over_half_a_gpu() -> None:
                                       spec=("B",))]).percent == 0.0
 
 
+def test_the_bound_fills_each_gpu_with_a_pattern_of_the_shares_asked() -> None:
+    """Two 400s and three 350s on a node of two GPUs: pooled, all 1850 milli fit, two of each
+    size per GPU at most, and none is over half; but a GPU holds at most two of them (the
+    maximal patterns {400: 2}, {400: 1, 350: 1}, {350: 2}), so 1500: 75 %. Patterns are
+    maximal: with one 300 also asked, {400: 1, 300: 1} is one, {300: 1} is not."""
+    node = [fgd.GpuNode(name="a", cpu_milli=8000, memory_mib=8192, gpus=2, model="A")]
+    tasks = [fgd.Task(name=f"t{i}", cpu_milli=100, memory_mib=1, num_gpu=1, gpu_milli=milli)
+             for i, milli in enumerate([400, 400, 350, 350, 350])]
+    b = fgd.bound(node, tasks)
+    assert (b.milli, b.percent, b.proven_optimal) == (1500, 75.0, True)
+    assert fgd.patterns({400: 3, 300: 1}) == [{400: 2}, {400: 1, 300: 1}]
+    assert fgd.patterns({10: 200}) == [{10: 100}]
+    assert fgd.patterns(dict.fromkeys(range(50, 500, 13), 10)) is None  # past MAX_PATTERNS: given up
+
+
 def test_offline_attempts_the_arrivals_largest_first_and_reaches_the_bound(tmp_path: Path) -> None:
     """One GPU, tasks of 400, 400 and 600: on arrival two 400s share it and the 600 fails
     whichever comes last; largest first, the 600 and a 400 fill it, as the bound says."""
