@@ -1052,39 +1052,42 @@ def _spread_fill(state: State, c: int, allowed: set[s.NodeName] | None, left: in
 
 def _fragmentation_fill(state: State, c: int, allowed: set[s.NodeName] | None, left: int) -> int:
     """Up to ``left`` pods of class ``c``, one at a time, each on the node it fragments least
-    (``fragment.score``, highest first; equal scores in the seeded node order). A node's score
-    changes only when a pod lands on it; a popped score is worked out again before it is used."""
+    (``fragment.score``, highest first); among equal scores a node in use before an empty one,
+    then the seeded node order. A node's rank changes only when a pod lands on it; a popped
+    rank is worked out again before it is used."""
     problem = state.problem
     cls = problem.classes[c]
     seed = problem.seed
-    heap: list[tuple[int, bytes, s.NodeName]] = []
-
     shared = bool(problem.dra.shared_of_class.get(c))
 
-    def scored(node: s.NodeName) -> tuple[int, Take | None] | None:
+    def ranked(node: s.NodeName) -> tuple[tuple[int, bool], Take | None] | None:
         # the class's own devices are fitted by placement(); a shared claim only by room_for
         room = state.room_for(cls, node) if shared else state.room_for(cls, node, own_devices=False)
-        return state.placement(c, node) if room > 0 else None
+        got = state.placement(c, node) if room > 0 else None
+        if got is None:
+            return None
+        return (-got[0], state.fullness(node) == (0.0, 0.0)), got[1]
 
+    heap: list[tuple[tuple[int, bool], bytes, s.NodeName]] = []
     for node in problem.candidates[c]:
         if allowed is not None and node not in allowed:
             continue
-        if (got := scored(node)) is not None:
-            heap.append((-got[0], tie_order(seed, node), node))
+        if (got := ranked(node)) is not None:
+            heap.append((got[0], tie_order(seed, node), node))
     heapq.heapify(heap)
     placed = 0
     while placed < left and heap:
         key, order, node = heapq.heappop(heap)
-        got = scored(node)
+        got = ranked(node)
         if got is None:
             continue
-        if -got[0] != key:  # its score changed since: back in line
-            heapq.heappush(heap, (-got[0], order, node))
+        if got[0] != key:  # its rank changed since: back in line
+            heapq.heappush(heap, (got[0], order, node))
             continue
         state.place(c, node, 1, take=got[1] if problem.dra.class_slots[c] else None)
         placed += 1
-        if (again := scored(node)) is not None:
-            heapq.heappush(heap, (-again[0], order, node))
+        if (again := ranked(node)) is not None:
+            heapq.heappush(heap, (again[0], order, node))
     return placed
 
 

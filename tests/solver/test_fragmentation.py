@@ -112,6 +112,19 @@ def test_equal_scores_go_in_the_seeds_node_order() -> None:
     assert len(chosen) > 1
 
 
+def test_among_equal_scores_a_node_in_use_goes_before_an_empty_one() -> None:
+    """n0 runs a share of 500, n1 is empty, both with cpu to spare: a CPU-only pod changes
+    neither node's fragmentation for the 500s expected, so the scores tie; it goes on n0 for
+    every seed, though the seed's order alone puts n1 first for some."""
+    cluster = fgd.Cluster.of([fgd.GpuNode(name=f"n{i}", cpu_milli=64000, memory_mib=65536, gpus=1, model="A")
+                              for i in range(2)])
+    cluster.place("n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=500), [0])
+    task = fgd.Task(name="t", cpu_milli=1000, memory_mib=1, num_gpu=0, gpu_milli=0)
+    _, mix = _mix([fgd.Task(name="e", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=500)])
+    assert {_placed(cluster, task, mix, seed)[0] for seed in range(8)} == {"n0"}
+    assert any(tie_order(seed, "n1") < tie_order(seed, "n0") for seed in range(8))
+
+
 def test_the_score_is_coarse_and_centred_on_no_change() -> None:
     assert score(1.0, 1.0) == 50
     assert score(1.0, 1.02) == 49 and score(1.0, 1.01) == 49  # int(): under 50 as soon as it grows
