@@ -36,11 +36,40 @@ if TYPE_CHECKING:
 # a device type's state, as far as fragmentation can tell: which expected pods its devices
 # answer, its capacities, what of them is in use, whether it is metered, its free devices
 TypeState = tuple[tuple[bool, ...], tuple[s.Consumable, ...], tuple[int, ...], bool, int]
-NodeState = tuple[tuple[int, ...], tuple[TypeState, ...]]  # free requests, the node's types
+# a node's state: its free requests, and its types' states by number (``_Memory.number``), sorted
+NodeState = tuple[tuple[int, ...], tuple[int, ...]]
 
-CACHE_SIZE = 1 << 16  # node states remembered across plans, per mix of expected pods
-MIXES = 4  # mixes remembered
-_caches: dict[tuple[s.ExpectedPod, ...], dict[NodeState, float]] = {}
+CACHE_SIZE = 1 << 16  # node states remembered across plans, per mix of expected pods (~150 bytes each)
+MIXES = 2  # mixes remembered
+
+
+class _Memory:
+    """What one mix of expected pods remembers across plans: type states by number, and the
+    fragmentation of node states (a few bytes per node state, however many expected pods)."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[TypeState, int] = {}
+        self.types: list[TypeState] = []
+        self.values: dict[NodeState, float] = {}
+
+    def numbered(self, states: list[TypeState]) -> tuple[int, ...]:
+        """The states' numbers, sorted: a node's types as a key, whatever their order. When
+        they might not fit, the numbers and the values go first (never half way)."""
+        if len(self.types) + len(states) > CACHE_SIZE:
+            self.numbers.clear()
+            self.types.clear()
+            self.values.clear()
+        out = []
+        for ts in states:
+            got = self.numbers.get(ts)
+            if got is None:
+                got = self.numbers[ts] = len(self.types)
+                self.types.append(ts)
+            out.append(got)
+        return tuple(sorted(out))
+
+
+_memories: dict[tuple[s.ExpectedPod, ...], _Memory] = {}
 
 
 def score(before: float, after: float) -> int:
@@ -72,9 +101,9 @@ class Fragmentation:
             for i in range(len(self.pods)))
         self.resources = tuple(sorted({r for p in self.pods for r, _ in p.requests}))
         self.asked = tuple(tuple(dict(p.requests).get(r, 0) for r in self.resources) for p in self.pods)
-        if self.pods not in _caches and len(_caches) >= MIXES:
-            _caches.pop(next(iter(_caches)))
-        self._cache = _caches.setdefault(self.pods, {})
+        if self.pods not in _memories and len(_memories) >= MIXES:
+            _memories.pop(next(iter(_memories)))
+        self._memory = _memories.setdefault(self.pods, _Memory())
         self._answers: dict[int, tuple[bool, ...]] = {}
         # a type's state by what is taken of it (this plan's; evictions change what is held: forget)
         self._types: dict[tuple[int, int, tuple[int, ...]], TypeState] = {}
@@ -113,9 +142,8 @@ class Fragmentation:
         return state
 
     def node_state(self, node: s.NodeName, free: Mapping[str, int], extra: Load | None = None) -> NodeState:
-        types = [self._type_state(t, extra) for t in self.dev.local.get(node, ())]
-        types.sort(key=_order)  # alike nodes, alike states, whatever their types' order
-        return tuple(free.get(r, 0) for r in self.resources), tuple(types)
+        numbers = self._memory.numbered([self._type_state(t, extra) for t in self.dev.local.get(node, ())])
+        return tuple(free.get(r, 0) for r in self.resources), numbers
 
     def after_share(self, free: Mapping[str, int]) -> Callable[[int, s.SubRequest, Load], float]:
         """For ``Devices.prefer``: the node's fragmentation after one more share of a request on
@@ -137,11 +165,12 @@ class Fragmentation:
 
     def of(self, state: NodeState) -> float:
         """The node's fragmentation, in devices (cached by state)."""
-        got = self._cache.get(state)
+        memory = self._memory
+        got = memory.values.get(state)
         if got is None:
-            if len(self._cache) >= CACHE_SIZE:
-                self._cache.clear()
-            got = self._cache[state] = self._fragmentation(state)
+            if len(memory.values) >= CACHE_SIZE:
+                memory.values.clear()
+            got = memory.values[state] = self._fragmentation(state)
         return got
 
     def _room(self, ts: TypeState, i: int) -> int:
@@ -153,7 +182,8 @@ class Fragmentation:
         return got
 
     def _fragmentation(self, state: NodeState) -> float:
-        free, types = state
+        free, numbers = state
+        types = [self._memory.types[n] for n in numbers]
         idle = [_idle(ts) for ts in types]
         everything = sum(idle)
         out = 0.0
@@ -172,10 +202,6 @@ class Fragmentation:
 def _taken(load: Load) -> tuple[tuple[object, int], ...]:
     """What a request took so far, as a key."""
     return (*sorted(load.n.items()), *sorted(load.cap.items()))
-
-
-def _order(ts: TypeState) -> tuple[tuple[bool, ...], tuple[int, ...], bool, int]:
-    return ts[0], ts[2], ts[3], ts[4]
 
 
 def _idle(ts: TypeState) -> float:

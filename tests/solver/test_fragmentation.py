@@ -17,6 +17,7 @@ import pytest
 from solver import api, cli, kube
 from solver.bench import fgd
 from solver.kube import expected as kexpected
+from solver.model import fragment
 from solver.model.errors import SnapshotInvalidError
 from solver.model.fragment import score, tie_order
 from solver.model.greedy import State
@@ -41,9 +42,14 @@ def _placed(cluster: fgd.Cluster, task: fgd.Task, expected: tuple[object, ...], 
     return fgd.planner(expected=expected, seed=seed)(objs)["t"]  # type: ignore[arg-type]  # ExpectedPods
 
 
-def test_the_models_fragmentation_is_the_papers_measure_on_random_states() -> None:
+@pytest.mark.parametrize("cache", [fragment.CACHE_SIZE, 2])
+def test_the_models_fragmentation_is_the_papers_measure_on_random_states(
+        cache: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random tasks on random nodes (cpu too, so some shapes stop fitting), then every node's
-    fragmentation from the snapshot, in devices, against fgd.node_frag in milli."""
+    fragmentation from the snapshot, in devices, against fgd.node_frag in milli. Also with a
+    memory of two type states, dropped again and again while nodes are read."""
+    monkeypatch.setattr(fragment, "CACHE_SIZE", cache)
+    monkeypatch.setattr(fragment, "_memories", {})
     rng = random.Random(7)
     tasks = [fgd.Task(name=f"k{i}", cpu_milli=rng.choice([1000, 4000, 9000]), memory_mib=1,
                       num_gpu=g, gpu_milli=m, spec=rng.choice([(), ("A",), ("B",)]))
@@ -123,6 +129,16 @@ def test_among_equal_scores_a_node_in_use_goes_before_an_empty_one() -> None:
     _, mix = _mix([fgd.Task(name="e", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=500)])
     assert {_placed(cluster, task, mix, seed)[0] for seed in range(8)} == {"n0"}
     assert any(tie_order(seed, "n1") < tie_order(seed, "n0") for seed in range(8))
+
+
+def test_the_memory_drops_values_with_the_numbers_they_were_keyed_by(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fragment, "CACHE_SIZE", 2)
+    memory = fragment._Memory()
+    a, b, c = (((True,), (), (), False, n) for n in (1, 2, 3))
+    key = ((), memory.numbered([a]))
+    memory.values[key] = 1.0
+    assert memory.numbered([b, c]) == (0, 1)  # a full memory starts again: b is 0 now
+    assert key not in memory.values and memory.types == [b, c]
 
 
 def test_the_score_is_coarse_and_centred_on_no_change() -> None:
