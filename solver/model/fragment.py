@@ -15,7 +15,8 @@ allocator's own test (``Devices.free``, consumable capacity with its policies, c
 Whether the pod fits counts the devices with room against the request's count, without
 the allocator's search over counters two devices share (docs/fragmentation.md).
 
-Scores depend only on a node's state, so they are cached by it across plans (bounded).
+Fragmentation depends only on a node's state, so it is remembered by that state across
+plans (``_Memory``, bounded).
 Pure: no I/O.
 """
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 # a device type's state, as far as fragmentation can tell: which expected pods its devices
 # answer, its capacities, what of them is in use, whether it is metered, its free devices
 TypeState = tuple[tuple[bool, ...], tuple[s.Consumable, ...], tuple[int, ...], bool, int]
-# a node's state: its free requests, and its types' states by number (``_Memory.number``), sorted
+# a node's state: its free requests, and its types' states by number (``_Memory.numbered``), sorted
 NodeState = tuple[tuple[int, ...], tuple[int, ...]]
 
 CACHE_SIZE = 1 << 16  # node states remembered across plans, per mix of expected pods (~150 bytes each)
