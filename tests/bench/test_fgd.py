@@ -152,3 +152,13 @@ def test_bench_fgd_prints_the_runs_beside_the_published_table(tmp_path: Path, ca
     (trace / "csv" / "openb_pod_list_bad.csv").write_text(PODS + _task("t0", 1, 500).replace("1000,", "x,", 1))
     assert cli.main(["bench", "--fgd", "openb_pod_list_bad", "--trace", str(trace)]) == 2
     assert "openb_pod_list_bad.csv row 2: cpu_milli: 'x' is not a non-negative integer" in capsys.readouterr().err
+
+
+def test_alike_nodes_are_stood_for_by_the_one_first_in_the_plans_order() -> None:
+    """Three empty alike nodes: the snapshot for one task holds one of them, the first by name,
+    or with ``rank`` the first in that order (the node the plan would pick among them all)."""
+    cluster = fgd.Cluster.of([fgd.GpuNode(name=n, cpu_milli=8000, memory_mib=8192, gpus=1, model="A") for n in "abc"])
+    task = [("t", fgd.Task(name="t", cpu_milli=1, memory_mib=1, num_gpu=1, gpu_milli=500))]
+    assert fgd.objects(cluster, task)[1] == {"a"}
+    order = {"a": 2, "b": 0, "c": 1}
+    assert fgd.objects(cluster, task, rank=order.__getitem__)[1] == {"b"}
