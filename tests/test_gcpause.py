@@ -50,3 +50,29 @@ def test_an_error_inside_still_restores_the_collector() -> None:
     except ValueError:
         pass
     assert gc.isenabled()
+
+
+def _tracked() -> int:
+    gc.freeze()
+    n = gc.get_freeze_count()
+    gc.unfreeze()
+    return n
+
+
+def test_cycles_made_inside_many_blocks_are_collected() -> None:
+    """Blocks move what they made to the oldest generation, which the collector walks only
+    once it has grown by a quarter through its own promotions: moved objects never count, so
+    without more the cyclic garbage of block after block (a plan's state and its closures, in
+    a server or the FGD bench: 24 GB after 5,000 plans) is never freed. 300 blocks of 1,000
+    cycles each, with collector-triggering allocations between them, leave the heap near where
+    it started."""
+    gc.collect()
+    start = _tracked()
+    for _ in range(300):
+        with without_gc():
+            for _ in range(1000):
+                cycle: list[object] = []
+                cycle.append(cycle)
+        junk = [[] for _ in range(2000)]  # young collections run, as between plans
+        del junk
+    assert _tracked() - start < 150_000  # 300,000 cycles were made
