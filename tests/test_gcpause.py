@@ -6,6 +6,9 @@ from __future__ import annotations
 import gc
 import threading
 
+import pytest
+
+from solver import gcpause
 from solver.gcpause import without_gc
 
 
@@ -59,20 +62,25 @@ def _tracked() -> int:
     return n
 
 
-def test_cycles_made_inside_many_blocks_are_collected() -> None:
+def test_cycles_made_inside_many_blocks_are_collected(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks move what they made to the oldest generation, which the collector walks only
     once it has grown by a quarter through its own promotions: moved objects never count, so
     without more the cyclic garbage of block after block (a plan's state and its closures, in
-    a server or the FGD bench: 24 GB after 5,000 plans) is never freed. 300 blocks of 1,000
-    cycles each, with collector-triggering allocations between them, leave the heap near where
-    it started."""
+    a server or the FGD bench: 24 GB after 5,000 plans) is never freed. Cycles of three times
+    the growth that calls for a full collection (a quarter of the heap, however large the
+    test process's heap is), made block after block with allocations between them, leave at
+    most that growth behind."""
     gc.collect()
     start = _tracked()
-    for _ in range(300):
+    monkeypatch.setattr(gcpause, "_kept", start)  # as if a full collection had just run
+    monkeypatch.setattr(gcpause, "_due", False)
+    growth = int(max(gcpause.GROWTH * start, start + gcpause.MIN_GROWTH)) - start
+    per_block = 1000
+    for _ in range(3 * growth // per_block + 1):
         with without_gc():
-            for _ in range(1000):
+            for _ in range(per_block):
                 cycle: list[object] = []
                 cycle.append(cycle)
         junk = [[] for _ in range(2000)]  # young collections run, as between plans
         del junk
-    assert _tracked() - start < 150_000  # 300,000 cycles were made
+    assert _tracked() - start < growth + 2 * per_block + 5000
