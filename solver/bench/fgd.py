@@ -310,12 +310,17 @@ def _task(name: str, t: Task) -> list[dict[str, Any]]:
     exactly: dict[str, Any] = {"deviceClassName": GPU_CLASS, "count": t.num_gpu,
                                "capacity": {"requests": {"milli": str(t.gpu_milli)}}}
     if t.spec:
-        models = ", ".join(f'"{m}"' for m in t.spec)
-        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].model in [{models}]'}}]
+        exactly["selectors"] = [{"cel": {"expression": _models_selector(t.spec)}}]
     pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": name}]
     return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
              "metadata": {"name": name, "namespace": NS},
              "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}, pod]
+
+
+def _models_selector(spec: Sequence[str]) -> str:
+    """The CEL selector of a task's ``gpu_spec``: a GPU of one of those models."""
+    models = ", ".join(f'"{m}"' for m in spec)
+    return f'device.attributes["{DRIVER}"].model in [{models}]'
 
 
 def _used(st: NodeState) -> list[dict[str, Any]]:
@@ -551,10 +556,9 @@ def expected_pods(shapes: Sequence[Typical]) -> tuple[ExpectedPod, ...]:
     for i, sh in enumerate(shapes):
         device = None
         if sh.num_gpu:
-            models = ", ".join(f'"{m}"' for m in sh.spec)
             device = SubRequest(name="device", device_class=GPU_CLASS, count=sh.num_gpu,
                                 capacity=(("milli", sh.gpu_milli * 1000),),  # milli-units of the quantity
-                                selectors=(f'device.attributes["{DRIVER}"].model in [{models}]',) if sh.spec else ())
+                                selectors=(_models_selector(sh.spec),) if sh.spec else ())
         out.append(ExpectedPod(name=f"typical-{i}", weight=sh.weight, requests=(("cpu", sh.cpu_milli),)
                                if sh.cpu_milli else (), device=device))
     return tuple(out)
