@@ -474,13 +474,16 @@ def _device_tolerations(obj: Obj, field: str, raw: Any) -> tuple[s.Toleration, .
     return tuple(out)
 
 
-def _sub_request(obj: Obj, field: str, raw: Any, name: str, classes: Mapping[str, s.DeviceClass]) -> s.SubRequest:
+def sub_request(obj: Obj, field: str, raw: Any, name: str,
+                classes: Mapping[str, s.DeviceClass] | None) -> s.SubRequest:
+    """A device request (a claim's ``exactly`` or one of its ``firstAvailable``) at ``field``;
+    ``classes`` None: its DeviceClass is checked later, against the snapshot's."""
     if not isinstance(raw, Mapping):
         raise _fail(obj, field, "expected a device request")
     class_name = raw.get("deviceClassName")
     if not isinstance(class_name, str) or not class_name:
         raise _fail(obj, f"{field}.deviceClassName", "missing")
-    if class_name not in classes:
+    if classes is not None and class_name not in classes:
         raise _fail(obj, f"{field}.deviceClassName", f"DeviceClass {class_name!r} not found")
     mode = raw.get("allocationMode") or "ExactCount"
     if mode not in ("ExactCount", "All"):
@@ -540,7 +543,7 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
         if (exactly is None) == (first is None):
             raise _fail(obj, rf, "exactly one of exactly and firstAvailable must be set")
         if exactly is not None:
-            alternatives = [_sub_request(obj, f"{rf}.exactly", exactly, name, classes)]
+            alternatives = [sub_request(obj, f"{rf}.exactly", exactly, name, classes)]
         else:
             if not isinstance(first, list) or not first:
                 raise _fail(obj, f"{rf}.firstAvailable", "must be a non-empty list")
@@ -554,7 +557,7 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
                 if f"{name}/{sub_name}" in names:
                     raise _fail(obj, f"{sf}.name", f"duplicate subrequest name {sub_name!r}")
                 names.add(f"{name}/{sub_name}")
-                alternatives.append(_sub_request(obj, sf, sub, f"{name}/{sub_name}", classes))
+                alternatives.append(sub_request(obj, sf, sub, f"{name}/{sub_name}", classes))
         requests.append(s.Request(name=name, alternatives=tuple(alternatives)))
     constraints = []
     for i, c in enumerate(_get(obj, f"{field}.constraints", list, [])):

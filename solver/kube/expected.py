@@ -20,9 +20,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from solver.kube.dra import _device_tolerations, _milli, _selectors
+from solver.kube.dra import sub_request
 from solver.kube.objects import Obj, _fail, quantity
-from solver.kube.pods import _positive_int32
 from solver.model import consumable
 from solver.model import snapshot as s
 
@@ -73,25 +72,9 @@ def _device(obj: Obj, raw: Any) -> s.SubRequest:
     for key in raw:
         if key not in DEVICE_FIELDS:
             raise _fail(obj, f"device.{str(key)[:64]}", f"unknown field (known: {', '.join(sorted(DEVICE_FIELDS))})")
-    class_name = raw.get("deviceClassName")
-    if not isinstance(class_name, str) or not class_name:
-        raise _fail(obj, "device.deviceClassName", "missing")
     if (raw.get("allocationMode") or "ExactCount") != "ExactCount":
         raise _fail(obj, "device.allocationMode", "only ExactCount is modelled for an expected pod")
-    count = raw.get("count")
-    count = 1 if count is None else count
-    _positive_int32(obj, "device.count", count)
-    capacity: dict[str, int] = {}
-    if (requested := raw.get("capacity")) is not None:
-        asked = requested.get("requests") if isinstance(requested, Mapping) else None
-        if not isinstance(asked, Mapping):
-            raise _fail(obj, "device.capacity.requests", "expected a map of quantities")
-        for key, amount in asked.items():
-            capacity[str(key)] = _milli(obj, f"device.capacity.requests[{key}]", amount)
-    return s.SubRequest(name="device", device_class=class_name,
-                        selectors=_selectors(obj, "device.selectors", raw.get("selectors")), count=count,
-                        tolerations=_device_tolerations(obj, "device.tolerations", raw.get("tolerations")),
-                        capacity=tuple(sorted(capacity.items())))
+    return sub_request(obj, "device", raw, "device", None)
 
 
 def document(pods: Sequence[s.ExpectedPod]) -> list[dict[str, Any]]:

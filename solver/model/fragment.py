@@ -129,10 +129,10 @@ class Fragmentation:
             answers = self._answers[t] = tuple(t in e for e in self.eligible)
         in_use: tuple[int, ...] = ()
         if dtype.metered:
-            used = dev._capacity_in_use(t, extra)
+            used = dev.capacity_in_use(t, extra)
             in_use = tuple(used[c.name] for c in dtype.consumable)
             # a metered device without capacities is used up by its first share
-            free_n = 0 if not dtype.consumable and dev._in_use(t, extra) else min(1, max(0, dev.free(t, extra)))
+            free_n = 0 if not dtype.consumable and dev.in_use(t, extra) else min(1, max(0, dev.free(t, extra)))
         elif dtype.shareable:
             free_n = 0
         else:

@@ -80,7 +80,7 @@ class Devices:
         """An existing share still holds its capacity (a kept claim is never freed here)."""
         return not (self.frees and share.holder and not share.kept_by and all(u in self.evicted for u in share.holder))
 
-    def _in_use(self, t: int, extra: Load | None) -> bool:
+    def in_use(self, t: int, extra: Load | None) -> bool:
         """A metered device some share uses (an existing one still held, or a new one)."""
         dtype = self.dra.types[t]
         return self.used[t] + (extra.n[t] if extra else 0) > 0 or any(self._share_held(sh) for sh in dtype.shares)
@@ -105,12 +105,13 @@ class Devices:
     def _metered_use(self, t: int) -> float:
         dtype = self.dra.types[t]
         if not dtype.consumable:
-            return float(self._in_use(t, None))
-        in_use = self._capacity_in_use(t, None)
+            return float(self.in_use(t, None))
+        in_use = self.capacity_in_use(t, None)
         return sum(min(1.0, in_use[c.name] / c.value) if c.value else 1.0 for c in dtype.consumable) / len(
             dtype.consumable)
 
-    def _capacity_in_use(self, t: int, extra: Load | None) -> Counter[str]:
+    def capacity_in_use(self, t: int, extra: Load | None) -> Counter[str]:
+        """What the device's shares consume of each capacity (existing ones still held, and new)."""
         dtype = self.dra.types[t]
         in_use: Counter[str] = Counter()
         for share in dtype.shares:
@@ -126,14 +127,14 @@ class Devices:
         dtype = self.dra.types[t]
         if not dtype.metered or not dtype.consumable:
             return 1.0
-        in_use, uses = self._capacity_in_use(t, extra), dict(dtype.uses(sub))
+        in_use, uses = self.capacity_in_use(t, extra), dict(dtype.uses(sub))
         return min(((c.value - in_use[c.name] - uses.get(c.name, 0)) / c.value for c in dtype.consumable if c.value),
                    default=1.0)
 
     def capacity_room(self, t: int, sub: s.SubRequest, extra: Load | None) -> int:
         """Shares of metered type ``t`` for ``sub`` its capacities still allow."""
         dtype = self.dra.types[t]
-        room = consumable.room(dtype.uses(sub), dtype.consumable, self._capacity_in_use(t, extra))
+        room = consumable.room(dtype.uses(sub), dtype.consumable, self.capacity_in_use(t, extra))
         return INF if room is None else room
 
     def supply(self, t: int) -> int:
@@ -160,7 +161,7 @@ class Devices:
         for u, amount in self.consumers[key]:
             dtype = self.dra.types[u]
             if dtype.metered:  # charged once while in use
-                total += amount * self._in_use(u, extra)
+                total += amount * self.in_use(u, extra)
                 continue
             n = self.used[u] + (extra.n[u] if extra else 0)
             if dtype.holder is not None and self.supply(u) == 0:
@@ -173,7 +174,7 @@ class Devices:
         dtype = self.dra.types[t]
         if not dtype.consumes or (dtype.shareable and not dtype.metered):
             return INF
-        if dtype.metered and self._in_use(t, extra):
+        if dtype.metered and self.in_use(t, extra):
             return INF  # already charged: a further share does not charge them again
         room = min((self.dra.counters.get((k, c), 0) - self._consumed((k, c), extra)) // amount
                    for k, c, amount in dtype.consumes)
@@ -310,7 +311,7 @@ class Devices:
         dtype = self.dra.types[t]
         if not dtype.metered:
             return True
-        in_use = self._capacity_in_use(t, None)
+        in_use = self.capacity_in_use(t, None)
         return all(in_use[cap.name] <= cap.value for cap in dtype.consumable)
 
     def devices(self) -> dict[tuple[int, s.NodeName], Take]:
