@@ -50,6 +50,9 @@ def arguments(p: argparse.ArgumentParser, *, required: bool = True) -> None:
                    help="strict (default): plan within every PDB's disruptionsAllowed and evict through the "
                         "Eviction API; soft: a violation is the third tier, victims are deleted as "
                         "kube-scheduler's preemption does")
+    p.add_argument("--expected-pods", metavar="FILE",
+                   help="the pods expected to arrive, with weights (docs/fragmentation.md): each pod goes where "
+                        "it leaves the devices least fragmented for them")
     p.add_argument("--dry-run", action="store_true", help="print the plan it would carry out, write nothing")
     p.add_argument("--metrics-port", type=port_arg, default=0, metavar="PORT",
                    help="serve /metrics, /healthz and /readyz on PORT (0, the default: none)")

@@ -30,11 +30,11 @@ from adapter.command import register as register
 from adapter.controller import Executor, Outcome, gone
 from adapter.leader import LeaderElector
 from adapter.observe import AdapterMetrics, Endpoint, Heartbeat
-from solver import api, kube, telemetry
+from solver import api, kube, loader, telemetry
 from solver.model.errors import BugError, InputError, SolverError
 from solver.model.plan import Plan
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
-from solver.model.snapshot import GroupKey
+from solver.model.snapshot import ExpectedPod, GroupKey
 from solver.selection import groups_of, select, tree_of
 from solver.selection import key as pod_key
 from solver.selection import pending as _pending
@@ -63,16 +63,18 @@ def _seconds_since(stamp: object) -> float | None:
     return max(0.0, (datetime.now(UTC) - then).total_seconds())
 
 
-def in_process(time_limit: float = 10.0, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> Solve:
+def in_process(time_limit: float = 10.0, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY,
+               expected: tuple[ExpectedPod, ...] = ()) -> Solve:
+    options = api.PlanOptions(time_limit=time_limit, pdb_policy=pdb_policy, expected=expected)
+
     def solve(objects: list[Obj]) -> Plan:
-        return api.plan(kube.snapshot_from_objects(objects),
-                        api.PlanOptions(time_limit=time_limit, pdb_policy=pdb_policy))
+        return api.plan(kube.snapshot_from_objects(objects), options)
     return solve
 
 
 def remote(target: str, time_limit: float = 10.0, *, tls_ca: str | None = None, tls_cert: str | None = None,
            tls_key: str | None = None, token_file: str | None = None,
-           pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY) -> Solve:
+           pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY, expected: tuple[ExpectedPod, ...] = ()) -> Solve:
     from solver import client
 
     token = None
@@ -80,10 +82,11 @@ def remote(target: str, time_limit: float = 10.0, *, tls_ca: str | None = None, 
         with open(token_file, encoding="utf-8") as fh:
             token = fh.read().strip()
     conn = client.PlacementClient(target, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key, token=token)
+    options = api.PlanOptions(time_limit=time_limit, pdb_policy=pdb_policy, expected=expected)
 
     def solve(objects: list[Obj]) -> Plan:
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).encode()
-        return conn.solve(body, api.PlanOptions(time_limit=time_limit, pdb_policy=pdb_policy))
+        return conn.solve(body, options)
     return solve
 
 
@@ -332,9 +335,10 @@ def main(args: argparse.Namespace) -> int:
         cluster = Cluster.at(args.api_server)
     else:
         cluster = Cluster.connect(args.kubeconfig, args.in_cluster)
-    solve = in_process(args.time_limit, args.pdb_policy) if args.in_process else remote(
+    expected = loader.load_expected_pods(args.expected_pods)
+    solve = in_process(args.time_limit, args.pdb_policy, expected) if args.in_process else remote(
         args.solver, args.time_limit, tls_ca=args.solver_ca, tls_cert=args.solver_cert, tls_key=args.solver_key,
-        token_file=args.solver_token_file, pdb_policy=args.pdb_policy)
+        token_file=args.solver_token_file, pdb_policy=args.pdb_policy, expected=expected)
     adapter = Adapter(cluster, solve, scheduler_name=args.scheduler_name, lease_namespace=args.lease_namespace,
                       pdb_policy=args.pdb_policy, stale_after=stale_after(args.time_limit))
     if args.dry_run:

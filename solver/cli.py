@@ -33,7 +33,6 @@ from typing import Any, TextIO
 
 from solver import api, kube, loader
 from solver.bench import generate, plot, runner
-from solver.kube import expected
 from solver.model.errors import BugError, SnapshotInvalidError, SolverError
 from solver.model.features import (
     GATE_NAMES,
@@ -43,7 +42,7 @@ from solver.model.features import (
 )
 from solver.model.fragment import tie_order
 from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES
-from solver.model.snapshot import ClusterSnapshot, ExpectedPod
+from solver.model.snapshot import ClusterSnapshot
 
 
 def _pdb_policy_arg(p: argparse.ArgumentParser) -> None:
@@ -633,14 +632,7 @@ def _solve_options(args: argparse.Namespace, on_solution: api.OnSolution | None 
     return api.PlanOptions(workload=args.workload, time_limit=args.time_limit, workers=args.workers, seed=args.seed,
                            baseline_only=args.baseline, decompose=not args.no_decompose, pdb_policy=args.pdb_policy,
                            gates=args.feature_gates or FeatureGates(), dra_preemption=not args.no_dra_preemption,
-                           expected=_expected_pods(args.expected_pods), on_solution=on_solution)
-
-
-def _expected_pods(path: str | None) -> tuple[ExpectedPod, ...]:
-    """``--expected-pods FILE``, read (the device classes are checked against the snapshot)."""
-    if not path:
-        return ()
-    return expected.expected_pods(loader.read_documents(Path(path)), source=path)
+                           expected=loader.load_expected_pods(args.expected_pods), on_solution=on_solution)
 
 
 def _shows_progress(args: argparse.Namespace) -> bool:

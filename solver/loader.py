@@ -25,8 +25,9 @@ import yaml
 
 from solver import kube
 from solver.gcpause import without_gc
+from solver.kube.expected import expected_pods
 from solver.model.errors import SnapshotInvalidError
-from solver.model.snapshot import ClusterSnapshot
+from solver.model.snapshot import ClusterSnapshot, ExpectedPod
 
 SUFFIXES = (".json", ".yaml", ".yml")
 MAX_YAML_NODES = 10_000_000  # a 15,000-node snapshot is ~5 million YAML nodes
@@ -177,3 +178,11 @@ def load_snapshot(path: str | Path) -> ClusterSnapshot:
         for file in snapshot_files(Path(path)):
             docs.extend(read_documents(file))
         return kube.snapshot_from_objects(docs)
+
+
+def load_expected_pods(path: str | None) -> tuple[ExpectedPod, ...]:
+    """``--expected-pods FILE`` (docs/fragmentation.md), read; none without a path. The device
+    classes are checked against the snapshot when a plan reads the devices."""
+    if not path:
+        return ()
+    return expected_pods(read_documents(Path(path)), source=path)
