@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,17 @@ def _cluster(api: ApiServerDouble) -> None:
                                            consumed_capacity={"memory": "20Gi"})])])
     for obj in grpc_convert.objects_from_state(state)[0]:
         api.put(obj)
+
+
+@pytest.fixture(autouse=True)
+def _own_log_handlers() -> Iterator[None]:
+    """``gangplace adapter`` installs its JSON log handler on stderr (capsys's here): taken
+    off again, so no later test logs into a closed stream."""
+    logger = logging.getLogger("gangplace")
+    before = list(logger.handlers)
+    yield
+    for handler in logger.handlers[len(before):]:
+        logger.removeHandler(handler)
 
 
 def _mix(tmp_path: Path) -> Path:
