@@ -172,13 +172,16 @@ class Typical:
     num_gpu: int
     spec: tuple[str, ...]
     weight: float
+    memory_mib: int = 0  # the least any task of the shape asks (not in the paper's measure)
 
 
 def typical(tasks: Sequence[Task], popularity: float = 0.95) -> list[Typical]:
     counts: dict[tuple[int, int, int, tuple[str, ...]], int] = {}
+    memory: dict[tuple[int, int, int, tuple[str, ...]], int] = {}
     for t in tasks:
         key = (t.cpu_milli, t.gpu_milli, t.num_gpu, t.spec)
         counts[key] = counts.get(key, 0) + 1
+        memory[key] = min(memory.get(key, t.memory_mib), t.memory_mib)
     # most frequent first; ties: the larger shape first
     shapes = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
     kept, seen = [], 0
@@ -187,7 +190,8 @@ def typical(tasks: Sequence[Task], popularity: float = 0.95) -> list[Typical]:
         seen += n
         if seen >= popularity * len(tasks):
             break
-    return [Typical(cpu_milli=k[0], gpu_milli=k[1], num_gpu=k[2], spec=k[3], weight=n / seen) for k, n in kept]
+    return [Typical(cpu_milli=k[0], gpu_milli=k[1], num_gpu=k[2], spec=k[3], weight=n / seen, memory_mib=memory[k])
+            for k, n in kept]
 
 
 def node_frag(st: NodeState, shapes: Sequence[Typical]) -> float:
@@ -551,7 +555,9 @@ def patterns(sizes: Mapping[int, int]) -> list[dict[int, int]] | None:
 
 def expected_pods(shapes: Sequence[Typical]) -> tuple[ExpectedPod, ...]:
     """The typical tasks as gangplace's expected pods (``PlanOptions.expected``): what FGD is
-    given, in the same units (cpu as FGD's fit checks it; a GPU request per the shape)."""
+    given, in the same units (cpu as FGD's fit checks it; a GPU request per the shape), and
+    one thing more: each shape's least memory, so that a node whose memory is spent counts as
+    of no use to it, as it is (FGD's measure has no memory; docs/fgd.md)."""
     out = []
     for i, sh in enumerate(shapes):
         device = None
@@ -559,8 +565,8 @@ def expected_pods(shapes: Sequence[Typical]) -> tuple[ExpectedPod, ...]:
             device = SubRequest(name="device", device_class=GPU_CLASS, count=sh.num_gpu,
                                 capacity=(("milli", sh.gpu_milli * 1000),),  # milli-units of the quantity
                                 selectors=(_models_selector(sh.spec),) if sh.spec else ())
-        out.append(ExpectedPod(name=f"typical-{i}", weight=sh.weight, requests=(("cpu", sh.cpu_milli),)
-                               if sh.cpu_milli else (), device=device))
+        requests = tuple((r, a) for r, a in (("cpu", sh.cpu_milli), ("memory", sh.memory_mib << 20)) if a)
+        out.append(ExpectedPod(name=f"typical-{i}", weight=sh.weight, requests=requests, device=device))
     return tuple(out)
 
 

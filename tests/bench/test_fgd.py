@@ -55,6 +55,21 @@ def test_fragmentation_counts_what_the_typical_tasks_cannot_use() -> None:
     assert fgd.node_frag(fgd.NodeState(node.node, 1000, 1, [1000, 1000]), picky) == 2000
 
 
+def test_expected_pods_are_the_typical_tasks_with_their_least_memory() -> None:
+    """gangplace is given each shape's least memory besides what FGD is given (a node with less
+    left takes none of the shape); the paper's measure stays without memory."""
+    tasks = [fgd.Task(name=f"h{i}", cpu_milli=100, memory_mib=mib, num_gpu=1, gpu_milli=500)
+             for i, mib in enumerate((4096, 1024, 2048))]
+    (shape,) = fgd.typical([*tasks, fgd.Task(name="c", cpu_milli=0, memory_mib=0, num_gpu=0, gpu_milli=0)])[:1]
+    assert (shape.memory_mib, shape.weight) == (1024, 0.75)
+    (pod, cpu_only) = fgd.expected_pods(fgd.typical([*tasks, fgd.Task("c", 0, 0, 0, 0)]))
+    assert pod.requests == (("cpu", 100), ("memory", 1024 << 20)) and pod.weight == 0.75
+    assert pod.device is not None and pod.device.capacity == (("milli", 500_000),)
+    assert cpu_only.requests == () and cpu_only.device is None
+    node = fgd.NodeState(fgd.GpuNode(name="n", cpu_milli=1000, memory_mib=1, gpus=1, model="A"), 1000, 1, [1000])
+    assert fgd.node_frag(node, [shape]) == 0  # 1 MiB left, yet no fragment: the paper counts no memory
+
+
 def test_a_run_places_each_arrival_or_fails_it_and_every_plan_is_verified(tmp_path: Path) -> None:
     """Two 1-GPU nodes (A and B), tasks of 600 milli, one of them only on B: whatever the order,
     each GPU takes one 600 and nothing else (a 600 never fits beside another), so 60 % of the
