@@ -73,9 +73,10 @@ def test_cycles_made_inside_many_blocks_are_collected(monkeypatch: pytest.Monkey
     gc.collect()
     start = _tracked()
     monkeypatch.setattr(gcpause, "_kept", start)  # as if a full collection had just run
+    monkeypatch.setattr(gcpause, "_grown", 0)
     monkeypatch.setattr(gcpause, "_due", False)
     growth = int(max(gcpause.GROWTH * start, start + gcpause.MIN_GROWTH)) - start
-    per_block = 1000
+    per_block = max(1000, growth // 300)  # a few hundred blocks, however large the heap
     for _ in range(3 * growth // per_block + 1):
         with without_gc():
             for _ in range(per_block):
@@ -84,3 +85,28 @@ def test_cycles_made_inside_many_blocks_are_collected(monkeypatch: pytest.Monkey
         junk = [[] for _ in range(2000)]  # young collections run, as between plans
         del junk
     assert _tracked() - start < growth + 2 * per_block + 5000
+
+
+def test_a_small_block_does_not_count_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting the tracked objects walks them all: a block that made a few objects ends
+    without a count; blocks that together made more than the rule allows end with one."""
+    counts = []
+    real = gc.get_freeze_count
+
+    def counted() -> int:
+        counts.append(1)
+        return real()
+
+    gc.collect()
+    monkeypatch.setattr(gcpause, "_kept", _tracked())
+    monkeypatch.setattr(gcpause, "_grown", 0)
+    monkeypatch.setattr(gcpause, "_due", False)
+    monkeypatch.setattr(gc, "get_freeze_count", counted)
+    kept = []
+    for _ in range(100):
+        with without_gc():
+            kept.append([[] for _ in range(10)])
+    assert counts == []
+    with without_gc():
+        kept.append([[] for _ in range(gcpause.MIN_GROWTH + max(0, int((gcpause.GROWTH - 1) * gcpause._kept)))])
+    assert counts == [1] and gcpause._due
