@@ -55,6 +55,11 @@ def _tracked() -> int:
     return n
 
 
+def _past_rule(grown: int) -> bool:
+    """``grown`` more tracked objects than the last full collection left call for another."""
+    return grown > max((GROWTH - 1) * _kept, MIN_GROWTH)
+
+
 @contextmanager
 def without_gc() -> Iterator[None]:
     """The collector paused inside the block (nested and concurrent blocks share one pause)."""
@@ -76,7 +81,7 @@ def without_gc() -> Iterator[None]:
                 _grown += gc.get_count()[0]  # what the block made, at most (read before freeze zeroes it)
                 gc.freeze()  # everything tracked, the block's millions included, to the permanent generation
                 gc.unfreeze()  # and back, into the oldest: no young collection walks them now
-                if _grown > max((GROWTH - 1) * _kept, MIN_GROWTH):  # it may have: count
+                if _past_rule(_grown):  # it may have: count
                     _grown = _tracked() - _kept
-                    _due = _grown > max((GROWTH - 1) * _kept, MIN_GROWTH)
+                    _due = _past_rule(_grown)
                 gc.enable()

@@ -60,9 +60,10 @@ def test_expected_pods_are_the_typical_tasks_with_their_least_memory() -> None:
     left takes none of the shape); the paper's measure stays without memory."""
     tasks = [fgd.Task(name=f"h{i}", cpu_milli=100, memory_mib=mib, num_gpu=1, gpu_milli=500)
              for i, mib in enumerate((4096, 1024, 2048))]
-    (shape,) = fgd.typical([*tasks, fgd.Task(name="c", cpu_milli=0, memory_mib=0, num_gpu=0, gpu_milli=0)])[:1]
+    shapes = fgd.typical([*tasks, fgd.Task(name="c", cpu_milli=0, memory_mib=0, num_gpu=0, gpu_milli=0)])
+    shape = shapes[0]
     assert (shape.memory_mib, shape.weight) == (1024, 0.75)
-    (pod, cpu_only) = fgd.expected_pods(fgd.typical([*tasks, fgd.Task("c", 0, 0, 0, 0)]))
+    (pod, cpu_only) = fgd.expected_pods(shapes)
     assert pod.requests == (("cpu", 100), ("memory", 1024 << 20)) and pod.weight == 0.75
     assert pod.device is not None and pod.device.capacity == (("milli", 500_000),)
     assert cpu_only.requests == () and cpu_only.device is None
