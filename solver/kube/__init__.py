@@ -225,7 +225,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     for obj in by_kind["Namespace"]:  # their labels: namespaceSelector of pod affinity terms
         _, name = _meta(obj, namespaced=False)
         namespaces[name] = {"kubernetes.io/metadata.name": name,
-                            **{str(k): str(v) for k, v in _get(obj, "metadata.labels", Mapping, {}).items()}}
+                            **_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {}))}
     return s.ClusterSnapshot(
         nodes=nodes,
         pods=tuple(sorted(pods, key=lambda p: p.key)),

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from solver.kube.objects import Obj, _fail, _get, _ident, _items, _meta, quantity
+from solver.kube.objects import Obj, _fail, _get, _ident, _items, _meta, _opt_text, quantity
 from solver.kube.pods import _positive_int32, _terms
 from solver.model import cel
 from solver.model import snapshot as s
@@ -115,7 +115,8 @@ def _device_taints(obj: Obj, field: str, raw: Any) -> tuple[s.Taint, ...]:
         if effect not in (*DRA_TAINT_EFFECTS, "None"):
             raise _fail(obj, f"{field}[{i}].effect", f"must be NoSchedule, NoExecute or None, got {effect!r}")
         if effect in DRA_TAINT_EFFECTS:
-            out.append(s.Taint(key=t["key"], value=str(t.get("value") or ""), effect=effect))
+            value = _opt_text(obj, f"{field}[{i}].value", t.get("value"))
+            out.append(s.Taint(key=t["key"], value=value, effect=effect))
     return tuple(sorted(out, key=lambda t: (t.key, t.value, t.effect)))
 
 
@@ -469,8 +470,8 @@ def _device_tolerations(obj: Obj, field: str, raw: Any) -> tuple[s.Toleration, .
         effect = t.get("effect") or ""
         if effect not in ("", *DRA_TAINT_EFFECTS):
             raise _fail(obj, f"{field}[{i}].effect", f"unknown effect {effect!r}")
-        out.append(s.Toleration(key=str(t.get("key") or ""), operator=op, value=str(t.get("value") or ""),
-                                effect=effect))
+        out.append(s.Toleration(key=_opt_text(obj, f"{field}[{i}].key", t.get("key")), operator=op,
+                                value=_opt_text(obj, f"{field}[{i}].value", t.get("value")), effect=effect))
     return tuple(out)
 
 
@@ -619,7 +620,8 @@ def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Cl
         rf = f"status.reservedFor[{i}]"
         if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str) or not ref["name"]:
             raise _fail(obj, f"{rf}.name", "missing")
-        resource, group = str(ref.get("resource") or ""), str(ref.get("apiGroup") or "")
+        resource = _opt_text(obj, f"{rf}.resource", ref.get("resource"))
+        group = _opt_text(obj, f"{rf}.apiGroup", ref.get("apiGroup"))
         if resource == "pods" and not group:
             pods.append(f"{ns}/{ref['name']}")
         elif resource == "podgroups":

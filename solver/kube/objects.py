@@ -70,6 +70,11 @@ def _text(obj: Obj, field: str, raw: Any) -> str:
     return raw
 
 
+def _opt_text(obj: Obj, field: str, raw: Any) -> str:
+    """An optional string field: absent or null is ""; anything else must be a string."""
+    return "" if raw is None else _text(obj, field, raw)
+
+
 def _string_map(obj: Obj, field: str, raw: Any) -> dict[str, str]:
     """A map of strings to strings (labels, nodeSelector, matchLabels); absent is empty."""
     if raw is None:

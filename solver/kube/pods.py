@@ -18,6 +18,7 @@ from solver.kube.objects import (
     _items,
     _label_selector,
     _meta,
+    _opt_text,
     _requirements,
     _resources,
     _string_map,
@@ -37,7 +38,9 @@ def parse_node(obj: Obj) -> s.Node:
         effect = t.get("effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             raise _fail(obj, f"spec.taints[{i}].effect", f"unknown effect {effect!r}")
-        taints.append(s.Taint(key=str(t.get("key", "")), value=str(t.get("value", "") or ""), effect=effect))
+        tf = f"spec.taints[{i}]"
+        taints.append(s.Taint(key=_opt_text(obj, f"{tf}.key", t.get("key")),
+                              value=_opt_text(obj, f"{tf}.value", t.get("value")), effect=effect))
     return s.Node(
         name=s.NodeName(name),
         labels=_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {})),
@@ -190,11 +193,15 @@ def _tolerations(obj: Obj) -> tuple[s.Toleration, ...]:
     out = []
     for i, t in enumerate(_get(obj, "spec.tolerations", list, [])):
         t = _entry_map(obj, f"spec.tolerations[{i}]", t, "a toleration")
+        tf = f"spec.tolerations[{i}]"
         op = t.get("operator") or "Equal"
         if op not in ("Equal", "Exists"):
-            raise _fail(obj, f"spec.tolerations[{i}].operator", f"unknown operator {op!r}")
-        out.append(s.Toleration(key=str(t.get("key") or ""), operator=op, value=str(t.get("value") or ""),
-                                effect=str(t.get("effect") or "")))
+            raise _fail(obj, f"{tf}.operator", f"unknown operator {op!r}")
+        effect = t.get("effect") or ""
+        if effect not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise _fail(obj, f"{tf}.effect", f"unknown effect {effect!r}")
+        out.append(s.Toleration(key=_opt_text(obj, f"{tf}.key", t.get("key")), operator=op,
+                                value=_opt_text(obj, f"{tf}.value", t.get("value")), effect=effect))
     return tuple(out)
 
 
@@ -276,7 +283,8 @@ def _pod_affinity_terms(obj: Obj, ns: str, kind: str) -> tuple[s.PodAffinityTerm
                             "a pod affinity term"):
         key = _topology_key(obj, tf, raw)
         selector = _optional_selector(obj, f"{tf}.labelSelector", raw.get("labelSelector"))
-        names = [str(n) for n in _items(obj, f"{tf}.namespaces", raw.get("namespaces"))]
+        names = [_text(obj, f"{tf}.namespaces[{j}]", n)
+                 for j, n in enumerate(_items(obj, f"{tf}.namespaces", raw.get("namespaces")))]
         ns_selector = _optional_selector(obj, f"{tf}.namespaceSelector", raw.get("namespaceSelector"))
         if not names and ns_selector is None:
             names = [ns]

@@ -161,6 +161,29 @@ BAD = [
      "Pod/default/p: spec.containers[0].ports[0].hostPort: must be a port number, got 1000000000.0"),
     ("ports-not-a-list", [node("n1"), _with(pod("p"), "spec.containers", [{"name": "c", "ports": "80"}])],
      "Pod/default/p: spec.containers[0].ports: expected a list"),
+    # a number where Kubernetes has a string is refused, never read as its text
+    ("toleration-key-a-number", [node("n1"), _with(pod("p"), "spec.tolerations", [{"key": 3, "operator": "Exists"}])],
+     "Pod/default/p: spec.tolerations[0].key: expected a string, got int"),
+    ("toleration-unknown-effect", [node("n1"), _with(pod("p"), "spec.tolerations", [{"key": "k", "effect": "Never"}])],
+     "Pod/default/p: spec.tolerations[0].effect: unknown effect 'Never'"),
+    ("node-taint-value-a-number", [_with(node("n1"), "spec.taints", [{"key": "k", "value": 1, "effect": "NoSchedule"}])],
+     "Node/n1: spec.taints[0].value: expected a string, got int"),
+    ("affinity-namespace-a-number", [node("n1"), _with(pod("p"), "spec.affinity", {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "k", "namespaces": [7]}]}})],
+     "requiredDuringSchedulingIgnoredDuringExecution[0].namespaces[0]: expected a string, got int"),
+    ("namespace-label-a-number", [node("n1"), {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": "ml", "labels": {"team": 5}}}],
+     "Namespace/ml: metadata.labels"),
+    ("device-toleration-key-a-number", [node("n1"), {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"}, "spec": {}}, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+            "deviceClassName": "gpu", "tolerations": [{"key": 3, "operator": "Exists"}]}}]}}}],
+     "ResourceClaim/default/c: spec.devices.requests[0].exactly.tolerations[0].key: expected a string, got int"),
+    ("reserved-for-resource-a-number", [node("n1"), {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"devices": {"requests": []}}, "status": {"reservedFor": [{"name": "p", "resource": 1}]}}],
+     "ResourceClaim/default/c: status.reservedFor[0].resource: expected a string, got int"),
     ("terminating-conditions-not-a-list", [node("n1"), _with(_with_meta(pod("p").on("n1")), "status.conditions", 3)],
      "Pod/default/p: status.conditions: expected list, got int"),
 ]
