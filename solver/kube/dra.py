@@ -137,14 +137,16 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
             raise _fail(obj, f"{field}.{kind}", "expected a map")
         first: dict[tuple[str, str], str] = {}
         for key, raw in entries.items():
-            domain, ident = _qualify(driver, str(key))
+            if not isinstance(key, str):
+                raise _fail(obj, f"{field}.{kind}[{key}]", f"a name must be a string, got {type(key).__name__}")
+            domain, ident = _qualify(driver, key)
             if not domain or not ident or "/" in ident:
                 raise _fail(obj, f"{field}.{kind}[{key}]",
                             "a qualified name is a domain and a name separated by one slash")
             if (domain, ident) in first:
                 raise _fail(obj, f"{field}.{kind}[{key}]",
                             f"the same name as {first[(domain, ident)]!r} once qualified")
-            first[(domain, ident)] = str(key)
+            first[(domain, ident)] = key
             if kind == "attributes":
                 table[domain][ident] = _attribute(obj, f"{field}.{kind}[{key}]", raw)
                 continue

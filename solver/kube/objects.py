@@ -202,7 +202,8 @@ def _requirements(obj: Obj, field: str, raw: Any) -> tuple[s.SelectorRequirement
         if not isinstance(key, str):
             raise _fail(obj, f"{field}[{i}].key", "missing")
         values = _items(obj, f"{field}[{i}].values", req.get("values"))
-        out.append(s.SelectorRequirement(key=key, operator=op, values=tuple(str(v) for v in values)))
+        out.append(s.SelectorRequirement(key=key, operator=op, values=tuple(
+            _text(obj, f"{field}[{i}].values[{j}]", v) for j, v in enumerate(values))))
     return tuple(out)
 
 

@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from solver.kube.objects import Obj, _fail, _get, _meta, _requirements, _strings, quantity
+from solver.kube.objects import Obj, _fail, _get, _meta, _opt_text, _requirements, _strings, quantity
 from solver.kube.pods import _terms
 from solver.model import snapshot as s
 
@@ -175,7 +175,8 @@ def _claim(obj: Obj) -> _Claim:
     ns, name = _meta(obj, namespaced=True)
     annotations = _get(obj, "metadata.annotations", Mapping, {})
     volume = _get(obj, "spec.volumeName", str) or ""
-    class_name = annotations.get(BETA_CLASS) if BETA_CLASS in annotations else _get(obj, "spec.storageClassName", str)
+    class_name = (_opt_text(obj, f"metadata.annotations[{BETA_CLASS}]", annotations[BETA_CLASS])
+                  if BETA_CLASS in annotations else _get(obj, "spec.storageClassName", str))
     going = ""
     if _get(obj, "status.phase", str) == "Lost":
         going = f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{volume}"'
@@ -189,7 +190,8 @@ def _claim(obj: Obj) -> _Claim:
 def _volume(obj: Obj) -> _Volume:
     _, name = _meta(obj, namespaced=False)
     annotations = _get(obj, "metadata.annotations", Mapping, {})
-    class_name = annotations.get(BETA_CLASS) if BETA_CLASS in annotations else _get(obj, "spec.storageClassName", str)
+    class_name = (_opt_text(obj, f"metadata.annotations[{BETA_CLASS}]", annotations[BETA_CLASS])
+                  if BETA_CLASS in annotations else _get(obj, "spec.storageClassName", str))
     ref = _get(obj, "spec.claimRef", Mapping)
     field = "spec.nodeAffinity.required.nodeSelectorTerms"
     return _Volume(name=name, class_name=str(class_name or ""), size=_size(obj, "spec.capacity"),

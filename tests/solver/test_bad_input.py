@@ -184,6 +184,17 @@ BAD = [
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "default"},
         "spec": {"devices": {"requests": []}}, "status": {"reservedFor": [{"name": "p", "resource": 1}]}}],
      "ResourceClaim/default/c: status.reservedFor[0].resource: expected a string, got int"),
+    ("selector-value-a-number", [node("n1"), _with(pod("p"), "spec.affinity", {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "k", "operator": "In", "values": [1]}]}]}}})],
+     "matchExpressions[0].values[0]: expected a string, got int"),
+    ("storage-class-annotation-a-number", [node("n1"), {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "default",
+                     "annotations": {"volume.beta.kubernetes.io/storage-class": 5}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+     "PersistentVolumeClaim/default/data: metadata.annotations[volume.beta.kubernetes.io/storage-class]: "
+     "expected a string, got int"),
     ("terminating-conditions-not-a-list", [node("n1"), _with(_with_meta(pod("p").on("n1")), "status.conditions", 3)],
      "Pod/default/p: status.conditions: expected list, got int"),
 ]
@@ -316,3 +327,14 @@ def test_a_typed_api_list_gives_its_items_their_kind_and_api_version() -> None:
     # an item of a plain List still needs its own kind
     with pytest.raises(SnapshotInvalidError, match="kind: missing"):
         kube.snapshot_from_objects([{"apiVersion": "v1", "kind": "List", "items": [bare]}])
+
+
+def test_a_device_attribute_named_by_a_number_is_refused() -> None:
+    """YAML (not JSON) can key a map by a number: a device attribute's name must be a string."""
+    slice_ = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+              "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                       "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                       "devices": [{"name": "d", "attributes": {7: {"int": 1}}}]}}
+    with pytest.raises(SnapshotInvalidError, match=r"ResourceSlice/s: spec\.devices\[0\]\.attributes\[7\]: "
+                                                   "a name must be a string, got int"):
+        kube.snapshot_from_objects([node("n1").build(), slice_])
