@@ -15,9 +15,10 @@ with GPUs, one claim of ``num_gpu`` devices each asking ``gpu_milli`` of ``milli
 GPU asks all 1000, so only a free GPU takes it); a ``gpu_spec`` is a CEL selector on the
 model. CPU-only tasks ask no claim.
 
-Arrivals (``arrivals``): the pod list shuffled by the seed and repeated, reshuffled, until the
-GPU milli asked reaches ``tune`` (1.3) times the cluster's; each task is placed at arrival or
-fails, and nothing ever leaves. At each whole percent k of arrived GPU requests (the GPU
+Arrivals (``arrivals``): the pod list shuffled by the seed, with Go's ``math/rand`` as the
+authors' simulator does (so seed for seed the same order), then clones drawn from it until
+the GPU milli asked reaches ``tune`` (1.3) times the cluster's; each task is placed at
+arrival or fails, and nothing ever leaves. At each whole percent k of arrived GPU requests (the GPU
 milli asked by every arrived task, placed or not, over the cluster's) the allocation ratio
 (GPU milli allocated over the cluster's) is recorded.
 
@@ -35,13 +36,15 @@ Pure but for ``load_*``, which read the CSV files.
 from __future__ import annotations
 
 import csv
-import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
+
+from solver.bench import gorand
 from solver.model.errors import SolverError
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.model.snapshot import ExpectedPod, SubRequest
@@ -132,31 +135,37 @@ def _csv_dir(trace_dir: Path) -> Path:
 # ---- the protocol ------------------------------------------------------------------------
 
 def arrivals(tasks: Sequence[Task], capacity: int, seed: int, tune: float = TUNE) -> list[Task]:
-    """The tasks in arrival order, as the authors' simulator builds them (``TunePodsByNodeTotalResource``),
-    with Python's generator in place of Go's (so the same in distribution, not seed for seed):
-    every task shuffled by ``seed``; below ``tune`` × ``capacity`` of GPU milli asked, clones
-    drawn with replacement from the list (by name) are appended until the next one's per-GPU
-    milli would pass the target (CPU-only clones always pass); above it, random tasks are
-    dropped until the total is within it."""
+    """The tasks in arrival order, seed for seed as the authors' simulator builds them
+    (``SortClusterPods`` and ``TunePodsByNodeTotalResource``), from Go's ``math/rand`` seeded
+    with ``seed`` (``gorand``): the tasks sorted by name and shuffled; then, below ``tune`` ×
+    ``capacity`` of GPU milli asked, clones drawn with replacement from the sorted list,
+    appended until the next one's per-GPU milli would pass the target (CPU-only clones always
+    pass; a last multi-GPU clone may end the total above the target, as there); or, above the
+    target, random tasks dropped until the total is within it."""
     if not any(t.gpu_request for t in tasks):
         raise FgdError("the pod list asks for no GPU: the protocol's arrivals never reach its target")
-    rng = random.Random(seed)
     by_name = sorted(tasks, key=lambda t: t.name)
-    order = list(by_name)
-    rng.shuffle(order)
-    target = tune * capacity
-    total = sum(t.gpu_request for t in order)
-    if total < target:
-        while True:
-            clone = by_name[rng.randrange(len(by_name))]
-            if total + clone.gpu_milli > target:
+    n, target = len(by_name), tune * capacity
+    total = sum(t.gpu_request for t in by_name)
+    if total > target:
+        perm, drawn = gorand.draws(seed, n, n, shrink=True)
+        order = [by_name[i] for i in perm]
+        for i in drawn:
+            if total <= target:
                 break
+            total -= order.pop(i).gpu_request
+        return order
+    count = n
+    while True:  # the clones' draws, as many as it takes (a longer run draws the same prefix)
+        perm, drawn = gorand.draws(seed, n, count)
+        order, grown = [by_name[i] for i in perm], total
+        for i in drawn:
+            clone = by_name[i]
+            if grown + clone.gpu_milli > target:
+                return order
             order.append(clone)
-            total += clone.gpu_request
-    while total > target:
-        dropped = order.pop(rng.randrange(len(order)))
-        total -= dropped.gpu_request
-    return order
+            grown += clone.gpu_request
+        count *= 4
 
 
 # ---- fragmentation (the paper's measure) ----------------------------------------------------
@@ -369,14 +378,30 @@ class Run:
     bound: float | None = None  # a proven upper bound on ``final`` for these arrivals (``bound``)
 
 
-def _discrete(samples: dict[int, list[float]], top: int) -> dict[int, float]:
-    """k -> mean of the samples at k; a k without any: those at k-1..k+1 (as the paper's scripts)."""
+def discrete(samples: dict[int, list[float]], top: int) -> dict[int, float]:
+    """k -> mean of the samples at k; a k without any: those at k-1..k+1; to 2 places (all as
+    the paper's scripts compute it, to the last digit)."""
     out = {}
     for k in range(top + 1):
         near = samples.get(k) or [v for j in (k - 1, k, k + 1) for v in samples.get(j, ())]
         if near:
-            out[k] = round(sum(near) / len(near), 2)
+            out[k] = _hundredths(float(numpy.mean(near)))  # numpy's pairwise sum, as pandas's mean
     return out
+
+
+def percents(asked: float, amounts: Sequence[float], capacity: int) -> tuple[int, list[float]]:
+    """A sample as the authors' analysis takes it: the arrived GPU requests' whole percent of
+    the cluster's GPUs (half to even), and each amount's percent to 2 places, each computed
+    as there (milli over GPUs over 10)."""
+    gpus = capacity / MILLI
+    return round(asked / gpus / 10), [_hundredths(a / gpus / 10) for a in amounts]
+
+
+def _hundredths(x: float) -> float:
+    """``x`` to 2 places as numpy rounds (the authors' scripts): x·100 to the nearest integer,
+    half to even, over 100 (Python's ``round(x, 2)`` rounds the decimal value: 87.945 is not
+    87.94 there)."""
+    return round(x * 100) / 100
 
 
 def largest_first(order: Sequence[Task]) -> list[Task]:
@@ -420,15 +445,15 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
         for _, t in batch:
             asked += t.gpu_request
             out.arrived += 1
-            k = round(100 * asked / cluster.capacity)  # half to even, as numpy's round
-            alloc.setdefault(k, []).append(100 * cluster.allocated / cluster.capacity)
-            frag.setdefault(k, []).append(100 * fragmented / cluster.capacity)
+            k, ratios = percents(asked, (cluster.allocated, fragmented), cluster.capacity)
+            alloc.setdefault(k, []).append(ratios[0])
+            frag.setdefault(k, []).append(ratios[1])
         if progress is not None:
             progress(out, first)
     out.seconds = time.perf_counter() - start
     out.final = round(100 * cluster.allocated / cluster.capacity, 2)
     top = round(tune * 100)
-    out.alloc, out.frag = _discrete(alloc, top), _discrete(frag, top)
+    out.alloc, out.frag = discrete(alloc, top), discrete(frag, top)
     return out
 
 
