@@ -430,7 +430,7 @@ def _fgd(args: argparse.Namespace) -> int:
                 with open(args.out, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(fgd.to_json(args.fgd, r)) + "\n")
     print(fgd.table(args.fgd, runs, fgd.published(Path(args.trace), args.fgd), len(nodes),
-                    sum(n.gpus for n in nodes)))
+                    sum(n.gpus for n in nodes), fgd.published_seeds(Path(args.trace), args.fgd)))
     return 0
 
 

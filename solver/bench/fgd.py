@@ -376,6 +376,7 @@ class Run:
     frag: dict[int, float] = field(default_factory=dict)
     final: float = 0.0  # the allocation ratio (%) once every arrival was attempted
     bound: float | None = None  # a proven upper bound on ``final`` for these arrivals (``bound``)
+    offline: bool = False  # attempted largest first: its columns are not the arrivals'
 
 
 def discrete(samples: dict[int, list[float]], top: int) -> dict[int, float]:
@@ -425,7 +426,7 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
     shapes = typical(tasks)
     per_node = {st.node.name: node_frag(st, shapes) for st in cluster.nodes}
     fragmented = sum(per_node.values())
-    out = Run(policy=policy_name, seed=seed)
+    out = Run(policy=policy_name, seed=seed, offline=offline)
     alloc: dict[int, list[float]] = {}
     frag: dict[int, list[float]] = {}
     asked = 0
@@ -648,18 +649,37 @@ def published(trace_dir: Path, workload: str) -> list[dict[str, str]]:
         return [row for row in csv.DictReader(f) if row.get("workload") == workload]
 
 
-def _mean_std(values: Sequence[float]) -> str:
+def published_seeds(trace_dir: Path, workload: str) -> dict[str, dict[int, dict[int, float]]]:
+    """The authors' runs of ``workload`` seed by seed (``analysis_allo_discrete.csv``): policy ->
+    seed -> {100: allocation ratio at 100 %, 130: at 130 %}; {} when the file is not there."""
+    path = Path(trace_dir) / RESULTS_DIR / "analysis_allo_discrete.csv"
+    if not path.exists():
+        return {}
+    out: dict[str, dict[int, dict[int, float]]] = {}
+    with path.open(encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            if row.get("workload") == workload:
+                out.setdefault(row["sc_policy"], {})[int(row["seed"])] = {
+                    k: float(row[str(k)]) for k in (100, round(TUNE * 100)) if row.get(str(k))}
+    return out
+
+
+def _mean_std(values: Sequence[float], *, sign: bool = False) -> str:
     if not values:
         return "-"
     mean = sum(values) / len(values)
+    shown = f"{mean:+.2f}" if sign else f"{mean:.2f}"
     if len(values) == 1:
-        return f"{mean:.2f}"
+        return shown
     std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-    return f"{mean:.2f} ±{std:.2f}"
+    return f"{shown} ±{std:.2f}"
 
 
-def table(workload: str, runs: Sequence[Run], paper: Sequence[dict[str, str]], nodes: int, gpus: int) -> str:
-    """Our runs per policy (mean ± sample deviation over the seeds) beside the paper's."""
+def table(workload: str, runs: Sequence[Run], paper: Sequence[dict[str, str]], nodes: int, gpus: int,
+          by_seed: Mapping[str, Mapping[int, Mapping[int, float]]] | None = None) -> str:
+    """Our runs per policy (mean ± sample deviation over the seeds) beside the paper's; with
+    ``by_seed`` (``published_seeds``), each online policy of ours paired seed for seed with
+    each of theirs: the arrivals are the same, so the difference per seed is the policy's."""
     seeds = sorted({r.seed for r in runs})
     lines = [f"FGD protocol, {workload}: {nodes} GPU nodes, {gpus} GPUs, arrivals to {round(TUNE * 100)} % of "
              f"GPU capacity, seeds {','.join(map(str, seeds))}",
@@ -681,7 +701,27 @@ def table(workload: str, runs: Sequence[Run], paper: Sequence[dict[str, str]], n
                      f"{row['gpu_alloc_pct_at_100_mean'] + ' ±' + row['gpu_alloc_pct_at_100_std']:>16}"
                      f"{row['gpu_alloc_pct_at_130_mean'] + ' ±' + row['gpu_alloc_pct_at_130_std']:>16}"
                      f"{row['frag_amount_at_100_mean']:>16}" for row in paper)
+    lines.extend(_paired(runs, by_seed or {}))
     return "\n".join(lines)
+
+
+def _paired(runs: Sequence[Run], by_seed: Mapping[str, Mapping[int, Mapping[int, float]]]) -> list[str]:
+    top = round(TUNE * 100)
+    out: list[str] = []
+    for policy in dict.fromkeys(r.policy for r in runs if not r.offline):
+        mine = {r.seed: r.alloc for r in runs if r.policy == policy and not r.offline}
+        for theirs, seeds in by_seed.items():
+            both = [s for s in sorted(mine) if s in seeds and all(k in mine[s] and k in seeds[s] for k in (100, top))]
+            if not both:
+                continue
+            if not out:
+                out.append("paired seed for seed with the published runs (the same arrivals): ours minus theirs, "
+                           f"mean ± deviation; seeds where ours is higher @{top}")
+            diff = {k: [mine[s][k] - seeds[s][k] for s in both] for k in (100, top)}
+            higher = sum(d > 0 for d in diff[top])
+            out.append(f"{policy + ' - ' + theirs:<26}{_mean_std(diff[100], sign=True):>16}"
+                       f"{_mean_std(diff[top], sign=True):>16}{f'{higher}/{len(both)}':>16}")
+    return out
 
 
 def to_json(workload: str, r: Run) -> dict[str, Any]:

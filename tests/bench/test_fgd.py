@@ -4,6 +4,7 @@ beside the published numbers read from the trace's files."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,30 @@ def test_bench_fgd_prints_the_runs_beside_the_published_table(tmp_path: Path, ca
     (trace / "csv" / "openb_pod_list_bad.csv").write_text(PODS + _task("t0", 1, 500).replace("1000,", "x,", 1))
     assert cli.main(["bench", "--fgd", "openb_pod_list_bad", "--trace", str(trace)]) == 2
     assert "openb_pod_list_bad.csv row 2: cpu_milli: 'x' is not a non-negative integer" in capsys.readouterr().err
+
+
+def test_bench_fgd_pairs_each_seed_with_the_published_run_of_the_same_seed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ten tasks of 100 milli on one GPU: every run allocates 100 % at 100 % and at 130 %;
+    the published runs of seeds 42 and 43 at 40/50 and 40/70 (41 and 44 are not run here)."""
+    trace = _trace(tmp_path, "a,8000,81920,1,A\n", "".join(_task(f"t{i}", 1, 100, cpu=10) for i in range(10)))
+    (tmp_path / "fgd-expected-results").mkdir()
+    columns = ",".join(str(k) for k in range(131))
+    (tmp_path / "fgd-expected-results" / "analysis_allo_discrete.csv").write_text(
+        f"workload,sc_policy,tune,seed,total_gpus,{columns}\n"
+        + "".join(f"openb_pod_list_tiny,06-FGD,1.3,{seed},1,{','.join(['40.0'] * 101 + [x] * 30)}\n"
+                  for seed, x in ((41, "100.0"), (42, "50.0"), (43, "70.0"), (44, "1.0"))))
+    out = tmp_path / "runs.jsonl"
+    assert cli.main(["bench", "--fgd", "openb_pod_list_tiny", "--trace", str(trace), "--seeds", "42-43",
+                     "--out", str(out)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert [(r["alloc"]["100"], r["alloc"]["130"]) for r in map(json.loads, out.read_text().splitlines())] == [
+        (100.0, 100.0), (100.0, 100.0)]
+    assert ["gangplace", "-", "06-FGD", "+60.00", "±0.00", "+40.00", "±14.14", "2/2"] in [
+        line.split() for line in table]
+    assert cli.main(["bench", "--fgd", "openb_pod_list_tiny", "--trace", str(trace), "--seeds", "42",
+                     "--fgd-offline"]) == 0
+    assert "paired" not in capsys.readouterr().out  # largest first: its columns are not the arrivals'
 
 
 def test_alike_nodes_are_stood_for_by_the_one_first_in_the_plans_order() -> None:
