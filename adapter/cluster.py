@@ -68,6 +68,11 @@ KINDS: tuple[Kind, ...] = (
          lambda c: client.CoreV1Api(c).list_persistent_volume_claim_for_all_namespaces),
     Kind("PersistentVolume", "v1", "persistentvolumes", lambda c: client.CoreV1Api(c).list_persistent_volume),
     Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", lambda c: client.StorageV1Api(c).list_storage_class),
+    # the CSI volumes a node may attach (NodeVolumeLimits: solver/model/attach.py)
+    Kind("CSINode", "storage.k8s.io/v1", "csinodes", lambda c: client.StorageV1Api(c).list_csi_node),
+    Kind("CSIDriver", "storage.k8s.io/v1", "csidrivers", lambda c: client.StorageV1Api(c).list_csi_driver),
+    Kind("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments",
+         lambda c: client.StorageV1Api(c).list_volume_attachment),
     # what a pod's runtimeClassName adds, should a pod be planned before admission filled it in
     Kind("RuntimeClass", "node.k8s.io/v1", "runtimeclasses", lambda c: client.NodeV1Api(c).list_runtime_class),
 )

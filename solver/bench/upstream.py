@@ -70,6 +70,9 @@ KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("v1", "PersistentVolumeClaim"): ("/api/v1", "persistentvolumeclaims", True),
     ("v1", "PersistentVolume"): ("/api/v1", "persistentvolumes", False),
     ("storage.k8s.io/v1", "StorageClass"): ("/apis/storage.k8s.io/v1", "storageclasses", False),
+    ("storage.k8s.io/v1", "CSINode"): ("/apis/storage.k8s.io/v1", "csinodes", False),
+    ("storage.k8s.io/v1", "CSIDriver"): ("/apis/storage.k8s.io/v1", "csidrivers", False),
+    ("storage.k8s.io/v1", "VolumeAttachment"): ("/apis/storage.k8s.io/v1", "volumeattachments", False),
     ("node.k8s.io/v1", "RuntimeClass"): ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
@@ -79,9 +82,9 @@ KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
 }
 # creation order: what an object refers to exists before it
-ORDER = ("Namespace", "PriorityClass", "DeviceClass", "StorageClass", "RuntimeClass", "Node", "ResourceSlice",
-         "DeviceTaintRule",
-         "PersistentVolume", "PersistentVolumeClaim", "Workload", "CompositePodGroup", "PodGroup",
+ORDER = ("Namespace", "PriorityClass", "DeviceClass", "StorageClass", "CSIDriver", "RuntimeClass", "Node", "CSINode",
+         "ResourceSlice", "DeviceTaintRule",
+         "PersistentVolume", "VolumeAttachment", "PersistentVolumeClaim", "Workload", "CompositePodGroup", "PodGroup",
          "PodDisruptionBudget", "ResourceClaimTemplate", "ResourceClaim")
 HOLD = "gangplace.io/hold"  # the finalizer that keeps a recorded terminating pod terminating
 _SERVER_SET = ("uid", "resourceVersion", "managedFields", "generation", "creationTimestamp", "selfLink",

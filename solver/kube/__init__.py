@@ -174,7 +174,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         seen.add(ident)
         by_kind[kind].append(obj)
     priorities = _Priorities(by_kind["PriorityClass"])
-    nodes = tuple(sorted((parse_node(o) for o in by_kind["Node"]), key=lambda n: n.name))
+    volumes = Volumes(by_kind)
+    nodes = tuple(sorted((volumes.node(parse_node(o)) for o in by_kind["Node"]), key=lambda n: n.name))
     raw_groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]] = {}
     for obj in by_kind["PodGroup"] + by_kind["CompositePodGroup"]:
         group, prio = parse_group(obj, priorities)
@@ -186,7 +187,6 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     node_names = {n.name for n in nodes}
     dra = _DraBuilder(by_kind)
     advertised = {r for n in nodes for r, amount in n.allocatable.items() if amount > 0}
-    volumes = Volumes(by_kind)
     pods = []
     waiting: list[s.WaitingPod] = []
     warnings = priorities.warnings
@@ -217,6 +217,9 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         if pod.node is None and isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
             block, terms = volumes.demand(obj, pod.namespace, pod.name)
             pod = dataclasses.replace(pod, volume_block=block, volume_terms=terms)
+        if isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
+            csi, required = volumes.attachable(obj, pod.namespace, pod.name)
+            pod = dataclasses.replace(pod, csi_volumes=csi, csi_required=required)
         dra.pod(obj, pod)
         pod = dra.extended(obj, pod, advertised)
         pods.append(pod)

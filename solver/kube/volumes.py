@@ -28,19 +28,32 @@ VolumeRestrictions (plugins/volumerestrictions ``readWriteOncePodPVCsForPod``,
 pod running with it keeps it (upstream could preempt that pod; gangplace does not plan that);
 else the first pending pod by name that asks for it may have it, and the others wait.
 
-Not read: CSIStorageCapacity (a provisioner's free space), CSINode attach limits
-(NodeVolumeLimits), the volume's label selector on a claim, and two pods choosing the one free
-local volume (each pod alone may take it): the plan can then bind a pod the real scheduler
-would leave pending.
+NodeVolumeLimits (plugins/nodevolumelimits/csi.go ``Filter``, ``filterAttachableVolumes``,
+``getCSIDriverInfo``, ``getCSIDriverInfoFromSC``, ``getNodeVolumeAttachmentInfo``,
+``checkCSIDriverOnNode``): a pod's CSI volumes (``Pod.csi_volumes``) are its claims' (a
+persistentVolumeClaim or a generic ephemeral volume): a claim naming a volume whose
+PersistentVolume exists is that volume's ``spec.csi`` (driver, ``driver/volumeHandle``), a
+volume of another kind is not counted; a claim naming no volume, or a missing one, is its
+class's provisioner with a name of the claim's own. A node's CSINode gives, per driver, the
+volumes it may attach (``allocatable.count``); VolumeAttachments on the node count too
+(``Node.attached_volumes``). A pod with CSI volumes whose CSIDriver sets
+``preventPodSchedulingIfMissing`` (VolumeLimitScaling, beta and on in 1.37) fits no node whose
+CSINode lacks that driver (``Pod.csi_required``). In-tree volumes that CSI migration would
+translate (``kubernetes.io/aws-ebs`` and the like) are not counted.
+
+Not read: CSIStorageCapacity (a provisioner's free space), the volume's label selector on a
+claim, and two pods choosing the one free local volume (each pod alone may take it): the plan
+can then bind a pod the real scheduler would leave pending.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from solver.kube.objects import Obj, _fail, _get, _meta, _opt_text, _requirements, _strings, quantity
+from solver.kube.objects import INT32_MAX, Obj, _fail, _get, _meta, _opt_text, _requirements, _strings, _text, quantity
 from solver.kube.pods import _terms
 from solver.model import snapshot as s
 
@@ -48,6 +61,10 @@ BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ONCE_POD = "ReadWriteOncePod"  # an access mode: one pod at a time (VolumeRestrictions)
 BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+# the in-tree provisioners CSI migration translates (csi-translation-lib): not counted here
+IN_TREE_MIGRATABLE = frozenset({"kubernetes.io/aws-ebs", "kubernetes.io/gce-pd", "kubernetes.io/azure-disk",
+                                "kubernetes.io/azure-file", "kubernetes.io/cinder", "kubernetes.io/vsphere-volume",
+                                "kubernetes.io/portworx-volume"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +88,7 @@ class _Volume:
     terms: tuple[s.NodeSelectorTerm, ...]  # required node affinity ((): any node)
     available: bool
     zones: tuple[s.NodeSelectorTerm, ...]  # what VolumeZone asks of a node ((): nothing)
+    csi: tuple[str, str] | None = None  # spec.csi: (driver, volumeHandle)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +107,52 @@ class Volumes:
         self.volumes = {v.name: v for v in (_volume(o) for o in by_kind.get("PersistentVolume", ()))}
         self.classes = {c.name: c for c in (_class(o) for o in by_kind.get("StorageClass", ()))}
         self.holders = self._once_pod_holders(by_kind.get("Pod", ()))
+        self.required = frozenset(d for d in (_driver(o) for o in by_kind.get("CSIDriver", ())) if d)
+        self.csi_nodes = {n: (drivers, limits) for n, drivers, limits in map(_csi_node, by_kind.get("CSINode", ()))}
+        self.attached: dict[str, set[tuple[str, str]]] = {}
+        for obj in by_kind.get("VolumeAttachment", ()):
+            node, attacher, volume = _attachment(obj)
+            source = self.volumes.get(volume)
+            if node and attacher and source is not None and source.csi is not None:
+                self.attached.setdefault(node, set()).add((attacher, f"{attacher}/{source.csi[1]}"))
+
+    def node(self, node: s.Node) -> s.Node:
+        """The node with what NodeVolumeLimits reads of it: its CSINode's drivers and limits (none
+        without a CSINode) and the CSI volumes its VolumeAttachments hold."""
+        drivers, limits = self.csi_nodes.get(node.name, (frozenset(), {}))
+        return dataclasses.replace(node, csi_drivers=drivers, volume_limits=limits,
+                                   attached_volumes=frozenset(self.attached.get(node.name, ())))
+
+    def attachable(self, obj: Obj, namespace: str, name: str) -> tuple[tuple[tuple[str, str], ...], frozenset[str]]:
+        """The pod's CSI volumes (driver, unique name), sorted, and the drivers among them whose
+        CSIDriver prevents scheduling where a node lacks them (``getCSIDriverInfo``)."""
+        out: set[tuple[str, str]] = set()
+        for vol in _get(obj, "spec.volumes", list, []):
+            if not isinstance(vol, Mapping):
+                continue  # demand() names it for a pending pod; a running pod's is not counted
+            ref = vol.get("persistentVolumeClaim")
+            if isinstance(ref, Mapping) and isinstance(ref.get("claimName"), str):
+                claim_name = ref["claimName"]
+            elif vol.get("ephemeral") is not None:
+                claim_name = f"{name}-{vol.get('name', '')}"
+            else:
+                continue  # an inline volume: not a CSI one unless migrated, which is not read
+            claim = self.claims.get(f"{namespace}/{claim_name}")
+            if claim is None:
+                continue
+            found = self._csi_of(claim)
+            if found is not None:
+                out.add(found)
+        return tuple(sorted(out)), frozenset(d for d, _ in out if d in self.required)
+
+    def _csi_of(self, claim: _Claim) -> tuple[str, str] | None:
+        volume = self.volumes.get(claim.volume) if claim.volume else None
+        if volume is not None:  # not a CSI volume: not counted (in-tree migration is not read)
+            return None if volume.csi is None else (volume.csi[0], f"{volume.csi[0]}/{volume.csi[1]}")
+        cls = self.classes.get(claim.class_name) if claim.class_name else None
+        if cls is None or not cls.provisioner or cls.provisioner in IN_TREE_MIGRATABLE:
+            return None
+        return cls.provisioner, f"{cls.provisioner}/ claim {claim.key}"  # a name no volume handle has
 
     def _once_pod_holders(self, pods: Iterable[Obj]) -> dict[str, str]:
         """ReadWriteOncePod claim -> the one pod that may use it: a pod running with it (the
@@ -199,7 +263,51 @@ def _volume(obj: Obj) -> _Volume:
                    claim=f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
                    terms=_terms(obj, field, _get(obj, field, list, [])),
                    available=not _get(obj, "metadata.deletionTimestamp", str),
-                   zones=_zone_terms(_get(obj, "metadata.labels", Mapping, {})))
+                   zones=_zone_terms(_get(obj, "metadata.labels", Mapping, {})), csi=_csi_source(obj))
+
+
+def _csi_source(obj: Obj) -> tuple[str, str] | None:
+    raw = _get(obj, "spec.csi", Mapping)
+    if raw is None:
+        return None
+    driver = _text(obj, "spec.csi.driver", raw.get("driver"))
+    handle = _text(obj, "spec.csi.volumeHandle", raw.get("volumeHandle"))
+    if not driver or not handle:
+        raise _fail(obj, "spec.csi.driver" if not driver else "spec.csi.volumeHandle", "missing")
+    return driver, handle
+
+
+def _driver(obj: Obj) -> str:
+    """A CSIDriver's name when it sets preventPodSchedulingIfMissing, else ""."""
+    _, name = _meta(obj, namespaced=False)
+    prevent = _get(obj, "spec.preventPodSchedulingIfMissing", bool)
+    return name if prevent else ""
+
+
+def _csi_node(obj: Obj) -> tuple[str, frozenset[str], dict[str, int]]:
+    _, name = _meta(obj, namespaced=False)
+    drivers: set[str] = set()
+    limits: dict[str, int] = {}
+    for i, d in enumerate(_get(obj, "spec.drivers", list, [])):
+        field = f"spec.drivers[{i}]"
+        if not isinstance(d, Mapping):
+            raise _fail(obj, field, "expected a driver")
+        driver = _text(obj, f"{field}.name", d.get("name"))
+        drivers.add(driver)
+        allocatable = d.get("allocatable")
+        count = allocatable.get("count") if isinstance(allocatable, Mapping) else None
+        if count is not None:
+            if type(count) is not int or not 0 <= count <= INT32_MAX:
+                raise _fail(obj, f"{field}.allocatable.count", f"must be a 32-bit integer of at least 0, got {count!r}")
+            limits[driver] = count
+    return name, frozenset(drivers), limits
+
+
+def _attachment(obj: Obj) -> tuple[str, str, str]:
+    """A VolumeAttachment's node, attacher and PersistentVolume ("" for each not set)."""
+    _meta(obj, namespaced=False)
+    return (_get(obj, "spec.nodeName", str) or "", _get(obj, "spec.attacher", str) or "",
+            _get(obj, "spec.source.persistentVolumeName", str) or "")
 
 
 BETA_ZONE, BETA_REGION = "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region"

@@ -69,6 +69,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
+from solver.model import attach
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, group_ok
 from solver.model.fragment import Fragmentation, score, tie_order
@@ -240,11 +241,23 @@ class State:
         Without ``own_devices``, the devices of the class's own claims are not counted (its caller
         fits them itself)."""
         most = self._requests_room(cls, node, self.running_on(node))
+        if most and cls.pods[0].csi_volumes and not self.volumes_fit(cls, node):
+            return 0
         if most and self.problem.dra.active and own_devices:
             most = self.device_room(cls, node, most)
         if most and self.rules.active:
             most = self.rules.room(cls, node, most)
         return most
+
+    def volumes_fit(self, cls: PodClass, node: s.NodeName) -> bool:
+        """NodeVolumeLimits on ``node`` with the pods placed there so far (attach.py)."""
+        where = self.nodes[node]
+        if not where.volume_limits:
+            return True
+        have = set(self.problem.held_volumes.get(node, ()))
+        for c in self.placed.get(node, ()):
+            have.update(self.problem.classes[c].pods[0].csi_volumes)
+        return not attach.refuses(where, have, cls.pods[0].csi_volumes)
 
     def room_evicting(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` would fit on ``node`` were every unit it may preempt

@@ -39,9 +39,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from solver.model import attach, selectors
 from solver.model import dra as dra_mod
 from solver.model import interpod as ip
-from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.features import FeatureGates
 from solver.model.stopping import checkpoint
@@ -88,6 +88,8 @@ class Problem:
     # fragmentation, equal scores in an order of the nodes drawn from ``seed``
     expected: tuple[s.ExpectedPod, ...] = ()
     seed: int = 0
+    # per node with a CSI volume limit: the volumes its pods and VolumeAttachments hold (attach.py)
+    held_volumes: Mapping[s.NodeName, frozenset[attach.Volume]] = field(default_factory=dict)
 
     @property
     def strict_pdbs(self) -> bool:
@@ -185,7 +187,9 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
     units, units_on_node = _victim_units(snapshot, groups, planned_roots, pdb_policy == "strict")
     dra = dra_mod.analyse(snapshot, classes, units, free_on_eviction=dra_preemption, expected=expected)
     vectors = tuple(interpod.vector(c.pods[0]) for c in classes)
-    candidates = _all_candidates(snapshot, workloads, classes, units, units_on_node, dra, interpod, vectors)
+    held_volumes = attach.held(snapshot)
+    candidates = _all_candidates(snapshot, workloads, classes, units, units_on_node, dra, interpod, vectors,
+                                 held_volumes)
     _prune_topology(candidates, snapshot, groups, workloads, classes, running_in_group)
     return Problem(
         snapshot=snapshot,
@@ -206,12 +210,14 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
         held=tuple(held),
         expected=tuple(expected),
         seed=seed,
+        held_volumes=held_volumes,
     )
 
 
 def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], classes: Sequence[PodClass],
                     units: Sequence[VictimUnit], units_on_node: Mapping[s.NodeName, Sequence[int]],
                     dra: dra_mod.DraProblem, interpod: ip.InterPod, vectors: Sequence[tuple[bool, ...]],
+                    held_volumes: Mapping[s.NodeName, frozenset[attach.Volume]],
                     ) -> list[dict[s.NodeName, int]]:
     """Per class, its candidate nodes (``_candidate_nodes``) before topology pruning."""
     powers = [c.power for c in classes if c.power is not None]
@@ -235,10 +241,11 @@ def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], 
         shared = tuple(dra.shared[i].slots for i in dra.shared_of_class.get(cls.index, ()))
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
                  rep.affinity_terms, rep.tolerations, rep.required_features, rep.volume_block, rep.volume_terms,
+                 rep.csi_volumes, rep.csi_required,
                  len(cls.pods), dra.class_slots[cls.index],
                  tuple(dra.pinned.get(cls.index, ())), shared, ip.own_signature(rep), vectors[cls.index])
         if shape not in shapes:
-            shapes[shape] = _candidate_nodes(snapshot.nodes, interpod, dra, cls, fixed, unmoved)
+            shapes[shape] = _candidate_nodes(snapshot.nodes, interpod, dra, cls, fixed, unmoved, held_volumes)
         out.append(dict(shapes[shape]))  # a copy: topology pruning edits it per class
     return out
 
@@ -268,6 +275,8 @@ def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tup
         pod.required_features,
         pod.volume_block,
         pod.volume_terms,
+        pod.csi_volumes,
+        pod.csi_required,
     )
 
 
@@ -513,6 +522,7 @@ def _unmoved(nodes: Sequence[s.Node], units: Sequence[VictimUnit], strongest: in
 def _candidate_nodes(
     nodes: Sequence[s.Node], interpod: ip.InterPod, dra: dra_mod.DraProblem, cls: PodClass,
     fixed: Mapping[s.NodeName, Mapping[str, int]], unmoved: Sequence[tuple[s.Pod, s.Node]],
+    held_volumes: Mapping[s.NodeName, frozenset[attach.Volume]],
 ) -> dict[s.NodeName, int]:
     """Nodes where ``cls`` could land, each with the most pods of it the node could take.
 
@@ -534,6 +544,8 @@ def _candidate_nodes(
             checkpoint("the candidate nodes")
         if not selectors.statically_feasible(rep, node):
             continue
+        if rep.csi_volumes and attach.refuses(node, held_volumes.get(node.name, frozenset()), rep.csi_volumes):
+            continue  # NodeVolumeLimits: its own new volumes pass a limit (evictions free none: attach.py)
         if checks and not ip.node_allowed(rep, node, shut):
             continue
         most = 1 if rep.host_ports else len(cls.pods)  # one pod per host port and node

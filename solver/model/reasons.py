@@ -15,6 +15,7 @@ profile in its order and each plugin's own reason strings:
 - NodeUnschedulable, TaintToleration, NodeAffinity: unresolvable (preemption cannot help);
 - NodePorts, NodeResourcesFit (every insufficient resource, ``Too many pods`` for the pod
   count): resolvable;
+- NodeVolumeLimits (a CSI driver the node lacks, a volume limit passed): resolvable;
 - VolumeBinding: unresolvable;
 - PodTopologySpread: a node without the key is unresolvable, a skew past maxSkew resolvable;
 - InterPodAffinity: the pod's own affinity unresolvable, anti-affinity either way resolvable;
@@ -39,7 +40,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from solver.model import selectors
+from solver.model import attach, selectors
 from solver.model import snapshot as s
 from solver.model.greedy import State
 from solver.model.problem import Problem
@@ -51,6 +52,7 @@ TAINTS = "node(s) had untolerated taint(s)"  # tainttoleration Filter
 NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"  # nodeaffinity.ErrReasonPod
 PORTS = "node(s) didn't have free ports for the requested pod ports"  # nodeports.ErrReason
 TOO_MANY_PODS = "Too many pods"  # noderesources fit.go
+VOLUME_LIMIT = "node(s) exceed max volume count"  # nodevolumelimits ErrReasonMaxVolumeCountExceeded
 VOLUME_BIND = "node(s) didn't find available persistent volumes to bind"  # volumebinding ErrReasonBindConflict
 VOLUME_NODE = "node(s) didn't match PersistentVolume's node affinity"  # volumebinding ErrReasonNodeConflict
 SPREAD = "node(s) didn't match pod topology spread constraints"  # podtopologyspread ErrReasonConstraintsNotMatch
@@ -172,6 +174,12 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
         return short, all(node.allocatable.get(res, 0) >= amount for res, amount in cls.requests.items())
     if pod.volume_block:
         return [VOLUME_BIND], False
+    if pod.csi_volumes:  # NodeVolumeLimits (attach.py), resolvable as upstream returns it
+        missing = sorted(pod.csi_required - node.csi_drivers)
+        if missing:
+            return [f"{missing[0]} CSI driver is not installed on the node"], True
+        if attach.refuses(node, state.problem.held_volumes.get(node.name, frozenset()), pod.csi_volumes):
+            return [VOLUME_LIMIT], True
     if not selectors.volumes_reachable(pod, node):
         return [VOLUME_NODE], False
     if pod.spread:

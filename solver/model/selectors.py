@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from solver.model import attach
 from solver.model import snapshot as s
 
 # kube-scheduler's NodeUnschedulable plugin treats spec.unschedulable as this taint.
@@ -96,7 +97,7 @@ def taints_tolerated(pod: s.Pod, node: s.Node) -> bool:
 
 def statically_feasible(pod: s.Pod, node: s.Node) -> bool:
     return affinity_matches(pod, node) and taints_tolerated(pod, node) and features_declared(pod, node) \
-        and volumes_reachable(pod, node)
+        and volumes_reachable(pod, node) and attach.drivers_installed(pod, node)
 
 
 def volumes_reachable(pod: s.Pod, node: s.Node) -> bool:

@@ -113,6 +113,12 @@ class Node:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False  # spec.unschedulable
     declared_features: frozenset[str] = frozenset()  # status.declaredFeatures (NodeDeclaredFeatures)
+    # NodeVolumeLimits (kube/volumes.py): the CSI drivers its CSINode names, the volumes each may
+    # attach (allocatable.count; a driver without one has no limit), and the CSI volumes
+    # VolumeAttachments hold on it, as (driver, unique name)
+    csi_drivers: frozenset[str] = frozenset()
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    attached_volumes: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,6 +163,10 @@ class Pod:
     # and per claim the node selector terms one of which a node must match
     volume_block: str = ""
     volume_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
+    # its CSI volumes a node attaches (NodeVolumeLimits), as (driver, unique name), sorted; and
+    # the drivers among them whose CSIDriver bars a node whose CSINode lacks them
+    csi_volumes: tuple[tuple[str, str], ...] = ()
+    csi_required: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

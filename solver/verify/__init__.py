@@ -47,6 +47,7 @@ from solver.verify.rules import (
     check_topology,
     check_topology_spread,
     check_victims_necessary,
+    check_volume_limits,
     check_volume_restrictions,
 )
 from solver.verify.view import DEFAULT_GATES, _View
@@ -80,6 +81,7 @@ __all__ = [
     "check_topology",
     "check_topology_spread",
     "check_victims_necessary",
+    "check_volume_limits",
     "check_volume_restrictions",
     "verify",
 ]
@@ -95,7 +97,8 @@ def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False
     if strict_pdbs:
         out.extend(check_pdbs_strict(view))
     for check in (check_bindings, check_admission, check_pod_anti_affinity, check_pod_affinity,
-                  check_topology_spread, check_host_ports, check_volume_restrictions, check_evictions, check_capacity,
+                  check_topology_spread, check_host_ports, check_volume_restrictions, check_volume_limits,
+                  check_evictions, check_capacity,
                   check_victims_necessary,
                   check_gangs,
                   check_topology, check_objective, check_device_allocations, check_allocated_claims,

@@ -387,6 +387,11 @@ def _storage(raw: Any) -> Fraction:
     return amount(raw["storage"]) if raw and "storage" in raw else Fraction(0)
 
 
+# in-tree provisioners CSI migration translates (not read: docs/fidelity.md)
+MIGRATED = {f"kubernetes.io/{name}" for name in ("aws-ebs", "gce-pd", "azure-disk", "azure-file", "cinder",
+                                                 "vsphere-volume", "portworx-volume")}
+
+
 class _Volumes:
     """VolumeBinding (volume_binding.go, binder.go) over the snapshot's claims, volumes and
     classes: what each of a pending pod's claims asks of a node."""
@@ -415,6 +420,33 @@ class _Volumes:
             if volume is not None and not ephemeral:  # VolumeZone reads persistentVolumeClaim volumes
                 out.append(Claim(zones=_volume_zones(volume)))
         return tuple(out)
+
+    def csi_of(self, spec: Obj, namespace: str, pod_name: str) -> frozenset[tuple[str, str]]:
+        """NodeVolumeLimits' view of the pod's volumes (csi.go filterAttachableVolumes): each
+        claim's CSI volume (driver, driver/handle), from its PersistentVolume when it names one
+        that exists, else from its class's provisioner, under a name of the claim's own."""
+        out = set()
+        for vol in spec.get("volumes") or ():
+            if vol.get("persistentVolumeClaim") is not None:
+                name = str(vol["persistentVolumeClaim"].get("claimName"))
+            elif vol.get("ephemeral") is not None:
+                name = f"{pod_name}-{vol.get('name', '')}"
+            else:
+                continue
+            claim = self.claims.get(f"{namespace}/{name}")
+            if claim is None:
+                continue
+            volume = self.volumes.get((claim.get("spec") or {}).get("volumeName") or "")
+            if volume is not None:
+                csi = (volume.get("spec") or {}).get("csi")
+                if csi:
+                    out.add((str(csi["driver"]), f"{csi['driver']}/{csi['volumeHandle']}"))
+                continue
+            cls = self.classes.get(_class_of(claim))
+            provisioner = str((cls or {}).get("provisioner") or "")
+            if provisioner and provisioner not in MIGRATED:
+                out.add((provisioner, f"{provisioner}/{namespace}/{name} (not bound)"))
+        return frozenset(out)
 
     def _claim(self, claim: Obj) -> Claim:
         meta, spec, status = claim["metadata"], claim.get("spec") or {}, claim.get("status") or {}
@@ -540,6 +572,13 @@ class Facts:
     # allocatable lacks one, DynamicResources allocates it, not NodeResourcesFit
     dra_served: frozenset[str] = frozenset()
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)  # Namespace objects' labels
+    # NodeVolumeLimits: pod key -> its CSI volumes (driver, unique name); node -> its CSINode's
+    # drivers, and their limits; node -> its VolumeAttachments' volumes; drivers a node must have
+    csi_volumes: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    csi_drivers: dict[str, frozenset[str]] = field(default_factory=dict)
+    volume_limits: dict[str, dict[str, int]] = field(default_factory=dict)
+    attached: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    csi_required: frozenset[str] = frozenset()
     budgets: tuple[Budget, ...] = ()
 
     def left_to_dra(self, resource: str, node: NodeFacts) -> bool:
@@ -632,6 +671,10 @@ def read(objects: Iterable[Obj]) -> Facts:
             made = _pod_facts(_admit(raw, runtime), ns, name, labels, volumes)
             pod = seen[alike] = shared.setdefault(made, made)
         facts.pods[key] = pod
+        if "persistentVolumeClaim" in text or "ephemeral" in text:
+            csi = volumes.csi_of(raw, ns, name)
+            if csi:
+                facts.csi_volumes[key] = csi
         if "persistentVolumeClaim" in text:
             named = [f"{ns}/{v['persistentVolumeClaim'].get('claimName')}" for v in raw.get("volumes") or ()
                      if v.get("persistentVolumeClaim") is not None]
@@ -645,6 +688,21 @@ def read(objects: Iterable[Obj]) -> Facts:
                                for c in status.get("conditions") or ())
         if status.get("phase") in ("Pending", "Succeeded", "Failed") or meta.get("deletionTimestamp"):
             facts.budget_free.add(key)
+    for o in by_kind.get("CSINode", ()):
+        drivers = (o.get("spec") or {}).get("drivers") or ()
+        host = str(o["metadata"]["name"])
+        facts.csi_drivers[host] = frozenset(str(d["name"]) for d in drivers)
+        facts.volume_limits[host] = {str(d["name"]): int(d["allocatable"]["count"]) for d in drivers
+                                     if (d.get("allocatable") or {}).get("count") is not None}
+    facts.csi_required = frozenset(str(o["metadata"]["name"]) for o in by_kind.get("CSIDriver", ())
+                                   if (o.get("spec") or {}).get("preventPodSchedulingIfMissing") is True)
+    for o in by_kind.get("VolumeAttachment", ()):
+        spec = o.get("spec") or {}
+        source = volumes.volumes.get(str((spec.get("source") or {}).get("persistentVolumeName") or ""))
+        handle = (((source or {}).get("spec") or {}).get("csi") or {}).get("volumeHandle")
+        if spec.get("attacher") and spec.get("nodeName") and handle:
+            facts.attached.setdefault(str(spec["nodeName"]), set()).add(
+                (str(spec["attacher"]), f"{spec['attacher']}/{handle}"))
     return facts
 
 

@@ -201,6 +201,42 @@ def check_volume_restrictions(view: _View) -> list[Violation]:
             for p in view.new_pods for claim in view.facts.once_pod.get(p.key, ()) if len(set(users[claim])) > 1]
 
 
+def check_volume_limits(view: _View) -> list[Violation]:
+    """NodeVolumeLimits (csi.go Filter) on the end state, as the pods would be bound one at a
+    time: a new pod's CSI driver that sets preventPodSchedulingIfMissing is on its node's
+    CSINode; and on a node where new pods add a volume of a driver with a limit, the driver's
+    volumes there (of the pods present and of VolumeAttachments, once each) are within it."""
+    facts = view.facts
+    out: list[Violation] = []
+    adding: dict[str, list[s.Pod]] = defaultdict(list)
+    for p in view.new_pods:
+        mine = facts.csi_volumes.get(p.key, frozenset())
+        if not mine:
+            continue
+        node = view.bound[p.key]
+        missing = sorted({d for d, _ in mine} & facts.csi_required - facts.csi_drivers.get(node, frozenset()))
+        if missing:
+            out.append(Violation(rule="volume-limits", subject=p.key,
+                                 detail=f"{missing[0]} CSI driver is not installed on {node}"))
+        if facts.volume_limits.get(node):
+            adding[node].append(p)
+    for node, pods in sorted(adding.items()):
+        old = set(facts.attached.get(node, ()))
+        for q in view.present():
+            if q.key not in view.bound and q.node == node:
+                old |= facts.csi_volumes.get(q.key, frozenset())
+        every = set(old)
+        for p in pods:
+            every |= facts.csi_volumes[p.key]
+        for driver, limit in sorted(facts.volume_limits[node].items()):
+            ours = {v for v in every if v[0] == driver}
+            if ours - old and len(ours) > limit:
+                out.extend(Violation(rule="volume-limits", subject=p.key,
+                                     detail=f"{len(ours)} {driver} volumes on {node}, past its limit of {limit}")
+                           for p in pods if {v for v in facts.csi_volumes[p.key] if v[0] == driver} - old)
+    return out
+
+
 def _matches_all(view: _View, terms: tuple[read.PodTerm, ...], pod: s.Pod) -> bool:
     return all(_selects(view, t, pod) for t in terms)
 

@@ -97,6 +97,33 @@ def _runtime_overhead() -> list[dict[str, Any]]:
                  cases._runs_in(pod("p").cpu_m(900), "kata"))
 
 
+def _volume_limit() -> list[dict[str, Any]]:
+    # n1 is the emptier node, but its CSINode allows one volume of the driver and a running
+    # pod's holds it: p's new volume goes to n2 (no CSINode: no limit)
+    from tests.solver.test_volume_limits import _csi_node, _uses, _volume
+
+    return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 1), *_volume("old", "h1"), *_volume("new", "h2"),
+                 _uses(pod("r").on("n1").cpu_m(100), "old"), _uses(pod("p").cpu_m(500), "new"))
+
+
+def _volume_held() -> list[dict[str, Any]]:
+    # the same, but p asks the volume n1 holds already: it adds none, and n1 takes it
+    from tests.solver.test_volume_limits import _csi_node, _uses, _volume
+
+    return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 1), *_volume("old", "h1"),
+                 _uses(pod("r").on("n1").cpu_m(100), "old"), _uses(pod("p").cpu_m(500), "old"))
+
+
+def _driver_missing() -> list[dict[str, Any]]:
+    # the CSIDriver asks for itself on the node: n1 has no CSINode, so p goes to n2, whose has it
+    from tests.solver.test_volume_limits import DRIVER, _csi_node, _uses, _volume
+
+    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
+              "spec": {"preventPodSchedulingIfMissing": True}}
+    return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n2"), driver, *_volume("data", "h1"),
+                 _uses(pod("p").cpu_m(500), "data"))
+
+
 def _consumable(*asks: str | None) -> list[dict[str, Any]]:
     from tests.solver.test_consumable_capacity import shared_case
 
@@ -119,6 +146,9 @@ CASES = {
     "consumable capacity, too much": (lambda: _consumable("41Gi"), {}),
     "read-write-once-pod claim in use": (_once_pod_in_use, {}),
     "runtime class overhead": (_runtime_overhead, {}),
+    "CSI volume limit": (_volume_limit, {"default/p": "n2"}),
+    "CSI volume held already": (_volume_held, {"default/p": "n1"}),
+    "CSI driver missing": (_driver_missing, {"default/p": "n2"}),
 }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solver.model.constraints import capacity, devices, gang, interpod, pdb, preemption, symmetry, topology
+from solver.model.constraints import capacity, devices, gang, interpod, pdb, preemption, symmetry, topology, volumes
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
 
@@ -27,6 +27,7 @@ DEFAULT_CONSTRAINTS: tuple[tuple[str, Family], ...] = (
     ("preemption", preemption.add),
     ("topology", topology.add),
     ("capacity", capacity.add),
+    ("volumes", volumes.add),
     ("gang", gang.add),
     ("pdb", pdb.add),
     ("symmetry", symmetry.add),

@@ -1,0 +1,66 @@
+"""NodeVolumeLimits: the CSI volumes attached to a node stay within its CSINode's count per
+driver (plugins/nodevolumelimits/csi.go ``Filter``; kube/volumes.py reads the objects).
+
+A pod's volumes are ``Pod.csi_volumes`` (driver, unique name). On a node, upstream counts
+the volumes of every pod bound there and of the node's VolumeAttachments, once each; a new
+pod passes when, for every driver with a limit, those plus its own volumes not among them
+stay within the limit. A pod adding no volume of a driver passes whatever that driver's
+count; a node without a CSINode, or a driver without ``allocatable.count``, has no limit.
+
+A plan's evictions do not lessen what a node holds here: a victim's volumes stay counted
+(upstream's preemption counts them gone unless a VolumeAttachment holds them). That refuses
+some placements upstream would reach by preempting; it never allows one upstream refuses.
+Pure: no I/O."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from solver.model import snapshot as s
+
+Volume = tuple[str, str]  # (driver, unique name)
+
+
+def held(snapshot: s.ClusterSnapshot) -> dict[s.NodeName, frozenset[Volume]]:
+    """Per node with a limit: the volumes of the pods bound to it and of its VolumeAttachments."""
+    limited = {n.name for n in snapshot.nodes if n.volume_limits}
+    out: dict[s.NodeName, set[Volume]] = {n.name: set(n.attached_volumes) for n in snapshot.nodes
+                                          if n.name in limited}
+    for pod in snapshot.pods:
+        if pod.node in limited and pod.csi_volumes:
+            out[pod.node].update(pod.csi_volumes)
+    return {name: frozenset(v) for name, v in out.items()}
+
+
+def new_volumes(node: s.Node, have: frozenset[Volume] | set[Volume], volumes: Iterable[Volume]
+                ) -> dict[str, set[Volume]]:
+    """Per driver with a limit on ``node``: the ``volumes`` it does not hold yet."""
+    out: dict[str, set[Volume]] = {}
+    for vol in volumes:
+        if vol[0] in node.volume_limits and vol not in have:
+            out.setdefault(vol[0], set()).add(vol)
+    return out
+
+
+def room(node: s.Node, have: Iterable[Volume]) -> Mapping[str, int]:
+    """Per driver with a limit on ``node``: how many more volumes it may attach (below 0 past it)."""
+    counted = Counter(d for d, _ in have)
+    return {d: limit - counted[d] for d, limit in node.volume_limits.items()}
+
+
+def refuses(node: s.Node, have: frozenset[Volume] | set[Volume], volumes: Iterable[Volume]) -> bool:
+    """Whether upstream's Filter refuses a pod with ``volumes`` on ``node`` holding ``have``."""
+    if not node.volume_limits:
+        return False
+    adding = new_volumes(node, have, volumes)
+    if not adding:
+        return False
+    left = room(node, have)
+    return any(len(v) > left[d] for d, v in adding.items())
+
+
+def drivers_installed(pod: s.Pod, node: s.Node) -> bool:
+    """VolumeLimitScaling's check (``checkCSIDriverOnNode``): every driver of the pod's volumes
+    whose CSIDriver sets preventPodSchedulingIfMissing is on the node's CSINode."""
+    return pod.csi_required <= node.csi_drivers

@@ -1,0 +1,139 @@
+"""NodeVolumeLimits (solver/model/attach.py): a node attaches at most its CSINode's count of
+CSI volumes per driver, each counted once, and a driver whose CSIDriver prevents scheduling
+where it is missing bars the nodes whose CSINode lacks it. Each case asserts the model's plan
+and the baseline's (both verified), the pending pod's reason in kube-scheduler's words, and
+that the verifier refuses the binding upstream refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from solver import api, kube
+from solver.model.errors import SnapshotInvalidError
+from tests.builders import node, pod, snapshot
+from tests.solver.test_refusals import _plans as _plans_of
+from tests.solver.test_refusals import _refused
+
+DRIVER = "csi.example.com"
+
+
+def _csi_node(name: str, count: int | None = None, driver: str = DRIVER) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": driver, "nodeID": name}
+    if count is not None:
+        entry["allocatable"] = {"count": count}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+            "spec": {"drivers": [entry]}}
+
+
+def _volume(claim: str, handle: str) -> list[dict[str, Any]]:
+    """A claim bound to a CSI volume of DRIVER with ``handle``."""
+    return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{handle}"},
+             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                      "claimRef": {"namespace": "default", "name": claim},
+                      "csi": {"driver": DRIVER, "volumeHandle": handle}}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": claim, "namespace": "default",
+                          "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+             "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}},
+                      "volumeName": f"pv-{handle}", "storageClassName": ""}}]
+
+
+def _uses(p: Any, *claims: str) -> Any:
+    p.obj["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
+                                for i, c in enumerate(claims)]
+    return p
+
+
+def _plans(objs: list[Any]) -> dict[str, dict[str, str]]:
+    return _plans_of(*objs)
+
+
+def _reason(objs: list[Any]) -> str:
+    plan = api.plan(snapshot(*objs), api.PlanOptions(time_limit=10))
+    return next(w.reason for w in plan.workloads if not w.satisfied)
+
+
+# one node that may attach one volume of DRIVER and holds one (a running pod's, "old")
+FULL = [node("n1"), _csi_node("n1", 1), *_volume("old", "h1"), _uses(pod("r").on("n1").cpu_m(100), "old")]
+
+
+def test_a_node_at_its_limit_takes_no_pod_with_a_new_volume() -> None:
+    objs = [*FULL, *_volume("new", "h2"), _uses(pod("p").cpu_m(100), "new")]
+    assert _plans(objs) == {"model": {}, "baseline": {}}
+    assert _reason(objs).startswith("0/1 nodes are available: 1 node(s) exceed max volume count.")
+    assert _refused(objs, {"p": "n1"}) == ["volume-limits"]
+    # another node, with no CSINode (no limit), takes it
+    assert _plans([*objs, node("n2").cpu_m(1000)]) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+
+
+def test_a_volume_the_node_holds_already_counts_once() -> None:
+    """The running pod's volume is attached: a pod asking it adds nothing, and two pods that
+    share a new volume add one (room for one more: both go)."""
+    objs = [*FULL, _uses(pod("p").cpu_m(100), "old")]
+    assert _plans(objs) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+    two = [node("n1"), _csi_node("n1", 2), *_volume("old", "h1"), _uses(pod("r").on("n1").cpu_m(100), "old"),
+           *_volume("shared", "h2"), _uses(pod("p").cpu_m(100), "shared"), _uses(pod("q").cpu_m(100), "shared")]
+    assert _plans(two) == {"model": {"p": "n1", "q": "n1"}, "baseline": {"p": "n1", "q": "n1"}}
+
+
+def test_of_two_pods_with_a_new_volume_each_one_fits_the_last_slot() -> None:
+    objs = [node("n1"), _csi_node("n1", 2), *_volume("old", "h1"), _uses(pod("r").on("n1").cpu_m(100), "old"),
+            *_volume("a", "h2"), *_volume("b", "h3"), _uses(pod("p").cpu_m(100), "a"), _uses(pod("q").cpu_m(100), "b")]
+    plans = _plans(objs)
+    assert [len(p) for p in plans.values()] == [1, 1]
+    assert _refused(objs, {"p": "n1", "q": "n1"}) == ["volume-limits"]
+
+
+def test_volume_attachments_and_unbound_claims_count_too() -> None:
+    """A VolumeAttachment holds a volume on the node; a claim not bound yet counts as a volume
+    of its class's provisioner."""
+    attachment = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "va"},
+                  "spec": {"attacher": DRIVER, "nodeName": "n1", "source": {"persistentVolumeName": "pv-h1"}}}
+    late = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "csi"},
+            "provisioner": DRIVER, "volumeBindingMode": "WaitForFirstConsumer"}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "late", "namespace": "default"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                      "storageClassName": "csi"}}
+    base = [node("n1"), _csi_node("n1", 1), *_volume("old", "h1"), attachment, late, claim]
+    assert _plans([*base, _uses(pod("p").cpu_m(100), "late")]) == {"model": {}, "baseline": {}}
+    assert _plans([*base, _uses(pod("p").cpu_m(100), "old")]) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+    # without the attachment the slot is free
+    assert _plans([*base[:3], late, claim, _uses(pod("p").cpu_m(100), "late")]) == {
+        "model": {"p": "n1"}, "baseline": {"p": "n1"}}
+
+
+def test_a_driver_that_must_be_on_the_node_bars_nodes_without_it() -> None:
+    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
+              "spec": {"preventPodSchedulingIfMissing": True}}
+    objs = [node("n1"), node("n2").cpu_m(1000), _csi_node("n2", driver="other.example.com"), driver,
+            *_volume("data", "h1"), _uses(pod("p").cpu_m(100), "data")]
+    assert _plans(objs) == {"model": {}, "baseline": {}}
+    assert _reason(objs).startswith(f"0/2 nodes are available: 2 {DRIVER} CSI driver is not installed on the node.")
+    assert _refused(objs, {"p": "n1"}) == ["volume-limits"]
+    assert _plans([*objs, _csi_node("n3"), node("n3").cpu_m(500)]) == {"model": {"p": "n3"}, "baseline": {"p": "n3"}}
+    # without the CSIDriver's opt-in a node without the driver is fine
+    assert _plans([o for o in objs if o is not driver]) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+
+
+@pytest.mark.parametrize(("count", "message"), [
+    (-1, "CSINode/n1: spec.drivers[0].allocatable.count: must be a 32-bit integer of at least 0, got -1"),
+    ("3", "CSINode/n1: spec.drivers[0].allocatable.count: must be a 32-bit integer of at least 0, got '3'"),
+])
+def test_a_bad_count_is_refused_naming_the_field(count: object, message: str) -> None:
+    bad = _csi_node("n1", 1)
+    bad["spec"]["drivers"][0]["allocatable"]["count"] = count
+    with pytest.raises(SnapshotInvalidError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        kube.snapshot_from_objects([node("n1").build(), bad])
+
+
+def test_evicting_frees_no_volume_slot() -> None:
+    """The pod holding the node's one slot is of lower priority: gangplace keeps a victim's
+    volumes counted (attach.py), so it neither evicts it for the slot nor says it would."""
+    objs = [node("n1"), _csi_node("n1", 1), *_volume("old", "h1"), _uses(pod("r").on("n1").cpu_m(100), "old"),
+            *_volume("new", "h2"), _uses(pod("p").cpu_m(100).priority(100), "new")]
+    plan = api.plan(snapshot(*objs), api.PlanOptions(time_limit=10))
+    assert not plan.bindings and not plan.evictions
+    assert _reason(objs) == ("0/1 nodes are available: 1 node(s) exceed max volume count. preemption: 0/1 nodes "
+                             "are available: 1 node(s) exceed max volume count.")
