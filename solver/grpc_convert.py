@@ -346,6 +346,8 @@ def _add_volumes(state: pb.ClusterState, add: Any) -> None:
             spec["claimRef"] = {"namespace": v.claim_namespace, "name": v.claim_name}
         if v.node_affinity:
             spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": _terms(v.node_affinity)}}
+        if v.csi_driver or v.csi_volume_handle:
+            spec["csi"] = {"driver": v.csi_driver, "volumeHandle": v.csi_volume_handle}
         add({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}, f"volumes[{i}]")
     for i, sc in enumerate(state.storage_classes):
         obj: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc.name},
@@ -356,6 +358,19 @@ def _add_volumes(state: pb.ClusterState, add: Any) -> None:
                                                                    for r in t.match_expressions]}
                                         for t in sc.allowed_topologies]
         add(obj, f"storage_classes[{i}]")
+    for i, n in enumerate(state.csi_nodes):
+        drivers = [{"name": d.name, "nodeID": n.name,
+                    **({"allocatable": {"count": d.allocatable_count}} if d.HasField("allocatable_count") else {})}
+                   for d in n.drivers]
+        add({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": n.name},
+             "spec": {"drivers": drivers}}, f"csi_nodes[{i}]")
+    for i, d in enumerate(state.csi_drivers):
+        add({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": d.name},
+             "spec": {"preventPodSchedulingIfMissing": d.prevent_pod_scheduling_if_missing}}, f"csi_drivers[{i}]")
+    for i, a in enumerate(state.volume_attachments):
+        add({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": a.name},
+             "spec": {"attacher": a.attacher, "nodeName": a.node_name,
+                      "source": {"persistentVolumeName": a.persistent_volume_name}}}, f"volume_attachments[{i}]")
 
 
 def _pod_object(path: str, pod: pb.Pod) -> dict[str, Any]:

@@ -127,6 +127,29 @@ def _volume_state(*, ready: bool, not_started: bool = False) -> pb.ClusterState:
                                          volume_binding_mode="WaitForFirstConsumer")])
 
 
+def test_typed_csi_limits_reach_the_solver(running: server.Running) -> None:
+    """n1's CSINode lets it attach one volume of the driver, and a VolumeAttachment holds it: p's
+    new volume goes to n2 though n1 is emptier; with the limit unset it stays on n1."""
+    def state(count: int | None) -> pb.ClusterState:
+        driver = "csi.example.com"
+        return pb.ClusterState(
+            nodes=[pb.Node(name="n1", allocatable={"cpu": 4000, "pods": 110}),
+                   pb.Node(name="n2", allocatable={"cpu": 1000, "pods": 110})],
+            pods=[pb.Pod(namespace="d", name="p", requests={"cpu": 500}, volume_claims=["new"])],
+            volume_claims=[pb.PersistentVolumeClaim(namespace="d", name="new", volume_name="pv-new",
+                                                    bind_completed=True, access_modes=["ReadWriteOnce"])],
+            volumes=[pb.PersistentVolume(name=f"pv-{n}", access_modes=["ReadWriteOnce"], csi_driver=driver,
+                                         csi_volume_handle=n, claim_namespace="d", claim_name=n)
+                     for n in ("old", "new")],
+            csi_nodes=[pb.CsiNode(name="n1", drivers=[pb.CsiNodeDriver(name=driver, allocatable_count=count)])],
+            volume_attachments=[pb.VolumeAttachment(name="va", attacher=driver, node_name="n1",
+                                                    persistent_volume_name="pv-old")])
+
+    with client.PlacementClient(_target(running)) as c:
+        assert {b.pod: b.node for b in c.solve(state(1)).bindings} == {"d/p": "n2"}
+        assert {b.pod: b.node for b in c.solve(state(None)).bindings} == {"d/p": "n1"}
+
+
 def test_typed_volumes_and_budgets_reach_the_solver(running: server.Running) -> None:
     """The claim's volume pins p to n2; under strict budgets (the default) v goes only while it
     is unready (AlwaysAllow) or not started (the Eviction API asks no budget)."""

@@ -108,7 +108,7 @@ class SolveOptions(_message.Message):
     def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ..., pdb_policy: _Optional[_Union[PdbPolicy, str]] = ..., expected_pods: _Optional[bytes] = ...) -> None: ...
 
 class ClusterState(_message.Message):
-    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces", "volume_claims", "volumes", "storage_classes", "counter_sets")
+    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces", "volume_claims", "volumes", "storage_classes", "counter_sets", "csi_nodes", "csi_drivers", "volume_attachments")
     NODES_FIELD_NUMBER: _ClassVar[int]
     PODS_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +122,9 @@ class ClusterState(_message.Message):
     VOLUMES_FIELD_NUMBER: _ClassVar[int]
     STORAGE_CLASSES_FIELD_NUMBER: _ClassVar[int]
     COUNTER_SETS_FIELD_NUMBER: _ClassVar[int]
+    CSI_NODES_FIELD_NUMBER: _ClassVar[int]
+    CSI_DRIVERS_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     pods: _containers.RepeatedCompositeFieldContainer[Pod]
     groups: _containers.RepeatedCompositeFieldContainer[Group]
@@ -135,7 +138,46 @@ class ClusterState(_message.Message):
     volumes: _containers.RepeatedCompositeFieldContainer[PersistentVolume]
     storage_classes: _containers.RepeatedCompositeFieldContainer[StorageClass]
     counter_sets: _containers.RepeatedCompositeFieldContainer[CounterSet]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., volume_claims: _Optional[_Iterable[_Union[PersistentVolumeClaim, _Mapping]]] = ..., volumes: _Optional[_Iterable[_Union[PersistentVolume, _Mapping]]] = ..., storage_classes: _Optional[_Iterable[_Union[StorageClass, _Mapping]]] = ..., counter_sets: _Optional[_Iterable[_Union[CounterSet, _Mapping]]] = ...) -> None: ...
+    csi_nodes: _containers.RepeatedCompositeFieldContainer[CsiNode]
+    csi_drivers: _containers.RepeatedCompositeFieldContainer[CsiDriver]
+    volume_attachments: _containers.RepeatedCompositeFieldContainer[VolumeAttachment]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., volume_claims: _Optional[_Iterable[_Union[PersistentVolumeClaim, _Mapping]]] = ..., volumes: _Optional[_Iterable[_Union[PersistentVolume, _Mapping]]] = ..., storage_classes: _Optional[_Iterable[_Union[StorageClass, _Mapping]]] = ..., counter_sets: _Optional[_Iterable[_Union[CounterSet, _Mapping]]] = ..., csi_nodes: _Optional[_Iterable[_Union[CsiNode, _Mapping]]] = ..., csi_drivers: _Optional[_Iterable[_Union[CsiDriver, _Mapping]]] = ..., volume_attachments: _Optional[_Iterable[_Union[VolumeAttachment, _Mapping]]] = ...) -> None: ...
+
+class CsiNode(_message.Message):
+    __slots__ = ("name", "drivers")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DRIVERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    drivers: _containers.RepeatedCompositeFieldContainer[CsiNodeDriver]
+    def __init__(self, name: _Optional[str] = ..., drivers: _Optional[_Iterable[_Union[CsiNodeDriver, _Mapping]]] = ...) -> None: ...
+
+class CsiNodeDriver(_message.Message):
+    __slots__ = ("name", "allocatable_count")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATABLE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    allocatable_count: int
+    def __init__(self, name: _Optional[str] = ..., allocatable_count: _Optional[int] = ...) -> None: ...
+
+class CsiDriver(_message.Message):
+    __slots__ = ("name", "prevent_pod_scheduling_if_missing")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PREVENT_POD_SCHEDULING_IF_MISSING_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    prevent_pod_scheduling_if_missing: bool
+    def __init__(self, name: _Optional[str] = ..., prevent_pod_scheduling_if_missing: _Optional[bool] = ...) -> None: ...
+
+class VolumeAttachment(_message.Message):
+    __slots__ = ("name", "attacher", "node_name", "persistent_volume_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ATTACHER_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PERSISTENT_VOLUME_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    attacher: str
+    node_name: str
+    persistent_volume_name: str
+    def __init__(self, name: _Optional[str] = ..., attacher: _Optional[str] = ..., node_name: _Optional[str] = ..., persistent_volume_name: _Optional[str] = ...) -> None: ...
 
 class PersistentVolumeClaim(_message.Message):
     __slots__ = ("namespace", "name", "storage_class_name", "volume_name", "bind_completed", "access_modes", "storage", "lost", "deleting")
@@ -160,7 +202,7 @@ class PersistentVolumeClaim(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., volume_name: _Optional[str] = ..., bind_completed: _Optional[bool] = ..., access_modes: _Optional[_Iterable[str]] = ..., storage: _Optional[str] = ..., lost: _Optional[bool] = ..., deleting: _Optional[bool] = ...) -> None: ...
 
 class PersistentVolume(_message.Message):
-    __slots__ = ("name", "labels", "storage_class_name", "capacity", "access_modes", "claim_namespace", "claim_name", "node_affinity", "deleting")
+    __slots__ = ("name", "labels", "storage_class_name", "capacity", "access_modes", "claim_namespace", "claim_name", "node_affinity", "deleting", "csi_driver", "csi_volume_handle")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +219,8 @@ class PersistentVolume(_message.Message):
     CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
     NODE_AFFINITY_FIELD_NUMBER: _ClassVar[int]
     DELETING_FIELD_NUMBER: _ClassVar[int]
+    CSI_DRIVER_FIELD_NUMBER: _ClassVar[int]
+    CSI_VOLUME_HANDLE_FIELD_NUMBER: _ClassVar[int]
     name: str
     labels: _containers.ScalarMap[str, str]
     storage_class_name: str
@@ -186,7 +230,9 @@ class PersistentVolume(_message.Message):
     claim_name: str
     node_affinity: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
     deleting: bool
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., storage_class_name: _Optional[str] = ..., capacity: _Optional[str] = ..., access_modes: _Optional[_Iterable[str]] = ..., claim_namespace: _Optional[str] = ..., claim_name: _Optional[str] = ..., node_affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., deleting: _Optional[bool] = ...) -> None: ...
+    csi_driver: str
+    csi_volume_handle: str
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., storage_class_name: _Optional[str] = ..., capacity: _Optional[str] = ..., access_modes: _Optional[_Iterable[str]] = ..., claim_namespace: _Optional[str] = ..., claim_name: _Optional[str] = ..., node_affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., deleting: _Optional[bool] = ..., csi_driver: _Optional[str] = ..., csi_volume_handle: _Optional[str] = ...) -> None: ...
 
 class StorageClass(_message.Message):
     __slots__ = ("name", "provisioner", "volume_binding_mode", "allowed_topologies")
