@@ -7,9 +7,13 @@ pod passes when, for every driver with a limit, those plus its own volumes not a
 stay within the limit. A pod adding no volume of a driver passes whatever that driver's
 count; a node without a CSINode, or a driver without ``allocatable.count``, has no limit.
 
-A plan's evictions do not lessen what a node holds here: a victim's volumes stay counted
-(upstream's preemption counts them gone unless a VolumeAttachment holds them). That refuses
-some placements upstream would reach by preempting; it never allows one upstream refuses.
+A plan's evictions never lessen the count here: a victim's volumes stay counted (upstream's
+preemption counts them gone unless a VolumeAttachment holds them), so gangplace never
+evicts for a volume slot. But a volume is the new pod's own again once every pod holding it
+is evicted: a pod asking only volumes the node holds passes whatever the count while a
+holder stays (``free``), and is held to the limit like any other once none does. That
+refuses some placements upstream would reach by preempting; it never allows one upstream
+refuses (the verifier checks upstream's rule on the plan's end state).
 Pure: no I/O."""
 
 from __future__ import annotations
@@ -49,15 +53,35 @@ def room(node: s.Node, have: Iterable[Volume]) -> Mapping[str, int]:
     return {d: limit - counted[d] for d, limit in node.volume_limits.items()}
 
 
-def refuses(node: s.Node, have: frozenset[Volume] | set[Volume], volumes: Iterable[Volume]) -> bool:
-    """Whether upstream's Filter refuses a pod with ``volumes`` on ``node`` holding ``have``."""
+def holders(snapshot: s.ClusterSnapshot) -> dict[s.NodeName, dict[Volume, tuple[s.PodKey, ...]]]:
+    """Per node with a limit: each volume its running pods hold, with those pods (a volume a
+    VolumeAttachment holds is not listed: nothing frees it)."""
+    limited = {n.name: n for n in snapshot.nodes if n.volume_limits}
+    out: dict[s.NodeName, dict[Volume, list[s.PodKey]]] = {}
+    for pod in snapshot.pods:
+        node = limited.get(pod.node) if pod.node is not None else None
+        if node is not None:
+            for vol in pod.csi_volumes:
+                if vol not in node.attached_volumes:
+                    out.setdefault(node.name, {}).setdefault(vol, []).append(pod.key)
+    return {n: {v: tuple(ps) for v, ps in vols.items()} for n, vols in out.items()}
+
+
+def refuses(node: s.Node, have: frozenset[Volume] | set[Volume], volumes: Iterable[Volume],
+            free: frozenset[Volume] | set[Volume] | None = None) -> bool:
+    """Whether a pod with ``volumes`` is refused on ``node``, which holds ``have`` (``free``:
+    those of them a pod still there holds, all of ``have`` when None): for a driver with a
+    limit whose volumes of the pod are not all free, the driver's volumes held with the pod's
+    pass the limit."""
     if not node.volume_limits:
         return False
-    adding = new_volumes(node, have, volumes)
-    if not adding:
-        return False
-    left = room(node, have)
-    return any(len(v) > left[d] for d, v in adding.items())
+    free = have if free is None else free
+    mine: dict[str, set[Volume]] = {}
+    for vol in volumes:
+        if vol[0] in node.volume_limits:
+            mine.setdefault(vol[0], set()).add(vol)
+    return any(not vols <= free and len({v for v in have if v[0] == d} | vols) > node.volume_limits[d]
+               for d, vols in mine.items())
 
 
 def drivers_installed(pod: s.Pod, node: s.Node) -> bool:

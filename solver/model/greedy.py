@@ -112,6 +112,7 @@ class State:
         self.order = node_tree_order(problem.nodes) if spread else self.by_name
         self.position = {n: i for i, n in enumerate(self.order)}
         self.rules = InterPodRules(problem, self.evicted, self.placed, lambda: self.log)
+        self._unit_of: dict[s.PodKey, int] | None = None  # running pod -> its victim unit (volume limits)
 
     def running_on(self, node: s.NodeName) -> Mapping[str, int]:
         """Requests of the running pods on ``node`` that are not evicted."""
@@ -250,14 +251,23 @@ class State:
         return most
 
     def volumes_fit(self, cls: PodClass, node: s.NodeName) -> bool:
-        """NodeVolumeLimits on ``node`` with the pods placed there so far (attach.py)."""
+        """NodeVolumeLimits on ``node`` with the pods placed there so far (attach.py): a volume
+        is free while a pod holding it is not evicted."""
         where = self.nodes[node]
         if not where.volume_limits:
             return True
-        have = set(self.problem.held_volumes.get(node, ()))
+        placed: set[attach.Volume] = set()
         for c in self.placed.get(node, ()):
-            have.update(self.problem.classes[c].pods[0].csi_volumes)
-        return not attach.refuses(where, have, cls.pods[0].csi_volumes)
+            placed.update(self.problem.classes[c].pods[0].csi_volumes)
+        free = set(where.attached_volumes) | placed
+        if self._unit_of is None:
+            self._unit_of = {p.key: u.index for u in self.problem.units for p in u.members}
+        unit_of = self._unit_of
+        for vol, pods in self.problem.volume_holders.get(node, {}).items():
+            if any(p not in unit_of or unit_of[p] not in self.evicted for p in pods):
+                free.add(vol)
+        have = set(self.problem.held_volumes.get(node, ())) | placed
+        return not attach.refuses(where, have, cls.pods[0].csi_volumes, free)
 
     def room_evicting(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` would fit on ``node`` were every unit it may preempt

@@ -88,8 +88,10 @@ class Problem:
     # fragmentation, equal scores in an order of the nodes drawn from ``seed``
     expected: tuple[s.ExpectedPod, ...] = ()
     seed: int = 0
-    # per node with a CSI volume limit: the volumes its pods and VolumeAttachments hold (attach.py)
+    # per node with a CSI volume limit: the volumes its pods and VolumeAttachments hold, and
+    # those its running pods hold with the pods (attach.py)
     held_volumes: Mapping[s.NodeName, frozenset[attach.Volume]] = field(default_factory=dict)
+    volume_holders: Mapping[s.NodeName, Mapping[attach.Volume, tuple[s.PodKey, ...]]] = field(default_factory=dict)
 
     @property
     def strict_pdbs(self) -> bool:
@@ -211,6 +213,7 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
         expected=tuple(expected),
         seed=seed,
         held_volumes=held_volumes,
+        volume_holders=attach.holders(snapshot) if held_volumes else {},
     )
 
 

@@ -129,6 +129,34 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
             for p in req:
                 m.add(row <= n.allocatable.get(r, 0)).only_enforce_if(x[p.key, n.name])
 
+    # NodeVolumeLimits, pod by pod: a node's CSI volumes per driver (each once) within its
+    # CSINode's count; what its pods and VolumeAttachments hold stays counted (victims' too),
+    # and a pod asking only held volumes passes a node past the limit while a holder stays
+    for n in snap.nodes:
+        held = set(n.attached_volumes).union(*(p.csi_volumes for p in running if p.node == n.name))
+        for driver, limit in sorted(n.volume_limits.items()):
+            left = limit - sum(1 for d, _ in held if d == driver)
+            users: dict[str, list[s.Pod]] = defaultdict(list)
+            for p in pending:
+                for d, v in p.csi_volumes:
+                    if d == driver and (p.key, n.name) in x:
+                        users[v].append(p)
+            used = []
+            for v, ps in sorted(users.items()):
+                if (driver, v) in held:
+                    if left < 0 and (driver, v) not in n.attached_volumes:
+                        kept = [1 - evicted_expr(unit_of[q.key]) for q in running
+                                if q.node == n.name and (driver, v) in q.csi_volumes]
+                        for p in ps:
+                            m.add(sum(kept) >= 1).only_enforce_if(x[p.key, n.name])
+                    continue
+                on = m.new_bool_var("")
+                for p in ps:
+                    m.add_implication(x[p.key, n.name], on)
+                used.append(on)
+            if used:
+                m.add(sum(used) <= max(0, left))
+
     dra = _Dra(m, snap, pending, running, x, e, unit_of, pod_power, dra_preemption)
     conflict_lits = _inter_pod(m, snap, pending, running, x, e, unit_of, unit_prio, pod_power)
 

@@ -347,6 +347,8 @@ def clusters(draw: Any) -> list[Any]:
                 if draw(st.integers(0, 5)) == 0:
                     pb.tolerate("dedicated", "x", "NoSchedule")
                 objs.append(claims(pb, shared))
+    if draw(st.integers(0, 2)) == 0:
+        objs += _volume_limits(draw, objs, nodes, running)
     if dra:
         held = _hold_devices(draw, dra, running)
         objs += held
@@ -355,6 +357,29 @@ def clusters(draw: Any) -> list[Any]:
             _add_claims(draw(st.sampled_from(standalone)),
                         pre=f"claim:{draw(st.sampled_from(held)).obj['metadata']['name']}")
     return objs
+
+
+def _volume_limits(draw: Any, objs: list[Any], nodes: list[str], running: list[tuple[Any, str, str]]) -> list[Any]:
+    """NodeVolumeLimits: CSINodes allowing 0-2 volumes of the driver (or no limit), a CSIDriver
+    that must be on the node now and then, and CSI volumes (ReadWriteMany, so that pods may
+    share one) on some running and some pending pods."""
+    from tests.solver.test_volume_limits import DRIVER, _csi_node, _uses, _volume
+
+    out: list[Any] = []
+    for n in nodes:
+        if draw(st.integers(0, 3)) != 0:
+            out.append(_csi_node(n, draw(st.sampled_from([None, 0, 1, 1, 2]))))
+    if draw(st.integers(0, 3)) == 0:
+        out.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
+                    "spec": {"preventPodSchedulingIfMissing": True}})
+    claims = [f"vol{i}" for i in range(draw(st.integers(1, 4)))]
+    for c in claims:
+        out += _volume(c, c)
+    pending = [o for o in objs if isinstance(o, b.PodBuilder) and not o.obj["spec"].get("nodeName")]
+    for pb in [r[0] for r in running] + pending:
+        if draw(st.integers(0, 2)) == 0:
+            _uses(pb, draw(st.sampled_from(claims)))
+    return out
 
 
 @given(clusters(), st.booleans(), st.booleans())
@@ -375,6 +400,8 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     event(f"satisfied workloads: {plan.objective.satisfied_workloads}/{len(plan.workloads)}")
     event(f"pdb violations: {min(plan.objective.pdb_violations, 1)}")
     event(f"composite satisfied: {any(w.kind == 'CompositePodGroup' and w.satisfied for w in plan.workloads)}")
+    limited = [n for n in snap.nodes if n.volume_limits]
+    event(f"csi volume limits: {'none' if not limited else min(sum(len(p.csi_volumes) for p in snap.pods), 3)}")
     if snap.dra.devices or snap.dra.claims:
         event(f"dra: {min(len(plan.device_allocations), 3)} allocations")
         event(f"dra: shared claim allocated: {any(a.pod_group for a in plan.device_allocations)}")

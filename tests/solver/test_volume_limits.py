@@ -137,3 +137,14 @@ def test_evicting_frees_no_volume_slot() -> None:
     assert not plan.bindings and not plan.evictions
     assert _reason(objs) == ("0/1 nodes are available: 1 node(s) exceed max volume count. preemption: 0/1 nodes "
                              "are available: 1 node(s) exceed max volume count.")
+
+
+def test_a_volume_is_the_pods_own_again_once_its_holders_are_evicted() -> None:
+    """n1 is past its limit (0) with r's volume. p shares that volume, so it adds none while r
+    stays; but p needs r's cpu, and once r is evicted the volume would be p's own, past the
+    limit: upstream refuses it, and so does every plan."""
+    objs = [node("n1").cpu_m(1000), _csi_node("n1", 0), *_volume("old", "h1"),
+            _uses(pod("r").on("n1").cpu_m(1000), "old"), _uses(pod("p").cpu_m(500).priority(100), "old")]
+    assert _plans(objs) == {"model": {}, "baseline": {}}
+    roomy = [node("n1").cpu_m(2000), *objs[1:]]  # room beside r: p goes, r stays
+    assert _plans(roomy) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}

@@ -7,6 +7,12 @@ held(n, d): the driver's volumes that the pods bound to n and its VolumeAttachme
 new(n, d): the other volumes of d of the classes with a count on n. A volume two classes
 share counts once, as upstream counts a volume once per node. Rows that cannot bind are left
 out; problem.py has already dropped the nodes where one class alone would pass a limit.
+
+A node already past a driver's limit takes only classes whose volumes of it are all held
+(the others are not candidates there), and each such volume must stay free: a pod holding it
+is not evicted (attach.py):
+
+    count[c, n] ≤ most[c, n]·free[n, v],   free[n, v] ≤ Σ_{u holds v} (1 − evict[u])
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.model import attach
+from solver.model import snapshot as s
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.model.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
@@ -33,6 +41,7 @@ def add(problem: Problem, vars: PlacementVars) -> None:
                 for vol in volumes:
                     users.setdefault(vol, []).append(cls.index)
         left = attach.room(node, have)
+        _keep_free(problem, vars, node, classes, {d for d, n in left.items() if n < 0})
         for driver in sorted({v[0] for v in users}):
             mine = sorted(v for v in users if v[0] == driver)
             if len(mine) <= left[driver]:
@@ -44,3 +53,29 @@ def add(problem: Problem, vars: PlacementVars) -> None:
                     vars.model.add(vars.count_on(c, name) <= problem.candidates[c][name] * used)
                 on.append(used)
             vars.model.add(cp_model.LinearExpr.sum(on) <= max(0, left[driver]))
+
+
+def _keep_free(problem: Problem, vars: PlacementVars, node: s.Node, classes: list[PodClass], past: set[str]) -> None:
+    """On a node past the limits of the drivers ``past``: a class asking a volume of one keeps a
+    pod holding it from being evicted."""
+    if not past:
+        return
+    holders = problem.volume_holders.get(node.name, {})
+    unit_of = {p.key: u.index for u in problem.units for p in u.members}
+    free: dict[attach.Volume, cp_model.IntVar | None] = {}
+    for cls in classes:
+        for vol in cls.pods[0].csi_volumes:
+            if vol[0] not in past or vol in node.attached_volumes:
+                continue
+            if vol not in free:
+                units = {unit_of.get(p) for p in holders.get(vol, ())}
+                if None in units or not units or not all(vars.has_evict(u) for u in units if u is not None):
+                    free[vol] = None  # a holder no plan evicts
+                else:
+                    kept = vars.model.new_bool_var(f"free[{node.name},{vol[1]}]")
+                    vars.model.add(kept <= cp_model.LinearExpr.sum([1 - vars.evicts(u) for u in sorted(
+                        u for u in units if u is not None)]))
+                    free[vol] = kept
+            held = free[vol]
+            if held is not None:
+                vars.model.add(vars.count_on(cls.index, node.name) <= problem.candidates[cls.index][node.name] * held)
