@@ -17,10 +17,13 @@ the allocator's ``allocateDevice`` for every device once the gate is on:
   a ``shareID`` in the allocation result); an ordinary device is used whole, the check
   above deciding only whether the request fits it at all.
 
-Amounts are milli-units (``snapshot.Consumable``). Upstream switches between integer and
-milli arithmetic (DRAFractionalCapacityRange); for amounts that are whole milli-units
-both give the same rounding, so one arithmetic serves. Upstream compares a consumed
-amount with ``default`` as Go structs; here by value.
+Amounts are milli-units (``snapshot.Consumable``). A ``validRange`` with a ``step`` is
+worked out in whole units, each of the request, ``min`` and ``step`` rounded up to one
+(``Quantity.Value()``), as upstream does with DRAFractionalCapacityRange off: its 1.37
+default needs an emulated compatibility version of 1.37, which a 1.37.2 cluster does not
+have (the real kube-scheduler reports the gate off). So 400m on a range of min 100m and step
+100m consumes 1, not 400m. Upstream compares a consumed amount with ``default`` as Go
+structs; here by value.
 
 Pure: no I/O.
 """
@@ -34,14 +37,20 @@ from solver.model import snapshot as s
 Used = tuple[tuple[str, int], ...]  # (capacity name, milli-units), sorted by name
 
 
+def _units(milli: int) -> int:
+    """``Quantity.Value()`` of a milli-unit amount (never negative here): whole units, rounded up."""
+    return -(-milli // 1000)
+
+
 def _rounded(asked: int, policy: s.CapacityPolicy) -> int:
     if policy.min is not None:
         if asked < policy.min:
             return policy.min
         if policy.step is None:
             return asked
-        steps = -(-(asked - policy.min) // policy.step)
-        return policy.min + steps * policy.step
+        low, step = _units(policy.min), _units(policy.step)
+        steps = -(-(_units(asked) - low) // step) if step else 0
+        return (low + steps * step) * 1000
     for v in policy.valid_values:
         if asked <= v:
             return v
@@ -54,7 +63,8 @@ def _violates(used: int, policy: s.CapacityPolicy) -> bool:
     if policy.min is not None:
         if policy.max is not None and used > policy.max:
             return True
-        return policy.step is not None and (used - policy.min) % policy.step != 0
+        step = _units(policy.step) if policy.step is not None else 0
+        return bool(step) and (_units(used) - _units(policy.min)) % step != 0
     if policy.valid_values:
         return used not in policy.valid_values
     return False

@@ -32,7 +32,11 @@ Decisions where docs/design.md is silent:
   is never used up. One holding a result without a ``shareID`` (allocated with the gate
   off) is in use whole, as upstream counts it, and is planned as an ordinary device.
 - A selector that fails at run time on any device (a missing attribute name) makes that
-  request unsatisfiable: upstream's allocator aborts the pod's allocation on such an error.
+  request unsatisfiable: upstream's allocator aborts the pod's allocation on such an error,
+  before any later firstAvailable entry and whatever the device's taints (``_answers``
+  asks the selectors first).
+- ``allocationMode: All`` must take every selected device it reaches: one with a taint the
+  request does not tolerate (``Slot.tainted``) fails it there.
 - ``distinctAttribute`` is modelled for constraints over one request; a claim may have
   at most one ``matchAttribute`` constraint (both are checked by ``solver.verify``).
 
@@ -100,6 +104,9 @@ class SharedOption(NamedTuple):
     option: int
 
 
+TAINTED = "tainted"  # an answer: selected, but a taint the request does not tolerate
+Answer = bool | str | None  # True, False, TAINTED, or None (a selector failed at run time)
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeviceType:
     index: int
@@ -137,6 +144,9 @@ class Slot:
     request: s.Request
     eligible: tuple[frozenset[int], ...]  # per alternative: the types it may take (any node)
     selected: tuple[frozenset[int], ...]  # per alternative: the types its selectors pick (attributes aside)
+    # per alternative: the selected types with a taint it does not tolerate (All mode fails
+    # where it reaches one: upstream's allocateDevice must take every selected device)
+    tainted: tuple[frozenset[int], ...] = ()
     match: str | None  # matchAttribute covering this request
     distinct: str | None  # distinctAttribute covering this request
 
@@ -216,7 +226,7 @@ class DraProblem:
         ``a`` they reach: where every sharer of an All allocation of ``types`` may run."""
         chosen = set(types)
         reach = frozenset.intersection(*(self.types[t].reach for t in chosen))
-        for t in slot.eligible[a]:
+        for t in slot.eligible[a] | slot.tainted[a]:
             if t not in chosen:
                 reach -= self.types[t].reach
         return reach
@@ -224,6 +234,8 @@ class DraProblem:
     def _all_possible(self, slot: Slot, a: int, node: s.NodeName | None) -> bool:
         """All mode takes every selected device the node reaches: each must carry the
         constrained attribute, and for distinctAttribute their values must all differ."""
+        if node is not None and any(node in self.types[t].reach for t in slot.tainted[a]):
+            return False  # a device it must take has a taint it does not tolerate
         attrs = [x for x in (slot.match, slot.distinct) if x]
         if not attrs:
             return True
@@ -280,7 +292,7 @@ class _TypeKey(NamedTuple):
     holder: Holder
     kept_by: tuple[int, ...]
     shareable: bool
-    answers: tuple[bool | None, ...]  # per question: does it select the device (None: failed)
+    answers: tuple[Answer, ...]  # per question: does it select the device (``_answers``)
     values: tuple[tuple[str, MatchValue], ...]  # constraint attribute -> value
     consumes: tuple[tuple[str, str, int], ...]  # the counters each device consumes
     own: s.DeviceKey | None  # a metered shareable device: a type of its own
@@ -291,7 +303,7 @@ class _Types:
     """The device types, with each type's answers to the questions (one per SubRequest)."""
 
     types: tuple[DeviceType, ...]
-    answers: tuple[tuple[bool | None, ...], ...]  # per type
+    answers: tuple[tuple[Answer, ...], ...]  # per type
     question: Mapping[s.SubRequest, int]  # a question's index in the answers
 
 
@@ -522,7 +534,7 @@ def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], 
                        consumes=dev.consumes, own=dev.key if metered else None)
         by_key[key].append(dev)
     types: list[DeviceType] = []
-    answers: list[tuple[bool | None, ...]] = []
+    answers: list[tuple[Answer, ...]] = []
     for key in sorted(by_key, key=lambda k: (k.node or "", sorted(k.reach)[:1], repr(k[2:]))):
         devices = tuple(sorted(by_key[key], key=lambda d: d.key))
         types.append(DeviceType(index=len(types), node=key.node, reach=key.reach,
@@ -536,7 +548,7 @@ def _device_types(snapshot: s.ClusterSnapshot, asked: tuple[list[s.SubRequest], 
 
 
 def _answer_all(dra_state: s.DraState, questions: Sequence[s.SubRequest]) -> dict[tuple[object, ...],
-                                                                                 tuple[bool | None, ...]]:
+                                                                                 tuple[Answer, ...]]:
     """Each distinct device's answers to the questions. Question by question, each question's
     selectors compiled once and held while every device is asked: the compiled-selector cache
     is bounded (cel/cache.py), and device by device a snapshot with more selectors than it
@@ -581,19 +593,25 @@ def _slots(entry: str, claim_no: int, claim: s.Claim, found: _Types) -> tuple[Sl
     for req in claim.spec.requests:
         m = match[1] if match and (not match[0] or req.name in match[0]) else None
         d = next((a for reqs, a in distinct if not reqs or req.name in reqs), None)
-        eligible, selected = [], []
+        eligible, selected, tainted = [], [], []
+        aborted = False
         for sub in req.alternatives:
             qi = found.question[sub]
-            if any(answers[qi] is None for answers in found.answers):
-                eligible.append(frozenset[int]())  # upstream aborts the allocation: nothing fits
+            # a selector failing at run time aborts the allocation: nothing fits, and no later
+            # firstAvailable entry is tried (allocateOne returns the error)
+            aborted = aborted or any(answers[qi] is None for answers in found.answers)
+            if aborted:
+                eligible.append(frozenset[int]())
                 selected.append(frozenset[int]())
+                tainted.append(frozenset[int]())
                 continue
-            selected.append(frozenset(t.index for t in found.types if found.answers[t.index][qi]))
-            eligible.append(frozenset(t.index for t in found.types if found.answers[t.index][qi]
+            selected.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] in (True, TAINTED)))
+            tainted.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] == TAINTED))
+            eligible.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] is True
                                       and (m is None or t.values.get(m) is not None)
                                       and (d is None or t.values.get(d) is not None)))
         made.append(Slot(claim_entry=entry, claim=claim_no, request=req, eligible=tuple(eligible),
-                         selected=tuple(selected), match=m, distinct=d))
+                         selected=tuple(selected), match=m, distinct=d, tainted=tuple(tainted)))
     return tuple(made)
 
 
@@ -629,14 +647,14 @@ def _constraints(claim: s.Claim) -> tuple[Covered | None, list[Covered]]:
 
 
 def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState,
-             programs: Sequence[object] | None = None) -> bool | None:
-    """Does ``sub`` select ``dev``? None: a selector failed at run time on it. ``programs``:
-    the compiled selectors, class's first (``_compiled``)."""
+             programs: Sequence[object] | None = None) -> Answer:
+    """Does ``sub`` select ``dev``, in upstream's order (``isSelectable`` and the static
+    capacity check of ``validateDeviceRequest``, then ``allocateDevice``'s taint check):
+    None when a selector fails at run time (whatever the taints), False when a selector or
+    the capacity says no, TAINTED when selected but a taint is not tolerated, else True.
+    ``programs``: the compiled selectors, class's first (``_compiled``)."""
     dclass = dra_state.classes.get(sub.device_class)
     if dclass is None:
-        return False
-    if any(t.effect in ("NoSchedule", "NoExecute") and not any(selectors.tolerates(tol, t) for tol in sub.tolerations)
-           for t in dev.taints):
         return False
     try:
         exprs = (*dclass.selectors, *sub.selectors)
@@ -644,8 +662,13 @@ def _answers(dev: s.Device, sub: s.SubRequest, dra_state: s.DraState,
             return False
     except cel.CelRuntimeError:
         return None
-    # DRAConsumableCapacity (checked once selected): the request must fit the device on its own
-    return not (dev.consumable or sub.capacity) or consumed(sub.capacity, dev.consumable) is not None
+    # DRAConsumableCapacity: the request must fit the device on its own
+    if (dev.consumable or sub.capacity) and consumed(sub.capacity, dev.consumable) is None:
+        return False
+    if any(t.effect in ("NoSchedule", "NoExecute") and not any(selectors.tolerates(tol, t) for tol in sub.tolerations)
+           for t in dev.taints):
+        return TAINTED
+    return True
 
 
 def _allocation_reach(claim: s.Claim, dra_state: s.DraState, nodes: Sequence[s.Node]) -> frozenset[s.NodeName]:

@@ -264,6 +264,18 @@ class _DraView:
             self._matching[key] = sorted(takes), sorted(broken)
         return self._matching[key]
 
+    def every(self, view: _View, sub: s.SubRequest, node: str) -> list[s.DeviceKey]:
+        """allocationMode All's devices reachable from ``node`` (validateDeviceRequest): those the
+        class and selectors take that can hold the request on their own (static capacity),
+        sorted; taints aside (a device with one not tolerated cannot be taken, and then All
+        cannot be met)."""
+        out = []
+        for d in self.local.get(node, []) + [d for d in self.network if self.reaches(view, d, node)]:
+            why, error = self.selector_failure(sub, d)
+            if not why and not error and _share_use(sub, d)[0] is not None:
+                out.append(d.key)
+        return sorted(out)
+
     def power(self, view: _View, a: DeviceAllocation) -> float:
         """Preemption power of an allocation's owner: its pending pod, or the group's bound pods."""
         if a.pod_group:
@@ -332,13 +344,19 @@ def check_devices(view: _View) -> list[Violation]:
                        for t in dv.untolerated(r.sub, dev))
         # a selector failing at run time on a device the allocator meets aborts the allocation:
         # on any device reachable from the claim's node (every candidate node of a shared claim)
+        # and the firstAvailable entries before the one taken are tried first: such a failure
+        # in one of them aborts before the next entry is reached (allocateOne)
         taken = {_device_key(ad) for ad in r.alloc.devices}
         sites = [n for n in r.sites if s.NodeName(n) in view.nodes]
-        broken = {n: [(k, why) for k, why in dv.matching(view, r.sub, n)[1] if k not in taken] for n in sites}
-        if sites and all(broken.values()):
-            k, why = broken[sites[0]][0]
-            out.append(Violation(rule="device-selector", subject=r.owner[1],
-                                 detail=f"{where}: the allocation aborts on node {sites[0]}: device {k} {why}"))
+        for sub in r.request.alternatives[:r.request.alternatives.index(r.sub) + 1]:
+            skip = taken if sub == r.sub else set()
+            broken = {n: [(k, why) for k, why in dv.matching(view, sub, n)[1] if k not in skip] for n in sites}
+            if sites and all(broken.values()):
+                k, why = broken[sites[0]][0]
+                entry = "" if sub == r.sub else f" (firstAvailable entry {sub.name}, tried before {r.sub.name})"
+                out.append(Violation(rule="device-selector", subject=r.owner[1],
+                                     detail=f"{where}: the allocation aborts on node {sites[0]}: device {k} {why}{entry}"))
+                break
     return out
 
 
@@ -378,11 +396,11 @@ def check_device_counts(view: _View) -> list[Violation]:
                                      detail=f"{where}: {len(got)} devices, the request asks for exactly {r.sub.count}"))
             continue
         sites = [n for n in r.sites if s.NodeName(n) in view.nodes]
-        want = {n: dv.matching(view, r.sub, n) for n in sites}
-        if not sites or any(w and w == got for w, _ in want.values()):
+        want = {n: dv.every(view, r.sub, n) for n in sites}
+        if not sites or any(w and w == got for w in want.values()):
             continue
         if len(sites) == 1:
-            n, (w, _) = sites[0], want[sites[0]]
+            n, w = sites[0], want[sites[0]]
             if not w:
                 detail = f"allocationMode All, but no matching device is reachable from node {n}"
             else:
@@ -461,15 +479,16 @@ def _share_use(sub: s.SubRequest, dev: s.Device) -> tuple[dict[str, int] | None,
             amount = cap.value if pol is None or pol.default is None else pol.default
         elif pol is None:
             amount = want
-        elif pol.min is not None:  # validRange: up to min, then up to a whole number of steps
-            amount = max(want, pol.min)
-            if pol.step is not None and want > pol.min:
-                amount = pol.min + -(-(want - pol.min) // pol.step) * pol.step
+        elif pol.min is not None:  # validRange: up to min, then up to a whole number of steps,
+            amount = max(want, pol.min)  # in whole units (Value(), rounded up: the fractional gate is off)
+            if pol.step is not None and want >= pol.min:
+                low, step = _whole(pol.min), _whole(pol.step)
+                amount = (low + -(-(_whole(want) - low) // step) * step) * 1000
         else:  # validValues: the first at or above the request, else the request
             amount = next((v for v in pol.valid_values if v >= want), want)
         if pol is not None and amount != pol.default:
-            if pol.min is not None and ((pol.max is not None and amount > pol.max)
-                                        or (pol.step is not None and (amount - pol.min) % pol.step)):
+            if pol.min is not None and ((pol.max is not None and amount > pol.max) or (
+                    pol.step is not None and (_whole(amount) - _whole(pol.min)) % _whole(pol.step))):
                 return None, f"capacity {name}: {amount}m is outside the requestPolicy's validRange"
             if pol.min is None and pol.valid_values and amount not in pol.valid_values:
                 return None, f"capacity {name}: {amount}m is not one of the requestPolicy's validValues"
@@ -477,6 +496,11 @@ def _share_use(sub: s.SubRequest, dev: s.Device) -> tuple[dict[str, int] | None,
             return None, f"capacity {name}: {amount}m is more than the device's {cap.value}m"
         use[name] = amount
     return use, ""
+
+
+def _whole(milli: int) -> int:
+    """resource.Quantity.Value() of a non-negative amount in milli-units: up to a whole unit."""
+    return (milli + 999) // 1000
 
 
 def _capacity_in_use(dv: _DraView, key: s.DeviceKey) -> dict[str, int] | None:

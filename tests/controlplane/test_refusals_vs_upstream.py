@@ -11,6 +11,7 @@ import pytest
 from solver import api, kube
 from solver.bench import upstream
 from tests.builders import admitted, node, pod
+from tests.solver import test_dra_upstream_cases as dra_cases
 from tests.solver import test_refusals as cases
 
 
@@ -146,6 +147,8 @@ CASES = {
     "consumable capacity, too much": (lambda: _consumable("41Gi"), {}),
     "read-write-once-pod claim in use": (_once_pod_in_use, {}),
     "runtime class overhead": (_runtime_overhead, {}),
+    **{f"DRA {name}": (lambda name=name: dra_cases.load(name), bindings)
+       for name, (bindings, _) in dra_cases.CASES.items()},
     "CSI volume limit": (_volume_limit, {"default/p": "n2"}),
     "CSI volume held already": (_volume_held, {"default/p": "n1"}),
     "CSI driver missing": (_driver_missing, {"default/p": "n2"}),

@@ -313,11 +313,20 @@ def test_exact_count_takes_exactly_count_devices() -> None:
 
 def test_all_mode_takes_every_matching_reachable_device() -> None:
     anywhere = s.Device(driver=GPU, pool="fabric", name="gpu-0", attributes={GPU: {"model": "a100"}}, all_nodes=True)
-    devices = [gpu("n1", 0), gpu("n1", 1), gpu("n1", 2, "h100"), gpu("n2", 0), anywhere,
-               gpu("n1", 3, taints=(s.Taint(key="broken", effect="NoSchedule"),))]
+    devices = [gpu("n1", 0), gpu("n1", 1), gpu("n1", 2, "h100"), gpu("n2", 0), anywhere]
     snap = one_gpu_pod(request=exactly("gpu", sel=(A100,), all_mode=True), devices=devices)
     every = (f"{N1}/gpu-0", f"{N1}/gpu-1", f"{GPU}/fabric/gpu-0")
     assert problems(snap, plan(snap, {P: "n1"}, alloc(P, "gpus", "gpu", *every))) == []
+    # a selected device with a taint the request does not tolerate is one All must take, and
+    # cannot (upstream's allocateDevice, must=true): no allocation on n1 passes
+    tainted = one_gpu_pod(request=exactly("gpu", sel=(A100,), all_mode=True),
+                          devices=[*devices, gpu("n1", 3, taints=(s.Taint(key="broken", effect="NoSchedule"),))])
+    assert problems(tainted, plan(tainted, {P: "n1"}, alloc(P, "gpus", "gpu", *every))) == [
+        ("device-count: default/p: claim gpus request gpu: allocationMode All takes every matching device reachable "
+         "from node n1: missing ['gpu.example.com/n1/gpu-3'], extra []")]
+    assert problems(tainted, plan(tainted, {P: "n1"}, alloc(P, "gpus", "gpu", *every, f"{N1}/gpu-3"))) == [
+        "device-taint: default/p: claim gpus request gpu: device gpu.example.com/n1/gpu-3 taint broken=:NoSchedule "
+        "is not tolerated"]
     assert problems(snap, plan(snap, {P: "n1"}, alloc(P, "gpus", "gpu", *every[:2], f"{N1}/gpu-2"))) == [
         ("device-selector: default/p: claim gpus request gpu: device gpu.example.com/n1/gpu-2 "
          f"fails the request's selector {A100}"),
