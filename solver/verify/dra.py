@@ -354,8 +354,8 @@ def check_devices(view: _View) -> list[Violation]:
             if sites and all(broken.values()):
                 k, why = broken[sites[0]][0]
                 entry = "" if sub == r.sub else f" (firstAvailable entry {sub.name}, tried before {r.sub.name})"
-                out.append(Violation(rule="device-selector", subject=r.owner[1],
-                                     detail=f"{where}: the allocation aborts on node {sites[0]}: device {k} {why}{entry}"))
+                detail = f"{where}: the allocation aborts on node {sites[0]}: device {k} {why}{entry}"
+                out.append(Violation(rule="device-selector", subject=r.owner[1], detail=detail))
                 break
     return out
 
