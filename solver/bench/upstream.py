@@ -329,11 +329,14 @@ def read_reasons(rest: Rest, keys: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, str, str, PlanDevice]]:
-    """The allocations of the claims the bound pods (or their PodGroups) use, named by the
-    owner's claim entry: ``status.resourceClaimStatuses`` for a claim made from a template, the
-    entry's ``resourceClaimName`` otherwise, ``<extended-resources>`` for the claim that
-    serves a pod's extended resources (``status.extendedResourceClaimStatus``)."""
+def read_allocations(rest: Rest, bound: Iterable[str], before: Iterable[str] = ()
+                     ) -> list[tuple[str, bool, str, str, PlanDevice]]:
+    """The allocations the run made for the claims the bound pods (or their PodGroups) use,
+    named by the owner's claim entry: ``status.resourceClaimStatuses`` for a claim made from a
+    template, the entry's ``resourceClaimName`` otherwise, ``<extended-resources>`` for the
+    claim that serves a pod's extended resources (``status.extendedResourceClaimStatus``).
+    ``before``: the claims (namespace/name) allocated before the run, whose allocation the
+    run did not make."""
     from solver.kube.dra import EXTENDED_CLAIM
     from solver.model.plan import PlanDevice
 
@@ -341,6 +344,7 @@ def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, 
     claims = {_key(c): c for c in rest.call("GET", "/apis/resource.k8s.io/v1/resourceclaims")["items"]}
     pods = {_key(p): p for p in rest.call("GET", "/api/v1/pods")["items"]}
     group_entries: set[tuple[str, str]] = set()  # a PodGroup's claim is read once
+    allocated_before = set(before)
     for pod_key in sorted(bound):
         ns = pod_key.split("/", 1)[0]
         pod = pods.get(pod_key) or {}
@@ -355,6 +359,8 @@ def read_allocations(rest: Rest, bound: Iterable[str]) -> list[tuple[str, bool, 
         if extended:
             entries.append((pod_key, False, EXTENDED_CLAIM, extended))
         for owner, _, entry, claim_name in entries:
+            if f"{ns}/{claim_name}" in allocated_before:
+                continue  # allocated already: the run only reserved it
             claim = claims.get(f"{ns}/{claim_name}") or {}
             reserved = (claim.get("status") or {}).get("reservedFor") or []
             group = next((r["name"] for r in reserved if r.get("resource") == "podgroups"), None)
@@ -516,7 +522,8 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         times = [t for k, (_, t) in watcher.bound.items() if k in pending_keys]
         deleted = sorted(k for k in watcher.deleted if k in set(loaded.running))
         attempts, mean = _podgroup_latency(plane.scheduler_metrics())
-        allocations = read_allocations(rest, bindings)
+        allocations = read_allocations(rest, bindings, before=(
+            _key(o) for o in docs if o.get("kind") == "ResourceClaim" and (o.get("status") or {}).get("allocation")))
         reasons = read_reasons(rest, sorted(pending_keys - set(bindings)))
         return SchedulerRun(bindings=bindings, deleted=deleted, allocations=allocations, reasons=reasons,
                             seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,

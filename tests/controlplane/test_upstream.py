@@ -121,7 +121,7 @@ def test_a_pod_the_real_scheduler_cannot_place_ends_its_run_at_the_settle_time_n
 
 
 @pytest.mark.parametrize("case", ["partitionable devices, two", "DRA extended resource",
-                                  "consumable capacity, two shares"])
+                                  "consumable capacity, two shares", "DRA pending-pod-names-a-held-claim"])
 def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(case: str) -> None:
     """The claims' allocations after the run, named by the pod's claim entry (the extended
     resources' claim by ``<extended-resources>``), become the scored plan's device
@@ -142,6 +142,8 @@ def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(cas
         assert all(d.share_id for d in shares) and shares[0].share_id != shares[1].share_id
         assert [[(k, amount(v)) for k, v in d.consumed] for d in shares] == [[("memory", 15 * 2**30)],
                                                                                [("memory", 2**30)]]
+    elif case == "DRA pending-pod-names-a-held-claim":  # allocated before the run: nothing new
+        assert got == []
     elif case == "DRA extended resource":
         assert got == [("default/p", "<extended-resources>", "gpu-0"), ("default/p", "<extended-resources>", "gpu-1")]
     else:  # the whole GPU and a half never go together: the two halves

@@ -30,6 +30,8 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, tuple[tuple[str, str], ..
     # a validRange step worked out in whole units (DRAFractionalCapacityRange off): 400m uses 1
     "capacity-step-whole-units": ({"default/p": "n1"}, [("gpu-0", (("cores", "1"),))]),
     "capacity-step-whole-units-two-claims": ({}, []),
+    # a pending pod naming the claim a running pod holds: bound beside it, nothing allocated anew
+    "pending-pod-names-a-held-claim": ({"default/p": "n1"}, []),
 }
 
 
