@@ -29,7 +29,7 @@ from solver.model.plan import (
     WorkloadVerdict,
     WouldTake,
 )
-from solver.model.problem import MILLI, Problem
+from solver.model.problem import MILLI, Problem, dra_abort_reason
 from solver.model.reasons import Diagnoser, Diagnosis
 from solver.model.workloads import Workload
 
@@ -309,6 +309,9 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
         if d is not None and not d.fits and not d.after_preemption:  # not even after evictions
             return subject + d.message()
         if not problem.candidates[c]:
+            aborted = dra_abort_reason(problem, cls) if problem.dra.active else ""
+            if aborted:
+                return subject + aborted
             keys = sorted({k for g in w.groups if (k := problem.groups[g].topology_key) is not None})
             if d is not None and keys:  # some node takes the pod: the gang's domains cannot
                 return (f"{w.key}: no single {' / '.join(keys)} domain has room for the gang's pods of "

@@ -31,10 +31,10 @@ Decisions where docs/design.md is silent:
   are evicted, and its counters are charged once while any share uses it. One with neither
   is never used up. One holding a result without a ``shareID`` (allocated with the gate
   off) is in use whole, as upstream counts it, and is planned as an ordinary device.
-- A selector that fails at run time on any device (a missing attribute name) makes that
-  request unsatisfiable: upstream's allocator aborts the pod's allocation on such an error,
-  before any later firstAvailable entry and whatever the device's taints (``_answers``
-  asks the selectors first).
+- A selector that fails at run time on a device (a missing attribute name) aborts the pod's
+  scheduling wherever upstream's allocator meets it, before any later firstAvailable entry
+  and whatever the device's taints (``_answers`` asks the selectors first): a pod that may
+  reach such a device from a node past its other filters is placed nowhere (``Slot.broken``).
 - ``allocationMode: All`` must take every selected device it reaches: one with a taint the
   request does not tolerate (``Slot.tainted``) fails it there.
 - ``distinctAttribute`` is modelled for constraints over one request; a claim may have
@@ -147,6 +147,11 @@ class Slot:
     # per alternative: the selected types with a taint it does not tolerate (All mode fails
     # where it reaches one: upstream's allocateDevice must take every selected device)
     tainted: tuple[frozenset[int], ...] = ()
+    # per alternative: the nodes that reach a device on which a selector fails at run time.
+    # Upstream's allocator aborts the pod's scheduling on such an error wherever it meets it:
+    # a class none of whose nodes past the other filters reaches one is unaffected
+    # (problem.py ``_dra_aborts``); one that may reach one is placed nowhere
+    broken: tuple[frozenset[s.NodeName], ...] = ()
     match: str | None  # matchAttribute covering this request
     distinct: str | None  # distinctAttribute covering this request
 
@@ -593,25 +598,19 @@ def _slots(entry: str, claim_no: int, claim: s.Claim, found: _Types) -> tuple[Sl
     for req in claim.spec.requests:
         m = match[1] if match and (not match[0] or req.name in match[0]) else None
         d = next((a for reqs, a in distinct if not reqs or req.name in reqs), None)
-        eligible, selected, tainted = [], [], []
-        aborted = False
+        eligible, selected, tainted, broken = [], [], [], []
         for sub in req.alternatives:
             qi = found.question[sub]
-            # a selector failing at run time aborts the allocation: nothing fits, and no later
-            # firstAvailable entry is tried (allocateOne returns the error)
-            aborted = aborted or any(answers[qi] is None for answers in found.answers)
-            if aborted:
-                eligible.append(frozenset[int]())
-                selected.append(frozenset[int]())
-                tainted.append(frozenset[int]())
-                continue
+            broken.append(frozenset[s.NodeName]().union(
+                *(t.reach for t in found.types if found.answers[t.index][qi] is None)))
             selected.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] in (True, TAINTED)))
             tainted.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] == TAINTED))
             eligible.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] is True
                                       and (m is None or t.values.get(m) is not None)
                                       and (d is None or t.values.get(d) is not None)))
         made.append(Slot(claim_entry=entry, claim=claim_no, request=req, eligible=tuple(eligible),
-                         selected=tuple(selected), match=m, distinct=d, tainted=tuple(tainted)))
+                         selected=tuple(selected), match=m, distinct=d, tainted=tuple(tainted),
+                         broken=tuple(broken)))
     return tuple(made)
 
 
@@ -678,10 +677,10 @@ def _allocation_reach(claim: s.Claim, dra_state: s.DraState, nodes: Sequence[s.N
     allowed = claim.allocation_nodes  # () = any node
     return frozenset(n.name for n in nodes
                      if (not allowed or any(selectors.term_matches(t, n) for t in allowed))
-                     and all(_reaches(dev, n) for dev in devices))
+                     and all(reaches(dev, n) for dev in devices))
 
 
-def _reaches(dev: s.Device, node: s.Node) -> bool:
+def reaches(dev: s.Device, node: s.Node) -> bool:
     """Is ``dev`` reachable from ``node``?"""
     if dev.node is not None:
         return dev.node == node.name

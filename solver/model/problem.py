@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from solver.model import attach, selectors
+from solver.model import attach, cel, selectors
 from solver.model import dra as dra_mod
 from solver.model import interpod as ip
 from solver.model import snapshot as s
@@ -539,6 +539,8 @@ def _candidate_nodes(
     """
     rep = cls.pods[0]
     out: dict[s.NodeName, int] = {}
+    if dra.active and _dra_aborts(dra, cls, nodes):
+        return out
     relevant = [(q, n) for q, n in unmoved if rep.pod_anti_affinity or q.pod_anti_affinity or q.host_ports]
     shut = ip.blocked(interpod, rep, relevant) if relevant else set()
     checks = bool(shut or rep.pod_affinity or rep.spread)
@@ -560,6 +562,55 @@ def _candidate_nodes(
         if most > 0:
             out[node.name] = most
     return out
+
+
+def _dra_aborts(dra: dra_mod.DraProblem, cls: PodClass, nodes: Sequence[s.Node]) -> bool:
+    """Whether upstream's allocator may meet a selector failing at run time for a pod of
+    ``cls`` (``Slot.broken``): on a node the filters before DynamicResources could leave it,
+    here the nodes its static filters admit and whose allocatable holds its requests. The
+    error aborts the pod's scheduling, so the class is placed nowhere. (Upstream meets the
+    device only if it tries it, so this refuses more than upstream; never less.)"""
+    slots = list(dra.class_slots[cls.index]) + [sl for i in dra.shared_of_class.get(cls.index, ())
+                                                 for sl in dra.shared[i].slots]
+    broken = frozenset[s.NodeName]().union(*(b for sl in slots for b in sl.broken))
+    if not broken:
+        return False
+    rep = cls.pods[0]
+    return any(node.name in broken and selectors.statically_feasible(rep, node)
+               and all(node.allocatable.get(r, 0) >= a for r, a in cls.requests.items()) for node in nodes)
+
+
+def dra_abort_reason(problem: Problem, cls: PodClass) -> str:
+    """What upstream's Filter error says when ``_dra_aborts``: the first device (by key) a
+    node past the other filters reaches whose selector fails at run time; "" when none."""
+    dra, rep = problem.dra, cls.pods[0]
+    slots = list(dra.class_slots[cls.index]) + [sl for i in dra.shared_of_class.get(cls.index, ())
+                                                 for sl in dra.shared[i].slots]
+    nodes = [n for n in problem.nodes if selectors.statically_feasible(rep, n)
+             and all(n.allocatable.get(r, 0) >= a for r, a in cls.requests.items())]
+    state = problem.snapshot.dra
+    for sl in slots:
+        for sub, broken in zip(sl.request.alternatives, sl.broken, strict=True):
+            near = [n for n in nodes if n.name in broken]
+            dclass = state.classes.get(sub.device_class)
+            if not near or dclass is None:
+                continue
+            for dev in sorted(state.devices, key=lambda d: d.key):
+                if not any(dra_mod.reaches(dev, n) for n in near):
+                    continue
+                for owner, exprs in ((f"class {dclass.name}", dclass.selectors),
+                                     (f"claim {sl.claim_entry}", sub.selectors)):
+                    for i, expr in enumerate(exprs):
+                        try:
+                            if not cel.selects(expr, dev):
+                                break
+                        except cel.CelRuntimeError as exc:
+                            return (f'running "DynamicResources" filter plugin: {owner}: selector #{i} on device '
+                                    f"{dev.key}: CEL runtime error: {exc.reason}")
+                    else:
+                        continue
+                    break
+    return ""
 
 
 def _device_most(dra: dra_mod.DraProblem, cls: PodClass, node: s.NodeName, most: int) -> int:

@@ -30,6 +30,9 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, tuple[tuple[str, str], ..
     # a validRange step worked out in whole units (DRAFractionalCapacityRange off): 400m uses 1
     "capacity-step-whole-units": ({"default/p": "n1"}, [("gpu-0", (("cores", "1"),))]),
     "capacity-step-whole-units-two-claims": ({}, []),
+    # the device without the attribute is on a node too small for the pod: NodeResourcesFit
+    # refuses it before DynamicResources, so the allocator never meets the error
+    "cel-error-on-a-node-too-small": ({"default/p": "n1"}, [("gpu-0", ())]),
     # a pending pod naming the claim a running pod holds: bound beside it, nothing allocated anew
     "pending-pod-names-a-held-claim": ({"default/p": "n1"}, []),
 }
@@ -49,3 +52,14 @@ def test_gangplace_does_what_the_real_scheduler_did(name: str, baseline: bool) -
     bindings, devices = CASES[name]
     assert {b.pod: b.node for b in plan.bindings} == bindings
     assert [(d.device, d.consumed) for a in plan.device_allocations for d in a.devices] == devices
+
+
+@pytest.mark.parametrize("name", ["cel-error-first-entry", "cel-error-on-tainted-device"])
+def test_a_pod_the_allocator_aborts_for_says_which_device_broke_which_selector(name: str) -> None:
+    """Upstream's Filter error names the selector and the device (allocateDevice's
+    ``selector #%d on device %s: CEL runtime error``); the plan's reason does too."""
+    snap = kube.snapshot_from_objects(load(name))
+    plan = api.plan(snap, api.PlanOptions(time_limit=10))
+    assert [w.reason for w in plan.workloads] == [
+        'running "DynamicResources" filter plugin: claim e0: selector #0 on device gpu.example.com/n1/gpu-0: '
+        "CEL runtime error: device gpu.example.com/n1/gpu-0: no such member in mapping: 'mem'"]
