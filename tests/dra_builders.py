@@ -108,8 +108,11 @@ def claim(name: str, *requests: dict[str, Any], allocated: list[tuple[str, str]]
                            "metadata": {"name": name, "namespace": NS},
                            "spec": {"devices": _devices(list(requests), None, None)}}
     if allocated is not None:
+        # kube-scheduler writes allocationTimestamp; an allocation without one is refused when
+        # the scheduler binds a pod naming the claim ("field cannot be modified once set")
         alloc: dict[str, Any] = {"devices": {"results": [
-            {"request": requests[0]["name"], "driver": DRIVER, "pool": p, "device": d} for p, d in allocated]}}
+            {"request": requests[0]["name"], "driver": DRIVER, "pool": p, "device": d} for p, d in allocated]},
+            "allocationTimestamp": "2026-12-01T00:00:00Z"}
         if node:
             alloc["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [
                 {"key": "metadata.name", "operator": "In", "values": [node]}]}]}
