@@ -671,8 +671,9 @@ class _Dra:
                 use = pol.default if pol is not None and pol.default is not None else cap.value
             elif pol is not None and pol.min is not None:
                 use = max(asked[name], pol.min)
-                if pol.step is not None:  # the next whole step from min
-                    use = pol.min + (use - pol.min + pol.step - 1) // pol.step * pol.step
+                if pol.step is not None and asked[name] >= pol.min:  # the next whole step from min, in
+                    low, step = -(-pol.min // 1000), -(-pol.step // 1000)  # whole units (the fractional
+                    use = (low + (-(-asked[name] // 1000) - low + step - 1) // step * step) * 1000  # gate is off)
             elif pol is not None and pol.valid_values:
                 use = min((v for v in pol.valid_values if v >= asked[name]), default=asked[name])
             else:
@@ -688,25 +689,35 @@ class _Dra:
             out[name] = use
         return out
 
-    def takes(self, sub: s.SubRequest, dev: s.Device) -> bool | None:
-        """Does the alternative select the device? None: a CEL selector fails on it at run time."""
+    def _judge(self, sub: s.SubRequest, dev: s.Device) -> bool | str | None:
+        """The selectors (None: one fails at run time), then whether the request fits the device
+        on its own, then its taints ("tainted": selected, but a taint is not tolerated)."""
         key = (sub, dev.key)
         if key not in self._answers:
             dclass = self.state.classes.get(sub.device_class)
-            if dclass is None:
-                answer: bool | None = False
-            elif any(t.effect in DRA_TAINT_EFFECTS and not any(selectors.tolerates(tol, t) for tol in sub.tolerations)
-                     for t in dev.taints):
-                answer = False
-            else:
+            answer: bool | str | None = False
+            if dclass is not None:
                 try:
                     answer = all(cel.selects(expr, dev) for expr in (*dclass.selectors, *sub.selectors))
                 except cel.CelRuntimeError:
                     answer = None
                 if answer and self.fits(sub, dev) is None:
                     answer = False
+                if answer and any(t.effect in DRA_TAINT_EFFECTS and not any(selectors.tolerates(tol, t)
+                                                                            for tol in sub.tolerations)
+                                  for t in dev.taints):
+                    answer = "tainted"
             self._answers[key] = answer
         return self._answers[key]
+
+    def takes(self, sub: s.SubRequest, dev: s.Device) -> bool | None:
+        """Does the alternative take the device? None: a CEL selector fails on it at run time."""
+        answer = self._judge(sub, dev)
+        return None if answer is None else answer is True
+
+    def tainted(self, sub: s.SubRequest, dev: s.Device) -> bool:
+        """Selected, but with a taint the alternative does not tolerate (All mode cannot take it)."""
+        return self._judge(sub, dev) == "tainted"
 
     def _pin(self, snap: s.ClusterSnapshot, pod: s.Pod, claim: s.Claim) -> None:
         for n in snap.nodes:
@@ -754,9 +765,11 @@ class _Dra:
                             if nn not in self.reach[d.key]:
                                 m.add(z[d.key] == 0).only_enforce_if(xv)
                 if sub.all_mode:
+                    barred = [d for d in self.devices if self.tainted(sub, d)]
                     for nn, sv in sites.items():
                         here = [d for d in selected if nn in self.reach[d.key]]
-                        if not here or any(d.key not in z for d in here):
+                        if not here or any(d.key not in z for d in here) or any(nn in self.reach[d.key]
+                                                                                for d in barred):
                             m.add(sv + alt <= 1)  # nothing there, or a device the constraint cannot take
                             continue
                         for d in here:
