@@ -86,12 +86,32 @@ def pdb_floor(problem: Problem, stop: Callable[[], bool] | None = None) -> PdbFl
     if found is None:
         return None
     evictions, parts = found
+    if not _every_pod_may_go(problem):
+        return None  # no plan places every pending pod: a gang short of pods takes none
     plan = None if stop is not None and stop() else _build(problem, cls, tree, parts, per_node, options)
     # only units on these nodes can be evicted (an eviction makes room beside a placed pod)
     reachable = {u for name in per_node for u in problem.units_on_node.get(name, ())}
     once = all(sum(problem.units[u].pdb_counts.values()) <= len(problem.units[u].members) for u in reachable)
     return PdbFloor(evictions=int(evictions), violations=max(0, int(evictions) - _allowed(problem)),
                     evicted_pods=int(evictions) if once else 0, plan=plan)
+
+
+def _every_pod_may_go(problem: Problem) -> bool:
+    """Whether a plan may place every pending pod of the one workload: each PodGroup with a
+    minCount reaches it with its running members, and each composite has enough children
+    (a gang that cannot be met places no pod at all)."""
+    for key in problem.workloads[0].groups:
+        group = problem.groups[key]
+        if group.min_count is None:
+            continue
+        if group.kind == s.POD_GROUP:
+            have = len(problem.running_in_group.get(key, ())) + sum(
+                len(problem.classes[c].pods) for c in problem.classes_under(key))
+        else:
+            have = len(problem.tree.children(key))
+        if have < group.min_count:
+            return False
+    return True
 
 
 def strict_blocks(problem: Problem) -> bool:

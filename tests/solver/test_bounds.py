@@ -194,3 +194,17 @@ def test_one_program_gives_every_count_the_rack_program_asks_for(nodes: list[lis
     options = {name: tuple((float(w), cap) for w, cap in opts) for name, opts in zip(names, nodes, strict=True)}
     expected = [bounds._domain(names, options, j * pods)[0] if j else 0.0 for j in range(groups + 1)]
     assert bounds._by_count(names, options, pods, groups) == expected
+
+
+def test_no_floor_when_a_gang_short_of_pods_can_place_none() -> None:
+    """A gang of minCount 2 with one pending pod places nothing in any plan, so "every pending
+    pod placed" has no plan and no floor. The floor's plan once placed the pod alone, and the
+    decomposed solve (a rack topology) took that plan, which breaks the gang (found by the
+    property test's thorough profile)."""
+    objs = [b.node("n2").cpu_m(2000).rack("r1"), b.node("n3").cpu_m(2000).rack("r1"),
+            b.pod_group("w0", 2).priority(20).topology(b.RACK), b.pod("w0-0").group("w0").cpu_m(500),
+            b.pdb("db", 0, app="db")]
+    snap = b.snapshot(*objs)
+    assert bounds.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
+    plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
+    assert plan.bindings == () and verify.verify(snap, plan) == []
