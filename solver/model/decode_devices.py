@@ -58,10 +58,14 @@ _SHARES = uuid.UUID("6d1f0c2e-4b7a-4c55-9a53-0f6a2b1e9d40")  # the namespace of 
 def _device(dra: dra_mod.DraProblem, t: int, dev: s.Device, turn: int, owner: str, slot: dra_mod.Slot,
             sub: s.SubRequest) -> PlanDevice:
     dtype = dra.types[t]
-    if not dtype.shareable:
+    if not dev.allow_multiple:
         return PlanDevice(driver=dev.driver, pool=dev.pool, device=dev.name)
+    # a share of an allowMultipleAllocations device, also of one planned as an ordinary device
+    # because a result without a shareID held it whole and the plan frees it (upstream gives
+    # every new allocation of such a device a shareID, and its consumedCapacity)
     share = uuid.uuid5(_SHARES, f"{owner}|{slot.claim_entry}|{sub.name}|{dev.key}|{turn}")
-    used = tuple((name, consumable.text(v)) for name, v in dtype.uses(sub)) if dtype.metered else ()
+    amounts = dtype.uses(sub) if dtype.metered else consumable.consumed(sub.capacity, dev.consumable) or ()
+    used = tuple((name, consumable.text(v)) for name, v in amounts) if dev.consumable else ()
     return PlanDevice(driver=dev.driver, pool=dev.pool, device=dev.name, share_id=str(share), consumed=used)
 
 

@@ -253,3 +253,24 @@ def test_shares_pack_onto_the_fullest_device_that_still_takes_them() -> None:
     # upstream's allocator (and so the baseline) takes the first device that fits
     base = api.plan(snapshot(*inside), api.PlanOptions(baseline_only=True))
     assert [d.device for a in base.device_allocations for d in a.devices] == ["gpu-0"]
+
+
+def test_a_shareable_device_freed_from_a_whole_allocation_is_taken_with_a_share_id() -> None:
+    """h0 holds two allowMultipleAllocations devices whole (results without a shareID, as with
+    the gate off); evicting its pod frees them and w1 takes them. Upstream gives every new
+    allocation of such a device a shareID: the plan did not, and failed its own verifier
+    (found by the property test's thorough profile; tests/data/property/)."""
+    import json
+    from pathlib import Path
+
+    from solver import verify
+
+    data = Path(__file__).resolve().parents[1] / "data" / "property" / "freed-whole-allocation-of-a-shareable-device.json"
+    snap = kube.snapshot_from_objects(json.loads(data.read_text()))
+    for options in (api.PlanOptions(time_limit=10, pdb_policy="soft"), api.PlanOptions(baseline_only=True,
+                                                                                     pdb_policy="soft")):
+        plan = api.plan(snap, options)
+        assert verify.verify(snap, plan) == []
+        assert all(d.share_id for a in plan.device_allocations for d in a.devices)
+    assert {b.pod: b.node for b in api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft")).bindings} == {
+        "default/w1": "n1"}
