@@ -484,6 +484,8 @@ def _shape(problem: Problem) -> _Tree | None:
         return None
     if len({tuple(sorted(c.requests.items())) for c in classes}) != 1 or not classes[0].requests:
         return None
+    if any(problem.candidates[c.index] != problem.candidates[classes[0].index] for c in classes[1:]):
+        return None  # the programs lay any class's pods on any class's nodes: they must be the same nodes
     if any(c.pods[0].host_ports for c in classes):
         return None  # host ports are inter-pod rules too (constraints/interpod.py)
     root = workload.groups[0]

@@ -208,3 +208,22 @@ def test_no_floor_when_a_gang_short_of_pods_can_place_none() -> None:
     assert bounds.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
     plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
     assert plan.bindings == () and verify.verify(snap, plan) == []
+
+
+def test_the_floor_lays_a_class_only_on_its_own_nodes() -> None:
+    """w0-0 and w0-1 ask the same cpu, but only w0-1 may use n0 and n1 (w0-0's volume needs a
+    CSI driver no node has). The floor's programs lay any class's pods on any class's nodes,
+    so they do not apply: the plan once bound w0-0 on n0 (found by the thorough profile)."""
+    from tests.solver.test_volume_limits import _uses, _volume
+
+    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "csi.example.com"},
+              "spec": {"preventPodSchedulingIfMissing": True}}
+    objs = [b.node("n0").cpu_m(2000).pods(3), b.node("n1").cpu_m(2000).pods(3), b.pod_group("vic", 1).priority(0),
+            _uses(b.pod("vic-0").group("vic").on("n0").cpu_m(500).label("app", "db"), "vol0"),
+            b.pod_group("w0").priority(20), _uses(b.pod("w0-0").group("w0").cpu_m(500), "vol0"),
+            b.pod("w0-1").group("w0").cpu_m(500), _uses(b.pod("w0-run").group("w0").on("n0").cpu_m(500), "vol0"),
+            driver, *_volume("vol0", "vol0"), b.pdb("db", 0, app="db")]
+    snap = b.snapshot(*objs)
+    assert bounds.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
+    plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
+    assert [x.pod for x in plan.bindings] == ["default/w0-1"] and verify.verify(snap, plan) == []
