@@ -719,7 +719,8 @@ def _paired(runs: Sequence[Run], by_seed: Mapping[str, Mapping[int, Mapping[int,
                            f"mean ± deviation; seeds where ours is higher @{top}")
             diff = {k: [mine[s][k] - seeds[s][k] for s in both] for k in (100, top)}
             higher = sum(d > 0 for d in diff[top])
-            out.append(f"{policy + ' - ' + theirs:<26}{_mean_std(diff[100], sign=True):>16}"
+            label = f"{policy} - {theirs}"  # past the column when long: never run together
+            out.append(f"{label:<26}{'' if len(label) < 26 else ' '}{_mean_std(diff[100], sign=True):>16}"
                        f"{_mean_std(diff[top], sign=True):>16}{f'{higher}/{len(both)}':>16}")
     return out
 
