@@ -570,26 +570,29 @@ def _dra_aborts(dra: dra_mod.DraProblem, cls: PodClass, nodes: Sequence[s.Node])
     here the nodes its static filters admit and whose allocatable holds its requests. The
     error aborts the pod's scheduling, so the class is placed nowhere. (Upstream meets the
     device only if it tries it, so this refuses more than upstream; never less.)"""
-    slots = list(dra.class_slots[cls.index]) + [sl for i in dra.shared_of_class.get(cls.index, ())
-                                                 for sl in dra.shared[i].slots]
-    broken = frozenset[s.NodeName]().union(*(b for sl in slots for b in sl.broken))
-    if not broken:
-        return False
-    rep = cls.pods[0]
-    return any(node.name in broken and selectors.statically_feasible(rep, node)
-               and all(node.allocatable.get(r, 0) >= a for r, a in cls.requests.items()) for node in nodes)
+    broken = frozenset[s.NodeName]().union(*(b for sl in _dra_slots(dra, cls) for b in sl.broken))
+    return bool(broken) and any(node.name in broken and _reaches_dra(cls, node) for node in nodes)
+
+
+def _dra_slots(dra: dra_mod.DraProblem, cls: PodClass) -> list[dra_mod.Slot]:
+    """The class's own claims' slots and its group's shared claims'."""
+    return list(dra.class_slots[cls.index]) + [sl for i in dra.shared_of_class.get(cls.index, ())
+                                               for sl in dra.shared[i].slots]
+
+
+def _reaches_dra(cls: PodClass, node: s.Node) -> bool:
+    """Whether the filters before DynamicResources could leave ``node`` to a pod of ``cls``, as
+    far as the snapshot says: its static filters admit it and its allocatable holds the pod."""
+    return selectors.statically_feasible(cls.pods[0], node) and all(
+        node.allocatable.get(r, 0) >= a for r, a in cls.requests.items())
 
 
 def dra_abort_reason(problem: Problem, cls: PodClass) -> str:
     """What upstream's Filter error says when ``_dra_aborts``: the first device (by key) a
     node past the other filters reaches whose selector fails at run time; "" when none."""
-    dra, rep = problem.dra, cls.pods[0]
-    slots = list(dra.class_slots[cls.index]) + [sl for i in dra.shared_of_class.get(cls.index, ())
-                                                 for sl in dra.shared[i].slots]
-    nodes = [n for n in problem.nodes if selectors.statically_feasible(rep, n)
-             and all(n.allocatable.get(r, 0) >= a for r, a in cls.requests.items())]
+    nodes = [n for n in problem.nodes if _reaches_dra(cls, n)]
     state = problem.snapshot.dra
-    for sl in slots:
+    for sl in _dra_slots(problem.dra, cls):
         for sub, broken in zip(sl.request.alternatives, sl.broken, strict=True):
             near = [n for n in nodes if n.name in broken]
             dclass = state.classes.get(sub.device_class)
