@@ -13,7 +13,10 @@ evicts for a volume slot. But a volume is the new pod's own again once every pod
 is evicted: a pod asking only volumes the node holds passes whatever the count while a
 holder stays (``free``), and is held to the limit like any other once none does. That
 refuses some placements upstream would reach by preempting; it never allows one upstream
-refuses (the verifier checks upstream's rule on the plan's end state).
+refuses (the verifier checks upstream's rule on the plan's end state, the pods bound after
+the evictions). The model keeps a holder with a row (constraints/volumes.py); the baseline,
+which places before it looks for victims, refuses to evict one a pod it placed relies on
+(``greedy.State.strands_a_volume``).
 Pure: no I/O."""
 
 from __future__ import annotations

@@ -205,6 +205,10 @@ class State:
                           shared=dict(self.dev.shared))
 
     def evict(self, unit: int, *, logged: bool = True) -> None:
+        """Evict ``unit``, unless (``logged``: a new eviction, not a reprieved victim's again) a
+        pod placed relies on a volume only it holds (``strands_a_volume``): then it stays."""
+        if logged and self.problem.volume_holders and self.strands_a_volume(unit):
+            return
         if unit not in self.evicted:
             self.evicted.add(unit)
             self._bump_unit(unit, -1)
@@ -260,14 +264,40 @@ class State:
         for c in self.placed.get(node, ()):
             placed.update(self.problem.classes[c].pods[0].csi_volumes)
         free = set(where.attached_volumes) | placed
-        if self._unit_of is None:
-            self._unit_of = {p.key: u.index for u in self.problem.units for p in u.members}
-        unit_of = self._unit_of
+        unit_of = self.unit_of()
         for vol, pods in self.problem.volume_holders.get(node, {}).items():
             if any(p not in unit_of or unit_of[p] not in self.evicted for p in pods):
                 free.add(vol)
         have = set(self.problem.held_volumes.get(node, ())) | placed
         return not attach.refuses(where, have, cls.pods[0].csi_volumes, free)
+
+    def unit_of(self) -> Mapping[s.PodKey, int]:
+        """Running pod -> its victim unit (worked out on first use: only volume limits ask)."""
+        if self._unit_of is None:
+            self._unit_of = {p.key: u.index for u in self.problem.units for p in u.members}
+        return self._unit_of
+
+    def strands_a_volume(self, unit: int) -> bool:
+        """Would evicting ``unit`` leave a placed pod with a volume that is its own again on a
+        node past the volume's driver limit (attach.py)? A pod placed beside a holder of its
+        volume added none; without every holder it adds it, as upstream's Filter would see it
+        bound after the evictions (the verifier's order). Counted on the safe side: the
+        volumes held as if nothing were evicted, and those of the pods placed."""
+        problem, unit_of = self.problem, self.unit_of()
+        members = problem.units[unit].members
+        for node in sorted({p.node for p in members if p.node is not None}):
+            holders = problem.volume_holders.get(node)
+            if not holders:
+                continue
+            placed: set[attach.Volume] = set()
+            for c in self.placed.get(node, ()):
+                placed.update(problem.classes[c].pods[0].csi_volumes)
+            left = attach.room(self.nodes[node], set(problem.held_volumes.get(node, ())) | placed)
+            for vol, pods in holders.items():
+                if vol in placed and left.get(vol[0], 0) < 0 and all(
+                        unit_of.get(p) == unit or unit_of.get(p) in self.evicted for p in pods):
+                    return True
+        return False
 
     def room_evicting(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` would fit on ``node`` were every unit it may preempt
@@ -819,26 +849,27 @@ def _best_placement(state: State, group: s.Group, domains: list[tuple[str, set[s
     podGroupSchedulingPlacementAlgorithm and its CompositePodGroup twin): the group is placed
     in each domain of its topology key in turn (TopologyPlacementGenerator), each result taken
     back, and the feasible ones scored (``_placement_scores``); the best is placed again from
-    the same search position. Ties go to the domain first by name, where upstream draws at
-    random. The search position afterwards is where the last evaluation left it, as upstream's
+    the same search position and tie-breaks, so the same way. Ties go to the domain first by
+    name, where upstream draws at random. The search position afterwards is where the last evaluation left it, as upstream's
     nextStartNodeIndex is."""
-    feasible: list[tuple[str, set[s.NodeName], int, list[tuple[int, s.NodeName, int]]]] = []
+    # per feasible domain: its value, nodes, search position and tie-break count, placement
+    feasible: list[tuple[str, set[s.NodeName], tuple[int, int], list[tuple[int, s.NodeName, int]]]] = []
     for value, nodes, _ in domains:
         checkpoint("the greedy walk")
-        start, point = state.next_start, state.savepoint()
+        start, draws, point = state.next_start, state.draws, state.savepoint()
         if _place_inner(state, group, nodes):
             proposed = [(c, node, n) for op, c, node, n in state.log[point:] if op == "place"]
-            feasible.append((value, nodes, start, proposed))
+            feasible.append((value, nodes, (start, draws), proposed))
         state.rollback(point)
     if not feasible:
         return False
     scores = _placement_scores(state, group, [(nodes, proposed) for _, nodes, _, proposed in feasible])
     best = min(range(len(feasible)), key=lambda i: (-scores[i], feasible[i][0]))
-    end = state.next_start
-    _, nodes, state.next_start, _ = feasible[best]
-    placed = _place_inner(state, group, nodes)
+    end, draws = state.next_start, state.draws
+    _, nodes, (state.next_start, state.draws), _ = feasible[best]
+    placed = _place_inner(state, group, nodes)  # with the evaluation's own tie-breaks
     assert placed, "a placement evaluated feasible is placed again the same way"
-    state.next_start = end
+    state.next_start, state.draws = end, max(draws, state.draws)
     return True
 
 
