@@ -850,8 +850,8 @@ def _best_placement(state: State, group: s.Group, domains: list[tuple[str, set[s
     in each domain of its topology key in turn (TopologyPlacementGenerator), each result taken
     back, and the feasible ones scored (``_placement_scores``); the best is placed again from
     the same search position and tie-breaks, so the same way. Ties go to the domain first by
-    name, where upstream draws at random. The search position afterwards is where the last evaluation left it, as upstream's
-    nextStartNodeIndex is."""
+    name, where upstream draws at random. The search position afterwards is where the last
+    evaluation left it, as upstream's nextStartNodeIndex is."""
     # per feasible domain: its value, nodes, search position and tie-break count, placement
     feasible: list[tuple[str, set[s.NodeName], tuple[int, int], list[tuple[int, s.NodeName, int]]]] = []
     for value, nodes, _ in domains:
