@@ -361,6 +361,19 @@ class Cluster:
                                                             _content_type="application/merge-patch+json")
 
     @retried
+    def reserve_claim(self, namespace: str, name: str, reserved: builtins.list[Obj], resource_version: str) -> None:
+        """``status.reservedFor`` as given, only over the claim as last seen (``resource_version``:
+        a claim changed since is a Conflict, as kube-scheduler's update conflicts)."""
+        body = {"metadata": {"resourceVersion": resource_version}, "status": {"reservedFor": reserved}}
+        try:
+            self.resource.patch_namespaced_resource_claim_status(name, namespace, body, _preload_content=False,
+                                                                _content_type="application/merge-patch+json")
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(f"ResourceClaim {namespace}/{name}: {exc.reason}") from exc
+            raise
+
+    @retried
     def create_claim(self, namespace: str, obj: Obj) -> None:
         try:
             self.resource.create_namespaced_resource_claim(  # a dict body goes out as it is

@@ -16,7 +16,8 @@ Thin on purpose: which pods go where, and which victims go, is the solver's. Her
   replan, not retry; with ``soft``, as kube-scheduler does: the DisruptionTarget condition
   and a delete), wait until they are gone (timeout: replan),
   write DRA allocations (creating a template's claim, as the
-  ResourceClaim controller would, then ``status.allocation`` and ``reservedFor``), bind every
+  ResourceClaim controller would, then ``status.allocation`` and ``reservedFor``), add each pod
+  to the ``reservedFor`` of the claims it uses that were allocated before, bind every
   pod, 8 at a time (a 409 is "already bound": fine if to the planned node, else replan once
   the other bindings are done), set the PodGroup condition ``PodGroupInitiallyScheduled``
   and emit Events.
@@ -133,6 +134,8 @@ class Executor:
             per_claim.setdefault((alloc.pod, alloc.pod_group, alloc.claim), []).append(alloc)
         for allocs in per_claim.values():
             self._allocate(allocs, pods, groups, objects)
+        if changed := self._reserve(plan, pods, objects):
+            return replace(out, replan=changed)
         # 4. bind, up to `parallel` at a time; a pod bound elsewhere (a 409) abandons the plan, the
         # other bindings still complete
         with ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="gangplace-bind") as pool:
@@ -326,6 +329,44 @@ class Executor:
                 self.cluster.set_podgroup_claim_statuses(ns, owner_name, status)
         self.cluster.set_claim_allocation(ns, claim_name, {"allocation": {"devices": {"results": results}},
                                                            "reservedFor": reserved})
+
+    def _reserve(self, plan: Plan, pods: dict[str, Obj], objects: list[Obj]) -> str:
+        """Each pod bound with a claim allocated before this plan joins its ``reservedFor``, as
+        kube-scheduler's PreBind does (dynamicresources ``bindClaim``): the kubelet prepares a
+        claim's devices only for the pods it is reserved for. A claim reserved for the pod, or
+        for the pod's PodGroup, needs nothing. One write per claim, the whole list (a merge
+        patch replaces it), over the claim as seen: one changed since means replan (its why)."""
+        claims = {_key(o): o for o in objects if o["kind"] == "ResourceClaim"}
+        joining: dict[str, list[Obj]] = {}
+        for b in plan.bindings:
+            pod = pods.get(b.pod)
+            if pod is None:
+                continue
+            ns = pod["metadata"]["namespace"]
+            made = {m.get("name"): m.get("resourceClaimName")
+                    for m in pod.get("status", {}).get("resourceClaimStatuses", []) or []}
+            group = (pod.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
+            for entry in pod.get("spec", {}).get("resourceClaims", []) or []:
+                name = entry.get("resourceClaimName") or made.get(entry.get("name"))
+                claim = claims.get(f"{ns}/{name}") if name else None
+                status = (claim or {}).get("status") or {}
+                if not status.get("allocation"):
+                    continue  # none, or allocated by this plan for its owner
+                reserved = status.get("reservedFor") or []
+                mine = {("pods", pod["metadata"]["name"]), ("podgroups", group)}
+                if any((r.get("resource"), r.get("name")) in mine for r in reserved):
+                    continue
+                joining.setdefault(f"{ns}/{name}", []).append(pod)
+        for key, new in sorted(joining.items()):
+            ns, name = key.split("/", 1)
+            reserved = list((claims[key].get("status") or {}).get("reservedFor") or [])
+            reserved += [{"resource": "pods", "name": p["metadata"]["name"], "uid": p["metadata"].get("uid", "")}
+                         for p in new]
+            try:
+                self.cluster.reserve_claim(ns, name, reserved, claims[key]["metadata"].get("resourceVersion", ""))
+            except Conflict:
+                return f"ResourceClaim {key} changed before its reservation"
+        return ""
 
     def _allocate_extended(self, allocs: list[Any], pod: Obj, objects: list[Obj]) -> None:
         """The claim kube-scheduler makes at PreBind for a pod's extended resources that DRA

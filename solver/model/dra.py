@@ -24,7 +24,8 @@ Decisions where docs/design.md is silent:
 - A ResourceClaim named by several pending pods outside their PodGroup's
   ``spec.resourceClaims`` is an input error (one allocation shared that way is not modelled).
 - ``allocationMode: All`` takes every device the alternative selects that the pod's node
-  reaches, and fails when there is none.
+  reaches, and fails when there is none. A PodGroup's shared claim is allocated once, on the
+  node of one of its pods (its All set there); the others only reach those devices.
 - A shareable device (``allowMultipleAllocations``) with capacities or counters is a type
   of its own (*metered*): each allocation uses up what ``solver.model.consumable`` says, its
   existing shares (results with a ``shareID``) hold theirs until their claims' consumers
@@ -228,7 +229,9 @@ class DraProblem:
 
     def all_reach(self, slot: Slot, a: int, types: Iterable[int]) -> frozenset[s.NodeName]:
         """Nodes from which ``types`` are exactly the eligible devices of All-mode alternative
-        ``a`` they reach: where every sharer of an All allocation of ``types`` may run."""
+        ``a`` they reach: where a shared claim's All allocation of ``types`` may be made (its
+        other sharers need only reach ``types``: upstream allocates a shared claim for the
+        first pod and pins the next ones to that allocation)."""
         chosen = set(types)
         reach = frozenset.intersection(*(self.types[t].reach for t in chosen))
         for t in slot.eligible[a] | slot.tainted[a]:

@@ -181,10 +181,8 @@ class State:
             if i not in self.dev.shared:
                 got, shared_take = self.dev.fit(dra.shared[i].slots, node, 1)
                 assert got == 1, "room_for promised the shared claim"
+                # allocated here (All: this node's set); the other sharers need only reach it
                 reach = frozenset.intersection(*(dra.types[t].reach for (_, _, _, t) in shared_take))
-                slots = dra.shared[i].slots
-                for j, a in {(j, a) for (j, a, _, _) in shared_take if slots[j].request.alternatives[a].all_mode}:
-                    reach &= dra.all_reach(slots[j], a, [t for (jj, aa, _, t) in shared_take if (jj, aa) == (j, a)])
                 self.dev.commit_shared(i, shared_take, reach, cls)
                 self.log.append(("shared", i, node, cls))
         if dra.class_slots[cls]:

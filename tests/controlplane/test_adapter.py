@@ -296,6 +296,42 @@ def test_dra_claims_from_templates_are_allocated_and_reserved_before_binding(
     _no_refusals(real)
 
 
+def test_a_pod_bound_with_a_claim_allocated_before_joins_its_reservations(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    """A claim allocated on n1 and reserved for its running pod r; p names it too. As
+    kube-scheduler's PreBind does, the adapter adds p to reservedFor (the kubelet prepares the
+    devices only for pods the claim is reserved for), keeping r, before it binds p there."""
+    from tests.dra_builders import claim, device_class, gpu_slice, request, with_claims
+
+    held = claim("shared", request("gpu"), allocated=[("n1", "gpu-0")], node="n1").build()
+    status = held.pop("status")
+    for obj in (node("n1").cpu_m(2000).build(), node("n2").cpu_m(4000).build(), gpu_slice("n1", 1).build(),
+                device_class("gpu", 'device.driver == "gpu.example.com"').build(), held,
+                with_claims(pod("r").on("n1").cpu_m(500), gpu="claim:shared").build()):
+        real.put(obj)
+    uid = (real.pod("r") or {})["metadata"]["uid"]
+    status["reservedFor"] = [{"resource": "pods", "name": "r", "uid": uid}]
+    real.rest.call("PATCH", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/shared/status",
+                   {"status": status}, content_type="application/merge-patch+json")
+    real.put(ours(with_claims(pod("p").cpu_m(500), gpu="claim:shared")))
+    _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("p")))
+    assert real.node_of("p") == "n1"
+    got = real.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/shared")
+    assert got is not None
+    assert got["status"]["reservedFor"] == [{"resource": "pods", "name": "r", "uid": uid},
+                                            {"resource": "pods", "name": "p",
+                                             "uid": (real.pod("p") or {})["metadata"]["uid"]}]
+    assert got["status"]["allocation"]["devices"]["results"] == [
+        {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}]
+    # the adapter wrote it, before the binding: not kube-controller-manager's resourceclaim
+    # controller, which reserves a claim for a pod it finds bound without one
+    entry = f'k:{{"uid":"{got["status"]["reservedFor"][1]["uid"]}"}}'
+    writers = [m["manager"] for m in got["metadata"]["managedFields"]
+               if entry in m.get("fieldsV1", {}).get("f:status", {}).get("f:reservedFor", {})]
+    assert writers and "kube-controller-manager" not in writers, got["metadata"]["managedFields"]
+    _no_refusals(real)
+
+
 def extended_resource_case(put: Callable[[dict[str, Any]], None]) -> None:
     """A DeviceClass serving example.com/gpu (DRAExtendedResource), two GPUs on n2, and a pod
     asking for two in its container requests; no node advertises the resource."""

@@ -35,6 +35,12 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, tuple[tuple[str, str], ..
     "cel-error-on-a-node-too-small": ({"default/p": "n1"}, [("gpu-0", ())]),
     # a pending pod naming the claim a running pod holds: bound beside it, nothing allocated anew
     "pending-pod-names-a-held-claim": ({"default/p": "n1"}, []),
+    # a PodGroup's All claim is allocated once, on one sharer's node (n0: only the network link),
+    # and the other sharer is pinned to that allocation on n1, whose own All set would add its
+    # GPUs (the real scheduler binds both when it takes g-0's node first; created in the other
+    # order it binds neither)
+    "shared-all-claim-allocated-on-one-sharers-node": ({"default/g-0": "n0", "default/g-1": "n1"},
+                                                       [("link-0", ())]),
 }
 
 

@@ -148,19 +148,26 @@ def test_shared_group_claim_on_a_network_pool_keeps_the_group_where_the_pool_rea
     assert [(a["podGroup"], _devices(a)) for a in allocs] == [("default/g", ["fabric/link-0"])]
 
 
-def test_a_shared_all_claim_keeps_every_sharer_where_it_reaches_the_same_devices() -> None:
-    # All mode from n0 is {link-0}, from n1 or n2 it is {link-0} plus that node's GPUs: the
-    # sharers (6 cpu each, one per node) can only run on n0 and one node that sees just the link
+def test_a_shared_all_claim_is_allocated_on_one_sharers_node_and_reached_from_the_others() -> None:
+    """All mode from n0 is {link-0}, from n1 or n2 it is {link-0} plus that node's GPUs. The
+    group's claim is allocated once, on one sharer's node (upstream's PodGroup cycle: the first
+    pod allocates it, the next ones are pinned to that allocation and are not asked All
+    again): allocated from n0 it is just the link, which n1 and n2 reach, so the second sharer
+    (6 cpu each, one per node) runs on either (the property test's naive model found the
+    stricter rule that every sharer's own All set be the same)."""
     fabric = resource_slice("fabric", [device("link-0")], pool="fabric", all_nodes=True)
-    objs = [node("n0").cpu_m(8000), node("n1").cpu_m(8000), node("n2").cpu_m(8000), node("n3").cpu_m(8000),
+    objs = [node("n0").cpu_m(8000), node("n1").cpu_m(8000), node("n2").cpu_m(8000),
             gpu_slice("n1", 2), gpu_slice("n2", 2), fabric, GPU_CLASS,
             claim_template("every", request("gpu", all_mode=True)),
             group_claims(pod_group("g", 2).priority(100), dev="every"),
             with_claims(pod("g-0").group("g").cpu_m(6000), dev="every"),
             with_claims(pod("g-1").group("g").cpu_m(6000), dev="every")]
     bindings, _, allocs, _ = _plan(*objs)
-    assert sorted(bindings.values()) == ["n0", "n3"]
+    assert len(bindings) == 2 and "n0" in bindings.values()
     assert [(a["podGroup"], _devices(a)) for a in allocs] == [("default/g", ["fabric/link-0"])]
+    # without n0 no node's All set is one every other sharer reaches (each holds its own GPUs)
+    bindings, _, allocs, _ = _plan(*objs[1:])
+    assert bindings == {} and allocs == []
 
 
 def test_devices_held_by_a_victim_go_free_when_it_is_evicted() -> None:

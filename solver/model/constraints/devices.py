@@ -295,11 +295,11 @@ def _shared_claim(problem: Problem, vars: PlacementVars, shared: dra_mod.SharedC
             sub = slot.request.alternatives[a]
             pick = m.new_bool_var(f"shared_pick[{shared.index},{j},{k}]")
             picks.append(pick)
-            if sub.all_mode:  # every sharer's node must reach exactly these matching devices
-                sites_ok = dra.all_reach(slot, a, types)
-                for _, n, var, most in counts:
-                    if n not in sites_ok:
-                        m.add(var <= most * (1 - pick))
+            if sub.all_mode:  # the claim is allocated on one sharer's node, whose All set these
+                # devices are exactly; the other sharers only reach them (the rows below), as
+                # upstream pins a pod to an allocated claim's devices and does not ask All again
+                exact = [var for _, n, var, _ in counts if n in dra.all_reach(slot, a, types)]
+                m.add(cp_model.LinearExpr.sum(exact) >= pick)
             if ranks[a]:
                 vars.add_alt_pick(ranks[a], pick)
             if slot.match is not None:
