@@ -132,8 +132,9 @@ class Executor:
         per_claim: dict[tuple[str, str, str], list[Any]] = {}
         for alloc in plan.device_allocations:
             per_claim.setdefault((alloc.pod, alloc.pod_group, alloc.claim), []).append(alloc)
+        bound = [pods[b.pod] for b in plan.bindings if b.pod in pods]
         for allocs in per_claim.values():
-            self._allocate(allocs, pods, groups, objects)
+            self._allocate(allocs, pods, groups, objects, bound)
         if changed := self._reserve(plan, pods, objects):
             return replace(out, replan=changed)
         # 4. bind, up to `parallel` at a time; a pod bound elsewhere (a 409) abandons the plan, the
@@ -280,9 +281,11 @@ class Executor:
             except Exception as exc:  # best effort: the next reconcile writes it again
                 LOG.info(json.dumps({"event": "condition-failed", "group": _key(o), "error": str(exc)}))
 
-    def _allocate(self, allocs: list[Any], pods: dict[str, Obj], groups: dict[str, Obj], objects: list[Obj]) -> None:
+    def _allocate(self, allocs: list[Any], pods: dict[str, Obj], groups: dict[str, Obj], objects: list[Obj],
+                  bound: list[Obj]) -> None:
         """Write one claim's allocation (every request of it): the claim, made from its template
-        when needed and named in its owner's status.resourceClaimStatuses, then its status."""
+        when needed and named in its owner's status.resourceClaimStatuses, then its status,
+        reserved for its owner and (a claim several pods the plan binds name) those pods."""
         first = allocs[0]
         owner = pods.get(first.pod) if first.pod else groups.get(first.pod_group)
         if owner is None:
@@ -297,8 +300,11 @@ class Executor:
             return
         claim_name = entry.get("resourceClaimName")
         results = [{"request": a.request, **d.to_dict()} for a in allocs for d in a.devices]
-        reserved = ([{"resource": "pods", "name": owner_name, "uid": owner["metadata"].get("uid", "")}]
-                    if first.pod else
+        users = [owner] + [p for p in bound if p is not owner and claim_name and p["metadata"]["namespace"] == ns
+                           and any(e.get("resourceClaimName") == claim_name
+                                   for e in p.get("spec", {}).get("resourceClaims", []) or [])]
+        reserved = ([{"resource": "pods", "name": p["metadata"]["name"], "uid": p["metadata"].get("uid", "")}
+                     for p in users] if first.pod else
                     [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": owner_name,
                       "uid": owner["metadata"].get("uid", "")}])
         if claim_name is None:  # from a template: the claim its owner's status names (kube-controller-

@@ -18,6 +18,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 
 from solver.model import consumable
 from solver.model import dra as dra_mod
@@ -83,8 +84,14 @@ def device_allocations(problem: Problem, counts_by_class_node: Mapping[tuple[int
             continue
         counts = counts_by_class_node.get((c, node), {})
         out.extend(_deal(dra, slots, counts, node, pods, cursor))
+    bound = {b.pod for b in bindings}
     for i, counts in sorted(shared.items()):
         claim = dra.shared[i]
+        if claim.pods:  # several pending pods name it: the first one bound owns the allocation
+            owner, entry = next((p, e) for p, e in claim.pods if p in bound)
+            out.extend(replace(alloc, claim=entry)
+                       for alloc in _deal(dra, claim.slots, counts, None, [owner], cursor, single=True))
+            continue
         out.extend(DeviceAllocation(pod_group=alloc.pod, claim=alloc.claim, request=alloc.request,
                                     devices=alloc.devices)
                    for alloc in _deal(dra, claim.slots, counts, None, [claim.group], cursor, single=True))

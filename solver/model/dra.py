@@ -21,8 +21,10 @@ Decisions where docs/design.md is silent:
 - A held device goes free only when every consumer in its claim's ``reservedFor`` is
   evicted (all running pods of a reserved PodGroup); an allocated claim nobody reserves,
   one reserved by a pod that is not a victim or by another kind of consumer, stays held.
-- A ResourceClaim named by several pending pods outside their PodGroup's
-  ``spec.resourceClaims`` is an input error (one allocation shared that way is not modelled).
+- A ResourceClaim still to allocate that several pending pods name outside their
+  PodGroup's ``spec.resourceClaims`` is allocated once, like a PodGroup's claim
+  (``pod_shared``): upstream allocates it for the first pod it schedules and pins the others
+  to that allocation. The plan gives it to the first of them it binds, by name.
 - ``allocationMode: All`` takes every device the alternative selects that the pod's node
   reaches, and fails when there is none. A PodGroup's shared claim is allocated once, on the
   node of one of its pods (its All set there); the others only reach those devices.
@@ -172,6 +174,10 @@ class SharedClaim:
     claim: s.Claim
     slots: tuple[Slot, ...]
     users: frozenset[int] = frozenset()  # the classes whose pods name it (not every class of the group)
+    # a ResourceClaim several pending pods name outside a PodGroup (``pod_shared``): those pods
+    # with their entry names, sorted; the first the plan binds owns its allocation. () for a
+    # PodGroup's claim
+    pods: tuple[tuple[s.PodKey, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,6 +185,7 @@ class DraProblem:
     types: tuple[DeviceType, ...] = ()
     class_slots: tuple[tuple[Slot, ...], ...] = ()  # per class
     shared: tuple[SharedClaim, ...] = ()
+    pod_shared: frozenset[s.ClaimKey] = frozenset()  # the claims several pending pods name (pod_shared)
     shared_of_class: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # class -> shared claims it uses
     pinned: Mapping[int, tuple[frozenset[s.NodeName], ...]] = field(default_factory=dict)  # class -> allowed node sets
     unit_types: Mapping[int, Mapping[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
@@ -278,7 +285,12 @@ class DraProblem:
 
 # ---- analysis: snapshot -> DraProblem ---------------------------------------------------
 
-SharedName = tuple[s.GroupKey, str]  # (PodGroup, its claim entry name)
+SharedName = tuple[s.GroupKey, str]  # (PodGroup, its claim entry name); a pod-shared claim's: pod_shared_name
+
+
+def pod_shared_name(claim: s.ClaimKey) -> SharedName:
+    """The shared name of a claim several pending pods name: no PodGroup, the claim itself."""
+    return s.GroupKey(""), str(claim)
 OwnClaim = tuple[str, int, s.Claim]  # (the pod's claim entry, claim number, claim) still to allocate
 
 
@@ -329,8 +341,8 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
     naming = _naming(dra_state, classes)
     holder_of = _holders(snapshot, consumers)
     kept_of = _kept(dra_state, naming)
-    _check_unshared(snapshot)
-    claims = _sort_claims(snapshot, classes)
+    several = pod_shared(dra_state, [p.key for c in classes for p in c.pods])
+    claims = _sort_claims(snapshot, classes, several)
     shares = _shares(snapshot, consumers, naming)
     questions, attrs = _questions(claims)
     for claim in expected_claims.values():
@@ -345,13 +357,15 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
     for (group, entry), claim in sorted(claims.shared.items()):
         users = claims.shared_users[group, entry]
         shared.append(SharedClaim(index=len(shared), group=group, entry=entry, claim=claim,
-                                  slots=slots(entry, 0, claim), users=users))
+                                  slots=slots(entry, 0, claim), users=users,
+                                  pods=several.get(claim.key, ()) if not group else ()))
         for c in sorted(users):
             shared_of_class[c].append(len(shared) - 1)
     return DraProblem(
         types=found.types,
         class_slots=tuple(tuple(x for entry, k, claim in own for x in slots(entry, k, claim)) for own in claims.own),
         shared=tuple(shared),
+        pod_shared=frozenset(several),
         shared_of_class={c: tuple(ids) for c, ids in shared_of_class.items()},
         pinned=claims.pinned,
         unit_types=_unit_types(found.types),
@@ -455,26 +469,25 @@ def _kept(dra_state: s.DraState, naming: Mapping[s.ClaimKey, set[int]]) -> dict[
     return kept_of
 
 
-def _check_unshared(snapshot: s.ClusterSnapshot) -> None:
-    """A per-pod claim still to allocate may be named by one pending pod only."""
-    dra_state = snapshot.dra
-    pending_pods = {p.key for p in snapshot.pods if p.node is None}
-    naming: dict[s.ClaimKey, list[str]] = defaultdict(list)  # unallocated per-pod claim -> pods
-    for pod_key, pcs in dra_state.pod_claims.items():
-        for pc in pcs:
-            if pc.shared_by is None and dra_state.claims[pc.claim].allocation is None:
-                naming[pc.claim].append(pod_key)
-    for claim_key, pods in naming.items():
-        pending = [p for p in pods if p in pending_pods]
-        if len(pending) > 1:
-            raise SnapshotInvalidError(f"ResourceClaim/{claim_key}", "metadata.name",
-                                       f"used by several pending pods ({', '.join(sorted(pending))}) outside a "
-                                       "PodGroup's spec.resourceClaims: one allocation shared that way is not modelled")
+def pod_shared(dra_state: s.DraState,
+               pending: Iterable[s.PodKey]) -> dict[s.ClaimKey, tuple[tuple[s.PodKey, str], ...]]:
+    """The per-pod ResourceClaims still to allocate that several pending pods name (outside
+    a PodGroup's ``spec.resourceClaims``), each with those pods and their entry names, sorted.
+    Upstream allocates such a claim for the first of them it schedules and pins the others
+    to that allocation, as for a PodGroup's claim: the model plans it as one (``SharedClaim``)."""
+    naming: dict[s.ClaimKey, list[tuple[s.PodKey, str]]] = defaultdict(list)
+    for pod_key in pending:
+        for pc in dra_state.pod_claims.get(pod_key, ()):
+            claim = dra_state.claims.get(pc.claim)
+            if pc.shared_by is None and claim is not None and claim.allocation is None:
+                naming[pc.claim].append((pod_key, pc.name))
+    return {key: tuple(sorted(pods)) for key, pods in naming.items() if len(pods) > 1}
 
 
-def _sort_claims(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass]) -> _Claims:
+def _sort_claims(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass],
+                 several: Mapping[s.ClaimKey, object]) -> _Claims:
     """Each class's claims: its own still to allocate, the allocated ones pinning it, and the
-    shared claims of its PodGroup."""
+    shared claims: its PodGroup's, and those several pending pods name (``several``)."""
     dra_state = snapshot.dra
     own_of: list[list[OwnClaim]] = []
     pinned: dict[int, list[frozenset[s.NodeName]]] = defaultdict(list)
@@ -486,8 +499,8 @@ def _sort_claims(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass]) -> _C
             claim = dra_state.claims[pc.claim]
             if claim.allocation is not None:
                 pinned[cls.index].append(_allocation_reach(claim, dra_state, snapshot.nodes))
-            elif pc.shared_by is not None:
-                name = (s.GroupKey(pc.shared_by), pc.name)
+            elif pc.shared_by is not None or pc.claim in several:
+                name = (s.GroupKey(pc.shared_by), pc.name) if pc.shared_by is not None else pod_shared_name(pc.claim)
                 shared.setdefault(name, claim)
                 users[name].add(cls.index)
             else:

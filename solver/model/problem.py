@@ -183,8 +183,9 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
         if pod.node is not None and pod.preempted:
             preempted_on[pod.node].append(pod)
     interpod = ip.collect(snapshot)
+    several = frozenset(dra_mod.pod_shared(snapshot.dra, [p.key for pods in pending_by_root.values() for p in pods]))
     workloads, classes = _workloads_and_classes(pending_by_root, groups, tree, running_in_group,
-                                                snapshot.dra, gates, preempted_on, interpod)
+                                                snapshot.dra, gates, preempted_on, interpod, several)
     planned_roots = {(GROUP_ROOT if w.kind != s.STANDALONE_POD else POD_ROOT, w.key) for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, planned_roots, pdb_policy == "strict")
     dra = dra_mod.analyse(snapshot, classes, units, free_on_eviction=dra_preemption, expected=expected)
@@ -253,24 +254,26 @@ def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], 
     return out
 
 
-def _claims_signature(pod: s.Pod, dra_state: s.DraState) -> tuple[object, ...]:
+def _claims_signature(pod: s.Pod, dra_state: s.DraState, several: frozenset[s.ClaimKey]) -> tuple[object, ...]:
     out = []
     for pc in dra_state.pod_claims.get(pod.key, ()):
         claim = dra_state.claims[pc.claim]
-        # a per-pod claim still to allocate is its spec; a shared or allocated one is itself
-        ident = claim.key if pc.shared_by or claim.allocation is not None else claim.spec
+        # a per-pod claim still to allocate is its spec; a shared or allocated one is itself, and
+        # so is one that several pending pods name (``several``: dra.pod_shared)
+        ident = claim.key if pc.shared_by or claim.allocation is not None or claim.key in several else claim.spec
         out.append((pc.name, pc.shared_by, ident))
     return tuple(out)
 
 
-def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tuple[object, ...]:
+def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod,
+                several: frozenset[s.ClaimKey] = frozenset()) -> tuple[object, ...]:
     """Everything about a pending pod that the model reads, but its name and group: pods of one
     group with the same shape form one class; sibling groups whose classes have the same shapes
     are interchangeable (constraints/symmetry.py)."""
     return (
         ip.own_signature(pod),
         interpod.vector(pod),
-        _claims_signature(pod, dra_state),
+        _claims_signature(pod, dra_state, several),
         tuple(sorted((k, v) for k, v in pod.requests.items() if v > 0)),
         tuple(sorted(pod.node_selector.items())),
         pod.affinity_terms,
@@ -283,8 +286,9 @@ def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tup
     )
 
 
-def _class_signature(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod) -> tuple[object, ...]:
-    return (*class_shape(pod, dra_state, interpod), pod.group)
+def _class_signature(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod,
+                     several: frozenset[s.ClaimKey]) -> tuple[object, ...]:
+    return (*class_shape(pod, dra_state, interpod, several), pod.group)
 
 
 def _workloads_and_classes(
@@ -296,6 +300,7 @@ def _workloads_and_classes(
     gates: FeatureGates,
     preempted_on: Mapping[s.NodeName, list[s.Pod]],
     interpod: ip.InterPod,
+    several: frozenset[s.ClaimKey],
 ) -> tuple[tuple[Workload, ...], tuple[PodClass, ...]]:
     workloads: list[Workload] = []
     classes: list[PodClass] = []
@@ -315,7 +320,7 @@ def _workloads_and_classes(
         power = None if policy == s.PREEMPT_NEVER or ongoing else priority
         by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
         for pod in pods:
-            by_signature.setdefault(_class_signature(pod, dra_state, interpod), []).append(pod)
+            by_signature.setdefault(_class_signature(pod, dra_state, interpod, several), []).append(pod)
         class_ids = []
         for members in by_signature.values():
             rep = members[0]

@@ -85,8 +85,13 @@ class _DraView:
                     if s.PodKey(pod_key) in view.pods:
                         self.sharers[pc.shared_by, pc.name].append(view.pods[s.PodKey(pod_key)])
         self.problems: list[Violation] = []  # what the plan's allocations fail to name
-        # what the plan must allocate: every unallocated claim of a pending pod it binds
+        # what the plan must allocate: every unallocated claim of a pending pod it binds. A
+        # per-pod claim several of those pods name is allocated once, for the first of them
+        # by name (upstream allocates it for the first pod it schedules and pins the others
+        # to it); its devices must be reachable from each of their nodes
         self.expected: dict[tuple[Owner, str], s.Claim] = {}
+        self.owner_of: dict[s.ClaimKey, str] = {}  # such a claim -> the pod owning its allocation
+        self.claim_users: dict[s.ClaimKey, list[str]] = defaultdict(list)  # ... and every bound pod naming it
         used_by_bound: set[s.ClaimKey] = set()
         for pod_key in sorted(view.bound):
             pod = view.pods.get(s.PodKey(pod_key))
@@ -100,6 +105,11 @@ class _DraView:
                                                    detail=f"{_where(pc.name)}: ResourceClaim {pc.claim} "
                                                           "is not in the snapshot"))
                 elif claim.allocation is None:
+                    if not pc.shared_by:
+                        first = self.owner_of.setdefault(pc.claim, pod_key)
+                        self.claim_users[pc.claim].append(pod_key)
+                        if first != pod_key:
+                            continue
                     claim_owner: Owner = (True, pc.shared_by) if pc.shared_by else (False, pod_key)
                     self.expected[claim_owner, pc.name] = claim
         # existing allocations: a claim goes free when every consumer is evicted and no pod
@@ -158,8 +168,8 @@ class _DraView:
                 pods = self.sharers[owner[1], a.claim]
                 sites = sorted({view.bound[p.key] for p in pods if p.key in view.bound and p.node is None})
                 nodes = sorted(set(sites) | {p.node for p in pods if p.node and view.running_after(p)})
-            else:
-                sites = nodes = [view.bound[a.pod]]
+            else:  # the pods naming a per-pod claim several of them name: where it is allocated
+                sites = nodes = sorted({view.bound[p] for p in self.claim_users.get(claim.key) or [a.pod]})
             self.resolved.append(_Resolved(alloc=a, owner=owner, claim=claim, request=request, sub=sub,
                                            nodes=tuple(nodes), sites=tuple(sites)))
             for planned in a.devices:
@@ -194,6 +204,10 @@ class _DraView:
                 return None, "the pod has no such claim"
             if pc.shared_by:
                 return None, f"the claim is PodGroup {pc.shared_by}'s shared claim: allocate it once for the group"
+            first = self.owner_of.get(pc.claim)
+            if first is not None and first != a.pod:
+                return None, (f"ResourceClaim {pc.claim} is named by several pods the plan binds: it is "
+                              f"allocated once, for the first of them, {first}")
             return None, "the claim is already allocated"
         owner = (True, a.pod_group)
         if (owner, a.claim) in self.expected:

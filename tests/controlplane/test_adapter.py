@@ -28,6 +28,7 @@ from adapter.main import Adapter, in_process
 from tests.adapter.test_e2e import CrashingCluster, die_mid_plan, run_until
 from tests.builders import RACK, gang_scenario, node, ours, pod, pod_group
 from tests.controlplane.conftest import CapacityWatch, Real
+from tests.dra_builders import gpu_slice
 
 LEASE_NS = "gangplace"
 pytestmark = pytest.mark.usefixtures("capacity")
@@ -301,7 +302,7 @@ def test_a_pod_bound_with_a_claim_allocated_before_joins_its_reservations(
     """A claim allocated on n1 and reserved for its running pod r; p names it too. As
     kube-scheduler's PreBind does, the adapter adds p to reservedFor (the kubelet prepares the
     devices only for pods the claim is reserved for), keeping r, before it binds p there."""
-    from tests.dra_builders import claim, device_class, gpu_slice, request, with_claims
+    from tests.dra_builders import claim, device_class, request, with_claims
 
     held = claim("shared", request("gpu"), allocated=[("n1", "gpu-0")], node="n1").build()
     status = held.pop("status")
@@ -332,10 +333,27 @@ def test_a_pod_bound_with_a_claim_allocated_before_joins_its_reservations(
     _no_refusals(real)
 
 
+def test_a_claim_two_pods_name_is_allocated_once_and_reserved_for_both(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    """Two gangplace pods name one ResourceClaim: the adapter writes its allocation once,
+    reserved for both (kube-apiserver accepts it), and binds both beside the device."""
+    from tests.solver.test_rules_dra import _named_by_two
+
+    for obj in _named_by_two(node("n1").cpu_m(4000), node("n2").cpu_m(4000), slices=[gpu_slice("n1", 1)]):
+        real.put(ours(obj) if obj.obj["kind"] == "Pod" else obj.build())
+    _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("a") and real.node_of("b")))
+    assert (real.node_of("a"), real.node_of("b")) == ("n1", "n1")
+    got = real.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c")
+    assert got is not None
+    assert [r["device"] for r in got["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
+    assert [(r["name"], r["uid"]) for r in got["status"]["reservedFor"]] == [
+        (p, (real.pod(p) or {})["metadata"]["uid"]) for p in ("a", "b")]
+    _no_refusals(real)
+
+
 def extended_resource_case(put: Callable[[dict[str, Any]], None]) -> None:
     """A DeviceClass serving example.com/gpu (DRAExtendedResource), two GPUs on n2, and a pod
     asking for two in its container requests; no node advertises the resource."""
-    from tests.dra_builders import gpu_slice
     from tests.solver.test_extended_resources import asking, gpu_class
 
     for obj in (node("n1").build(), node("n2").build(), gpu_slice("n2", 2).build(), gpu_class(), ours(asking("p", 2))):

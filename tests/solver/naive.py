@@ -6,13 +6,15 @@ tiny). Used by the property test to check the aggregated model's tiers.
 
 DRA (``_Dra``), written from docs/design.md and the resource.k8s.io/v1 semantics, not from
 ``solver.model.dra``: one boolean per (claim owner, request, alternative, device), where an
-owner is a pending pod's unallocated per-pod claim or a PodGroup's shared claim. It shares
+owner is a pending pod's unallocated per-pod claim, a PodGroup's shared claim, or a claim
+several pending pods name (allocated once, like a PodGroup's: upstream pins the pods after the
+first to the first one's allocation). It shares
 only ``solver.model.cel.selects`` (CEL) and the node/taint predicates of ``selectors``.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -576,6 +578,8 @@ class _Dra:
         # owners
         sharers: dict[tuple[str, str], list[s.Pod]] = defaultdict(list)
         shared_claim: dict[tuple[str, str], s.Claim] = {}
+        # a per-pod claim several pending pods name is allocated once, as a PodGroup's is
+        naming = Counter(pc.claim for p in pending for pc in state.pod_claims.get(p.key, ()) if pc.shared_by is None)
         for p in pending:
             for pc in state.pod_claims.get(p.key, ()):
                 claim = state.claims[pc.claim]
@@ -584,6 +588,9 @@ class _Dra:
                 elif pc.shared_by is not None:
                     sharers[pc.shared_by, pc.name].append(p)
                     shared_claim[pc.shared_by, pc.name] = claim
+                elif naming[pc.claim] > 1:
+                    sharers["", str(pc.claim)].append(p)
+                    shared_claim["", str(pc.claim)] = claim
                 else:
                     gate = cp_model.LinearExpr.sum(list(self.x_of[p.key].values()))
                     self._owner(claim, gate, dict(self.x_of[p.key]), [p], pod_power(p))

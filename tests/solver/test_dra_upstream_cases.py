@@ -41,6 +41,9 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, tuple[tuple[str, str], ..
     # order it binds neither)
     "shared-all-claim-allocated-on-one-sharers-node": ({"default/g-0": "n0", "default/g-1": "n1"},
                                                        [("link-0", ())]),
+    # one ResourceClaim two pending pods name (entries of different names): allocated once, for
+    # the first pod, and the second pinned to it (once refused as not modelled)
+    "claim-named-by-two-pending-pods": ({"default/a": "n1", "default/b": "n1"}, [("gpu-0", ())]),
 }
 
 

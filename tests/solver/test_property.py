@@ -193,9 +193,11 @@ def clusters(draw: Any) -> list[Any]:
     templates = dra.templates if dra else []
     running: list[tuple[Any, str, str]] = []  # (builder, pod name, node)
     standalone: list[Any] = []  # pending pods outside any group
+    pending: list[Any] = []
 
     def claims(pb: Any, shared: str | None = None) -> Any:
         """Some pending pods get a per-pod claim; most sharers name their group's shared claim."""
+        pending.append(pb)
         entries = {}
         if templates and draw(st.integers(0, 2)) != 0:
             entries["gpu"] = draw(st.sampled_from(templates))
@@ -356,6 +358,14 @@ def clusters(draw: Any) -> list[Any]:
             # a pending pod naming an allocated claim: pinned where it is usable, and it keeps it held
             _add_claims(draw(st.sampled_from(standalone)),
                         pre=f"claim:{draw(st.sampled_from(held)).obj['metadata']['name']}")
+        if templates and len(pending) > 1 and draw(st.integers(0, 3)) == 0:
+            # a ResourceClaim several pending pods name, of one group or not: allocated once
+            template = draw(st.sampled_from(templates))
+            spec = next(o.build() for o in dra.objs if o.obj["metadata"]["name"] == template)["spec"]["spec"]
+            objs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                         "metadata": {"name": "both", "namespace": b.NS}, "spec": spec})
+            for i in draw(st.lists(st.integers(0, len(pending) - 1), min_size=2, max_size=3, unique=True)):
+                _add_claims(pending[i], named="claim:both")
     return objs
 
 

@@ -363,3 +363,46 @@ def test_pods_of_one_class_may_take_different_first_available_entries_on_one_nod
         assert {b.pod: b.node for b in plan.bindings} == {"default/g-0": "n0", "default/g-1": "n0"}
         assert sorted((a.request, len(a.devices)) for a in plan.device_allocations) == [("r/a", 1), ("r/b", 2)]
         assert verify.verify(snap, plan) == []
+
+
+def _named_by_two(*nodes: Any, slices: list[Any]) -> list[Any]:
+    """Two standalone pods, a and b, whose entries (of different names) name one ResourceClaim c."""
+    return [*nodes, *slices, GPU_CLASS, claim("c", request("gpu")),
+            with_claims(pod("a").cpu_m(1500), gpu="claim:c"), with_claims(pod("b").cpu_m(1500), dev="claim:c")]
+
+
+def test_a_claim_several_pending_pods_name_is_allocated_once_for_the_first_bound() -> None:
+    """Upstream allocates such a claim for the first pod it schedules and pins the others to
+    that allocation (once refused as not modelled). n1's one GPU serves both, where both fit;
+    where only one fits, the other stays pending; a network device serves them on two nodes."""
+    both = _named_by_two(node("n1").cpu_m(4000), node("n2").cpu_m(4000), slices=[gpu_slice("n1", 1)])
+    bindings, _, allocs, _ = _plan(*both)
+    assert bindings == {"default/a": "n1", "default/b": "n1"}
+    assert [(a["pod"], a["claim"], _devices(a)) for a in allocs] == [("default/a", "gpu", ["n1/gpu-0"])]
+    one = _named_by_two(node("n1").cpu_m(2000), node("n2").cpu_m(4000), slices=[gpu_slice("n1", 1)])
+    bindings, _, allocs, _ = _plan(*one)
+    assert len(bindings) == 1 and set(bindings.values()) == {"n1"}
+    fabric = resource_slice("fabric", [device("link-0")], pool="fabric", all_nodes=True)
+    apart = _named_by_two(node("n1").cpu_m(2000), node("n2").cpu_m(2000), slices=[fabric])
+    bindings, _, allocs, _ = _plan(*apart)
+    assert sorted(bindings.values()) == ["n1", "n2"]
+    assert [(a["pod"], _devices(a)) for a in allocs] == [("default/a", ["fabric/link-0"])]
+
+
+def test_the_verifier_wants_one_allocation_reachable_from_every_pod_naming_the_claim() -> None:
+    from tests.solver.test_verify_dra import alloc, plan
+
+    snap = snapshot(*_named_by_two(node("n1").cpu_m(4000), node("n2").cpu_m(4000),
+                                   slices=[gpu_slice("n1", 1), gpu_slice("n2", 1)]))
+    a, b = "default/a", "default/b"
+
+    def broken(bindings: dict[str, str], *allocs: Any) -> list[str]:
+        return sorted({v.rule for v in verify.verify(snap, plan(snap, bindings, *allocs))})
+
+    assert broken({a: "n1", b: "n1"}, alloc(a, "gpu", "gpu", f"{DRIVER}/n1/gpu-0")) == []
+    # b's node does not reach a's allocation
+    assert broken({a: "n1", b: "n2"}, alloc(a, "gpu", "gpu", f"{DRIVER}/n1/gpu-0")) == ["device-reach"]
+    # allocated twice, or for the second pod by name
+    assert broken({a: "n1", b: "n2"}, alloc(a, "gpu", "gpu", f"{DRIVER}/n1/gpu-0"),
+                  alloc(b, "dev", "gpu", f"{DRIVER}/n2/gpu-0")) == ["device-allocation", "device-reach"]
+    assert broken({a: "n1", b: "n1"}, alloc(b, "dev", "gpu", f"{DRIVER}/n1/gpu-0")) == ["device-allocation"]

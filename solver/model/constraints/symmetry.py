@@ -30,7 +30,7 @@ def _signature(problem: Problem, group: s.Group) -> tuple[object, ...] | None:
     if group.kind != s.POD_GROUP or problem.running_in_group.get(group.key) or problem.tree.children(group.key):
         return None
     classes = sorted((  # by repr: shapes hold frozen dataclasses, which do not order
-        (class_shape(c.pods[0], problem.snapshot.dra, problem.interpod), len(c.pods),
+        (class_shape(c.pods[0], problem.snapshot.dra, problem.interpod, problem.dra.pod_shared), len(c.pods),
          tuple(sorted(problem.candidates[c.index].items())))
         for c in problem.classes if c.group == group.key
     ), key=repr)
