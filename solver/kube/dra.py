@@ -20,8 +20,8 @@ from solver.model.quantity import parse_quantity
 # ---- DRA (resource.k8s.io/v1) ----------------------------------------------------
 # Decisions where the API leaves room (selector semantics: solver.model.cel):
 # - Only the slices of the newest pool.generation of each (driver, pool) count;
-#   resourceSliceCount (incomplete pools) and sharedCounters / consumesCounters
-#   (partitionable devices) are not modelled.
+#   resourceSliceCount (incomplete pools) is not modelled. Partitionable devices are: a
+#   slice's sharedCounters and each device's consumesCounters (``_counter_sets``).
 # - Device taints with an effect other than NoSchedule / NoExecute are dropped: upstream
 #   treats None and unknown effects as no taint.
 # - adminAccess is not modelled: such a request is read as an ordinary one (conservative:

@@ -312,6 +312,9 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
             aborted = dra_abort_reason(problem, cls) if problem.dra.active else ""
             if aborted:
                 return subject + aborted
+            if any(cls.index in cap.classes and cap.room == 0 for cap in problem.dra.reserve_caps):
+                # the DynamicResources PreFilter's status (statusUnschedulable), in FitError's words
+                return subject + f"0/{len(problem.nodes)} nodes are available: resourceclaim in use."
             keys = sorted({k for g in w.groups if (k := problem.groups[g].topology_key) is not None})
             if d is not None and keys:  # some node takes the pod: the gang's domains cannot
                 return (f"{w.key}: no single {' / '.join(keys)} domain has room for the gang's pods of "

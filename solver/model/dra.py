@@ -180,12 +180,28 @@ class SharedClaim:
     pods: tuple[tuple[s.PodKey, str], ...] = ()
 
 
+# status.reservedFor holds at most this many consumers (resourceapi.ResourceClaimReservedForMaxSize)
+RESERVED_MAX = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ReserveCap:
+    """A claim a pod joins by binding (allocated, or several pending pods name it) whose
+    reservedFor may not take every pending pod naming it: at most ``room`` more of the pods
+    of ``classes`` bind (upstream's PreFilter: "resourceclaim in use" once it is full)."""
+
+    claim: s.ClaimKey
+    room: int
+    classes: frozenset[int]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DraProblem:
     types: tuple[DeviceType, ...] = ()
     class_slots: tuple[tuple[Slot, ...], ...] = ()  # per class
     shared: tuple[SharedClaim, ...] = ()
     pod_shared: frozenset[s.ClaimKey] = frozenset()  # the claims several pending pods name (pod_shared)
+    reserve_caps: tuple[ReserveCap, ...] = ()
     shared_of_class: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # class -> shared claims it uses
     pinned: Mapping[int, tuple[frozenset[s.NodeName], ...]] = field(default_factory=dict)  # class -> allowed node sets
     unit_types: Mapping[int, Mapping[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
@@ -288,6 +304,29 @@ class DraProblem:
 SharedName = tuple[s.GroupKey, str]  # (PodGroup, its claim entry name); a pod-shared claim's: pod_shared_name
 
 
+def _reserve_caps(dra_state: s.DraState, classes: Sequence[PodClass],
+                  several: Mapping[s.ClaimKey, object]) -> tuple[ReserveCap, ...]:
+    """The claims whose reservedFor could overflow (``ReserveCap``): each binding of a pod that
+    names a claim already allocated, or one several pending pods name, adds the pod to it
+    (PreBind's ``bindClaim``), unless the claim is reserved for the pod's PodGroup. A pending
+    pod already listed is counted again (on the safe side)."""
+    users: dict[s.ClaimKey, set[int]] = defaultdict(set)
+    for cls in classes:
+        rep = cls.pods[0]
+        for pc in dra_state.pod_claims.get(rep.key, ()):
+            claim = dra_state.claims[pc.claim]
+            if pc.shared_by is None and (claim.allocation is not None or pc.claim in several) \
+                    and not (rep.group is not None and str(rep.group) in claim.reserved_groups):
+                users[pc.claim].add(cls.index)
+    out = []
+    for key, cs in sorted(users.items()):
+        claim = dra_state.claims[key]
+        room = RESERVED_MAX - len(claim.reserved_pods) - len(claim.reserved_groups) - len(claim.reserved_other)
+        if sum(len(classes[c].pods) for c in cs) > room:
+            out.append(ReserveCap(key, max(0, room), frozenset(cs)))
+    return tuple(out)
+
+
 def pod_shared_name(claim: s.ClaimKey) -> SharedName:
     """The shared name of a claim several pending pods name: no PodGroup, the claim itself."""
     return s.GroupKey(""), str(claim)
@@ -366,6 +405,7 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
         class_slots=tuple(tuple(x for entry, k, claim in own for x in slots(entry, k, claim)) for own in claims.own),
         shared=tuple(shared),
         pod_shared=frozenset(several),
+        reserve_caps=_reserve_caps(dra_state, classes, several),
         shared_of_class={c: tuple(ids) for c, ids in shared_of_class.items()},
         pinned=claims.pinned,
         unit_types=_unit_types(found.types),

@@ -246,11 +246,23 @@ class State:
         most = self._requests_room(cls, node, self.running_on(node))
         if most and cls.pods[0].csi_volumes and not self.volumes_fit(cls, node):
             return 0
+        if most and self.problem.dra.reserve_caps:
+            most = min(most, self.reserve_room(cls))
         if most and self.problem.dra.active and own_devices:
             most = self.device_room(cls, node, most)
         if most and self.rules.active:
             most = self.rules.room(cls, node, most)
         return most
+
+    def reserve_room(self, cls: PodClass) -> int:
+        """How many more pods of ``cls`` the reservedFor of the claims it names takes
+        (dra.ReserveCap), with the pods placed so far."""
+        most = len(cls.pods)
+        for cap in self.problem.dra.reserve_caps:
+            if cls.index in cap.classes:
+                taken = sum(n for by_class in self.placed.values() for c, n in by_class.items() if c in cap.classes)
+                most = min(most, cap.room - taken)
+        return max(0, most)
 
     def volumes_fit(self, cls: PodClass, node: s.NodeName) -> bool:
         """NodeVolumeLimits on ``node`` with the pods placed there so far (attach.py): a volume

@@ -546,6 +546,8 @@ def _candidate_nodes(
     out: dict[s.NodeName, int] = {}
     if dra.active and _dra_aborts(dra, cls, nodes):
         return out
+    if any(cls.index in cap.classes and cap.room == 0 for cap in dra.reserve_caps):
+        return out  # a claim it names is reserved for as many consumers as it may be (PreFilter)
     relevant = [(q, n) for q, n in unmoved if rep.pod_anti_affinity or q.pod_anti_affinity or q.host_ports]
     shut = ip.blocked(interpod, rep, relevant) if relevant else set()
     checks = bool(shut or rep.pod_affinity or rep.spread)

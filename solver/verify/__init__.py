@@ -23,6 +23,7 @@ from solver.model.stopping import checkpoint
 from solver.verify.dra import (
     Owner,
     check_allocated_claims,
+    check_claim_reservations,
     check_device_allocations,
     check_device_capacity,
     check_device_conflicts,
@@ -63,6 +64,7 @@ __all__ = [
     "check_allocated_claims",
     "check_bindings",
     "check_capacity",
+    "check_claim_reservations",
     "check_device_allocations",
     "check_device_capacity",
     "check_device_conflicts",
@@ -102,6 +104,7 @@ def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False
                   check_victims_necessary,
                   check_gangs,
                   check_topology, check_objective, check_device_allocations, check_allocated_claims,
+                  check_claim_reservations,
                   check_devices, check_device_reach, check_device_counts, check_device_conflicts,
                   check_device_constraints, check_device_counters, check_device_capacity):
         checkpoint("verifying")

@@ -294,9 +294,11 @@ class _DraView:
         """Preemption power of an allocation's owner: its pending pod, or the group's bound pods."""
         if a.pod_group:
             pods = [p for p in view.members.get(s.GroupKey(a.pod_group), ()) if p.key in view.bound and p.node is None]
-        else:
-            pod = view.pods.get(s.PodKey(a.pod))
-            pods = [pod] if pod is not None and pod.key in view.bound and pod.node is None else []
+        else:  # a claim several bound pods name: any of them may be the one allocating it
+            pc = self.entries.get(a.pod, {}).get(a.claim)
+            keys = self.claim_users.get(pc.claim) or [a.pod] if pc is not None else [a.pod]
+            found = [view.pods.get(s.PodKey(k)) for k in keys]
+            pods = [p for p in found if p is not None and p.key in view.bound and p.node is None]
         return max((view.power(p) for p in pods), default=NEVER)
 
 
@@ -304,6 +306,39 @@ def check_device_allocations(view: _View) -> list[Violation]:
     """One allocation per request of every unallocated claim of each pending pod the plan binds
     (a shared claim: once for its PodGroup), none else; a firstAvailable entry of the request."""
     return list(view.dra.problems)
+
+
+RESERVED_FOR_MAX = 256  # resourceapi.ResourceClaimReservedForMaxSize
+
+
+def check_claim_reservations(view: _View) -> list[Violation]:
+    """Each binding adds its pod, or for a PodGroup's shared claim its PodGroup, to the
+    reservedFor of every claim it uses that does not list it yet (PreBind's ``bindClaim``);
+    kube-apiserver refuses a list of more than 256, so a plan may not need one."""
+    out = []
+    dv = view.dra
+    joining: dict[s.ClaimKey, set[str]] = defaultdict(set)
+    for pod_key in sorted(view.bound):
+        pod = view.pods.get(s.PodKey(pod_key))
+        if pod is None or pod.node is not None:
+            continue
+        for pc in dv.state.pod_claims.get(pod_key, ()):
+            claim = dv.state.claims.get(pc.claim)
+            if claim is None:
+                continue
+            if pc.shared_by:
+                if pc.shared_by not in claim.reserved_groups:
+                    joining[claim.key].add(f"podgroup {pc.shared_by}")
+            elif pod_key not in claim.reserved_pods and not (pod.group and str(pod.group) in claim.reserved_groups):
+                joining[claim.key].add(f"pod {pod_key}")
+    for key, new in sorted(joining.items()):
+        claim = dv.state.claims[key]
+        have = len(claim.reserved_pods) + len(claim.reserved_groups) + len(claim.reserved_other)
+        if have + len(new) > RESERVED_FOR_MAX:
+            out.append(Violation(rule="claim-reservations", subject=str(key),
+                                 detail=f"reservedFor would list {have + len(new)} consumers ({have} now, "
+                                        f"{len(new)} the plan binds), past the {RESERVED_FOR_MAX} it may"))
+    return out
 
 
 def check_allocated_claims(view: _View) -> list[Violation]:

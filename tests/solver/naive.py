@@ -594,6 +594,20 @@ class _Dra:
                 else:
                     gate = cp_model.LinearExpr.sum(list(self.x_of[p.key].values()))
                     self._owner(claim, gate, dict(self.x_of[p.key]), [p], pod_power(p))
+        # reservedFor holds at most 256 consumers: each pod bound with a per-pod claim that is
+        # allocated, or that several pending pods name, joins it unless listed already, directly
+        # or through its PodGroup
+        joining: dict[str, list[s.Pod]] = defaultdict(list)
+        for p in pending:
+            for pc in state.pod_claims.get(p.key, ()):
+                claim = state.claims[pc.claim]
+                if pc.shared_by is None and (claim.allocation is not None or naming[pc.claim] > 1) \
+                        and p.key not in claim.reserved_pods and str(p.group) not in claim.reserved_groups:
+                    joining[str(pc.claim)].append(p)
+        for key, pods in sorted(joining.items()):
+            claim = state.claims[s.ClaimKey(key)]
+            room = 256 - len(claim.reserved_pods) - len(claim.reserved_groups) - len(claim.reserved_other)
+            m.add(cp_model.LinearExpr.sum([v for p in pods for v in self.x_of[p.key].values()]) <= room)
         for key in sorted(sharers):
             pods = sharers[key]
             xs = [v for p in pods for v in self.x_of[p.key].values()]

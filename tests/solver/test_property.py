@@ -157,6 +157,10 @@ def _hold_devices(draw: Any, dra: _DraPart, running: list[tuple[Any, str, str]])
         if how == 3 and name.startswith("vic-"):
             c.obj["status"]["reservedFor"] = []
             reserved_for_groups(c, "vic")
+        if how == 4:  # reserved for as many consumers as it may be, or nearly (at most 256)
+            listed = c.obj["status"]["reservedFor"]
+            listed += [{"resource": "widgets", "apiGroup": "example.com", "name": f"x{i}", "uid": f"uid-x{i}"}
+                       for i in range(draw(st.sampled_from([255, 256])) - len(listed))]
         objs.append(c)
         entries[name][f"h{k}"] = f"claim:h{k}"
     for pb, name, _ in running:
@@ -364,8 +368,12 @@ def clusters(draw: Any) -> list[Any]:
             spec = next(o.build() for o in dra.objs if o.obj["metadata"]["name"] == template)["spec"]["spec"]
             objs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                          "metadata": {"name": "both", "namespace": b.NS}, "spec": spec})
+            target = "claim:both" if not held or draw(st.booleans()) else \
+                f"claim:{draw(st.sampled_from(held)).obj['metadata']['name']}"
             for i in draw(st.lists(st.integers(0, len(pending) - 1), min_size=2, max_size=3, unique=True)):
-                _add_claims(pending[i], named="claim:both")
+                if not any(e.get("resourceClaimName") == target[6:] for e in pending[i].obj["spec"].get(
+                        "resourceClaims", [])):
+                    _add_claims(pending[i], named=target)
     return objs
 
 

@@ -406,3 +406,52 @@ def test_the_verifier_wants_one_allocation_reachable_from_every_pod_naming_the_c
     assert broken({a: "n1", b: "n2"}, alloc(a, "gpu", "gpu", f"{DRIVER}/n1/gpu-0"),
                   alloc(b, "dev", "gpu", f"{DRIVER}/n2/gpu-0")) == ["device-allocation", "device-reach"]
     assert broken({a: "n1", b: "n1"}, alloc(b, "dev", "gpu", f"{DRIVER}/n1/gpu-0")) == ["device-allocation"]
+
+
+def test_any_pod_naming_a_claim_several_name_may_be_the_one_that_preempts_for_it() -> None:
+    """a (which never preempts) and b (priority 100) name c; n1's one GPU is held by r's claim.
+    A plan that evicts r and gives c's allocation to a, the first by name, is valid: b could
+    have been scheduled first, and its preemption frees the GPU (the property test found the
+    verifier judging by a's power alone). The model attributes the claim to its weakest
+    sharer, which may be placed alone, so it evicts for it only when a may preempt too."""
+    from tests.solver.test_verify_dra import alloc, plan
+
+    objs = [node("n1").cpu_m(4000), gpu_slice("n1", 1), GPU_CLASS,
+            claim("held", request("gpu"), allocated=[("n1", "gpu-0")], node="n1", reserved_for=["r"]),
+            with_claims(pod("r").on("n1").cpu_m(500), gpu="claim:held"), claim("c", request("gpu")),
+            with_claims(pod("a").cpu_m(500).priority(100).never_preempt(), gpu="claim:c"),
+            with_claims(pod("b").cpu_m(500).priority(100), dev="claim:c")]
+    snap = snapshot(*objs)
+    hand = plan(snap, {"default/a": "n1", "default/b": "n1"}, alloc("default/a", "gpu", "gpu", f"{DRIVER}/n1/gpu-0"),
+                evict=["default/r"])
+    assert verify.verify(snap, hand) == []
+    assert _plan(*objs)[:2] == ({}, [])
+    objs[-2] = with_claims(pod("a").cpu_m(500).priority(100), gpu="claim:c")
+    assert _plan(*objs)[:2] == ({"default/a": "n1", "default/b": "n1"}, ["default/r"])
+
+
+def _reserved_for(count: int) -> list[Any]:
+    """n1's GPU allocated to claim "held", reserved for r and ``count`` - 1 other consumers;
+    three pending pods name it."""
+    held = claim("held", request("gpu"), allocated=[("n1", "gpu-0")], node="n1", reserved_for=["r"])
+    held.obj["status"]["reservedFor"] += [{"resource": "widgets", "apiGroup": "example.com", "name": f"x{i}",
+                                           "uid": f"uid-x{i}"} for i in range(count - 1)]
+    return [node("n1").cpu_m(4000), gpu_slice("n1", 1), GPU_CLASS, held,
+            with_claims(pod("r").on("n1").cpu_m(500), gpu="claim:held"),
+            *(with_claims(pod(f"p{i}").cpu_m(500), gpu="claim:held") for i in range(3))]
+
+
+def test_a_claims_reservations_stop_at_256_consumers() -> None:
+    """Each pod bound with an allocated claim joins its reservedFor, which holds at most 256
+    (ResourceClaimReservedForMaxSize; kube-apiserver refuses more): with 255 listed one more
+    pod binds; with 256 none does, and the pod says what upstream's PreFilter says."""
+    bindings, _, _, _ = _plan(*_reserved_for(255))
+    assert list(bindings.values()) == ["n1"]
+    bindings, _, _, plan = _plan(*_reserved_for(256))
+    assert bindings == {}
+    assert {w.reason for w in plan.workloads} == {"0/1 nodes are available: resourceclaim in use."}
+    from tests.solver.test_verify_dra import plan as hand
+
+    snap = snapshot(*_reserved_for(255))
+    assert sorted({v.rule for v in verify.verify(snap, hand(snap, {"default/p0": "n1", "default/p1": "n1"}))}) == [
+        "claim-reservations"]

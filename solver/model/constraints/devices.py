@@ -22,7 +22,9 @@ the first that fits): it minimises Σ rank·pick, rank counting only entries usa
 
 A PodGroup's shared claim is allocated once, when any pod of the group is placed
 (used[i]), from types anywhere; a used type pins every pod of the group to the nodes it
-reaches (node-local types: one node, the claim's site).
+reaches (node-local types: one node, the claim's site). So is a claim several pending pods
+name. A claim each binding adds a pod to the reservedFor of (dra.ReserveCap) takes at most
+what that list has room for: Σ_{c naming it} count[c, ·] ≤ room.
 
 Pure model building: no I/O.
 """
@@ -49,6 +51,10 @@ OnType = dict[int, list[tuple[int | None, cp_model.IntVar, int, s.SubRequest]]]
 
 def add(problem: Problem, vars: PlacementVars) -> None:
     dra = problem.dra
+    for cap in dra.reserve_caps:  # a claim's reservedFor takes at most cap.room more pods
+        counts = [v for c in sorted(cap.classes) for v in vars.nodes_of(c).values()]
+        if counts:
+            vars.model.add(cp_model.LinearExpr.sum(counts) <= cap.room)
     if not dra.active and not any(dra.class_slots) and not dra.shared:
         return
     m = vars.model
