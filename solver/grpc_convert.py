@@ -231,6 +231,8 @@ def _sub_request(sub: pb.DeviceSubRequest) -> dict[str, Any]:
         out["tolerations"] = _tolerations(sub.tolerations)
     if sub.capacity_requests:
         out["capacity"] = {"requests": dict(sorted(sub.capacity_requests.items()))}
+    if sub.admin_access:
+        out["adminAccess"] = True
     return out
 
 
@@ -477,6 +479,8 @@ def _allocation_result(a: pb.AllocatedDevice) -> dict[str, Any]:
         out["shareID"] = a.share_id
     if a.consumed_capacity:
         out["consumedCapacity"] = dict(sorted(a.consumed_capacity.items()))
+    if a.admin_access:
+        out["adminAccess"] = True
     return out
 
 
@@ -621,7 +625,8 @@ def plan_to_proto(plan: p.Plan) -> pb.Plan:
         device_allocations=[pb.DeviceAllocation(
             pod=d.pod, pod_group=d.pod_group, claim=d.claim, request=d.request,
             devices=[pb.PlanDevice(driver=x.driver, pool=x.pool, device=x.device, share_id=x.share_id,
-                                   consumed_capacity=dict(x.consumed)) for x in d.devices])
+                                   consumed_capacity=dict(x.consumed), admin_access=x.admin_access)
+                     for x in d.devices])
             for d in plan.device_allocations],
         objective=pb.Objective(
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),
@@ -654,7 +659,8 @@ def plan_from_proto(msg: pb.Plan) -> p.Plan:
         device_allocations=tuple(p.DeviceAllocation(
             pod=d.pod, pod_group=d.pod_group, claim=d.claim, request=d.request,
             devices=tuple(p.PlanDevice(driver=x.driver, pool=x.pool, device=x.device, share_id=x.share_id,
-                                       consumed=tuple(sorted(x.consumed_capacity.items()))) for x in d.devices))
+                                       consumed=tuple(sorted(x.consumed_capacity.items())),
+                                       admin_access=x.admin_access) for x in d.devices))
             for d in msg.device_allocations),
         objective=p.Objective(
             satisfied_workloads=o.satisfied_workloads, satisfied_by_priority=dict(o.satisfied_by_priority),

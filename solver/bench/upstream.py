@@ -371,7 +371,8 @@ def read_allocations(rest: Rest, bound: Iterable[str], before: Iterable[str] = (
             results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
             out.extend((who, is_group, entry, r["request"], PlanDevice(
                 driver=r["driver"], pool=r["pool"], device=r["device"], share_id=r.get("shareID") or "",
-                consumed=tuple(sorted((k, str(v)) for k, v in (r.get("consumedCapacity") or {}).items()))))
+                consumed=tuple(sorted((k, str(v)) for k, v in (r.get("consumedCapacity") or {}).items())),
+                admin_access=bool(r.get("adminAccess"))))
                 for r in results)
     return out
 

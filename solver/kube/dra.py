@@ -24,8 +24,8 @@ from solver.model.quantity import parse_quantity
 #   slice's sharedCounters and each device's consumesCounters (``_counter_sets``).
 # - Device taints with an effect other than NoSchedule / NoExecute are dropped: upstream
 #   treats None and unknown effects as no taint.
-# - adminAccess is not modelled: such a request is read as an ordinary one (conservative:
-#   a plan stays feasible).
+# - adminAccess (DRAAdminAccess, GA): SubRequest.admin_access and AllocationResult.admin_access
+#   (solver.model.dra: such devices are taken whether in use or not, and held by nobody).
 # - Consumable capacity (DRAConsumableCapacity) is read in milli-units, rounded up: a
 #   device's capacity entries with their requestPolicy, a request's capacity.requests, an
 #   allocation result's shareID and consumedCapacity (solver.model.consumable).
@@ -478,9 +478,10 @@ def _device_tolerations(obj: Obj, field: str, raw: Any) -> tuple[s.Toleration, .
 
 
 def sub_request(obj: Obj, field: str, raw: Any, name: str,
-                classes: Mapping[str, s.DeviceClass] | None) -> s.SubRequest:
-    """A device request (a claim's ``exactly`` or one of its ``firstAvailable``) at ``field``;
-    ``classes`` None: its DeviceClass is checked later, against the snapshot's."""
+                classes: Mapping[str, s.DeviceClass] | None, *, exact: bool = True) -> s.SubRequest:
+    """A device request (a claim's ``exactly``, or with ``exact`` False one of its
+    ``firstAvailable``, which has no adminAccess) at ``field``; ``classes`` None: its
+    DeviceClass is checked later, against the snapshot's."""
     if not isinstance(raw, Mapping):
         raise _fail(obj, field, "expected a device request")
     class_name = raw.get("deviceClassName")
@@ -503,12 +504,17 @@ def sub_request(obj: Obj, field: str, raw: Any, name: str,
             raise _fail(obj, f"{field}.capacity.requests", "expected a map of quantities")
         for key, amount in asked.items():
             capacity[str(key)] = _milli(obj, f"{field}.capacity.requests[{key}]", amount)
+    admin = raw.get("adminAccess")
+    if admin is not None and (not exact or not isinstance(admin, bool)):
+        raise _fail(obj, f"{field}.adminAccess", "expected true or false" if exact else
+                    "a firstAvailable entry has no adminAccess (only exactly does)")
     return s.SubRequest(
         name=name, device_class=class_name,
         selectors=_selectors(obj, f"{field}.selectors", raw.get("selectors")),
         all_mode=mode == "All", count=count,
         tolerations=_device_tolerations(obj, f"{field}.tolerations", raw.get("tolerations")),
         capacity=tuple(sorted(capacity.items())),
+        admin_access=bool(admin),
     )
 
 
@@ -560,7 +566,7 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
                 if f"{name}/{sub_name}" in names:
                     raise _fail(obj, f"{sf}.name", f"duplicate subrequest name {sub_name!r}")
                 names.add(f"{name}/{sub_name}")
-                alternatives.append(sub_request(obj, sf, sub, f"{name}/{sub_name}", classes))
+                alternatives.append(sub_request(obj, sf, sub, f"{name}/{sub_name}", classes, exact=False))
         requests.append(s.Request(name=name, alternatives=tuple(alternatives)))
     constraints = []
     for i, c in enumerate(_get(obj, f"{field}.constraints", list, [])):
@@ -610,10 +616,14 @@ def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Cl
             used = r.get("consumedCapacity")
             if used is not None and not isinstance(used, Mapping):
                 raise _fail(obj, f"{rf}.consumedCapacity", "expected a map of quantities")
+            admin = r.get("adminAccess")
+            if admin is not None and not isinstance(admin, bool):
+                raise _fail(obj, f"{rf}.adminAccess", "expected true or false")
             results.append(s.AllocationResult(
                 request=r["request"], device=s.DeviceKey(f"{r['driver']}/{r['pool']}/{r['device']}"),
                 share_id=share, consumed=tuple(sorted(
-                    (str(k), _milli(obj, f"{rf}.consumedCapacity[{k}]", v)) for k, v in (used or {}).items()))))
+                    (str(k), _milli(obj, f"{rf}.consumedCapacity[{k}]", v)) for k, v in (used or {}).items())),
+                admin_access=bool(admin)))
         allocation = tuple(results)
         if raw.get("nodeSelector") is not None:
             nodes = _node_selector(obj, "status.allocation.nodeSelector", raw["nodeSelector"])

@@ -34,22 +34,25 @@ class _Cursor:
     def __init__(self, dra: dra_mod.DraProblem) -> None:
         self.dra = dra
         self.next: dict[int, int] = defaultdict(int)
+        self.admin: dict[int, int] = defaultdict(int)  # the same, for admin access
 
-    def take(self, t: int, avoid: Sequence[PlanDevice] = ()) -> tuple[s.Device, int]:
-        """The next device of type ``t`` (of a shareable type, the next one not in ``avoid``:
-        a request's devices are distinct), and how many times the plan took it before."""
+    def take(self, t: int, avoid: Sequence[PlanDevice] = (), *, admin: bool = False) -> tuple[s.Device, int]:
+        """The next device of type ``t`` (of a shareable type, or with ``admin`` access, which
+        takes devices whoever uses them, the next one not in ``avoid``: a request's devices are
+        distinct), and how many times the plan took it before."""
         dtype = self.dra.types[t]
-        i = self.next[t]
-        if not dtype.shareable:
+        turns = self.admin if admin else self.next
+        i = turns[t]
+        if not dtype.shareable and not admin:
             self.next[t] = i + 1
             return dtype.devices[i], 0
         held = {(p.driver, p.pool, p.device) for p in avoid}
         for k in range(dtype.size):  # the model leaves each owner a device it lacks
             dev = dtype.devices[(i + k) % dtype.size]
             if (dev.driver, dev.pool, dev.name) not in held:
-                self.next[t] = i + k + 1
+                turns[t] = i + k + 1
                 return dev, (i + k) // dtype.size
-        self.next[t] = i + 1
+        turns[t] = i + 1
         return dtype.devices[i % dtype.size], i // dtype.size
 
 
@@ -60,14 +63,15 @@ def _device(dra: dra_mod.DraProblem, t: int, dev: s.Device, turn: int, owner: st
             sub: s.SubRequest) -> PlanDevice:
     dtype = dra.types[t]
     if not dev.allow_multiple:
-        return PlanDevice(driver=dev.driver, pool=dev.pool, device=dev.name)
+        return PlanDevice(driver=dev.driver, pool=dev.pool, device=dev.name, admin_access=sub.admin_access)
     # a share of an allowMultipleAllocations device, also of one planned as an ordinary device
     # because a result without a shareID held it whole and the plan frees it (upstream gives
     # every new allocation of such a device a shareID, and its consumedCapacity)
     share = uuid.uuid5(_SHARES, f"{owner}|{slot.claim_entry}|{sub.name}|{dev.key}|{turn}")
     amounts = dtype.uses(sub) if dtype.metered else consumable.consumed(sub.capacity, dev.consumable) or ()
     used = tuple((name, consumable.text(v)) for name, v in amounts) if dev.consumable else ()
-    return PlanDevice(driver=dev.driver, pool=dev.pool, device=dev.name, share_id=str(share), consumed=used)
+    return PlanDevice(driver=dev.driver, pool=dev.pool, device=dev.name, share_id=str(share), consumed=used,
+                      admin_access=sub.admin_access)
 
 
 def device_allocations(problem: Problem, counts_by_class_node: Mapping[tuple[int, s.NodeName], Counts],
@@ -141,7 +145,7 @@ def _deal(dra: dra_mod.DraProblem, slots: Sequence[dra_mod.Slot], counts: Counts
                         o = members[k % len(members)]
                         k += 1
                         if len(got[o]) < need:
-                            dev, turn = cursor.take(t, got[o])
+                            dev, turn = cursor.take(t, got[o], admin=sub.admin_access)
                             got[o].append(_device(dra, t, dev, turn, o, slot, sub))
                             break
             for o in members:

@@ -25,6 +25,11 @@ Decisions where docs/design.md is silent:
   PodGroup's ``spec.resourceClaims`` is allocated once, like a PodGroup's claim
   (``pod_shared``): upstream allocates it for the first pod it schedules and pins the others
   to that allocation. The plan gives it to the first of them it binds, by name.
+- An ``adminAccess`` request (DRAAdminAccess, GA) takes devices whether in use or not,
+  distinct within its claim, and uses nothing up (constraints/devices.py leaves it out of
+  supply and capacity, and it never justifies an eviction); its counters are charged, as
+  upstream's allocator checks them for it too (on the safe side: upstream does not keep
+  them charged). An existing admin result holds nothing.
 - ``allocationMode: All`` takes every device the alternative selects that the pod's node
   reaches, and fails when there is none. A PodGroup's shared claim is allocated once, on the
   node of one of its pods (its All set there); the others only reach those devices.
@@ -289,8 +294,8 @@ class DraProblem:
                 need = self.need(sub, node, slot.eligible[alt])
                 if need == 0 or not types:
                     continue
-                if any(self.types[t].shareable for t in types):
-                    return None if most is None else most
+                if sub.admin_access or any(self.types[t].shareable for t in types):
+                    return None if most is None else most  # taken whether in use or not
                 avail = sum(self.types[t].size for t in types if self.types[t].holder != ())
                 # owners may mix alternatives (one takes its first entry, the next its second):
                 # each alternative's owners are bounded on their own, the bound is the sum
@@ -439,8 +444,8 @@ def _holders(snapshot: s.ClusterSnapshot, consumers: _Consumers) -> dict[s.Devic
             continue
         holder = consumers.holder(claim)
         for allocated in claim.allocation:
-            if allocated.share_id is not None:
-                continue  # a share: _shares
+            if allocated.share_id is not None or allocated.admin_access:
+                continue  # a share: _shares; admin access holds nothing
             prev = holder_of.get(allocated.device)
             holder_of[allocated.device] = holder if prev is None else _joined(prev, holder)
     return holder_of
@@ -474,7 +479,7 @@ def _shares(snapshot: s.ClusterSnapshot, consumers: _Consumers,
     """The existing shares of each shareable device (allocation results with a shareID)."""
     out: dict[s.DeviceKey, list[Share]] = defaultdict(list)
     for claim in snapshot.dra.claims.values():
-        shared = [a for a in claim.allocation or () if a.share_id is not None]
+        shared = [a for a in claim.allocation or () if a.share_id is not None and not a.admin_access]
         if not shared:
             continue
         holder = consumers.holder(claim)
@@ -505,7 +510,8 @@ def _kept(dra_state: s.DraState, naming: Mapping[s.ClaimKey, set[int]]) -> dict[
     kept_of: dict[s.DeviceKey, set[int]] = defaultdict(set)
     for claim_key, classes in naming.items():
         for allocated in dra_state.claims[claim_key].allocation or ():
-            kept_of[allocated.device] |= classes
+            if not allocated.admin_access:
+                kept_of[allocated.device] |= classes
     return kept_of
 
 

@@ -25,18 +25,25 @@ INF = 1 << 40
 
 
 class Load:
-    """Devices spoken for: per type, and per (metered type, capacity) what they consume."""
+    """Devices spoken for: per type, and per (metered type, capacity) what they consume; and
+    per type the devices taken with admin access, which use up nothing but their counters
+    (the allocator checks those for them too)."""
 
-    __slots__ = ("cap", "n")
+    __slots__ = ("admin", "cap", "n")
 
-    def __init__(self, n: Counter[int] | None = None, cap: Counter[tuple[int, str]] | None = None) -> None:
+    def __init__(self, n: Counter[int] | None = None, cap: Counter[tuple[int, str]] | None = None,
+                 admin: Counter[int] | None = None) -> None:
         self.n: Counter[int] = Counter(n or {})
         self.cap: Counter[tuple[int, str]] = Counter(cap or {})
+        self.admin: Counter[int] = Counter(admin or {})
 
     def copy(self) -> Load:
-        return Load(self.n, self.cap)
+        return Load(self.n, self.cap, self.admin)
 
     def add(self, dtype: dra_mod.DeviceType, sub: s.SubRequest, k: int) -> None:
+        if sub.admin_access:
+            self.admin[dtype.index] += k
+            return
         self.n[dtype.index] += k
         if dtype.metered:
             for name, used in dtype.uses(sub):
@@ -150,6 +157,8 @@ class Devices:
         return 0
 
     def free(self, t: int, extra: Load | None = None, sub: s.SubRequest | None = None) -> int:
+        if sub is not None and sub.admin_access:  # every device, in use or not
+            return min(self.dra.types[t].size, self._counter_room(t, extra))
         room = min(self.supply(t) - self.used[t] - (extra.n[t] if extra else 0), self._counter_room(t, extra))
         if sub is not None and self.dra.types[t].metered:
             room = min(room, self.capacity_room(t, sub, extra))
@@ -163,7 +172,7 @@ class Devices:
             if dtype.metered:  # charged once while in use
                 total += amount * self.in_use(u, extra)
                 continue
-            n = self.used[u] + (extra.n[u] if extra else 0)
+            n = self.used[u] + self.load.admin[u] + (extra.n[u] + extra.admin[u] if extra else 0)
             if dtype.holder is not None and self.supply(u) == 0:
                 n += dtype.size  # still held by its claims
             total += amount * n
@@ -282,7 +291,8 @@ class Devices:
         slots = self.dra.class_slots[c]
         for key, n in take.items():
             self.load.add(self.dra.types[key.dtype], _sub(slots, key), sign * n)
-            self.by_class[key.dtype][c] += sign * n
+            if not _sub(slots, key).admin_access:  # who took a device a victim held (admin: none)
+                self.by_class[key.dtype][c] += sign * n
             self.placed[c, node][key] += sign * n
 
     def commit_shared(self, i: int, take: Take | None, reach: frozenset[s.NodeName] | None, c: int) -> None:
@@ -292,14 +302,16 @@ class Devices:
             self.shared_reach.pop(i, None)
             for key, n in old.items():
                 self.load.add(self.dra.types[key.dtype], _sub(slots, key), -n)
-                self.by_class[key.dtype][c] -= n
+                if not _sub(slots, key).admin_access:
+                    self.by_class[key.dtype][c] -= n
             return
         self.shared[i] = take
         assert reach is not None
         self.shared_reach[i] = reach
         for key, n in take.items():
             self.load.add(self.dra.types[key.dtype], _sub(slots, key), n)
-            self.by_class[key.dtype][c] += n
+            if not _sub(slots, key).admin_access:
+                self.by_class[key.dtype][c] += n
 
     def feasible(self, types: Sequence[int]) -> bool:
         return all(self.used[t] <= self.supply(t) and self._capacity_kept(t) for t in types) and all(

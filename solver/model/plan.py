@@ -95,6 +95,7 @@ class PlanDevice:
     device: str
     share_id: str = ""  # one share of an allowMultipleAllocations device (the result's shareID)
     consumed: tuple[tuple[str, str], ...] = ()  # consumedCapacity: (name, quantity), sorted
+    admin_access: bool = False  # taken for an adminAccess request (the result's adminAccess)
 
     def to_dict(self) -> dict[str, Any]:
         """The allocation result's device fields (``request`` aside)."""
@@ -103,6 +104,8 @@ class PlanDevice:
             out["shareID"] = self.share_id
         if self.consumed:
             out["consumedCapacity"] = dict(self.consumed)
+        if self.admin_access:
+            out["adminAccess"] = True
         return out
 
 

@@ -355,6 +355,10 @@ class SubRequest:
     tolerations: tuple[Toleration, ...] = ()
     # DRAConsumableCapacity: capacity.requests, (name as written, milli-units), sorted
     capacity: tuple[tuple[str, int], ...] = ()
+    # DRAAdminAccess (GA): ``exactly.adminAccess``: devices taken whether in use or not, and
+    # used up by nobody (upstream: allocateDevice skips the in-use check, and an admin result
+    # is "not considered as allocated")
+    admin_access: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -393,6 +397,7 @@ class AllocationResult:
     device: DeviceKey
     share_id: str | None = None  # shareID: one share of an allowMultipleAllocations device
     consumed: tuple[tuple[str, int], ...] = ()  # consumedCapacity, (name, milli-units), sorted
+    admin_access: bool = False  # adminAccess: the device is not held by it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

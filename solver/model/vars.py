@@ -204,16 +204,21 @@ class PlacementVars:
 
     def device_takers(self) -> dict[int, list[tuple[int, cp_model.IntVar]]]:
         """type -> (class, allocation variable) of every allocation that may take a device of
-        the type; a shared claim's counts for the weakest class naming it (a PodGroup's are
+        the type (not with admin access, which takes it held or not); a shared claim's counts
+        for the weakest class naming it (a PodGroup's are
         alike; of the pods several workloads have naming a claim, any may be placed alone)."""
         out: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
+        dra = self.problem.dra
         for c, _, key, var in self.pod_allocs():
-            out.setdefault(key.dtype, []).append((c, var))
+            if not dra.class_slots[c][key.slot].request.alternatives[key.alt].admin_access:
+                out.setdefault(key.dtype, []).append((c, var))
         classes = self.problem.classes
         for i, options in self._shared_alloc.items():
-            owner = min(self.problem.dra.shared[i].users,
-                        key=lambda c: (classes[c].power is not None, classes[c].power or 0, c))
-            for by_type in options.values():
+            owner = min(dra.shared[i].users, key=lambda c: (classes[c].power is not None, classes[c].power or 0, c))
+            slots = dra.shared[i].slots
+            for option, by_type in options.items():
+                if slots[option.slot].request.alternatives[option.alt].admin_access:
+                    continue  # admin access needs no device freed
                 for t, var in by_type.items():
                     out.setdefault(t, []).append((owner, var))
         return out

@@ -132,18 +132,25 @@ class _DraView:
                 self.freed.add(key)
             else:
                 for ad in claim.allocation:
+                    if ad.admin_access:
+                        continue  # "not considered as allocated" (allocateddevices.go)
                     if ad.share_id is None:
                         self.held[ad.device].append(key)
                     else:
                         self.shares[ad.device].append((key, ad))
-        # the plan's allocations
+        # the plan's allocations (``users``: those that use a device up; ``admin``: the devices
+        # taken with admin access, which use up nothing but still count as in use for counters)
         self.users: dict[s.DeviceKey, list[DeviceAllocation]] = defaultdict(list)
+        self.admin: set[s.DeviceKey] = set()
         self.resolved: list[_Resolved] = []
         self.planned_on: dict[s.DeviceKey, list[s.SubRequest]] = defaultdict(list)  # device -> requests taking it
         counts: dict[tuple[Owner, str, str], int] = defaultdict(int)
         for a in view.plan.device_allocations:
             for planned in a.devices:
-                self.users[_device_key(planned)].append(a)
+                if planned.admin_access:
+                    self.admin.add(_device_key(planned))
+                else:
+                    self.users[_device_key(planned)].append(a)
             owner, why = self._owner(view, a)
             if owner is None:
                 self.problems.append(Violation(rule="device-allocation", subject=a.pod or a.pod_group or "?",
@@ -172,8 +179,13 @@ class _DraView:
                 sites = nodes = sorted({view.bound[p] for p in self.claim_users.get(claim.key) or [a.pod]})
             self.resolved.append(_Resolved(alloc=a, owner=owner, claim=claim, request=request, sub=sub,
                                            nodes=tuple(nodes), sites=tuple(sites)))
+            if any(planned.admin_access != sub.admin_access for planned in a.devices):
+                self.problems.append(Violation(rule="device-allocation", subject=owner[1], detail=(
+                    f"{_where(a.claim, a.request)}: a result's adminAccess must be the request's "
+                    f"({str(sub.admin_access).lower()})")))
             for planned in a.devices:
-                self.planned_on[_device_key(planned)].append(sub)
+                if not planned.admin_access:
+                    self.planned_on[_device_key(planned)].append(sub)
         for (owner, entry), claim in sorted(self.expected.items()):
             for request in claim.spec.requests:
                 n = counts.get((owner, entry, request.name), 0)
@@ -486,7 +498,7 @@ def _counters_in_use(dv: _DraView) -> tuple[dict[tuple[str, str], int], dict[tup
     which devices those are."""
     consumed: dict[tuple[str, str], int] = defaultdict(int)
     users: dict[tuple[str, str], list[s.DeviceKey]] = defaultdict(list)
-    for key in set(dv.users) | set(dv.held) | set(dv.shares):
+    for key in set(dv.users) | dv.admin | set(dv.held) | set(dv.shares):
         dev = dv.devices.get(key)
         if dev is not None:
             for set_key, counter, amount in dev.consumes:

@@ -270,10 +270,12 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
                                         and mine[0].observed_generation < mine[0].generation)):
                 m.add(e[unit_of[p.key]] == 0)
     viol = []
+    max_viol = 0  # a pod two budgets select counts against each
     for b in snap.pdbs:
         matched = [p for p in running if b in selecting(p) and spends(p, b)]
         if not matched:
             continue
+        max_viol += len(matched)
         v = m.new_int_var(0, len(matched), "")
         m.add(v >= sum(evicted_expr(unit_of[p.key]) for p in matched) - max(0, b.disruptions_allowed))
         if strict_pdbs:
@@ -292,7 +294,7 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
     w_evicted = 1
     w_cost = max_evicted
     w_pdb = w_cost * max_cost
-    w_placed = w_pdb * (len(running) + 1)
+    w_placed = w_pdb * (max_viol + 1)
     weight = w_placed * (len(pending) + 1)
     obj = -w_pdb * sum(viol) - w_cost * cost - w_evicted * evicted + w_placed * placed
     by_level: dict[int, list] = defaultdict(list)
@@ -544,6 +546,7 @@ class _Dra:
         for (pk, nn), v in x.items():
             self.x_of[pk][nn] = v
         self.takers: dict[s.DeviceKey, list[tuple[float, cp_model.IntVar]]] = defaultdict(list)
+        self.admin: dict[s.DeviceKey, list[cp_model.IntVar]] = defaultdict(list)  # admin-access takes
         self.uses: dict[s.DeviceKey, list[tuple[cp_model.IntVar, dict[str, int]]]] = defaultdict(list)
         # existing shares of shareable devices: (the units whose eviction frees it, or None for
         # good; the pending pods' placements keeping its claim; what it consumes)
@@ -566,6 +569,8 @@ class _Dra:
             users = [v for p in pending if any(pc.claim == claim.key for pc in state.pod_claims.get(p.key, ()))
                      for v in self.x_of[p.key].values()]
             for a in claim.allocation:
+                if a.admin_access:
+                    continue  # an admin-access result holds nothing
                 if a.share_id is not None:
                     self.shares[a.device].append((units if freeable else None, users, dict(a.consumed)))  # type: ignore[arg-type]
                     continue
@@ -632,9 +637,11 @@ class _Dra:
             if not self.takers.get(d.key) and not d.consumes:
                 continue
             row = cp_model.LinearExpr.sum([z for _, z in self.takers.get(d.key, ())])
+            # admin-access takes use nothing up, but their counters are charged, each one
+            admin = cp_model.LinearExpr.sum(self.admin.get(d.key, []))
             if d.key in for_good:
                 m.add(row == 0)
-                in_use[d.key] = 1
+                in_use[d.key] = 1 + admin
             elif d.key in self.holders:
                 freed = m.new_bool_var(f"freed[{d.key}]")
                 for u in sorted(self.holders[d.key]):
@@ -642,10 +649,10 @@ class _Dra:
                 for v in kept.get(d.key, ()):
                     m.add_implication(freed, ~v)
                 m.add(row <= freed)
-                in_use[d.key] = row + 1 - freed
+                in_use[d.key] = row + 1 - freed + admin
             else:
                 m.add(row <= 1)
-                in_use[d.key] = row
+                in_use[d.key] = row + admin
         # counters: what the devices in use consume, per counter of each counter set
         for set_key, amounts in state.counters.items():
             for counter, amount in amounts.items():
@@ -778,8 +785,11 @@ class _Dra:
                 z = {d.key: m.new_bool_var(f"z[{claim.key},{j},{a},{d.key}]") for d in usable}
                 for d in usable:
                     m.add(z[d.key] <= alt)
-                    self.takers[d.key].append((power, z[d.key]))
-                    self.uses[d.key].append((z[d.key], self.fits(sub, d) or {}))
+                    if sub.admin_access:  # takes it in use or not, uses nothing up; its counters
+                        self.admin[d.key].append(z[d.key])  # are charged, as the product does
+                    else:
+                        self.takers[d.key].append((power, z[d.key]))
+                        self.uses[d.key].append((z[d.key], self.fits(sub, d) or {}))
                     taken[j].append((d, z[d.key]))
                     for p in pods:  # reachable from every placed pod using the claim
                         for nn, xv in self.x_of[p.key].items():

@@ -44,6 +44,12 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, tuple[tuple[str, str], ..
     # one ResourceClaim two pending pods name (entries of different names): allocated once, for
     # the first pod, and the second pinned to it (once refused as not modelled)
     "claim-named-by-two-pending-pods": ({"default/a": "n1", "default/b": "n1"}, [("gpu-0", ())]),
+    # adminAccess (DRAAdminAccess, GA): allocateDevice skips the in-use check, so two monitoring
+    # pods take the GPU a running pod holds, each result marked adminAccess (once planned as
+    # ordinary requests: neither placed)
+    "admin-access-beside-the-holder": ({"ops/m1": "n1", "ops/m2": "n1"}, [("gpu-0", ()), ("gpu-0", ())]),
+    # an adminAccess result is "not considered as allocated" (allocateddevices.go): the GPU is free
+    "admin-access-result-holds-nothing": ({"ops/p": "n1"}, [("gpu-0", ())]),
 }
 
 

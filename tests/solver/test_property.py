@@ -89,6 +89,8 @@ def _template(draw: Any, name: str) -> Any:
             requests.append(first_available(f"r{r}", _sub(draw, "a"), _sub(draw, "b")))
         else:
             requests.append(_sub(draw, f"r{r}"))
+            if draw(st.integers(0, 7)) == 0:  # admin access: devices in use too, nothing used up
+                requests[-1]["exactly"]["adminAccess"] = True
     match = PCIE if draw(st.integers(0, 2)) == 0 else None
     distinct = PCIE if n_requests == 1 and draw(st.integers(0, 3)) == 0 else None
     return claim_template(name, *requests, match=match, distinct=distinct)
@@ -157,6 +159,10 @@ def _hold_devices(draw: Any, dra: _DraPart, running: list[tuple[Any, str, str]])
         if how == 3 and name.startswith("vic-"):
             c.obj["status"]["reservedFor"] = []
             reserved_for_groups(c, "vic")
+        if how == 5:  # an admin-access allocation: it holds nothing
+            c.obj["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+            for result in c.obj["status"]["allocation"]["devices"]["results"]:
+                result["adminAccess"] = True
         if how == 4:  # reserved for as many consumers as it may be, or nearly (at most 256)
             listed = c.obj["status"]["reservedFor"]
             listed += [{"resource": "widgets", "apiGroup": "example.com", "name": f"x{i}", "uid": f"uid-x{i}"}

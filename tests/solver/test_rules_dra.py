@@ -455,3 +455,38 @@ def test_a_claims_reservations_stop_at_256_consumers() -> None:
     snap = snapshot(*_reserved_for(255))
     assert sorted({v.rule for v in verify.verify(snap, hand(snap, {"default/p0": "n1", "default/p1": "n1"}))}) == [
         "claim-reservations"]
+
+
+def _admin(name: str = "gpu") -> dict[str, Any]:
+    r = request(name)
+    r["exactly"]["adminAccess"] = True
+    return r
+
+
+def test_admin_access_takes_a_device_in_use_and_uses_nothing_up() -> None:
+    """DRAAdminAccess (GA, locked on): allocateDevice skips the in-use check for an adminAccess
+    request and marks the result; such a result is "not considered as allocated"
+    (allocateddevices.go). Two monitoring pods share the GPU r holds, without evicting it;
+    the verifier wants the flag on admin results only; an admin result holds nothing."""
+    from tests.solver.test_verify_dra import alloc, plan
+
+    held = claim("held", request("gpu"), allocated=[("n1", "gpu-0")], node="n1", reserved_for=["r"])
+    objs = [node("n1").cpu_m(4000), gpu_slice("n1", 1), GPU_CLASS, held,
+            with_claims(pod("r").on("n1").cpu_m(500), gpu="claim:held"), claim_template("mon", _admin()),
+            with_claims(pod("m1").cpu_m(500).priority(100), gpu="mon"),
+            with_claims(pod("m2").cpu_m(500).priority(100), gpu="mon")]
+    bindings, evicted, allocs, found = _plan(*objs)
+    assert bindings == {"default/m1": "n1", "default/m2": "n1"} and evicted == []
+    assert not found.stats.get("fromBaseline")  # the model's own plan
+    assert [(a["pod"], a["devices"]) for a in allocs] == [
+        (f"default/m{i}", [{"driver": DRIVER, "pool": "n1", "device": "gpu-0", "adminAccess": True}]) for i in (1, 2)]
+    snap = snapshot(*objs)
+    plain = alloc("default/m1", "gpu", "gpu", f"{DRIVER}/n1/gpu-0")
+    assert sorted({v.rule for v in verify.verify(snap, plan(snap, {"default/m1": "n1"}, plain))}) == [
+        "device-allocation", "device-conflict"]
+    # an ordinary request waits for the GPU; once held by an admin result only, it takes it
+    ordinary = [*objs[:5], claim_template("one", request("gpu")), with_claims(pod("p").cpu_m(500), gpu="one")]
+    assert _plan(*ordinary)[0] == {}
+    adm = claim("held", _admin(), allocated=[("n1", "gpu-0")], node="n1", reserved_for=["r"])
+    adm.obj["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    assert _plan(*ordinary[:3], adm, *ordinary[4:])[0] == {"default/p": "n1"}

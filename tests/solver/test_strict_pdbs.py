@@ -105,3 +105,23 @@ def test_a_reason_names_five_budgets_then_counts_the_rest() -> None:
 def test_an_unknown_policy_is_an_option_error() -> None:
     with pytest.raises(api.OptionError, match="pdb_policy: must be one of strict, soft, got 'hard'"):
         api.PlanOptions(pdb_policy="hard")  # type: ignore[arg-type]
+
+
+def test_the_naive_model_weighs_a_pod_two_budgets_select_twice() -> None:
+    """Two budgets select the same three victims; placing the second pod of the gang takes
+    all three, six violations under the soft policy. A pod placed outweighs any number of
+    violations (tier 2 before tier 3): the naive model's weight once assumed one budget per
+    pod and kept one pod fewer than the product (found by the thorough property profile;
+    tests/data/property/)."""
+    import json
+    from pathlib import Path
+
+    from tests.solver.naive import naive_tiers
+
+    data = Path(__file__).resolve().parents[1] / "data" / "property" / "two-budgets-over-the-victims-soft.json"
+    snap = builders.snapshot(*json.loads(data.read_text()))
+    plan = api.plan(snap, api.PlanOptions(time_limit=30, pdb_policy="soft"))
+    assert verify.verify(snap, plan) == []
+    want = naive_tiers(snap)
+    assert (plan.objective.placed_pods, plan.objective.pdb_violations, plan.objective.evicted_pods) == (2, 6, 3)
+    assert (want.placed, want.pdb_violations, want.evicted) == (2, 6, 3)

@@ -84,9 +84,12 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         if not i & 255:
             checkpoint("the model (devices)")
         dtype = dra.types[t]
+        # admin access uses up nothing (its counters aside: _counters charges them, as the
+        # allocator checks them for it too)
+        takers = [tk for tk in takers if not tk[3].admin_access]
         if dtype.metered:
             in_use[t] = _metered(problem, vars, dtype, takers)
-        if dtype.shareable:
+        if dtype.shareable or not takers:
             continue
         most = sum(hi for _, _, hi, _ in takers)
         free = dtype.size if dtype.holder is None else 0
@@ -254,9 +257,9 @@ def _take(problem: Problem, vars: PlacementVars, slot: dra_mod.Slot, sub: s.SubR
         allocs.append((var, hi))
         if sub.all_mode:
             m.add(var == size * pick)
-        elif dra.types[t].shareable and need > size and owners > 1:
+        elif (dra.types[t].shareable or sub.admin_access) and need > size and owners > 1:
             # a request's devices are distinct (upstream's allocator moves past each one it
-            # takes), so each owner takes at most |t| of a shareable type
+            # takes), so each owner takes at most |t| of a shareable type, or with admin access
             m.add(var <= size * pick)
     if not sub.all_mode:
         m.add(cp_model.LinearExpr.sum([v for v, _ in allocs]) == need * pick)

@@ -668,7 +668,7 @@ class DeviceClass(_message.Message):
     def __init__(self, name: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ..., extended_resource_name: _Optional[str] = ..., creation_timestamp: _Optional[str] = ...) -> None: ...
 
 class DeviceSubRequest(_message.Message):
-    __slots__ = ("name", "device_class", "selectors", "all", "count", "tolerations", "capacity_requests")
+    __slots__ = ("name", "device_class", "selectors", "all", "count", "tolerations", "capacity_requests", "admin_access")
     class CapacityRequestsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -683,6 +683,7 @@ class DeviceSubRequest(_message.Message):
     COUNT_FIELD_NUMBER: _ClassVar[int]
     TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
     name: str
     device_class: str
     selectors: _containers.RepeatedScalarFieldContainer[str]
@@ -690,7 +691,8 @@ class DeviceSubRequest(_message.Message):
     count: int
     tolerations: _containers.RepeatedCompositeFieldContainer[Toleration]
     capacity_requests: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., device_class: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ..., all: _Optional[bool] = ..., count: _Optional[int] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., capacity_requests: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    admin_access: bool
+    def __init__(self, name: _Optional[str] = ..., device_class: _Optional[str] = ..., selectors: _Optional[_Iterable[str]] = ..., all: _Optional[bool] = ..., count: _Optional[int] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., capacity_requests: _Optional[_Mapping[str, str]] = ..., admin_access: _Optional[bool] = ...) -> None: ...
 
 class DeviceRequest(_message.Message):
     __slots__ = ("name", "exactly", "first_available")
@@ -713,7 +715,7 @@ class DeviceConstraint(_message.Message):
     def __init__(self, requests: _Optional[_Iterable[str]] = ..., match_attribute: _Optional[str] = ..., distinct_attribute: _Optional[str] = ...) -> None: ...
 
 class AllocatedDevice(_message.Message):
-    __slots__ = ("request", "driver", "pool", "device", "share_id", "consumed_capacity")
+    __slots__ = ("request", "driver", "pool", "device", "share_id", "consumed_capacity", "admin_access")
     class ConsumedCapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -727,13 +729,15 @@ class AllocatedDevice(_message.Message):
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     SHARE_ID_FIELD_NUMBER: _ClassVar[int]
     CONSUMED_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
     request: str
     driver: str
     pool: str
     device: str
     share_id: str
     consumed_capacity: _containers.ScalarMap[str, str]
-    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    admin_access: bool
+    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ..., admin_access: _Optional[bool] = ...) -> None: ...
 
 class ResourceClaim(_message.Message):
     __slots__ = ("namespace", "name", "requests", "constraints", "allocation", "allocation_nodes", "reserved_pods", "reserved_groups")
@@ -843,7 +847,7 @@ class Eviction(_message.Message):
     def __init__(self, pod: _Optional[str] = ..., node: _Optional[str] = ..., cost: _Optional[float] = ..., group: _Optional[str] = ...) -> None: ...
 
 class PlanDevice(_message.Message):
-    __slots__ = ("driver", "pool", "device", "share_id", "consumed_capacity")
+    __slots__ = ("driver", "pool", "device", "share_id", "consumed_capacity", "admin_access")
     class ConsumedCapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -856,12 +860,14 @@ class PlanDevice(_message.Message):
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     SHARE_ID_FIELD_NUMBER: _ClassVar[int]
     CONSUMED_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
     driver: str
     pool: str
     device: str
     share_id: str
     consumed_capacity: _containers.ScalarMap[str, str]
-    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    admin_access: bool
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ..., admin_access: _Optional[bool] = ...) -> None: ...
 
 class DeviceAllocation(_message.Message):
     __slots__ = ("pod", "pod_group", "claim", "request", "devices")
