@@ -120,11 +120,11 @@ class Real:
                 return None
             raise
 
-    def pod(self, name: str) -> dict[str, Any] | None:
-        return self.get(f"/api/v1/namespaces/{NS}/pods/{name}")
+    def pod(self, name: str, namespace: str = NS) -> dict[str, Any] | None:
+        return self.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
 
-    def node_of(self, name: str) -> str | None:
-        obj = self.pod(name)
+    def node_of(self, name: str, namespace: str = NS) -> str | None:
+        obj = self.pod(name, namespace)
         return None if obj is None else obj["spec"].get("nodeName")
 
     def podgroup(self, name: str) -> dict[str, Any] | None:

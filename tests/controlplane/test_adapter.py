@@ -14,6 +14,7 @@ makes that check bite: the running pods here are otherwise deleted at once (grac
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -348,6 +349,27 @@ def test_a_claim_two_pods_name_is_allocated_once_and_reserved_for_both(
     assert [r["device"] for r in got["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
     assert [(r["name"], r["uid"]) for r in got["status"]["reservedFor"]] == [
         (p, (real.pod(p) or {})["metadata"]["uid"]) for p in ("a", "b")]
+    _no_refusals(real)
+
+
+def test_admin_access_results_are_written_as_kube_apiserver_takes_them(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    """DRAAdminAccess: in a namespace labelled for admin access, a monitoring pod's claim takes
+    the GPU a running pod holds; the adapter writes the result with adminAccess, which
+    kube-apiserver accepts, and the holder's claim keeps its device."""
+    docs = json.loads((Path(__file__).resolve().parents[1] / "data" / "dra_upstream"
+                       / "admin-access-beside-the-holder.json").read_text())
+    for obj in docs:
+        if obj["kind"] == "Pod" and not obj["spec"].get("nodeName"):
+            obj["spec"]["schedulerName"] = "gangplace"
+        real.put(obj)
+    _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("m1", "ops") and real.node_of("m2", "ops")))
+    for name in ("m1", "m2"):
+        (entry,) = (real.pod(name, "ops") or {})["status"]["resourceClaimStatuses"]
+        claim = real.get(f"/apis/resource.k8s.io/v1/namespaces/ops/resourceclaims/{entry['resourceClaimName']}")
+        assert claim is not None
+        assert claim["status"]["allocation"]["devices"]["results"] == [
+            {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0", "adminAccess": True}]
     _no_refusals(real)
 
 

@@ -213,3 +213,32 @@ def test_expected_pods_travel_and_decide_the_device_as_in_process(running: serve
             c.stub.Solve(bad)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
     assert "ExpectedPod/expected[0]: device.deviceClassName: missing" in err.value.details()  # type: ignore[attr-defined]
+
+
+def test_admin_access_travels_both_ways_and_takes_a_held_device(running: server.Running) -> None:
+    """DRAAdminAccess over typed gRPC: a running pod's claim holds the GPU whole; an admin
+    request of a pending pod takes it too, and the plan's device says adminAccess. An existing
+    admin result (``AllocatedDevice.admin_access``) holds nothing."""
+    state = _state(1)
+    state.claim_templates[0].requests[0].exactly.admin_access = True
+    del state.claim_templates[0].requests[0].exactly.capacity_requests["memory"]
+    state.pods.append(pb.Pod(namespace="d", name="r", node="n1", requests={"cpu": 500},
+                             claims=[pb.PodClaimRef(name="gpu", claim="old")]))
+    state.claims.append(pb.ResourceClaim(
+        namespace="d", name="old", requests=[pb.DeviceRequest(name="gpu", exactly=pb.DeviceSubRequest(
+            device_class="gpu"))], reserved_pods=["r"],
+        allocation=[pb.AllocatedDevice(request="gpu", driver=DRIVER, pool="n1", device="gpu-0")]))
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(state)
+    assert verify.verify(_snapshot(state), plan) == []
+    (alloc,) = plan.device_allocations
+    assert [(d.device, d.admin_access) for d in alloc.devices] == [("gpu-0", True)]
+    msg = grpc_convert.plan_to_proto(plan)
+    assert msg.device_allocations[0].devices[0].admin_access
+    assert grpc_convert.plan_from_proto(pb.Plan.FromString(msg.SerializeToString())).device_allocations == \
+        plan.device_allocations
+    old = next(c for c in _snapshot(state).dra.claims.values() if c.key == "d/old")
+    assert [a.admin_access for a in old.allocation or ()] == [False]
+    state.claims[0].allocation[0].admin_access = True
+    held = next(c for c in _snapshot(state).dra.claims.values() if c.key == "d/old")
+    assert [a.admin_access for a in held.allocation or ()] == [True]
