@@ -698,7 +698,8 @@ def _replan_upstream(path: Path, snapshot: Any, options: api.PlanOptions, settle
     body = replan.report(str(path), snapshot, scored.plan)
     keep = ("admitted", "notAdmitted", "evictions", "preemptionCost", "pdbViolations", "fragmentationAfter")
     return {**{k: body[k] for k in keep}, "secondsToLastBinding": outcome.seconds_to_last_binding,
-            "settled": outcome.settled, "violations": scored.violations, "unplanned": scored.unplanned}
+            "settled": outcome.settled, "violations": scored.violations, "unplanned": scored.unplanned,
+            "skippedKinds": outcome.skipped_kinds}
 
 
 def _replan(args: argparse.Namespace) -> int:

@@ -708,6 +708,7 @@ def table(workload: str, runs: Sequence[Run], paper: Sequence[dict[str, str]], n
 def _paired(runs: Sequence[Run], by_seed: Mapping[str, Mapping[int, Mapping[int, float]]]) -> list[str]:
     top = round(TUNE * 100)
     out: list[str] = []
+    rows: list[tuple[str, str, str, str]] = []
     for policy in dict.fromkeys(r.policy for r in runs if not r.offline):
         mine = {r.seed: r.alloc for r in runs if r.policy == policy and not r.offline}
         for theirs, seeds in by_seed.items():
@@ -719,9 +720,10 @@ def _paired(runs: Sequence[Run], by_seed: Mapping[str, Mapping[int, Mapping[int,
                            f"mean ± deviation; seeds where ours is higher @{top}")
             diff = {k: [mine[s][k] - seeds[s][k] for s in both] for k in (100, top)}
             higher = sum(d > 0 for d in diff[top])
-            label = f"{policy} - {theirs}"  # past the column when long: never run together
-            out.append(f"{label:<26}{'' if len(label) < 26 else ' '}{_mean_std(diff[100], sign=True):>16}"
-                       f"{_mean_std(diff[top], sign=True):>16}{f'{higher}/{len(both)}':>16}")
+            rows.append((f"{policy} - {theirs}", _mean_std(diff[100], sign=True), _mean_std(diff[top], sign=True),
+                         f"{higher}/{len(both)}"))
+    width = max([26] + [len(label) + 1 for label, *_ in rows])  # a long label widens them all alike
+    out.extend(f"{label:<{width}}{a:>16}{b:>16}{n:>16}" for label, a, b, n in rows)
     return out
 
 

@@ -79,6 +79,7 @@ class ReplayResult:
     # what the cluster did not do on its side: an evicted pod or its claim that did not go, a
     # claim of a running pod the resourceclaim controller freed
     notes: list[str] = field(default_factory=list)
+    skipped_kinds: dict[str, int] = field(default_factory=dict)  # not loaded (upstream.Loaded.skipped)
 
     @property
     def misplaced(self) -> dict[str, tuple[str, str]]:
@@ -226,7 +227,8 @@ def replay(objects: Iterable[Mapping[str, Any]], plan: Any, *, strict: bool, set
         deleted = sorted(k for k in watcher.deleted if k in set(loaded.running) and k not in evicted)
         return ReplayResult(planned=planned, evicted=evicted, refused=refused, bindings=bindings, deleted=deleted,
                             pending=sorted(set(planned) - bindings.keys()), settled=settled,
-                            seconds=round(time.monotonic() - started, 1), notes=notes)
+                            seconds=round(time.monotonic() - started, 1), notes=notes,
+                            skipped_kinds=loaded.skipped)
     finally:
         if watcher is not None:
             watcher.finish()

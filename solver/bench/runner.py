@@ -140,7 +140,7 @@ def run_upstream(case: Case, snap: ClusterSnapshot, options: api.PlanOptions, up
             "upstreamViolations": scored.violations[:20], "upstreamUnplanned": scored.unplanned[:20],
             "podGroupAttempts": outcome.podgroup_attempts,
             "podGroupAttemptSeconds": outcome.podgroup_attempt_seconds_mean,
-            "upstreamGates": outcome.gates}
+            "upstreamGates": outcome.gates, "upstreamSkippedKinds": outcome.skipped_kinds}
 
 
 def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream | None = None) -> dict[str, Any]:

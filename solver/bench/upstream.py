@@ -188,6 +188,9 @@ def _clean(obj: Obj) -> Obj:
 class Loaded:
     running: list[str] = field(default_factory=list)  # ns/name of the running pods created
     priority_classes: dict[int, str] = field(default_factory=dict)  # made for a value
+    # kind -> objects of it not loaded: the scheduler reads none of them (a Service, a
+    # ConfigMap); reported with the run (SchedulerRun.skipped_kinds), never dropped unsaid
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 def _class_for(value: int, classes: Mapping[str, int], made: dict[int, str], rest: Rest) -> str:
@@ -247,6 +250,7 @@ def load_background(rest: Rest, objects: list[Obj], *, status: bool = True) -> t
     for ns in sorted(namespaces - existing):
         by_kind.setdefault("Namespace", []).append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     classes = {o["metadata"]["name"]: int(o.get("value", 0)) for o in by_kind.get("PriorityClass", [])}
+    loaded.skipped = {kind: len(objs) for kind, objs in sorted(by_kind.items()) if kind not in ORDER and kind != "Pod"}
 
     def create(pair: tuple[Obj, Obj]) -> None:
         o, body = pair
@@ -315,6 +319,7 @@ class SchedulerRun:
     allocations: list[tuple[str, bool, str, str, PlanDevice]] = field(default_factory=list)
     # pod -> the message of its PodScheduled=False condition, for the pods it left pending
     reasons: dict[str, str] = field(default_factory=dict)
+    skipped_kinds: dict[str, int] = field(default_factory=dict)  # Loaded.skipped
 
 
 def read_reasons(rest: Rest, keys: Iterable[str]) -> dict[str, str]:
@@ -527,6 +532,7 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
             _key(o) for o in docs if o.get("kind") == "ResourceClaim" and (o.get("status") or {}).get("allocation")))
         reasons = read_reasons(rest, sorted(pending_keys - set(bindings)))
         return SchedulerRun(bindings=bindings, deleted=deleted, allocations=allocations, reasons=reasons,
+                            skipped_kinds=loaded.skipped,
                             seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
                             settled=settled, seconds_waited=round(waited, 1), podgroup_attempts=attempts,
                             podgroup_attempt_seconds_mean=mean, gates=dict(sorted(plane.api_gates.items())))

@@ -251,3 +251,13 @@ def test_the_arrivals_are_the_authors_seed_for_seed(workload: str, best: int) ->
         matched = [next((k for k in range(131) if r[str(k)] == "" or float(r[str(k)]) != ours.get(k)), 131)
                    for r in runs]
         assert min(matched) >= 25 and max(matched) >= best, (seed, matched)
+
+
+def test_paired_rows_align_whatever_the_label_length() -> None:
+    """A label longer than the column widens every paired row alike: the numbers stay in
+    their columns (they once shifted right on the long labels only)."""
+    runs = [fgd.Run(policy="gangplace", seed=42, alloc={100: 90.0, 130: 91.0})]
+    by_seed = {name: {42: {100: 89.0, 130: 90.5}} for name in ("06-FGD", "03-GpuClustering-longer-still")}
+    rows = fgd._paired(runs, by_seed)[1:]
+    assert len(rows) == 2 and len({len(r) for r in rows}) == 1
+    assert len({r.index("+1.00") for r in rows}) == 1

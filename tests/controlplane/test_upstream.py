@@ -33,9 +33,19 @@ def test_every_shipped_snapshot_is_one_the_real_api_server_accepts(plane: Contro
         pods = rest.call("GET", "/api/v1/pods")["items"]
         assert len(pods) == len(loaded.running) + len(pending)
         assert len(loaded.running) == sum(1 for d in docs if d["kind"] == "Pod" and d["spec"].get("nodeName"))
+        # what it does not load it says, by kind (the shipped files hold a Service or two)
+        assert set(loaded.skipped) <= {"Service"}
     finally:
         rest.close()
         fresh.stop()
+
+
+def test_a_kind_the_scheduler_does_not_read_is_reported_not_dropped_unsaid() -> None:
+    docs = kube.flatten(loader.read_documents(ROOT / "examples" / "gang-preemption.yaml"))
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web", "namespace": "default"},
+              "data": {"a": "b"}}
+    outcome = upstream.run_kube_scheduler([*docs, config], settle=2)
+    assert outcome.skipped_kinds == {"ConfigMap": 1, "Service": 1}  # the example has its Service
 
 
 def test_the_real_scheduler_places_the_gang_by_preempting_the_whole_infer_group() -> None:
