@@ -158,7 +158,8 @@ class Slot:
     # per alternative: the nodes that reach a device on which a selector fails at run time.
     # Upstream's allocator aborts the pod's scheduling on such an error wherever it meets it:
     # a class none of whose nodes past the other filters reaches one is unaffected
-    # (problem.py ``_dra_aborts``); one that may reach one is placed nowhere
+    # (problem.py ``_dra_aborts``); one that may reach one is placed nowhere. A device no
+    # plan frees is never met: the allocator skips devices in use before their selectors
     broken: tuple[frozenset[s.NodeName], ...] = ()
     match: str | None  # matchAttribute covering this request
     distinct: str | None  # distinctAttribute covering this request
@@ -393,8 +394,10 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
         _collect(claim, questions, attrs)
     found = _device_types(snapshot, (list(dict.fromkeys(questions)), attrs), (holder_of, shares), kept_of)
 
+    kept = _kept_for_good(found.types, classes, units)
+
     def slots(entry: str, claim_no: int, claim: s.Claim) -> tuple[Slot, ...]:
-        return _slots(entry, claim_no, claim, found)
+        return _slots(entry, claim_no, claim, found, kept)
 
     shared: list[SharedClaim] = []
     shared_of_class: dict[int, list[int]] = defaultdict(list)
@@ -653,7 +656,23 @@ def _unit_types(types: Sequence[DeviceType]) -> dict[int, dict[int, int]]:
     return dict(out)
 
 
-def _slots(entry: str, claim_no: int, claim: s.Claim, found: _Types) -> tuple[Slot, ...]:
+def _kept_for_good(types: Sequence[DeviceType], classes: Sequence[PodClass],
+                   units: Sequence[VictimUnit]) -> frozenset[int]:
+    """The held types no plan frees: held for good, or no pending class may evict every unit
+    holding them (the model's ``_freed`` is None there), so upstream's allocator finds their
+    devices in use whichever plan runs."""
+    powers = {c.power for c in classes if c.power is not None}
+    out = set()
+    for t in types:
+        if t.shareable or t.holder is None:
+            continue
+        if t.holder == () or not any(all(not units[u].protected and units[u].priority < p for u in t.holder)
+                                     for p in powers):
+            out.add(t.index)
+    return frozenset(out)
+
+
+def _slots(entry: str, claim_no: int, claim: s.Claim, found: _Types, kept: frozenset[int]) -> tuple[Slot, ...]:
     """One slot per request of ``claim``: per alternative, the types it may take."""
     match, distinct = _constraints(claim)
     made = []
@@ -663,8 +682,11 @@ def _slots(entry: str, claim_no: int, claim: s.Claim, found: _Types) -> tuple[Sl
         eligible, selected, tainted, broken = [], [], [], []
         for sub in req.alternatives:
             qi = found.question[sub]
+            # a device in use for good is skipped before its selectors run (allocateOne's
+            # in-use check, which admin access and a shared device's further shares pass)
             broken.append(frozenset[s.NodeName]().union(
-                *(t.reach for t in found.types if found.answers[t.index][qi] is None)))
+                *(t.reach for t in found.types if found.answers[t.index][qi] is None
+                  and (t.index not in kept or sub.admin_access))))
             selected.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] in (True, TAINTED)))
             tainted.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] == TAINTED))
             eligible.append(frozenset(t.index for t in found.types if found.answers[t.index][qi] is True

@@ -283,7 +283,8 @@ class _DraView:
             takes, broken = [], []
             for d in self.local.get(node, []) + [d for d in self.network if self.reaches(view, d, node)]:
                 why, error = self.selector_failure(sub, d)
-                if error:
+                if error and (d.key not in self.held or sub.admin_access):
+                    # allocateOne skips a device in use before its selectors run
                     broken.append((d.key, why))
                 elif not why and not self.untolerated(sub, d):
                     takes.append(d.key)

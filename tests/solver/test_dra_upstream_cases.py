@@ -50,6 +50,9 @@ CASES: dict[str, tuple[dict[str, str], list[tuple[str, tuple[tuple[str, str], ..
     "admin-access-beside-the-holder": ({"ops/m1": "n1", "ops/m2": "n1"}, [("gpu-0", ()), ("gpu-0", ())]),
     # an adminAccess result is "not considered as allocated" (allocateddevices.go): the GPU is free
     "admin-access-result-holds-nothing": ({"ops/p": "n1"}, [("gpu-0", ())]),
+    # allocateOne skips a device in use before its selectors run: the selector's error on the
+    # GPU r holds (no plan frees it) is never met, and p takes the other one (once: aborted)
+    "cel-error-on-a-device-in-use": ({"default/p": "n1"}, [("gpu-1", ())]),
 }
 
 
