@@ -304,14 +304,16 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
     alone: list[tuple[str, Diagnosis]] = []  # (subject, diagnosis) of classes no node takes as things are
     for c in w.classes:
         cls = problem.classes[c]
-        d = context.diagnoser.diagnose(c)
         subject = "" if w.kind == s.STANDALONE_POD else f"{cls.group or w.key}: pod {cls.pods[0].key}: "
+        # the allocator's run-time error aborts the scheduling attempt: it is the reason, whatever
+        # the filters say of each node
+        aborted = dra_abort_reason(problem, cls) if problem.dra.active and not problem.candidates[c] else ""
+        if aborted:
+            return subject + aborted
+        d = context.diagnoser.diagnose(c)
         if d is not None and not d.fits and not d.after_preemption:  # not even after evictions
             return subject + d.message()
         if not problem.candidates[c]:
-            aborted = dra_abort_reason(problem, cls) if problem.dra.active else ""
-            if aborted:
-                return subject + aborted
             if any(cls.index in cap.classes and cap.room == 0 for cap in problem.dra.reserve_caps):
                 # the DynamicResources PreFilter's status (statusUnschedulable), in FitError's words
                 return subject + f"0/{len(problem.nodes)} nodes are available: resourceclaim in use."

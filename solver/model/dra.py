@@ -208,6 +208,7 @@ class DraProblem:
     shared: tuple[SharedClaim, ...] = ()
     pod_shared: frozenset[s.ClaimKey] = frozenset()  # the claims several pending pods name (pod_shared)
     reserve_caps: tuple[ReserveCap, ...] = ()
+    in_use_for_good: frozenset[s.DeviceKey] = frozenset()  # devices of the types _kept_for_good
     shared_of_class: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # class -> shared claims it uses
     pinned: Mapping[int, tuple[frozenset[s.NodeName], ...]] = field(default_factory=dict)  # class -> allowed node sets
     unit_types: Mapping[int, Mapping[int, int]] = field(default_factory=dict)  # unit -> type -> devices it holds
@@ -414,6 +415,7 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
         shared=tuple(shared),
         pod_shared=frozenset(several),
         reserve_caps=_reserve_caps(dra_state, classes, several),
+        in_use_for_good=frozenset(d.key for t in kept for d in found.types[t].devices),
         shared_of_class={c: tuple(ids) for c, ids in shared_of_class.items()},
         pinned=claims.pinned,
         unit_types=_unit_types(found.types),

@@ -606,8 +606,9 @@ def dra_abort_reason(problem: Problem, cls: PodClass) -> str:
             if not near or dclass is None:
                 continue
             for dev in sorted(state.devices, key=lambda d: d.key):
-                if not any(dra_mod.reaches(dev, n) for n in near):
-                    continue
+                if not any(dra_mod.reaches(dev, n) for n in near) or (
+                        dev.key in problem.dra.in_use_for_good and not sub.admin_access):
+                    continue  # the allocator skips a device in use before its selectors
                 for owner, exprs in ((f"class {dclass.name}", dclass.selectors),
                                      (f"claim {sl.claim_entry}", sub.selectors)):
                     for i, expr in enumerate(exprs):

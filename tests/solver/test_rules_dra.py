@@ -490,3 +490,17 @@ def test_admin_access_takes_a_device_in_use_and_uses_nothing_up() -> None:
     adm = claim("held", _admin(), allocated=[("n1", "gpu-0")], node="n1", reserved_for=["r"])
     adm.obj["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
     assert _plan(*ordinary[:3], adm, *ordinary[4:])[0] == {"default/p": "n1"}
+
+
+def test_a_selector_error_is_named_on_a_device_the_allocator_meets() -> None:
+    """gpu-0, in use by r for good, and gpu-1 both lack the attribute p's selector reads: the
+    allocator skips gpu-0 (in use) and aborts on gpu-1, so the reason names gpu-1."""
+    sel = f'device.attributes["{DRIVER}"].x == "1"'
+    objs = [node("n1").cpu_m(4000), resource_slice("n1-gpu", [device("gpu-0"), device("gpu-1")], node="n1"),
+            GPU_CLASS, claim("held", request("gpu"), allocated=[("n1", "gpu-0")], node="n1", reserved_for=["r"]),
+            with_claims(pod("r").on("n1").cpu_m(500).priority(1000), gpu="claim:held"),
+            claim_template("x", request("gpu", selectors=(sel,))), with_claims(pod("p").cpu_m(500), gpu="x")]
+    bindings, _, _, plan = _plan(*objs)
+    assert bindings == {}
+    (reason,) = {w.reason for w in plan.workloads if not w.satisfied}
+    assert f"on device {DRIVER}/n1/gpu-1: CEL runtime error" in reason
