@@ -467,6 +467,10 @@ def _claim_object(claim: pb.ResourceClaim) -> dict[str, Any]:
         reserved = [{"resource": "pods", "name": n} for n in claim.reserved_pods]
         reserved += [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": n}
                      for n in claim.reserved_groups]
+        for other in claim.reserved_other:
+            what, _, name = other.partition("/")
+            resource, _, group = what.partition(".")
+            reserved.append({"resource": resource, **({"apiGroup": group} if group else {}), "name": name})
         obj["status"] = {"allocation": alloc, "reservedFor": reserved}
     return obj
 

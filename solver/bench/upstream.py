@@ -348,7 +348,9 @@ def read_allocations(rest: Rest, bound: Iterable[str], before: Iterable[str] = (
     out: list[tuple[str, bool, str, str, PlanDevice]] = []
     claims = {_key(c): c for c in rest.call("GET", "/apis/resource.k8s.io/v1/resourceclaims")["items"]}
     pods = {_key(p): p for p in rest.call("GET", "/api/v1/pods")["items"]}
-    group_entries: set[tuple[str, str]] = set()  # a PodGroup's claim is read once
+    # each claim is read once: a PodGroup's, or one several bound pods name, whose allocation
+    # goes to the first of them by name (as gangplace's plans give it)
+    read: set[str] = set()
     allocated_before = set(before)
     for pod_key in sorted(bound):
         ns = pod_key.split("/", 1)[0]
@@ -370,9 +372,9 @@ def read_allocations(rest: Rest, bound: Iterable[str], before: Iterable[str] = (
             reserved = (claim.get("status") or {}).get("reservedFor") or []
             group = next((r["name"] for r in reserved if r.get("resource") == "podgroups"), None)
             who, is_group = (f"{ns}/{group}", True) if group else (owner, False)
-            if is_group and (who, entry) in group_entries:
+            if f"{ns}/{claim_name}" in read:
                 continue
-            group_entries.add((who, entry))
+            read.add(f"{ns}/{claim_name}")
             results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
             out.extend((who, is_group, entry, r["request"], PlanDevice(
                 driver=r["driver"], pool=r["pool"], device=r["device"], share_id=r.get("shareID") or "",

@@ -315,15 +315,17 @@ def _reserve_caps(dra_state: s.DraState, classes: Sequence[PodClass],
                   several: Mapping[s.ClaimKey, object]) -> tuple[ReserveCap, ...]:
     """The claims whose reservedFor could overflow (``ReserveCap``): each binding of a pod that
     names a claim already allocated, or one several pending pods name, adds the pod to it
-    (PreBind's ``bindClaim``), unless the claim is reserved for the pod's PodGroup. A pending
-    pod already listed is counted again (on the safe side)."""
+    (PreBind's ``bindClaim``), unless the claim is reserved for the pod, or for the pod's
+    PodGroup. A class only some of whose pods are listed counts them all (on the safe side).
+    A listed pod's class is no user; but a full list refuses every other pod (room 0)."""
     users: dict[s.ClaimKey, set[int]] = defaultdict(set)
     for cls in classes:
         rep = cls.pods[0]
         for pc in dra_state.pod_claims.get(rep.key, ()):
             claim = dra_state.claims[pc.claim]
             if pc.shared_by is None and (claim.allocation is not None or pc.claim in several) \
-                    and not (rep.group is not None and str(rep.group) in claim.reserved_groups):
+                    and not (rep.group is not None and str(rep.group) in claim.reserved_groups) \
+                    and not all(p.key in claim.reserved_pods for p in cls.pods):  # listed: PreFilter passes
                 users[pc.claim].add(cls.index)
     out = []
     for key, cs in sorted(users.items()):
@@ -531,6 +533,10 @@ def pod_shared(dra_state: s.DraState,
         for pc in dra_state.pod_claims.get(pod_key, ()):
             claim = dra_state.claims.get(pc.claim)
             if pc.shared_by is None and claim is not None and claim.allocation is None:
+                if any(p == pod_key for p, _ in naming[pc.claim]):
+                    raise SnapshotInvalidError(f"Pod/{pod_key}", f"spec.resourceClaims[{pc.name}]",
+                                               f"names ResourceClaim {pc.claim} a second time: one pod "
+                                               "naming a claim twice is not modelled")
                 naming[pc.claim].append((pod_key, pc.name))
     return {key: tuple(sorted(pods)) for key, pods in naming.items() if len(pods) > 1}
 

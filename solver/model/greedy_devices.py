@@ -27,7 +27,8 @@ INF = 1 << 40
 class Load:
     """Devices spoken for: per type, and per (metered type, capacity) what they consume; and
     per type the devices taken with admin access, which use up nothing but their counters
-    (the allocator checks those for them too)."""
+    (the allocator checks those for them too). A share of a shareable device is a share,
+    admin access or not (on the safe side)."""
 
     __slots__ = ("admin", "cap", "n")
 
@@ -41,7 +42,7 @@ class Load:
         return Load(self.n, self.cap, self.admin)
 
     def add(self, dtype: dra_mod.DeviceType, sub: s.SubRequest, k: int) -> None:
-        if sub.admin_access:
+        if sub.admin_access and not dtype.shareable:  # a shared device's share: as any other
             self.admin[dtype.index] += k
             return
         self.n[dtype.index] += k
@@ -157,7 +158,7 @@ class Devices:
         return 0
 
     def free(self, t: int, extra: Load | None = None, sub: s.SubRequest | None = None) -> int:
-        if sub is not None and sub.admin_access:  # every device, in use or not
+        if sub is not None and sub.admin_access and not self.dra.types[t].shareable:  # in use or not
             return min(self.dra.types[t].size, self._counter_room(t, extra))
         room = min(self.supply(t) - self.used[t] - (extra.n[t] if extra else 0), self._counter_room(t, extra))
         if sub is not None and self.dra.types[t].metered:

@@ -131,7 +131,8 @@ def test_a_pod_the_real_scheduler_cannot_place_ends_its_run_at_the_settle_time_n
 
 
 @pytest.mark.parametrize("case", ["partitionable devices, two", "DRA extended resource",
-                                  "consumable capacity, two shares", "DRA pending-pod-names-a-held-claim"])
+                                  "consumable capacity, two shares", "DRA pending-pod-names-a-held-claim",
+                                  "DRA claim-named-by-two-pending-pods", "DRA admin-access-beside-the-holder"])
 def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(case: str) -> None:
     """The claims' allocations after the run, named by the pod's claim entry (the extended
     resources' claim by ``<extended-resources>``), become the scored plan's device
@@ -154,6 +155,11 @@ def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(cas
                                                                                [("memory", 2**30)]]
     elif case == "DRA pending-pod-names-a-held-claim":  # allocated before the run: nothing new
         assert got == []
+    elif case == "DRA claim-named-by-two-pending-pods":  # read once, for the first pod by name
+        assert got == [("default/a", "gpu", "gpu-0")]
+    elif case == "DRA admin-access-beside-the-holder":  # one claim each, both on the held GPU
+        assert got == [("ops/m1", "gpu", "gpu-0"), ("ops/m2", "gpu", "gpu-0")]
+        assert all(d.admin_access for a in scored.plan.device_allocations for d in a.devices)
     elif case == "DRA extended resource":
         assert got == [("default/p", "<extended-resources>", "gpu-0"), ("default/p", "<extended-resources>", "gpu-1")]
     else:  # the whole GPU and a half never go together: the two halves

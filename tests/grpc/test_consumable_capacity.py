@@ -242,3 +242,16 @@ def test_admin_access_travels_both_ways_and_takes_a_held_device(running: server.
     state.claims[0].allocation[0].admin_access = True
     held = next(c for c in _snapshot(state).dra.claims.values() if c.key == "d/old")
     assert [a.admin_access for a in held.allocation or ()] == [True]
+
+
+def test_other_consumers_of_a_claim_travel_and_keep_it_held() -> None:
+    """``ResourceClaim.reserved_other``: a consumer neither a pod nor a PodGroup ("widgets" of
+    example.com here) keeps the claim held whoever is evicted, and counts toward reservedFor."""
+    state = _state(0)
+    state.claims.append(pb.ResourceClaim(
+        namespace="d", name="old", requests=[pb.DeviceRequest(name="gpu", exactly=pb.DeviceSubRequest(
+            device_class="gpu"))], reserved_pods=["r"], reserved_other=["widgets.example.com/w1", "jobs/j1"],
+        allocation=[pb.AllocatedDevice(request="gpu", driver=DRIVER, pool="n1", device="gpu-0")]))
+    (claim,) = _snapshot(state).dra.claims.values()
+    assert claim.reserved_pods == ("d/r",)
+    assert claim.reserved_other == ("widgets.example.com/d/w1", "jobs/d/j1")

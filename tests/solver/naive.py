@@ -559,6 +559,7 @@ class _Dra:
         self.holders: dict[s.DeviceKey, set[str]] = defaultdict(set)
         kept: dict[s.DeviceKey, list[cp_model.IntVar]] = defaultdict(list)
         for_good: set[s.DeviceKey] = set()
+        self.for_good = for_good
         for claim in state.claims.values():
             if claim.allocation is None:
                 continue
@@ -785,8 +786,11 @@ class _Dra:
                 z = {d.key: m.new_bool_var(f"z[{claim.key},{j},{a},{d.key}]") for d in usable}
                 for d in usable:
                     m.add(z[d.key] <= alt)
-                    if sub.admin_access:  # takes it in use or not, uses nothing up; its counters
-                        self.admin[d.key].append(z[d.key])  # are charged, as the product does
+                    # admin access takes a device in use or not and uses nothing up, its counters
+                    # aside (charged, as the product does); a share of a shared device is a share
+                    if sub.admin_access and not (d.allow_multiple and d.key not in self.holders
+                                                 and d.key not in self.for_good):
+                        self.admin[d.key].append(z[d.key])
                     else:
                         self.takers[d.key].append((power, z[d.key]))
                         self.uses[d.key].append((z[d.key], self.fits(sub, d) or {}))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from solver import api, verify
 from tests.builders import RACK, node, pod, pod_group, snapshot
 from tests.dra_builders import (
@@ -504,3 +506,47 @@ def test_a_selector_error_is_named_on_a_device_the_allocator_meets() -> None:
     assert bindings == {}
     (reason,) = {w.reason for w in plan.workloads if not w.satisfied}
     assert f"on device {DRIVER}/n1/gpu-1: CEL runtime error" in reason
+
+
+def test_an_admin_share_of_a_partitionable_shared_device_charges_its_counters() -> None:
+    """Two shareable devices (allowMultipleAllocations, with a capacity) each consume the one
+    slot of counter set "chip": an admin-access request on a and an ordinary one on b cannot
+    both be served (the allocator checks the counters for the admin share too; once, the plan
+    bound both and failed its own verifier)."""
+    counters = resource_slice("n0-counters", [], node="n0")
+    del counters.obj["spec"]["devices"]
+    counters.obj["spec"]["sharedCounters"] = [{"name": "chip", "counters": {"slots": {"value": "1"}}}]
+    counters.obj["spec"]["pool"]["resourceSliceCount"] = 2
+    devices = [{"name": name, "attributes": {"name": {"string": name}}, "allowMultipleAllocations": True,
+                "capacity": {"memory": {"value": "8Gi"}},
+                "consumesCounters": [{"counterSet": "chip", "counters": {"slots": {"value": "1"}}}]}
+               for name in ("a", "b")]
+    parts = resource_slice("n0-devices", devices, node="n0")
+    parts.obj["spec"]["pool"]["resourceSliceCount"] = 2
+    on = 'device.attributes["gpu.example.com"].name == "{}"'
+    admin = request("gpu", selectors=(on.format("a"),))
+    admin["exactly"]["adminAccess"] = True
+    objs = [node("n0").cpu_m(8000), counters, parts, GPU_CLASS, claim_template("mon", admin),
+            claim_template("one", request("gpu", selectors=(on.format("b"),))),
+            with_claims(pod("m").cpu_m(500).priority(100), gpu="mon"), with_claims(pod("p").cpu_m(500), gpu="one")]
+    bindings, _, _, plan = _plan(*objs)
+    assert len(bindings) == 1
+    _naive_agrees(snapshot(*objs), plan)
+
+
+def test_a_pod_a_full_claim_is_reserved_for_already_still_binds() -> None:
+    """PreFilter passes a pod the claim is reserved for (IsReservedForPod): with 256 listed, p0
+    among them, p0 binds and the other two stay pending."""
+    objs = _reserved_for(255)
+    objs[3].obj["status"]["reservedFor"].append({"resource": "pods", "name": "p0", "uid": "uid-p0"})
+    bindings = _plan(*objs)[0]
+    assert bindings == {"default/p0": "n1"}
+
+
+def test_one_pod_naming_a_claim_twice_is_refused_naming_the_field() -> None:
+    from solver.model.errors import SnapshotInvalidError
+
+    objs = [node("n1").cpu_m(4000), gpu_slice("n1", 1), GPU_CLASS, claim("c", request("gpu")),
+            with_claims(pod("a").cpu_m(500), gpu="claim:c", dev="claim:c")]
+    with pytest.raises(SnapshotInvalidError, match=r"Pod/default/a: spec\.resourceClaims\[dev\].*a second time"):
+        api.plan(snapshot(*objs), api.PlanOptions(time_limit=10))

@@ -84,12 +84,14 @@ def add(problem: Problem, vars: PlacementVars) -> None:
         if not i & 255:
             checkpoint("the model (devices)")
         dtype = dra.types[t]
-        # admin access uses up nothing (its counters aside: _counters charges them, as the
-        # allocator checks them for it too)
+        if dtype.metered:  # admin access too, on the safe side: the allocator checks a share's
+            in_use[t] = _metered(problem, vars, dtype, takers)  # capacity and counters for it
+        if dtype.shareable:
+            continue
+        # admin access takes a device in use too: it uses up nothing (its counters aside:
+        # _counters charges them, as the allocator checks them for it too)
         takers = [tk for tk in takers if not tk[3].admin_access]
-        if dtype.metered:
-            in_use[t] = _metered(problem, vars, dtype, takers)
-        if dtype.shareable or not takers:
+        if not takers:
             continue
         most = sum(hi for _, _, hi, _ in takers)
         free = dtype.size if dtype.holder is None else 0

@@ -740,7 +740,7 @@ class AllocatedDevice(_message.Message):
     def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ..., admin_access: _Optional[bool] = ...) -> None: ...
 
 class ResourceClaim(_message.Message):
-    __slots__ = ("namespace", "name", "requests", "constraints", "allocation", "allocation_nodes", "reserved_pods", "reserved_groups")
+    __slots__ = ("namespace", "name", "requests", "constraints", "allocation", "allocation_nodes", "reserved_pods", "reserved_groups", "reserved_other")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
@@ -749,6 +749,7 @@ class ResourceClaim(_message.Message):
     ALLOCATION_NODES_FIELD_NUMBER: _ClassVar[int]
     RESERVED_PODS_FIELD_NUMBER: _ClassVar[int]
     RESERVED_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_OTHER_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     requests: _containers.RepeatedCompositeFieldContainer[DeviceRequest]
@@ -757,7 +758,8 @@ class ResourceClaim(_message.Message):
     allocation_nodes: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
     reserved_pods: _containers.RepeatedScalarFieldContainer[str]
     reserved_groups: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., requests: _Optional[_Iterable[_Union[DeviceRequest, _Mapping]]] = ..., constraints: _Optional[_Iterable[_Union[DeviceConstraint, _Mapping]]] = ..., allocation: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., allocation_nodes: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., reserved_pods: _Optional[_Iterable[str]] = ..., reserved_groups: _Optional[_Iterable[str]] = ...) -> None: ...
+    reserved_other: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., requests: _Optional[_Iterable[_Union[DeviceRequest, _Mapping]]] = ..., constraints: _Optional[_Iterable[_Union[DeviceConstraint, _Mapping]]] = ..., allocation: _Optional[_Iterable[_Union[AllocatedDevice, _Mapping]]] = ..., allocation_nodes: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., reserved_pods: _Optional[_Iterable[str]] = ..., reserved_groups: _Optional[_Iterable[str]] = ..., reserved_other: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GroupVerdict(_message.Message):
     __slots__ = ("name", "kind", "placed_pods", "running_pods", "min_count", "domain", "satisfied")
