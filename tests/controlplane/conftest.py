@@ -157,26 +157,34 @@ class Real:
                 raise
 
     def cleanup(self) -> None:
-        # pods first (held ones let go), then everything else; cluster-scoped objects too
+        # pods first (held ones let go), then everything else; cluster-scoped objects too; in
+        # every namespace a test wrote to (a Namespace it made goes last, once emptied here:
+        # no namespace controller empties it)
+        namespaces = sorted({NS} | {o["metadata"]["namespace"] for o in self.created
+                                    if o["metadata"].get("namespace")})
         for obj in reversed(self.created):
             if obj["kind"] == "Pod":
-                cur = self.pod(obj["metadata"]["name"])
+                cur = self.pod(obj["metadata"]["name"], obj["metadata"].get("namespace") or NS)
                 if cur and cur["metadata"].get("finalizers"):
                     cur["metadata"]["finalizers"] = []
                     self.rest.call("PUT", upstream.path_of(obj, named=True), cur)
-        lists = ["/api/v1/namespaces/default/pods", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"]
+        lists = [path for ns in namespaces for path in (
+            f"/api/v1/namespaces/{ns}/pods", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")]
         for path in lists:
             for item in self.rest.call("GET", path)["items"]:
                 self._delete(f"{path}/{item['metadata']['name']}")
         for obj in reversed(self.created):
-            if obj["kind"] != "Pod":
+            if obj["kind"] not in ("Pod", "Namespace"):
                 self._delete(upstream.path_of(obj, named=True))
         for name in self.made.values():
             self.rest.call("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
         deadline = time.monotonic() + 30
-        while self.rest.call("GET", "/api/v1/namespaces/default/pods")["items"]:
+        while any(self.rest.call("GET", f"/api/v1/namespaces/{ns}/pods")["items"] for ns in namespaces):
             assert time.monotonic() < deadline, "pods of the last test did not go"
             time.sleep(0.1)
+        for obj in self.created:
+            if obj["kind"] == "Namespace":
+                self._delete(upstream.path_of(obj, named=True))
         deadline = time.monotonic() + 30
         while self.rest.call("GET", "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups")["items"]:
             assert time.monotonic() < deadline, "podgroups of the last test did not go"
