@@ -220,6 +220,9 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         if isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
             csi, required = volumes.attachable(obj, pod.namespace, pod.name)
             pod = dataclasses.replace(pod, csi_volumes=csi, csi_required=required)
+            if pod.node is not None and (why := volumes.untranslatable(obj)):
+                warnings.append(f"{_ident(obj)}: spec.volumes: {why.removeprefix(s.VOLUME_ERROR)}; the volume is "
+                                f"not counted on {pod.node} (upstream's NodeVolumeLimits fails there with that error)")
         dra.pod(obj, pod)
         pod = dra.extended(obj, pod, advertised)
         pods.append(pod)

@@ -38,8 +38,20 @@ class's provisioner with a name of the claim's own. A node's CSINode gives, per 
 volumes it may attach (``allocatable.count``); VolumeAttachments on the node count too
 (``Node.attached_volumes``). A pod with CSI volumes whose CSIDriver sets
 ``preventPodSchedulingIfMissing`` (VolumeLimitScaling, beta and on in 1.37) fits no node whose
-CSINode lacks that driver (``Pod.csi_required``). In-tree volumes that CSI migration would
-translate (``kubernetes.io/aws-ebs`` and the like) are not counted.
+CSINode lacks that driver (``Pod.csi_required``).
+
+CSI migration (csi.go ``checkAttachableInlineVolume``, ``getCSIDriverInfo``; utils.go
+``isCSIMigrationOn``; csi-translation-lib's plugins): an in-tree volume of the five plugins
+whose migration is on (``MIGRATION``: AWS EBS, GCE PD, Azure Disk, Cinder, Portworx), inline in
+the pod or as a claim's PersistentVolume, counts under its CSI driver with the handle the
+translation gives (``_in_tree``); a claim not bound whose class provisions with one of those
+plugins counts under the CSI driver; Azure File and vSphere are migratable but off in the
+scheduler, so never counted. Upstream translates only where the node has a CSINode; a node
+without one has no limit, and gangplace applies ``preventPodSchedulingIfMissing`` for a
+migrated driver on it too (stricter than upstream, which skips the volume there). A PV the
+translation refuses is not counted, as upstream; an inline volume it refuses makes upstream's
+Filter fail with an error, so a pending pod with one is placed nowhere (when any node has a
+CSINode), and a running pod's is not counted, with a warning.
 
 Not read: CSIStorageCapacity (a provisioner's free space), the volume's label selector on a
 claim, and two pods choosing the one free local volume (each pod alone may take it): the plan
@@ -61,10 +73,19 @@ BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ONCE_POD = "ReadWriteOncePod"  # an access mode: one pod at a time (VolumeRestrictions)
 BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
-# the in-tree provisioners CSI migration translates (csi-translation-lib): not counted here
-IN_TREE_MIGRATABLE = frozenset({"kubernetes.io/aws-ebs", "kubernetes.io/gce-pd", "kubernetes.io/azure-disk",
-                                "kubernetes.io/azure-file", "kubernetes.io/cinder", "kubernetes.io/vsphere-volume",
-                                "kubernetes.io/portworx-volume"})
+# CSI migration on in kube-scheduler 1.37 (nodevolumelimits/utils.go isCSIMigrationOn): the in-tree
+# volume source -> (its plugin, the CSI driver it is counted under), csi-translation-lib/plugins
+MIGRATION = {
+    "awsElasticBlockStore": ("kubernetes.io/aws-ebs", "ebs.csi.aws.com"),
+    "gcePersistentDisk": ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io"),
+    "azureDisk": ("kubernetes.io/azure-disk", "disk.csi.azure.com"),
+    "cinder": ("kubernetes.io/cinder", "cinder.csi.openstack.org"),
+    "portworxVolume": ("kubernetes.io/portworx-volume", "pxd.portworx.com"),
+}
+MIGRATED_PROVISIONERS = dict(MIGRATION.values())
+# migratable, but isCSIMigrationOn says no: their volumes are never counted
+NOT_MIGRATED = frozenset({"kubernetes.io/azure-file", "kubernetes.io/vsphere-volume"})
+BETA_ZONE, ZONE = "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +110,7 @@ class _Volume:
     available: bool
     zones: tuple[s.NodeSelectorTerm, ...]  # what VolumeZone asks of a node ((): nothing)
     csi: tuple[str, str] | None = None  # spec.csi: (driver, volumeHandle)
+    migrated: tuple[str, str] | None = None  # an in-tree source as CSI migration counts it
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +158,10 @@ class Volumes:
             elif vol.get("ephemeral") is not None:
                 claim_name = f"{name}-{vol.get('name', '')}"
             else:
-                continue  # an inline volume: not a CSI one unless migrated, which is not read
+                migrated = _inline(obj, vol)
+                if isinstance(migrated, tuple):
+                    out.add(migrated)
+                continue
             claim = self.claims.get(f"{namespace}/{claim_name}")
             if claim is None:
                 continue
@@ -147,12 +172,24 @@ class Volumes:
 
     def _csi_of(self, claim: _Claim) -> tuple[str, str] | None:
         volume = self.volumes.get(claim.volume) if claim.volume else None
-        if volume is not None:  # not a CSI volume: not counted (in-tree migration is not read)
-            return None if volume.csi is None else (volume.csi[0], f"{volume.csi[0]}/{volume.csi[1]}")
+        if volume is not None:  # neither CSI nor migrated: not counted
+            found = volume.csi or volume.migrated
+            return None if found is None else (found[0], f"{found[0]}/{found[1]}")
         cls = self.classes.get(claim.class_name) if claim.class_name else None
-        if cls is None or not cls.provisioner or cls.provisioner in IN_TREE_MIGRATABLE:
+        if cls is None or not cls.provisioner or cls.provisioner in NOT_MIGRATED:
             return None
-        return cls.provisioner, f"{cls.provisioner}/ claim {claim.key}"  # a name no volume handle has
+        driver = MIGRATED_PROVISIONERS.get(cls.provisioner, cls.provisioner)
+        return driver, f"{driver}/ claim {claim.key}"  # a name no volume handle has
+
+    def untranslatable(self, obj: Obj) -> str:
+        """Upstream's Filter error for the pod's first inline volume CSI migration cannot
+        translate, when some node has a CSINode (where upstream translates); else ""."""
+        if not self.csi_nodes:
+            return ""
+        for vol in _get(obj, "spec.volumes", list, []):
+            if isinstance(vol, Mapping) and isinstance(why := _inline(obj, vol), str):
+                return f"{s.VOLUME_ERROR}converting volume({vol.get('name', '')}) from inline to csi: {why}"
+        return ""
 
     def _once_pod_holders(self, pods: Iterable[Obj]) -> dict[str, str]:
         """ReadWriteOncePod claim -> the one pod that may use it: a pod running with it (the
@@ -176,6 +213,9 @@ class Volumes:
         """(why no node can host the pod, or ""; per claim, the node selector terms one of which
         a node must match, () for any node)."""
         terms: list[tuple[s.NodeSelectorTerm, ...]] = []
+        untranslatable = self.untranslatable(obj)
+        if untranslatable:
+            return untranslatable, ()
         for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
             if not isinstance(vol, Mapping):
                 raise _fail(obj, f"spec.volumes[{i}]", "expected a volume")
@@ -263,7 +303,61 @@ def _volume(obj: Obj) -> _Volume:
                    claim=f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
                    terms=_terms(obj, field, _get(obj, field, list, [])),
                    available=not _get(obj, "metadata.deletionTimestamp", str),
-                   zones=_zone_terms(_get(obj, "metadata.labels", Mapping, {})), csi=_csi_source(obj))
+                   zones=_zone_terms(_get(obj, "metadata.labels", Mapping, {})), csi=_csi_source(obj),
+                   migrated=_persistent(obj))
+
+
+def _persistent(obj: Obj) -> tuple[str, str] | None:
+    """A PersistentVolume's in-tree source as CSI migration counts it (driver, handle); None
+    when it has none or the translation refuses it (``getCSIDriverInfo`` then counts nothing)."""
+    spec = _get(obj, "spec", Mapping, {})
+    labels = _get(obj, "metadata.labels", Mapping, {})
+    for source in MIGRATION:
+        if isinstance(spec.get(source), Mapping):
+            found = _in_tree(obj, f"spec.{source}", source, spec[source], labels)
+            return found if isinstance(found, tuple) else None
+    return None
+
+
+def _inline(obj: Obj, vol: Mapping[str, Any]) -> tuple[str, str] | str | None:
+    """An inline volume as CSI migration counts it: (driver, driver/handle), the translation's
+    error, or None when it is not a migrated in-tree source."""
+    for source in MIGRATION:
+        if isinstance(vol.get(source), Mapping):
+            found = _in_tree(obj, f"spec.volumes[{vol.get('name', '')}].{source}", source, vol[source], None)
+            return (found[0], f"{found[0]}/{found[1]}") if isinstance(found, tuple) else found
+    return None
+
+
+def _in_tree(obj: Obj, field: str, source: str, raw: Mapping[str, Any],
+             labels: Mapping[str, Any] | None) -> tuple[str, str] | str:
+    """(CSI driver, volume handle) of an in-tree source, as csi-translation-lib translates it (a
+    PersistentVolume's ``labels``, None inline), or the translation's error."""
+    driver = MIGRATION[source][1]
+    if source == "awsElasticBlockStore":  # aws_ebs.go KubernetesVolumeIDToEBSVolumeID
+        volume_id = _text(obj, f"{field}.volumeID", raw.get("volumeID"))
+        if not volume_id.startswith("aws://"):
+            return driver, volume_id
+        path = volume_id[len("aws://"):].partition("/")[2].strip("/")
+        if not path.startswith("vol-") or "/" in path:
+            return ("failed to translate Kubernetes ID to EBS Volume ID "
+                    f"Invalid format for AWS volume ({volume_id})")
+        return driver, path
+    if source == "gcePersistentDisk":  # gce_pd.go: zonal, regional or unspecified
+        disk = _text(obj, f"{field}.pdName", raw.get("pdName"))
+        zones = str((labels or {}).get(BETA_ZONE) or (labels or {}).get(ZONE) or "").split("__")
+        if len(zones) == 1:
+            return driver, f"projects/UNSPECIFIED/zones/{zones[0] or 'UNSPECIFIED'}/disks/{disk}"
+        regions = {"-".join(z.split("-")[:2]) for z in zones if len(z.split("-")) == 3}
+        if len(regions) != 1 or any(len(z.split("-")) != 3 for z in zones):
+            return f"failed to get region from zones: {zones}"
+        return driver, f"projects/UNSPECIFIED/regions/{regions.pop()}/disks/{disk}"
+    if source == "azureDisk":  # azure_disk.go: only managed disks migrate
+        kind = _opt_text(obj, f"{field}.kind", raw.get("kind"))
+        if raw.get("kind") is not None and kind.lower() != "managed":
+            return f"kind({kind}) is not supported in csi migration"
+        return driver, _text(obj, f"{field}.diskURI", raw.get("diskURI"))
+    return driver, _text(obj, f"{field}.volumeID", raw.get("volumeID"))  # cinder, portworx
 
 
 def _csi_source(obj: Obj) -> tuple[str, str] | None:

@@ -308,6 +308,8 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
         # the allocator's run-time error aborts the scheduling attempt: it is the reason, whatever
         # the filters say of each node
         aborted = dra_abort_reason(problem, cls) if problem.dra.active and not problem.candidates[c] else ""
+        if cls.pods[0].volume_block.startswith(s.VOLUME_ERROR):
+            aborted = cls.pods[0].volume_block
         if aborted:
             return subject + aborted
         d = context.diagnoser.diagnose(c)

@@ -28,6 +28,9 @@ STANDALONE_POD = "Pod"  # a pending pod outside any group is its own one-pod wor
 DEFAULT_SCHEDULER = "default-scheduler"
 PREEMPT_LOWER = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
+# a Pod.volume_block that is a filter plugin's error (the scheduling attempt fails with it, whatever
+# the node), not a refusal: CSI migration could not translate one of the pod's inline volumes
+VOLUME_ERROR = 'running "NodeVolumeLimits" filter plugin: '
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

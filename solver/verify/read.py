@@ -387,23 +387,72 @@ def _storage(raw: Any) -> Fraction:
     return amount(raw["storage"]) if raw and "storage" in raw else Fraction(0)
 
 
-# in-tree provisioners CSI migration translates (not read: docs/fidelity.md)
-MIGRATED = {f"kubernetes.io/{name}" for name in ("aws-ebs", "gce-pd", "azure-disk", "azure-file", "cinder",
-                                                 "vsphere-volume", "portworx-volume")}
+# CSI migration, on in kube-scheduler 1.37 for five in-tree plugins (nodevolumelimits/utils.go
+# isCSIMigrationOn), each counted under its CSI driver (csi-translation-lib/plugins); Azure File and
+# vSphere migrate elsewhere but not here: their volumes count for nothing
+IN_TREE = {"awsElasticBlockStore": ("aws-ebs", "ebs.csi.aws.com"),
+           "gcePersistentDisk": ("gce-pd", "pd.csi.storage.gke.io"),
+           "azureDisk": ("azure-disk", "disk.csi.azure.com"), "cinder": ("cinder", "cinder.csi.openstack.org"),
+           "portworxVolume": ("portworx-volume", "pxd.portworx.com")}
+PROVISIONED_AS = {f"kubernetes.io/{plugin}": driver for plugin, driver in IN_TREE.values()}
+UNCOUNTED = {"kubernetes.io/azure-file", "kubernetes.io/vsphere-volume"}
+
+
+def _translated(source: str, raw: Obj, labels: Mapping[str, str] | None) -> str | None:
+    """The CSI volume handle an in-tree source translates to (a PersistentVolume's ``labels``;
+    None inline), or None when the translation fails."""
+    if source == "awsElasticBlockStore":
+        vid = str(raw.get("volumeID") or "")
+        if not vid.startswith("aws://"):
+            return vid
+        tail = vid.split("/", 3)[3] if vid.count("/") >= 3 else ""
+        tail = tail.strip("/")
+        return tail if re.fullmatch(r"vol-[^/]*", tail) else None
+    if source == "gcePersistentDisk":
+        name, labels = str(raw.get("pdName") or ""), labels or {}
+        where = labels.get("failure-domain.beta.kubernetes.io/zone") or labels.get("topology.kubernetes.io/zone") or ""
+        zones = where.split("__")
+        if len(zones) > 1:
+            parts = [z.split("-") for z in zones]
+            regions = {"-".join(p[:2]) for p in parts}
+            if any(len(p) != 3 for p in parts) or len(regions) != 1:
+                return None
+            return f"projects/UNSPECIFIED/regions/{regions.pop()}/disks/{name}"
+        return f"projects/UNSPECIFIED/zones/{where or 'UNSPECIFIED'}/disks/{name}"
+    if source == "azureDisk":
+        if raw.get("kind") is not None and str(raw["kind"]).lower() != "managed":
+            return None
+        return str(raw.get("diskURI") or "")
+    return str(raw.get("volumeID") or "")
+
+
+def _migrated(holder: Obj, labels: Mapping[str, str] | None) -> tuple[str, str | None] | None:
+    """(driver, handle or None when untranslatable) of an in-tree source in ``holder`` (a
+    volume, or a PersistentVolume's spec), None when it has no migrated one."""
+    for source, (_, driver) in IN_TREE.items():
+        if holder.get(source) is not None:
+            return driver, _translated(source, holder[source], labels)
+    return None
 
 
 class _Volumes:
     """VolumeBinding (volume_binding.go, binder.go) over the snapshot's claims, volumes and
     classes: what each of a pending pod's claims asks of a node."""
 
-    def __init__(self, claims: Iterable[Obj], volumes: Iterable[Obj], classes: Iterable[Obj]) -> None:
+    def __init__(self, claims: Iterable[Obj], volumes: Iterable[Obj], classes: Iterable[Obj],
+                 translating: bool = False) -> None:
         self.claims = {f"{c['metadata'].get('namespace') or 'default'}/{c['metadata']['name']}": c for c in claims}
         self.volumes = {v["metadata"]["name"]: v for v in volumes}
         self.classes = {c["metadata"]["name"]: c for c in classes}
+        self.translating = translating  # some node has a CSINode: the scheduler translates there
+        self.migrated: set[tuple[str, str]] = set()  # the in-tree volumes csi_of counted, translated
 
     def claims_of(self, spec: Obj, namespace: str, pod_name: str) -> tuple[Claim, ...]:
         out = []
         for vol in spec.get("volumes") or ():
+            found = _migrated(vol, None)
+            if found is not None and found[1] is None and self.translating:
+                out.append(Claim(refusal=f"inline volume {vol.get('name')} fails CSI migration's translation"))
             if vol.get("persistentVolumeClaim") is not None:
                 name, ephemeral = str(vol["persistentVolumeClaim"].get("claimName")), False
             elif vol.get("ephemeral") is not None:
@@ -432,20 +481,31 @@ class _Volumes:
             elif vol.get("ephemeral") is not None:
                 name = f"{pod_name}-{vol.get('name', '')}"
             else:
+                found = _migrated(vol, None)
+                if found is not None and found[1] is not None:
+                    self.migrated.add((found[0], f"{found[0]}/{found[1]}"))
+                    out.add((found[0], f"{found[0]}/{found[1]}"))
                 continue
             claim = self.claims.get(f"{namespace}/{name}")
             if claim is None:
                 continue
             volume = self.volumes.get((claim.get("spec") or {}).get("volumeName") or "")
             if volume is not None:
-                csi = (volume.get("spec") or {}).get("csi")
+                vspec = volume.get("spec") or {}
+                csi = vspec.get("csi")
                 if csi:
                     out.add((str(csi["driver"]), f"{csi['driver']}/{csi['volumeHandle']}"))
+                elif (found := _migrated(vspec, volume["metadata"].get("labels"))) and found[1] is not None:
+                    self.migrated.add((found[0], f"{found[0]}/{found[1]}"))
+                    out.add((found[0], f"{found[0]}/{found[1]}"))
                 continue
             cls = self.classes.get(_class_of(claim))
             provisioner = str((cls or {}).get("provisioner") or "")
-            if provisioner and provisioner not in MIGRATED:
-                out.add((provisioner, f"{provisioner}/{namespace}/{name} (not bound)"))
+            if provisioner and provisioner not in UNCOUNTED:
+                driver = PROVISIONED_AS.get(provisioner, provisioner)
+                out.add((driver, f"{driver}/{namespace}/{name} (not bound)"))
+                if provisioner in PROVISIONED_AS:
+                    self.migrated.add((driver, f"{driver}/{namespace}/{name} (not bound)"))
         return frozenset(out)
 
     def _claim(self, claim: Obj) -> Claim:
@@ -575,6 +635,8 @@ class Facts:
     # NodeVolumeLimits: pod key -> its CSI volumes (driver, unique name); node -> its CSINode's
     # drivers, and their limits; node -> its VolumeAttachments' volumes; drivers a node must have
     csi_volumes: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    # those of them CSI migration translated from in-tree volumes: counted only where a CSINode is
+    migrated: frozenset[tuple[str, str]] = frozenset()
     csi_drivers: dict[str, frozenset[str]] = field(default_factory=dict)
     volume_limits: dict[str, dict[str, int]] = field(default_factory=dict)
     attached: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
@@ -649,7 +711,7 @@ def read(objects: Iterable[Obj]) -> Facts:
                      str((o.get("spec") or {}).get("extendedResourceName") or "")) if name)
     runtime = {str(o["metadata"]["name"]): o for o in by_kind.get("RuntimeClass", ())}
     volumes = _Volumes(by_kind.get("PersistentVolumeClaim", ()), by_kind.get("PersistentVolume", ()),
-                       by_kind.get("StorageClass", ()))
+                       by_kind.get("StorageClass", ()), translating=bool(by_kind.get("CSINode")))
     seen: dict[tuple[str, ...], PodFacts] = {}  # pods alike (a gang's, a ReplicaSet's) read once
     shared: dict[PodFacts, PodFacts] = {}
     for i, o in enumerate(by_kind.get("Pod", ())):
@@ -671,7 +733,7 @@ def read(objects: Iterable[Obj]) -> Facts:
             made = _pod_facts(_admit(raw, runtime), ns, name, labels, volumes)
             pod = seen[alike] = shared.setdefault(made, made)
         facts.pods[key] = pod
-        if "persistentVolumeClaim" in text or "ephemeral" in text:
+        if "persistentVolumeClaim" in text or "ephemeral" in text or any(k in text for k in IN_TREE):
             csi = volumes.csi_of(raw, ns, name)
             if csi:
                 facts.csi_volumes[key] = csi
@@ -694,6 +756,7 @@ def read(objects: Iterable[Obj]) -> Facts:
         facts.csi_drivers[host] = frozenset(str(d["name"]) for d in drivers)
         facts.volume_limits[host] = {str(d["name"]): int(d["allocatable"]["count"]) for d in drivers
                                      if (d.get("allocatable") or {}).get("count") is not None}
+    facts.migrated = frozenset(volumes.migrated)
     facts.csi_required = frozenset(str(o["metadata"]["name"]) for o in by_kind.get("CSIDriver", ())
                                    if (o.get("spec") or {}).get("preventPodSchedulingIfMissing") is True)
     for o in by_kind.get("VolumeAttachment", ()):

@@ -210,10 +210,12 @@ def check_volume_limits(view: _View) -> list[Violation]:
     out: list[Violation] = []
     adding: dict[str, list[s.Pod]] = defaultdict(list)
     for p in view.new_pods:
+        node = view.bound[p.key]
         mine = facts.csi_volumes.get(p.key, frozenset())
+        if node not in facts.csi_drivers:  # no CSINode: the scheduler translates no in-tree volume
+            mine -= facts.migrated
         if not mine:
             continue
-        node = view.bound[p.key]
         missing = sorted({d for d, _ in mine} & facts.csi_required - facts.csi_drivers.get(node, frozenset()))
         if missing:
             out.append(Violation(rule="volume-limits", subject=p.key,

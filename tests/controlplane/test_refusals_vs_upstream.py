@@ -125,6 +125,37 @@ def _driver_missing() -> list[dict[str, Any]]:
                  _uses(pod("p").cpu_m(500), "data"))
 
 
+def _in_tree(pending_disk: str) -> list[dict[str, Any]]:
+    # n1, the emptier node, may attach one ebs.csi.aws.com volume and a running pod's inline EBS
+    # volume (aws://us-east-1a/vol-1) holds it; p asks an inline EBS volume: a new one goes to n2
+    # (no CSINode), vol-1 (the same volume, CSI migration's handle drops the zone) stays on n1
+    from tests.solver.test_volume_limits import EBS, _csi_node, _ebs, _inline
+
+    return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 1, driver=EBS),
+                 _inline(pod("r").on("n1").cpu_m(100), a=_ebs("aws://us-east-1a/vol-1")),
+                 _inline(pod("p").cpu_m(500), a=_ebs(pending_disk)))
+
+
+def _in_tree_persistent() -> list[dict[str, Any]]:
+    # the running pod's claim is bound to a GCE PD PersistentVolume in a zone; p asks the same
+    # disk inline, which CSI migration names without the zone: a second volume, so n2
+    from tests.solver.test_volume_limits import _csi_node, _gce_pd, _inline, _uses
+
+    return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 1, driver="pd.csi.storage.gke.io"),
+                 *_gce_pd("disk", "d1", "europe-west1-b"), _uses(pod("r").on("n1").cpu_m(100), "disk"),
+                 _inline(pod("p").cpu_m(500), a={"gcePersistentDisk": {"pdName": "d1"}}))
+
+
+def _untranslatable() -> list[dict[str, Any]]:
+    # an inline Azure Disk that is not managed: the translation fails on n1 (a CSINode), and the
+    # Filter's error ends the attempt, so p stays pending though n2 has no CSINode
+    from tests.solver.test_volume_limits import _csi_node, _inline
+
+    disk = {"azureDisk": {"diskName": "d", "diskURI": "https://acct.blob.core.windows.net/vhds/d.vhd", "kind": "Shared"}}
+    return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 4, driver="disk.csi.azure.com"),
+                 _inline(pod("p").cpu_m(500), a=disk))
+
+
 def _consumable(*asks: str | None) -> list[dict[str, Any]]:
     from tests.solver.test_consumable_capacity import shared_case
 
@@ -152,6 +183,10 @@ CASES = {
     "CSI volume limit": (_volume_limit, {"default/p": "n2"}),
     "CSI volume held already": (_volume_held, {"default/p": "n1"}),
     "CSI driver missing": (_driver_missing, {"default/p": "n2"}),
+    "in-tree volume limit": (lambda: _in_tree("vol-2"), {"default/p": "n2"}),
+    "in-tree volume held already": (lambda: _in_tree("vol-1"), {"default/p": "n1"}),
+    "in-tree persistent volume": (_in_tree_persistent, {"default/p": "n2"}),
+    "in-tree volume untranslatable": (_untranslatable, {}),
 }
 
 

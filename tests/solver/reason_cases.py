@@ -1,4 +1,4 @@
-"""One cluster whose five pending pods the default profile refuses everywhere, each for other
+"""One cluster whose six pending pods the default profile refuses everywhere, each for other
 reasons (tests/solver/test_reasons.py; the real kube-scheduler's words for them are compared
 in tests/controlplane/test_reasons_vs_upstream.py)."""
 
@@ -27,12 +27,16 @@ EXPECTED = {
                     "pod ports, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
     "default/spread": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread "
                       "constraints, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
+    # a filter's error, not a refusal: CSI migration cannot translate the inline disk on n1 (a CSINode)
+    "default/disk": 'running "NodeVolumeLimits" filter plugin: converting volume(data) from inline to csi: '
+                    "kind(Dedicated) is not supported in csi migration",
 }
 
 
 def cluster() -> list[Any]:
     """n1 (4 cpu, zone a) runs web (priority 1000, host port 8080); n2 (2 cpu, zone b) is
-    tainted; n3 is cordoned; n4 (1 cpu, zone b) runs low (priority 0, as the pending pods)."""
+    tainted; n3 is cordoned; n4 (1 cpu, zone b) runs low (priority 0, as the pending pods); n1's
+    CSINode lists the Azure Disk CSI driver."""
     web = _host_network(pod("web").on("n1").cpu_m(500).priority(1000).label("app", "web"), 8080)
     spread = pod("spread").cpu_m(3000).label("app", "web")
     spread.obj["spec"]["topologySpreadConstraints"] = [{
@@ -41,7 +45,12 @@ def cluster() -> list[Any]:
     friend = pod("friend").cpu_m(100)
     friend.obj["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
         "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
-    return [node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
+    disk = pod("disk").cpu_m(100)
+    disk.obj["spec"]["volumes"] = [{"name": "data", "azureDisk": {
+        "diskName": "d", "diskURI": "https://acct.blob.core.windows.net/vhds/d.vhd", "kind": "Dedicated"}}]
+    csi_node = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "n1"},
+                "spec": {"drivers": [{"name": "disk.csi.azure.com", "nodeID": "n1", "allocatable": {"count": 8}}]}}
+    return [csi_node, disk, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
             node("n3").cpu_m(4000).unschedulable(), node("n4").cpu_m(1000).zone("b"),
             web, pod("low").on("n4").cpu_m(800).label("app", "low"),
             pod("huge").cpu_m(64000), pod("lost").cpu_m(100).selector("topology.kubernetes.io/zone", "c"),

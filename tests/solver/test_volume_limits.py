@@ -162,3 +162,104 @@ def test_no_eviction_takes_a_volume_from_a_pod_placed_beside_its_holder() -> Non
     assert _plans(objs) == {"model": {"g0": "n1"}, "baseline": {"g0": "n1"}}
     for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
         assert not api.plan(snapshot(*objs), options).evictions
+
+
+# ---- CSI migration: in-tree volumes counted under the CSI driver they translate to -------------
+EBS = "ebs.csi.aws.com"
+
+
+def _inline(p: Any, **sources: dict[str, Any]) -> Any:
+    """``p`` with one inline volume per keyword (volume name -> {source: fields})."""
+    p.obj["spec"]["volumes"] = [{"name": name, **source} for name, source in sources.items()]
+    return p
+
+
+def _ebs(volume_id: str) -> dict[str, Any]:
+    return {"awsElasticBlockStore": {"volumeID": volume_id}}
+
+
+def test_an_inline_in_tree_volume_counts_under_the_csi_driver_it_migrates_to() -> None:
+    """An inline EBS volume is an ebs.csi.aws.com volume to NodeVolumeLimits; ``aws://zone/vol-1``
+    and ``vol-1`` are one volume (the translation drops the zone)."""
+    base = [node("n1"), _csi_node("n1", 1, driver=EBS), _inline(pod("r").on("n1").cpu_m(100), a=_ebs("aws://us-east-1a/vol-1"))]
+    new = [*base, _inline(pod("p").cpu_m(100), a=_ebs("vol-2"))]
+    assert _plans(new) == {"model": {}, "baseline": {}}
+    assert _reason(new).startswith("0/1 nodes are available: 1 node(s) exceed max volume count.")
+    assert _refused(new, {"p": "n1"}) == ["volume-limits"]
+    same = [*base, _inline(pod("p").cpu_m(100), a=_ebs("vol-1"))]
+    assert _plans(same) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+    # the limit is ebs.csi.aws.com's: a node limiting another driver only takes it
+    other = [node("n1"), _csi_node("n1", 0), _inline(pod("p").cpu_m(100), a=_ebs("vol-2"))]
+    assert _plans(other) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+
+
+def _gce_pd(claim: str, disk: str, zone: str) -> list[dict[str, Any]]:
+    """A claim bound to a GCE PD PersistentVolume in ``zone`` (an in-tree volume)."""
+    return [{"apiVersion": "v1", "kind": "PersistentVolume",
+             "metadata": {"name": f"pv-{disk}", "labels": {"topology.kubernetes.io/zone": zone}},
+             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                      "claimRef": {"namespace": "default", "name": claim}, "gcePersistentDisk": {"pdName": disk}}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": claim, "namespace": "default",
+                          "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                      "volumeName": f"pv-{disk}", "storageClassName": ""}}]
+
+
+def test_an_in_tree_persistent_volume_and_an_in_tree_provisioner_count_too() -> None:
+    """A claim bound to a GCE PD PersistentVolume is a pd.csi.storage.gke.io volume with the
+    zonal handle its zone label gives; a claim not bound whose class provisions with
+    kubernetes.io/gce-pd counts under the CSI driver; Azure File and vSphere, whose migration the
+    scheduler has off, count for nothing."""
+    gce = "pd.csi.storage.gke.io"
+    cls = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "pd"},
+           "provisioner": "kubernetes.io/gce-pd", "volumeBindingMode": "WaitForFirstConsumer"}
+    late = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "late", "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                     "storageClassName": "pd"}}
+    base = [node("n1"), _csi_node("n1", 1, driver=gce), *_gce_pd("disk", "d1", "europe-west1-b"), cls, late,
+            _uses(pod("r").on("n1").cpu_m(100), "disk")]
+    assert _plans([*base, _uses(pod("p").cpu_m(100), "late")]) == {"model": {}, "baseline": {}}
+    assert _refused([*base, _uses(pod("p").cpu_m(100), "late")], {"p": "n1"}) == ["volume-limits"]
+    # the same disk inline is another handle (no zone: projects/UNSPECIFIED/zones/UNSPECIFIED/...)
+    inline = [*base, _inline(pod("p").cpu_m(100), a={"gcePersistentDisk": {"pdName": "d1"}})]
+    assert _plans(inline) == {"model": {}, "baseline": {}}
+    kept = [*base, _uses(pod("p").cpu_m(100), "disk")]
+    assert _plans(kept) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+    off = [*base, _inline(pod("p").cpu_m(100), a={"azureFile": {"secretName": "s", "shareName": "x"}},
+                          b={"vsphereVolume": {"volumePath": "[ds] v.vmdk"}})]
+    assert _plans(off) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+
+
+def test_an_inline_volume_the_translation_refuses_fails_the_pod_where_nodes_have_a_csinode() -> None:
+    """Upstream's Filter errors on an Azure Disk that is not managed (and on a malformed EBS
+    ID): the pod is placed nowhere, with that error, once any node has a CSINode; a running
+    pod's such volume is not counted, with a warning."""
+    shared = {"azureDisk": {"diskName": "d", "diskURI": "https://x/d.vhd", "kind": "Shared"}}
+    objs = [node("n1"), _csi_node("n1", 4, driver="disk.csi.azure.com"), _inline(pod("p").cpu_m(100), a=shared)]
+    assert _plans(objs) == {"model": {}, "baseline": {}}
+    assert "converting volume(a) from inline to csi: kind(Shared) is not supported in csi migration" in _reason(objs)
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+    bad = [node("n1"), _csi_node("n1", 4, driver=EBS), _inline(pod("p").cpu_m(100), a=_ebs("aws://zone/snap-1"))]
+    assert "Invalid format for AWS volume (aws://zone/snap-1)" in _reason(bad)
+    # no CSINode anywhere: the scheduler translates nothing
+    assert _plans([node("n1"), _inline(pod("p").cpu_m(100), a=shared)]) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+    running = [*objs[:2], _inline(pod("r").on("n1").cpu_m(100), a=shared), pod("q").cpu_m(100)]
+    plan = api.plan(snapshot(*running), api.PlanOptions(time_limit=10))
+    assert [b.pod for b in plan.bindings] == ["default/q"]
+    assert any("default/r" in w and "kind(Shared)" in w for w in plan.warnings), plan.warnings
+
+
+def test_a_migrated_driver_that_must_be_on_the_node_bars_nodes_with_a_csinode_without_it() -> None:
+    """preventPodSchedulingIfMissing on ebs.csi.aws.com bars a node whose CSINode lacks it. On a
+    node with no CSINode upstream translates nothing and so passes the pod; gangplace bars it
+    too (stricter, docs/fidelity.md), and the verifier, which reads upstream's rule, accepts
+    that binding."""
+    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": EBS},
+              "spec": {"preventPodSchedulingIfMissing": True}}
+    objs = [node("n1"), _csi_node("n1", driver="other.example.com"), driver, _inline(pod("p").cpu_m(100), a=_ebs("vol-1"))]
+    assert _plans(objs) == {"model": {}, "baseline": {}}
+    assert _refused(objs, {"p": "n1"}) == ["volume-limits"]
+    bare = [node("n2"), driver, _inline(pod("p").cpu_m(100), a=_ebs("vol-1"))]
+    assert _plans(bare) == {"model": {}, "baseline": {}}
+    assert _refused(bare, {"p": "n2"}) == []
