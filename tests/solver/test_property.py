@@ -386,23 +386,32 @@ def clusters(draw: Any) -> list[Any]:
 def _volume_limits(draw: Any, objs: list[Any], nodes: list[str], running: list[tuple[Any, str, str]]) -> list[Any]:
     """NodeVolumeLimits: CSINodes allowing 0-2 volumes of the driver (or no limit), a CSIDriver
     that must be on the node now and then, and CSI volumes (ReadWriteMany, so that pods may
-    share one) on some running and some pending pods."""
-    from tests.solver.test_volume_limits import DRIVER, _csi_node, _uses, _volume
+    share one) on some running and some pending pods; or, now and then, inline in-tree EBS
+    volumes that CSI migration counts under ebs.csi.aws.com (``aws://z/vol-0`` and ``vol-0``
+    being one volume)."""
+    from tests.solver.test_volume_limits import DRIVER, EBS, _csi_node, _ebs, _inline, _uses, _volume
 
+    migrated = draw(st.integers(0, 3)) == 0
+    driver = EBS if migrated else DRIVER
     out: list[Any] = []
     for n in nodes:
         if draw(st.integers(0, 3)) != 0:
-            out.append(_csi_node(n, draw(st.sampled_from([None, 0, 1, 1, 2]))))
+            out.append(_csi_node(n, draw(st.sampled_from([None, 0, 1, 1, 2])), driver=driver))
     if draw(st.integers(0, 3)) == 0:
-        out.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
+        out.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": driver},
                     "spec": {"preventPodSchedulingIfMissing": True}})
     claims = [f"vol{i}" for i in range(draw(st.integers(1, 4)))]
-    for c in claims:
-        out += _volume(c, c)
+    if not migrated:
+        for c in claims:
+            out += _volume(c, c)
     pending = [o for o in objs if isinstance(o, b.PodBuilder) and not o.obj["spec"].get("nodeName")]
     for pb in [r[0] for r in running] + pending:
         if draw(st.integers(0, 2)) == 0:
-            _uses(pb, draw(st.sampled_from(claims)))
+            c = draw(st.sampled_from(claims))
+            if migrated:
+                _inline(pb, a=_ebs(draw(st.sampled_from([f"vol-{c[3:]}", f"aws://z/vol-{c[3:]}"]))))
+            else:
+                _uses(pb, c)
     return out
 
 
