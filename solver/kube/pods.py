@@ -322,6 +322,41 @@ def _spread(obj: Obj) -> tuple[s.SpreadConstraint, ...]:
     return tuple(out)
 
 
+# the inline volumes VolumeRestrictions compares (needsRestrictionsCheck): source -> its id field
+DISK_SOURCES = {"gcePersistentDisk": "pdName", "awsElasticBlockStore": "volumeID", "iscsi": "iqn", "rbd": "image"}
+
+
+def _disks(obj: Obj) -> tuple[s.Disk, ...]:
+    """The pod's inline disks as VolumeRestrictions' ``isVolumeConflict`` compares them: a GCE
+    PD by name, an EBS volume by ID (read-only or not), an iSCSI target by IQN, an RBD image by
+    (monitor, pool, image) per monitor (pool defaults to "rbd", as the API server sets it)."""
+    out = []
+    for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
+        if type(vol) is not dict:
+            continue  # the volume checks name it (kube/volumes.py)
+        for source, id_field in DISK_SOURCES.items():
+            raw = vol.get(source)
+            if raw is None:
+                continue
+            field = f"spec.volumes[{i}].{source}"
+            if type(raw) is not dict:
+                raise _fail(obj, field, "expected an object")
+            read_only = raw.get("readOnly", False)
+            if type(read_only) is not bool:
+                raise _fail(obj, f"{field}.readOnly", f"expected a boolean, got {type(read_only).__name__}")
+            name = _text(obj, f"{field}.{id_field}", raw.get(id_field))
+            if source == "rbd":
+                pool = _opt_text(obj, f"{field}.pool", raw.get("pool")) or "rbd"
+                monitors = raw.get("monitors") or []
+                if type(monitors) is not list or any(type(m) is not str for m in monitors):
+                    raise _fail(obj, f"{field}.monitors", "expected a list of strings")
+                ids = frozenset(f"{m}/{pool}/{name}" for m in monitors)
+            else:
+                ids = frozenset((name,))
+            out.append(s.Disk(source=source, ids=ids, read_only=read_only and source != "awsElasticBlockStore"))
+    return tuple(sorted(out))
+
+
 def _host_ports(obj: Obj) -> tuple[s.HostPort, ...]:
     """hostPorts of the containers and of sidecar init containers (restartPolicy Always), as
     upstream GetHostPorts; hostPort 0 asks for none. With ``hostNetwork: true`` a port without
@@ -483,6 +518,7 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         pod_anti_affinity=_pod_affinity_terms(obj, ns, "podAntiAffinity") if affinity else (),
         spread=_spread(obj) if spec.get("topologySpreadConstraints") is not None else (),
         host_ports=_host_ports(obj),
+        disks=_disks(obj) if spec.get("volumes") else (),
         required_features=_required_features(obj),
     )
 

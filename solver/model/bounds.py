@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, budget_needs, evaluate
 from solver.model.plan import WouldTake
@@ -486,8 +487,8 @@ def _shape(problem: Problem) -> _Tree | None:
         return None
     if any(problem.candidates[c.index] != problem.candidates[classes[0].index] for c in classes[1:]):
         return None  # the programs lay any class's pods on any class's nodes: they must be the same nodes
-    if any(c.pods[0].host_ports for c in classes):
-        return None  # host ports are inter-pod rules too (constraints/interpod.py)
+    if any(selectors.exclusive(c.pods[0]) for c in classes):
+        return None  # host ports and disks are inter-pod rules too (constraints/interpod.py)
     root = workload.groups[0]
     root_key = problem.groups[root].topology_key
     children = problem.tree.children(root)

@@ -20,6 +20,7 @@ from solver.model.problem import Problem
 from solver.model.workloads import PodClass, VictimUnit
 
 Placed = Mapping[s.NodeName, Mapping[int, int]]  # node -> class -> pods placed
+Clash = Callable[[s.Pod, s.Pod], bool]  # whether two pods cannot share a node
 _Spread = tuple[set[s.NodeName], list[str], list[tuple[s.Pod, str]], set[int]]
 
 
@@ -36,10 +37,10 @@ class InterPodRules:
         # (class, spread constraint) -> (eligible nodes, their values, counted running pods, matching classes)
         self._spread_cache: dict[tuple[int, int], _Spread] = {}
         classes = problem.classes
-        self.active = self.ip.active or any(c.pods[0].host_ports for c in classes)
+        self.active = self.ip.active or any(selectors.exclusive(c.pods[0]) for c in classes)
         self.constrained = {c.index for c in classes if self._rules_of(c)}
         # classes whose pods can clash with a returning victim, and those the end state checks
-        self.clashing = {c.index for c in classes if c.pods[0].pod_anti_affinity or c.pods[0].host_ports}
+        self.clashing = {c.index for c in classes if c.pods[0].pod_anti_affinity or selectors.exclusive(c.pods[0])}
         self.end_checked = {c.index for c in classes if c.pods[0].spread or c.pods[0].pod_affinity}
         families: dict[tuple[s.PodAffinityTerm, ...], list[int]] = defaultdict(list)
         for c in classes:
@@ -73,14 +74,14 @@ class InterPodRules:
     def port_holders(self) -> dict[s.NodeName, list[s.Pod]]:
         out: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
         for p in self.running:
-            if p.host_ports and p.node is not None:
+            if selectors.exclusive(p) and p.node is not None:
                 out[p.node].append(p)
         return out
 
     @staticmethod
     def _rules_of(cls: PodClass) -> bool:
         rep = cls.pods[0]
-        return bool(rep.pod_anti_affinity or rep.pod_affinity or rep.spread or rep.host_ports)
+        return bool(rep.pod_anti_affinity or rep.pod_affinity or rep.spread or selectors.exclusive(rep))
 
     # ---- the state ------------------------------------------------------------------
     def _stays(self, pod: s.Pod) -> bool:
@@ -153,8 +154,10 @@ class InterPodRules:
                 return False
         return not self._refused_by_placed(cls, node)
 
-    def ports_ok(self, cls: PodClass, node: s.Node) -> bool:
-        return self._ports_ok(cls, node)
+    def ports_ok(self, cls: PodClass, node: s.Node, clash: Clash = selectors.pods_clash) -> bool:
+        """No pod there clashes with one of ``cls`` (a host port or a disk; ``clash`` may
+        narrow it to one of them, for the reason)."""
+        return self._ports_ok(cls, node, clash)
 
     def affinity_ok(self, cls: PodClass, node: s.Node) -> bool:
         return self._affinity_ok(cls, node)
@@ -175,16 +178,14 @@ class InterPodRules:
                         return True
         return False
 
-    def _ports_ok(self, cls: PodClass, node: s.Node) -> bool:
-        ports = cls.pods[0].host_ports
-        if not ports:
+    def _ports_ok(self, cls: PodClass, node: s.Node, clash: Clash = selectors.pods_clash) -> bool:
+        rep = cls.pods[0]
+        if not selectors.exclusive(rep):
             return True
-
-        if any(n > 0 and selectors.host_ports_clash(ports, self.problem.classes[c].pods[0].host_ports)
-               for c, n in self.placed.get(node.name, {}).items()):
+        placed = self.placed.get(node.name, {})
+        if any(n > 0 and clash(rep, self.problem.classes[c].pods[0]) for c, n in placed.items()):
             return False
-        return not any(self._stays(q) and selectors.host_ports_clash(ports, q.host_ports)
-                       for q in self.port_holders.get(node.name, ()))
+        return not any(self._stays(q) and clash(rep, q) for q in self.port_holders.get(node.name, ()))
 
     def _first_node(self, family: tuple[int, ...]) -> s.NodeName | None:
         for op, c, name, _ in self.log():
@@ -273,7 +274,7 @@ class InterPodRules:
                 return True
             if any(self._same(t.topology_key, qn, node) and self.ip.matches(t, rep) for t in q.pod_anti_affinity):
                 return True
-            if q.node == name and selectors.host_ports_clash(rep.host_ports, q.host_ports):
+            if q.node == name and selectors.pods_clash(rep, q):
                 return True
         return False
 

@@ -122,7 +122,7 @@ def collect(snapshot: s.ClusterSnapshot) -> InterPod:
 
 def own_signature(pod: s.Pod) -> tuple[object, ...]:
     """What of a pending pod's own inter-pod rules a class shares."""
-    return (pod.pod_affinity, pod.pod_anti_affinity, pod.spread, pod.host_ports, pod.namespace)
+    return (pod.pod_affinity, pod.pod_anti_affinity, pod.spread, pod.host_ports, pod.disks, pod.namespace)
 
 
 def blocked(interpod: InterPod, pod: s.Pod, fixed: Sequence[tuple[s.Pod, s.Node]]) -> set[tuple[str, str]]:
@@ -137,7 +137,7 @@ def blocked(interpod: InterPod, pod: s.Pod, fixed: Sequence[tuple[s.Pod, s.Node]
         for t in q.pod_anti_affinity:
             if t.topology_key in node.labels and interpod.matches(t, pod):
                 out.add((t.topology_key, node.labels[t.topology_key]))
-        if selectors.host_ports_clash(pod.host_ports, q.host_ports):
+        if selectors.pods_clash(pod, q):
             out.add(("", node.name))
     return out
 

@@ -231,7 +231,7 @@ def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], 
              for node in snapshot.nodes} if classes else {}
     # running pods no plan evicts, with their nodes: their anti-affinity and host ports block for good
     unmoved = _unmoved(snapshot.nodes, units, strongest) \
-        if interpod.active or any(p.host_ports for c in classes for p in c.pods[:1]) else []
+        if interpod.active or any(selectors.exclusive(c.pods[0]) for c in classes) else []
     # classes that differ only in their group filter the nodes the same way: filter once per shape
     shapes: dict[tuple[object, ...], dict[s.NodeName, int]] = {}
     rejected = {w.index for w in workloads if w.rejected}
@@ -548,7 +548,7 @@ def _candidate_nodes(
         return out
     if any(cls.index in cap.classes and cap.room == 0 for cap in dra.reserve_caps):
         return out  # a claim it names is reserved for as many consumers as it may be (PreFilter)
-    relevant = [(q, n) for q, n in unmoved if rep.pod_anti_affinity or q.pod_anti_affinity or q.host_ports]
+    relevant = [(q, n) for q, n in unmoved if rep.pod_anti_affinity or q.pod_anti_affinity or selectors.exclusive(q)]
     shut = ip.blocked(interpod, rep, relevant) if relevant else set()
     checks = bool(shut or rep.pod_affinity or rep.spread)
     for i, node in enumerate(nodes):
@@ -560,7 +560,7 @@ def _candidate_nodes(
             continue  # NodeVolumeLimits: its own new volumes pass a limit (evictions free none: attach.py)
         if checks and not ip.node_allowed(rep, node, shut):
             continue
-        most = 1 if rep.host_ports else len(cls.pods)  # one pod per host port and node
+        most = 1 if selectors.pods_clash(rep, rep) else len(cls.pods)  # one pod per host port (or disk) and node
         for res, amount in cls.requests.items():
             free = node.allocatable.get(res, 0) - fixed[node.name].get(res, 0)
             most = min(most, max(0, free) // amount)

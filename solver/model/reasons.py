@@ -52,6 +52,7 @@ TAINTS = "node(s) had untolerated taint(s)"  # tainttoleration Filter
 NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"  # nodeaffinity.ErrReasonPod
 PORTS = "node(s) didn't have free ports for the requested pod ports"  # nodeports.ErrReason
 TOO_MANY_PODS = "Too many pods"  # noderesources fit.go
+DISK = "node(s) had no available disk"  # volumerestrictions ErrReasonDiskConflict
 VOLUME_LIMIT = "node(s) exceed max volume count"  # nodevolumelimits ErrReasonMaxVolumeCountExceeded
 VOLUME_BIND = "node(s) didn't find available persistent volumes to bind"  # volumebinding ErrReasonBindConflict
 VOLUME_NODE = "node(s) didn't match PersistentVolume's node affinity"  # volumebinding ErrReasonNodeConflict
@@ -156,6 +157,14 @@ class Diagnoser:
                          never=cls.power is None)
 
 
+def _ports_clash(a: s.Pod, b: s.Pod) -> bool:
+    return selectors.host_ports_clash(a.host_ports, b.host_ports)
+
+
+def _disks_clash(a: s.Pod, b: s.Pod) -> bool:
+    return selectors.disks_clash(a.disks, b.disks)
+
+
 def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool]:
     """The first refusing filter's reasons for one pod of ``cls`` on ``node`` (none: it fits),
     and whether preemption could resolve them."""
@@ -167,11 +176,13 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
     if not selectors.affinity_matches(pod, node):
         return [NODE_AFFINITY], False
     rules = state.rules
-    if pod.host_ports and not rules.ports_ok(cls, node):
+    if pod.host_ports and not rules.ports_ok(cls, node, _ports_clash):
         return [PORTS], True
     short = _short(cls, node, state.running_on(node.name))
     if short:  # unresolvable when the node could not hold the pod even empty (fit.go)
         return short, all(node.allocatable.get(res, 0) >= amount for res, amount in cls.requests.items())
+    if pod.disks and not rules.ports_ok(cls, node, _disks_clash):
+        return [DISK], True
     if pod.volume_block:
         return [VOLUME_BIND], False
     if pod.csi_volumes:  # NodeVolumeLimits (attach.py), resolvable as upstream returns it

@@ -159,6 +159,24 @@ def host_ports_clash(a: Iterable[s.HostPort], b: Iterable[s.HostPort]) -> bool:
     return any(ports_conflict(x, y) for x in a for y in theirs)
 
 
+def disks_clash(a: Iterable[s.Disk], b: Iterable[s.Disk]) -> bool:
+    """Two pods' inline disks cannot share a node (VolumeRestrictions ``isVolumeConflict``)."""
+    theirs = tuple(b)
+    return any(x.source == y.source and not (x.read_only and y.read_only) and not x.ids.isdisjoint(y.ids)
+               for x in a for y in theirs)
+
+
+def exclusive(pod: s.Pod) -> bool:
+    """Whether the pod holds something of a node no conflicting pod may share: a host port or
+    an inline disk."""
+    return bool(pod.host_ports or pod.disks)
+
+
+def pods_clash(a: s.Pod, b: s.Pod) -> bool:
+    """Two pods cannot share a node: a host port (NodePorts) or a disk (VolumeRestrictions)."""
+    return host_ports_clash(a.host_ports, b.host_ports) or disks_clash(a.disks, b.disks)
+
+
 def label_selector_matches(selector: s.LabelSelector, labels: Mapping[str, str]) -> bool:
     """metav1.LabelSelector semantics: matchLabels AND matchExpressions; empty matches all."""
     if any(labels.get(k) != v for k, v in selector.match_labels.items()):

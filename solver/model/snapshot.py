@@ -108,6 +108,18 @@ class HostPort:
     port: int
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Disk:
+    """An inline volume VolumeRestrictions keeps to one pod per node (volume_restrictions.go
+    ``isVolumeConflict``): two pods on a node conflict when volumes of one ``source`` share an
+    id, unless both mount read-only (an EBS volume conflicts read-only too). An RBD image has
+    one id per Ceph monitor (monitor, pool, image), so sharing any monitor is sharing the image."""
+
+    source: str  # gcePersistentDisk | awsElasticBlockStore | iscsi | rbd
+    ids: frozenset[str]
+    read_only: bool
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Node:
     name: NodeName
@@ -156,6 +168,7 @@ class Pod:
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required podAntiAffinity terms
     spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule topologySpreadConstraints
     host_ports: tuple[HostPort, ...] = ()  # containers' and sidecars' hostPorts
+    disks: tuple[Disk, ...] = ()  # inline disks VolumeRestrictions keeps apart (Disk)
     ready: bool = False  # running with condition Ready=True (the Eviction API's "healthy")
     # bound but in phase Pending (not started yet): the Eviction API deletes it without asking
     # any budget (canIgnorePDB, eviction.go)

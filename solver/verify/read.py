@@ -311,6 +311,36 @@ class PodFacts:
     anti_affinity: tuple[PodTerm, ...] = ()
     spread: tuple[Spread, ...] = ()
     claims: tuple[Claim, ...] = ()
+    disks: tuple[Disk, ...] = ()  # the inline volumes VolumeRestrictions compares
+
+
+# VolumeRestrictions' needsRestrictionsCheck: an inline volume of these sources is compared,
+# read as (source, what names it, read-only); an RBD image is named by (its monitors, pool, image)
+Disk = tuple[str, Any, bool]
+
+
+def _disks(spec: Obj) -> tuple[Disk, ...]:
+    out: list[Disk] = []
+    for v in spec.get("volumes") or ():
+        if (g := v.get("gcePersistentDisk")) is not None:
+            out.append(("gce", g.get("pdName"), bool(g.get("readOnly"))))
+        elif (a := v.get("awsElasticBlockStore")) is not None:
+            out.append(("ebs", a.get("volumeID"), False))  # conflicts read-only too
+        elif (i := v.get("iscsi")) is not None:
+            out.append(("iscsi", i.get("iqn"), bool(i.get("readOnly"))))
+        elif (r := v.get("rbd")) is not None:
+            out.append(("rbd", (frozenset(r.get("monitors") or ()), r.get("pool") or "rbd", r.get("image")),
+                        bool(r.get("readOnly"))))
+    return tuple(out)
+
+
+def disks_conflict(a: Disk, b: Disk) -> bool:
+    """volume_restrictions.go isVolumeConflict for two inline volumes."""
+    if a[0] != b[0] or (a[2] and b[2]):
+        return False
+    if a[0] == "rbd":
+        return bool(a[1][0] & b[1][0]) and a[1][1:] == b[1][1:]
+    return bool(a[1] == b[1])
 
 
 def _node_terms(raw: Any) -> tuple[Term, ...]:
@@ -682,6 +712,7 @@ def _pod_facts(spec: Obj, ns: str, name: str, labels: Mapping[str, str], volumes
         tolerations=tuple((str(t.get("key") or ""), str(t.get("operator") or ""), str(t.get("value") or ""),
                            str(t.get("effect") or "")) for t in spec.get("tolerations") or ()),
         host_ports=_host_ports(spec),
+        disks=_disks(spec),
         features=_features(spec),
         affinity=_pod_terms((affinity.get("podAffinity") or {}).get(
             "requiredDuringSchedulingIgnoredDuringExecution"), ns, labels),

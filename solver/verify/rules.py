@@ -4,7 +4,8 @@ topology, PDBs and the objective. One ``check_*`` function per rule."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from solver.model import snapshot as s
 from solver.verify import read
@@ -84,16 +85,26 @@ def _anti_conflict(view: _View, owner: s.Pod, other: s.Pod) -> bool:
 
 def _port_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
     """One host port asked for by two pods on one node (NodePorts)."""
-    mine, theirs = view.spec(a).host_ports, view.spec(b).host_ports
+    return _on_one_node(view, a, b, view.spec(a).host_ports, view.spec(b).host_ports, read.ports_clash)
+
+
+def _disk_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
+    """One inline disk two pods on one node may not share (VolumeRestrictions)."""
+    return _on_one_node(view, a, b, view.spec(a).disks, view.spec(b).disks, read.disks_conflict)
+
+
+def _on_one_node(view: _View, a: s.Pod, b: s.Pod, mine: Sequence[Any], theirs: Sequence[Any],
+                 clash: Callable[[Any, Any], bool]) -> bool:
+    """Two pods on one node, one thing of each clashing."""
     if a.key == b.key or not mine or not theirs:
         return False
     na, nb = _where_now(view, a), _where_now(view, b)
-    return na is not None and nb is not None and na.name == nb.name and any(
-        read.ports_clash(x, y) for x in mine for y in theirs)
+    return na is not None and nb is not None and na.name == nb.name and any(clash(x, y) for x in mine for y in theirs)
 
 
 def _in_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
-    return _anti_conflict(view, a, b) or _anti_conflict(view, b, a) or _port_conflict(view, a, b)
+    return (_anti_conflict(view, a, b) or _anti_conflict(view, b, a) or _port_conflict(view, a, b)
+            or _disk_conflict(view, a, b))
 
 
 def check_pod_anti_affinity(view: _View) -> list[Violation]:
@@ -190,15 +201,24 @@ def check_host_ports(view: _View) -> list[Violation]:
 
 
 def check_volume_restrictions(view: _View) -> list[Violation]:
-    """VolumeRestrictions (satisfyReadWriteOncePod): a bound pod's ReadWriteOncePod claim is
-    used by no other pod present at the end."""
+    """VolumeRestrictions: no bound pod's inline disk conflicts with one of another present pod
+    on its node (satisfyVolumeConflicts), and a bound pod's ReadWriteOncePod claim is used by no
+    other pod present at the end (satisfyReadWriteOncePod)."""
+    disks: dict[str, list[s.Pod]] = defaultdict(list)
+    for q in view.present():
+        if view.spec(q).disks and (node := _where_now(view, q)) is not None:
+            disks[node.name].append(q)
+    out = [Violation(rule="volume-restrictions", subject=p.key, detail=f"an inline disk of {q.key} on {node.name}")
+           for p in view.new_pods if view.spec(p).disks and (node := _where_now(view, p)) is not None
+           for q in disks.get(node.name, ()) if _disk_conflict(view, p, q)]
     users: dict[str, list[str]] = defaultdict(list)
     for q in view.present():
         for claim in view.facts.once_pod.get(q.key, ()):
             users[claim].append(q.key)
-    return [Violation(rule="volume-restrictions", subject=p.key,
+    out += [Violation(rule="volume-restrictions", subject=p.key,
                       detail=f"ReadWriteOncePod claim {claim} is also used by {sorted(set(users[claim]) - {p.key})}")
             for p in view.new_pods for claim in view.facts.once_pod.get(p.key, ()) if len(set(users[claim])) > 1]
+    return out
 
 
 def check_volume_limits(view: _View) -> list[Violation]:
@@ -394,7 +414,8 @@ def check_victims_necessary(view: _View) -> list[Violation]:
                     necessary = True
         necessary = necessary or _needed_for_devices(view, members, prio) or any(
             _in_conflict(view, p, q) for q in members for p in view.new_pods
-            if (view.spec(p).anti_affinity or view.spec(p).host_ports or view.spec(q).anti_affinity)
+            if (view.spec(p).anti_affinity or view.spec(p).host_ports or view.spec(p).disks
+                or view.spec(q).anti_affinity)
             and view.power(p) > prio) or \
             _needed_for_spread(view, members, prio)
         if not necessary:

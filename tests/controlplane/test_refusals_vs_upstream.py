@@ -156,6 +156,16 @@ def _untranslatable() -> list[dict[str, Any]]:
                  _inline(pod("p").cpu_m(500), a=disk))
 
 
+def _disk(read_only: bool) -> list[dict[str, Any]]:
+    # n1, the emptier node, runs a pod mounting GCE PD d1: p mounting it too goes to n2, unless
+    # both mount it read-only (VolumeRestrictions)
+    from tests.solver.test_disk_conflicts import gce
+    from tests.solver.test_volume_limits import _inline
+
+    return _docs(node("n1"), node("n2").cpu_m(2000), _inline(pod("r").on("n1").cpu_m(100), a=gce("d1", read_only)),
+                 _inline(pod("p").cpu_m(500), a=gce("d1", read_only)))
+
+
 def _consumable(*asks: str | None) -> list[dict[str, Any]]:
     from tests.solver.test_consumable_capacity import shared_case
 
@@ -187,6 +197,8 @@ CASES = {
     "in-tree volume held already": (lambda: _in_tree("vol-1"), {"default/p": "n1"}),
     "in-tree persistent volume": (_in_tree_persistent, {"default/p": "n2"}),
     "in-tree volume untranslatable": (_untranslatable, {}),
+    "inline disk in use": (lambda: _disk(False), {"default/p": "n2"}),
+    "inline disk read-only": (lambda: _disk(True), {"default/p": "n1"}),
 }
 
 

@@ -330,7 +330,8 @@ def _inter_pod(m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod
 
     - anti-affinity: a term of A matching B forbids A and B in one domain of its key;
     - host ports: two pods asking for conflicting ports (same protocol and port, one IP or
-      0.0.0.0) never share a node;
+      0.0.0.0) never share a node; nor do two pods with one inline disk, unless both mount it
+      read-only (VolumeRestrictions);
     - affinity: a pod's node has every term's key; per group of pending pods with the same
       terms, in each term's domain holding one of them: a running pod (not evicted) matching
       all the terms, or a placed pending pod without affinity terms matching them, or the
@@ -370,6 +371,10 @@ def _inter_pod(m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod
         return any(x_.protocol == y.protocol and x_.port == y.port and (x_.ip == y.ip or "0.0.0.0" in (x_.ip, y.ip))
                    for x_ in a.host_ports for y in b.host_ports)
 
+    def disk_clash(a: s.Pod, b: s.Pod) -> bool:  # one disk (an id of one source), not both read-only
+        return any(d.source == f.source and not (d.read_only and f.read_only) and set(d.ids) & set(f.ids)
+                   for d in a.disks for f in b.disks)
+
     everyone = pending + running
     needs: dict[str, list] = defaultdict(list)
 
@@ -397,7 +402,8 @@ def _inter_pod(m: cp_model.CpModel, snap: s.ClusterSnapshot, pending: list[s.Pod
                     for nb in nodes:
                         if same(t.topology_key, na, nb):
                             forbid(a, na, b, nb)
-            if (a.key < b.key or b.node is not None) and a.host_ports and b.host_ports and clash(a, b):
+            if (a.key < b.key or b.node is not None) and ((a.host_ports and b.host_ports and clash(a, b))
+                                                          or (a.disks and b.disks and disk_clash(a, b))):
                 for n in nodes:
                     forbid(a, n, b, n)
 

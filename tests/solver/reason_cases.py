@@ -1,4 +1,4 @@
-"""One cluster whose six pending pods the default profile refuses everywhere, each for other
+"""One cluster whose seven pending pods the default profile refuses everywhere, each for other
 reasons (tests/solver/test_reasons.py; the real kube-scheduler's words for them are compared
 in tests/controlplane/test_reasons_vs_upstream.py)."""
 
@@ -27,6 +27,8 @@ EXPECTED = {
                     "pod ports, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
     "default/spread": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread "
                       "constraints, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
+    "default/clash": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) had no available disk, 1 node(s) had "
+                     "untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
     # a filter's error, not a refusal: CSI migration cannot translate the inline disk on n1 (a CSINode)
     "default/disk": 'running "NodeVolumeLimits" filter plugin: converting volume(data) from inline to csi: '
                     "kind(Dedicated) is not supported in csi migration",
@@ -36,8 +38,11 @@ EXPECTED = {
 def cluster() -> list[Any]:
     """n1 (4 cpu, zone a) runs web (priority 1000, host port 8080); n2 (2 cpu, zone b) is
     tainted; n3 is cordoned; n4 (1 cpu, zone b) runs low (priority 0, as the pending pods); n1's
-    CSINode lists the Azure Disk CSI driver."""
+    CSINode lists the Azure Disk CSI driver; web mounts GCE PD d9."""
     web = _host_network(pod("web").on("n1").cpu_m(500).priority(1000).label("app", "web"), 8080)
+    clash = pod("clash").cpu_m(1500)
+    for p in (web, clash):  # GCE PD d9, read-write: VolumeRestrictions keeps clash off n1
+        p.obj["spec"]["volumes"] = [{"name": "d", "gcePersistentDisk": {"pdName": "d9"}}]
     spread = pod("spread").cpu_m(3000).label("app", "web")
     spread.obj["spec"]["topologySpreadConstraints"] = [{
         "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
@@ -50,7 +55,7 @@ def cluster() -> list[Any]:
         "diskName": "d", "diskURI": "https://acct.blob.core.windows.net/vhds/d.vhd", "kind": "Dedicated"}}]
     csi_node = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "n1"},
                 "spec": {"drivers": [{"name": "disk.csi.azure.com", "nodeID": "n1", "allocatable": {"count": 8}}]}}
-    return [csi_node, disk, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
+    return [csi_node, disk, clash, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
             node("n3").cpu_m(4000).unschedulable(), node("n4").cpu_m(1000).zone("b"),
             web, pod("low").on("n4").cpu_m(800).label("app", "low"),
             pod("huge").cpu_m(64000), pod("lost").cpu_m(100).selector("topology.kubernetes.io/zone", "c"),

@@ -388,7 +388,8 @@ def _volume_limits(draw: Any, objs: list[Any], nodes: list[str], running: list[t
     that must be on the node now and then, and CSI volumes (ReadWriteMany, so that pods may
     share one) on some running and some pending pods; or, now and then, inline in-tree EBS
     volumes that CSI migration counts under ebs.csi.aws.com (``aws://z/vol-0`` and ``vol-0``
-    being one volume)."""
+    being one volume); and now and then an inline GCE PD, read-only or not (VolumeRestrictions;
+    also a migrated volume, counted under pd.csi.storage.gke.io)."""
     from tests.solver.test_volume_limits import DRIVER, EBS, _csi_node, _ebs, _inline, _uses, _volume
 
     migrated = draw(st.integers(0, 3)) == 0
@@ -412,6 +413,10 @@ def _volume_limits(draw: Any, objs: list[Any], nodes: list[str], running: list[t
                 _inline(pb, a=_ebs(draw(st.sampled_from([f"vol-{c[3:]}", f"aws://z/vol-{c[3:]}"]))))
             else:
                 _uses(pb, c)
+        if draw(st.integers(0, 4)) == 0:  # an inline disk VolumeRestrictions keeps apart
+            pb.obj["spec"].setdefault("volumes", []).append(
+                {"name": "disk", "gcePersistentDisk": {"pdName": draw(st.sampled_from(["d0", "d1"])),
+                                                       "readOnly": draw(st.booleans())}})
     return out
 
 

@@ -45,7 +45,7 @@ from solver.model.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
-    has_ports = any(c.pods[0].host_ports for c in problem.classes)
+    has_ports = any(selectors.exclusive(c.pods[0]) for c in problem.classes)
     if not problem.interpod.active and not has_ports:
         return
     ctx = _Context(problem, vars)
@@ -120,21 +120,29 @@ class _Context:
                         self.conflict(c, term.topology_key, domain, q)
 
     def host_ports(self) -> None:
-        classes = [c for c in self.problem.classes if c.pods[0].host_ports]
+        """Host ports (NodePorts) and inline disks (VolumeRestrictions): two pods that clash
+        never share a node (a class that clashes with itself has one pod a node: its candidates)."""
+        classes = [c for c in self.problem.classes if selectors.exclusive(c.pods[0])]
         running_ports: dict[s.NodeName, list[s.Pod]] = defaultdict(list)
         for q in self.running:
-            if q.host_ports and q.node is not None:
+            if selectors.exclusive(q) and q.node is not None:
                 running_ports[q.node].append(q)
 
         for i, a in enumerate(classes):
-            pa = a.pods[0].host_ports
+            pa = a.pods[0]
             for node, var in self.vars.nodes_of(a.index).items():
                 for b in classes[i + 1:]:
                     other = self.vars.count(b.index, node)
-                    if other is not None and selectors.host_ports_clash(pa, b.pods[0].host_ports):
+                    if other is None or not selectors.pods_clash(pa, b.pods[0]):
+                        continue
+                    if selectors.pods_clash(pa, pa) and selectors.pods_clash(b.pods[0], b.pods[0]):
                         self.model.add(var + other <= 1)
+                    else:  # read-only mounts of one disk share a node: one class or the other
+                        theirs = self.model.new_bool_var(f"disk[{a.index},{b.index},{node}]")
+                        self.model.add(other <= self.problem.candidates[b.index][node] * theirs)
+                        self.model.add(var <= self.problem.candidates[a.index][node] * (1 - theirs))
                 for q in running_ports.get(node, ()):
-                    if selectors.host_ports_clash(pa, q.host_ports):
+                    if selectors.pods_clash(pa, q):
                         self.conflict(a.index, "", node, q)
 
     def affinity(self) -> None:
