@@ -66,6 +66,17 @@ def gone(now: Obj | None, uid: str | None) -> bool:
     return now is None or (uid is not None and now["metadata"].get("uid") != uid)
 
 
+def _claim_name(owner: Obj, entry: Obj) -> str | None:
+    """The ResourceClaim a pod's (or PodGroup's) claim entry stands for: the one it names, or
+    the one made from its template, as its status.resourceClaimStatuses names it (None: not
+    made yet)."""
+    if entry.get("resourceClaimName"):
+        return str(entry["resourceClaimName"])
+    made = (owner.get("status") or {}).get("resourceClaimStatuses") or []
+    return next((str(m["resourceClaimName"]) for m in made
+                 if m.get("name") == entry.get("name") and m.get("resourceClaimName")), None)
+
+
 # ---- execution ---------------------------------------------------------------------------
 
 
@@ -298,7 +309,7 @@ class Executor:
         entry = next((e for e in entries if e.get("name") == first.claim), None)
         if entry is None:
             return
-        claim_name = entry.get("resourceClaimName")
+        claim_name = _claim_name(owner, entry)
         results = [{"request": a.request, **d.to_dict()} for a in allocs for d in a.devices]
         users = [owner] + [p for p in bound if p is not owner and claim_name and p["metadata"]["namespace"] == ns
                            and any(e.get("resourceClaimName") == claim_name
@@ -307,11 +318,8 @@ class Executor:
                      for p in users] if first.pod else
                     [{"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": owner_name,
                       "uid": owner["metadata"].get("uid", "")}])
-        if claim_name is None:  # from a template: the claim its owner's status names (kube-controller-
-            # manager's resourceclaim controller makes it, as for kube-scheduler, which only waits)
-            made = owner.get("status", {}).get("resourceClaimStatuses", [])
-            claim_name = next((m.get("resourceClaimName") for m in made if m.get("name") == first.claim), None)
-        if claim_name is None:  # no controller has made it yet: make it as that controller would
+        if claim_name is None:  # from a template, and kube-controller-manager's resourceclaim controller
+            # has not made it yet (kube-scheduler only waits for it): make it as that controller would
             template = next((o for o in objects if o["kind"] == "ResourceClaimTemplate"
                              and _key(o) == f"{ns}/{entry['resourceClaimTemplateName']}"), None)
             if template is None:
@@ -349,11 +357,9 @@ class Executor:
             if pod is None:
                 continue
             ns = pod["metadata"]["namespace"]
-            made = {m.get("name"): m.get("resourceClaimName")
-                    for m in pod.get("status", {}).get("resourceClaimStatuses", []) or []}
             group = (pod.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
             for entry in pod.get("spec", {}).get("resourceClaims", []) or []:
-                name = entry.get("resourceClaimName") or made.get(entry.get("name"))
+                name = _claim_name(pod, entry)
                 claim = claims.get(f"{ns}/{name}") if name else None
                 status = (claim or {}).get("status") or {}
                 if not status.get("allocation"):

@@ -62,7 +62,7 @@ from solver.model import cel, selectors
 from solver.model import snapshot as s
 from solver.model.consumable import Used, consumed
 from solver.model.errors import SnapshotInvalidError
-from solver.model.workloads import PodClass, VictimUnit
+from solver.model.workloads import PodClass, VictimUnit, may_preempt
 
 Holder = tuple[int, ...] | None  # None: free; (): held for good; (u, ...): free once all are evicted
 
@@ -376,11 +376,14 @@ class _Types:
 
 
 def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Sequence[VictimUnit],
-            *, free_on_eviction: bool = True, expected: Sequence[s.ExpectedPod] = ()) -> DraProblem:
-    """The DRA view of the problem. Without ``free_on_eviction`` every allocated device stays
-    held whoever is evicted, as upstream 1.37 plans (its DRA plugin has no preemption
-    support, KEP-5690). ``expected``: pod shapes whose device requests the devices are also
-    asked (``expected_slots``), so that the hint can tell which devices each could use."""
+            *, several: Mapping[s.ClaimKey, tuple[tuple[s.PodKey, str], ...]], free_on_eviction: bool = True,
+            expected: Sequence[s.ExpectedPod] = ()) -> DraProblem:
+    """The DRA view of the problem. ``several``: the claims several of the classes' pods name,
+    with those pods (``pod_shared``, whose keys the class signatures read too). Without ``free_on_eviction`` every
+    allocated device stays held whoever is evicted, as upstream 1.37 plans (its DRA plugin has
+    no preemption support, KEP-5690). ``expected``: pod shapes whose device requests the
+    devices are also asked (``expected_slots``), so that the hint can tell which devices each
+    could use."""
     dra_state = snapshot.dra
     if not dra_state.pod_claims and not dra_state.devices:
         return DraProblem(class_slots=tuple(() for _ in classes))
@@ -389,7 +392,6 @@ def analyse(snapshot: s.ClusterSnapshot, classes: Sequence[PodClass], units: Seq
     naming = _naming(dra_state, classes)
     holder_of = _holders(snapshot, consumers)
     kept_of = _kept(dra_state, naming)
-    several = pod_shared(dra_state, [p.key for c in classes for p in c.pods])
     claims = _sort_claims(snapshot, classes, several)
     shares = _shares(snapshot, consumers, naming)
     questions, attrs = _questions(claims)
@@ -674,8 +676,7 @@ def _kept_for_good(types: Sequence[DeviceType], classes: Sequence[PodClass],
     for t in types:
         if t.shareable or t.holder is None:
             continue
-        if t.holder == () or not any(all(not units[u].protected and units[u].priority < p for u in t.holder)
-                                     for p in powers):
+        if t.holder == () or not any(all(may_preempt(p, units[u]) for u in t.holder) for p in powers):
             out.add(t.index)
     return frozenset(out)
 

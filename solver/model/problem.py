@@ -45,7 +45,7 @@ from solver.model import interpod as ip
 from solver.model import snapshot as s
 from solver.model.features import FeatureGates
 from solver.model.stopping import checkpoint
-from solver.model.workloads import PodClass, VictimUnit, Workload
+from solver.model.workloads import PodClass, VictimUnit, Workload, may_preempt
 
 MILLI = 1000  # preemption costs are held in thousandths
 NO_GATES = FeatureGates()  # every gate at its default
@@ -119,7 +119,7 @@ class Problem:
 
     def eligible(self, cls: PodClass, unit: VictimUnit) -> bool:
         """May pods of ``cls`` preempt ``unit``? Strictly lower priority, policy not Never."""
-        return not unit.protected and cls.power is not None and unit.priority < cls.power
+        return may_preempt(cls.power, unit)
 
 
 def _classes_under(tree: s.WorkloadTree, classes: Sequence[PodClass], key: s.GroupKey) -> list[int]:
@@ -183,12 +183,13 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
         if pod.node is not None and pod.preempted:
             preempted_on[pod.node].append(pod)
     interpod = ip.collect(snapshot)
-    several = frozenset(dra_mod.pod_shared(snapshot.dra, [p.key for pods in pending_by_root.values() for p in pods]))
+    several = dra_mod.pod_shared(snapshot.dra, [p.key for pods in pending_by_root.values() for p in pods])
     workloads, classes = _workloads_and_classes(pending_by_root, groups, tree, running_in_group,
-                                                snapshot.dra, gates, preempted_on, interpod, several)
+                                                snapshot.dra, gates, preempted_on, interpod, frozenset(several))
     planned_roots = {(GROUP_ROOT if w.kind != s.STANDALONE_POD else POD_ROOT, w.key) for w in workloads}
     units, units_on_node = _victim_units(snapshot, groups, planned_roots, pdb_policy == "strict")
-    dra = dra_mod.analyse(snapshot, classes, units, free_on_eviction=dra_preemption, expected=expected)
+    dra = dra_mod.analyse(snapshot, classes, units, several=several, free_on_eviction=dra_preemption,
+                          expected=expected)
     vectors = tuple(interpod.vector(c.pods[0]) for c in classes)
     held_volumes = attach.held(snapshot)
     candidates = _all_candidates(snapshot, workloads, classes, units, units_on_node, dra, interpod, vectors,

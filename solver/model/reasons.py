@@ -126,8 +126,7 @@ class Diagnoser:
         """A pod ``cls`` may evict runs on ``node``: upstream tries preemption on a node only
         then (SelectVictimsOnNode: "No preemption victims found" otherwise)."""
         units = self.problem.units
-        return cls.power is not None and any(not units[u].protected and units[u].priority < cls.power
-                                             for u in self.problem.units_on_node.get(node.name, ()))
+        return any(self.problem.eligible(cls, units[u]) for u in self.problem.units_on_node.get(node.name, ()))
 
     def _diagnose(self, cls: PodClass, nodes: tuple[s.Node, ...]) -> Diagnosis:
         if self._state is None:

@@ -56,3 +56,9 @@ class VictimUnit:
     usage: Mapping[s.NodeName, Mapping[str, int]]  # per node, summed member requests
     pdb_counts: Mapping[s.PdbKey, int]  # members matching each PDB
     start_time: str  # earliest member start
+
+
+def may_preempt(power: int | None, unit: VictimUnit) -> bool:
+    """May a pod of preemption ``power`` (None: policy Never) evict ``unit``? Strictly lower
+    priority, and the unit not protected."""
+    return not unit.protected and power is not None and unit.priority < power
