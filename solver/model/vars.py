@@ -43,6 +43,7 @@ class PlacementVars:
         # has one option per distinct reachable set, so (alt, value) alone may repeat).
         self._alloc: dict[tuple[int, s.NodeName], dict[AllocKey, cp_model.IntVar]] = {}
         self._shared_alloc: dict[int, dict[SharedOption, dict[int, cp_model.IntVar]]] = {}
+        self._takers: dict[int, list[tuple[int, cp_model.IntVar]]] | None = None  # device_takers, once
         # (rank, pick): pods (or a shared claim) taking their rank-th usable firstAvailable entry
         self._alt_picks: list[tuple[int, cp_model.IntVar]] = []
         # present[classes, key, value] == 1 iff a pod of the classes lands where label key == value
@@ -203,10 +204,14 @@ class PlacementVars:
                 yield c, node, key, var
 
     def device_takers(self) -> dict[int, list[tuple[int, cp_model.IntVar]]]:
-        """type -> (class, allocation variable) of every allocation that may take a device of
-        the type (not with admin access, which takes it held or not); a shared claim's counts
-        for the weakest class naming it (a PodGroup's are
-        alike; of the pods several workloads have naming a claim, any may be placed alone)."""
+        """type -> (class, literal) of every allocation that may take a device of the type (not
+        with admin access, which takes it held or not). A PodGroup's claim counts for its
+        weakest class (they are alike). A claim several pending pods name is allocated by
+        whichever of them upstream schedules first, so it counts for each of them placed: per
+        class naming it, a literal that holds only when the class has a pod placed and the
+        claim takes devices of the type (the verifier takes any of them too)."""
+        if self._takers is not None:
+            return self._takers
         out: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
         dra = self.problem.dra
         for c, _, key, var in self.pod_allocs():
@@ -214,13 +219,21 @@ class PlacementVars:
                 out.setdefault(key.dtype, []).append((c, var))
         classes = self.problem.classes
         for i, options in self._shared_alloc.items():
-            owner = min(dra.shared[i].users, key=lambda c: (classes[c].power is not None, classes[c].power or 0, c))
-            slots = dra.shared[i].slots
+            claim = dra.shared[i]
+            owner = min(claim.users, key=lambda c: (classes[c].power is not None, classes[c].power or 0, c))
             for option, by_type in options.items():
-                if slots[option.slot].request.alternatives[option.alt].admin_access:
+                if claim.slots[option.slot].request.alternatives[option.alt].admin_access:
                     continue  # admin access needs no device freed
                 for t, var in by_type.items():
-                    out.setdefault(t, []).append((owner, var))
+                    if not claim.pods:
+                        out.setdefault(t, []).append((owner, var))
+                        continue
+                    for c in sorted(claim.users):
+                        lit = self.model.new_bool_var(f"takes[{claim.claim.key},{c},{t}]")
+                        self.model.add(var >= 1).only_enforce_if(lit)
+                        self.model.add(self.placed([c]) >= 1).only_enforce_if(lit)
+                        out.setdefault(t, []).append((c, lit))
+        self._takers = out
         return out
 
     # ---- solutions and hints -----------------------------------------------------

@@ -414,8 +414,11 @@ def test_any_pod_naming_a_claim_several_name_may_be_the_one_that_preempts_for_it
     """a (which never preempts) and b (priority 100) name c; n1's one GPU is held by r's claim.
     A plan that evicts r and gives c's allocation to a, the first by name, is valid: b could
     have been scheduled first, and its preemption frees the GPU (the property test found the
-    verifier judging by a's power alone). The model attributes the claim to its weakest
-    sharer, which may be placed alone, so it evicts for it only when a may preempt too."""
+    verifier judging by a's power alone). The model does the same: the claim's allocation may
+    evict for it when a placed pod naming it may preempt. So it places both and evicts r (as
+    upstream would: a fails first, b preempts and allocates c, then a joins it); with b alone
+    Never too, it evicts nothing (the property test found the model attributing the claim to
+    its weakest sharer, a, and proving a worse plan optimal)."""
     from tests.solver.test_verify_dra import alloc, plan
 
     objs = [node("n1").cpu_m(4000), gpu_slice("n1", 1), GPU_CLASS,
@@ -427,9 +430,9 @@ def test_any_pod_naming_a_claim_several_name_may_be_the_one_that_preempts_for_it
     hand = plan(snap, {"default/a": "n1", "default/b": "n1"}, alloc("default/a", "gpu", "gpu", f"{DRIVER}/n1/gpu-0"),
                 evict=["default/r"])
     assert verify.verify(snap, hand) == []
-    assert _plan(*objs)[:2] == ({}, [])
-    objs[-2] = with_claims(pod("a").cpu_m(500).priority(100), gpu="claim:c")
     assert _plan(*objs)[:2] == ({"default/a": "n1", "default/b": "n1"}, ["default/r"])
+    objs[-1] = with_claims(pod("b").cpu_m(500).priority(100).never_preempt(), dev="claim:c")
+    assert _plan(*objs)[:2] == ({}, [])
 
 
 def _reserved_for(count: int) -> list[Any]:
@@ -550,3 +553,23 @@ def test_one_pod_naming_a_claim_twice_is_refused_naming_the_field() -> None:
             with_claims(pod("a").cpu_m(500), gpu="claim:c", dev="claim:c")]
     with pytest.raises(SnapshotInvalidError, match=r"Pod/default/a: spec\.resourceClaims\[dev\].*a second time"):
         api.plan(snapshot(*objs), api.PlanOptions(time_limit=10))
+
+
+def test_a_claim_two_pods_name_is_preempted_for_by_the_one_placed_when_the_other_never_preempts() -> None:
+    """The thorough property profile's case (tests/data/property/): w0 (Never, and kept off n1
+    by a disk bg3 mounts) and w1 name claim "both", two GPUs of n1 where bg3 holds two of the
+    three whole. w1 alone, placed, may evict bg3 for them: the naive model's optimum, which the
+    model once proved worse (0 satisfied, OPTIMAL) by counting the claim for w0 only."""
+    import json
+    from pathlib import Path
+
+    from tests.solver.naive import naive_tiers
+
+    data = Path(__file__).resolve().parents[1] / "data" / "property" / "claim-several-name-preempted-for-by-the-one-placed.json"
+    snap = snapshot(*json.loads(data.read_text()))
+    plan = api.plan(snap, api.PlanOptions(time_limit=30))
+    assert verify.verify(snap, plan, strict_pdbs=True) == []
+    assert (plan.status, dict(plan.objective.satisfied_by_priority)) == ("OPTIMAL", {20: 1})
+    assert [(b.pod, b.node) for b in plan.bindings] == [("default/w1", "n1")]
+    assert [e.pod for e in plan.evictions] == ["default/bg3"]
+    assert naive_tiers(snap, strict_pdbs=True).satisfied_by_priority == ((20, 1),)
