@@ -215,14 +215,14 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
                             "the running pod counts as a pod outside any group")
             pod = dataclasses.replace(pod, group=None)
         if pod.node is None and isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
-            block, terms = volumes.demand(obj, pod.namespace, pod.name)
-            pod = dataclasses.replace(pod, volume_block=block, volume_terms=terms)
+            block, stage, terms = volumes.demand(obj, pod.namespace, pod.name)
+            pod = dataclasses.replace(pod, volume_block=block, volume_stage=stage, volume_terms=terms)
         if isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
             csi, required = volumes.attachable(obj, pod.namespace, pod.name)
             pod = dataclasses.replace(pod, csi_volumes=csi, csi_required=required)
             if pod.node is not None and (why := volumes.untranslatable(obj)):
-                warnings.append(f"{_ident(obj)}: spec.volumes: {why.removeprefix(s.VOLUME_ERROR)}; the volume is "
-                                f"not counted on {pod.node} (upstream's NodeVolumeLimits fails there with that error)")
+                warnings.append(f"{_ident(obj)}: spec.volumes: {why.partition(': ')[2]}; the volume is not counted "
+                                f"on {pod.node} (upstream's NodeVolumeLimits fails there with that error)")
         dra.pod(obj, pod)
         pod = dra.extended(obj, pod, advertised)
         pods.append(pod)

@@ -188,7 +188,8 @@ class Volumes:
             return ""
         for vol in _get(obj, "spec.volumes", list, []):
             if isinstance(vol, Mapping) and isinstance(why := _inline(obj, vol), str):
-                return f"{s.VOLUME_ERROR}converting volume({vol.get('name', '')}) from inline to csi: {why}"
+                return f'running "NodeVolumeLimits" filter plugin: converting volume({vol.get("name", "")}) ' \
+                       f"from inline to csi: {why}"
         return ""
 
     def _once_pod_holders(self, pods: Iterable[Obj]) -> dict[str, str]:
@@ -209,13 +210,16 @@ class Volumes:
                     users.setdefault(claim.key, []).append((not spec.get("nodeName"), f"{ns}/{meta.get('name')}"))
         return {claim: min(found)[1] for claim, found in users.items()}
 
-    def demand(self, obj: Obj, namespace: str, name: str) -> tuple[str, tuple[tuple[s.NodeSelectorTerm, ...], ...]]:
-        """(why no node can host the pod, or ""; per claim, the node selector terms one of which
-        a node must match, () for any node)."""
-        terms: list[tuple[s.NodeSelectorTerm, ...]] = []
+    def demand(self, obj: Obj, namespace: str, name: str
+               ) -> tuple[str, str, tuple[tuple[s.NodeSelectorTerm, ...], ...]]:
+        """(why no node can host the pod, or ""; where upstream says so, an ``s.VOLUME_*`` stage;
+        per claim, the node selector terms one of which a node must match, () for any node). A
+        PreFilter's refusal comes before any Filter's, as upstream runs them."""
         untranslatable = self.untranslatable(obj)
         if untranslatable:
-            return untranslatable, ()
+            return untranslatable, s.VOLUME_ERROR, ()
+        terms: list[tuple[s.NodeSelectorTerm, ...]] = []
+        refused: list[tuple[str, str]] = []  # (stage, why), in volume order
         for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
             if not isinstance(vol, Mapping):
                 raise _fail(obj, f"spec.volumes[{i}]", "expected a volume")
@@ -230,49 +234,58 @@ class Volumes:
                 continue
             claim = self.claims.get(f"{namespace}/{claim_name}")
             if claim is None:
-                return ((f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{claim_name}"'
-                         if ephemeral else f'persistentvolumeclaim "{claim_name}" not found'), ())
+                refused.append((s.VOLUME_PREFILTER, (
+                    f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{claim_name}"'
+                    if ephemeral else f'persistentvolumeclaim "{claim_name}" not found')))
+                continue
             if claim.going:
-                return claim.going, ()
+                refused.append((s.VOLUME_PREFILTER, claim.going))
+                continue
             holder = self.holders.get(claim.key)
             if not ephemeral and holder is not None and holder != f"{namespace}/{name}":
-                return (f"node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
-                        f"already in-use by another pod ({holder})"), ()
-            why, need = self._claim_demand(claim)
+                refused.append((s.VOLUME_RESTRICTED, "node(s) unavailable due to PersistentVolumeClaim with "
+                                                     "ReadWriteOncePod access mode already in-use by another pod"))
+            stage, why, need = self._claim_demand(claim)
             if why:
-                return why, ()
+                refused.append((stage, why))
+                continue
             if need is not None:
                 terms.append(need)
             volume = self.volumes.get(claim.volume) if claim.volume and not ephemeral else None
             if volume is not None and volume.zones:
                 terms.append(volume.zones)
-        return "", tuple(terms)
+        if refused:  # the PreFilter's first, else the first Filter's in upstream's order
+            order = (s.VOLUME_PREFILTER, s.VOLUME_RESTRICTED, s.VOLUME_BINDING)
+            stage, why = min(refused, key=lambda r: order.index(r[0]))
+            return why, stage, ()
+        return "", "", tuple(terms)
 
-    def _claim_demand(self, claim: _Claim) -> tuple[str, tuple[s.NodeSelectorTerm, ...] | None]:
-        """(a refusal, or the terms a node must match; None: any node)."""
+    def _claim_demand(self, claim: _Claim) -> tuple[str, str, tuple[s.NodeSelectorTerm, ...] | None]:
+        """(the refusal's stage and words, or "" and "" and the terms a node must match; None: any node)."""
         if claim.bound:
             volume = self.volumes.get(claim.volume)
             if volume is None:
-                return "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)", None
-            return "", volume.terms or None
+                return (s.VOLUME_BINDING, "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)",
+                        None)
+            return "", "", volume.terms or None
         cls = self.classes.get(claim.class_name) if claim.class_name else None
         if cls is None or not cls.wait or claim.volume:
-            return "pod has unbound immediate PersistentVolumeClaims", None
+            return s.VOLUME_PREFILTER, "pod has unbound immediate PersistentVolumeClaims", None
         options: list[s.NodeSelectorTerm] = []
         for volume in self.volumes.values():
             if volume.class_name != claim.class_name or not volume.available or volume.size < claim.size \
                     or not claim.modes <= volume.modes or volume.claim not in ("", claim.key):
                 continue
             if not volume.terms:
-                return "", None  # a volume any node may use
+                return "", "", None  # a volume any node may use
             options.extend(volume.terms)
         if cls.provisioner and cls.provisioner != NO_PROVISIONER:
             if not cls.topologies:
-                return "", None
+                return "", "", None
             options.extend(cls.topologies)
         if not options:
-            return "node(s) didn't find available persistent volumes to bind", None
-        return "", tuple(options)
+            return s.VOLUME_BINDING, "node(s) didn't find available persistent volumes to bind", None
+        return "", "", tuple(options)
 
 
 def _claim(obj: Obj) -> _Claim:

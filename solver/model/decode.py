@@ -308,8 +308,11 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
         # the allocator's run-time error aborts the scheduling attempt: it is the reason, whatever
         # the filters say of each node
         aborted = dra_abort_reason(problem, cls) if problem.dra.active and not problem.candidates[c] else ""
-        if cls.pods[0].volume_block.startswith(s.VOLUME_ERROR):
-            aborted = cls.pods[0].volume_block
+        rep = cls.pods[0]
+        if rep.volume_stage == s.VOLUME_ERROR:  # a Filter's error ends the attempt
+            aborted = rep.volume_block
+        elif rep.volume_stage == s.VOLUME_PREFILTER:  # and the DynamicResources PostFilter finds no state
+            aborted = f"0/{len(problem.nodes)} nodes are available: {rep.volume_block}. not found"
         if aborted:
             return subject + aborted
         d = context.diagnoser.diagnose(c)

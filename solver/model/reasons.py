@@ -54,7 +54,6 @@ PORTS = "node(s) didn't have free ports for the requested pod ports"  # nodeport
 TOO_MANY_PODS = "Too many pods"  # noderesources fit.go
 DISK = "node(s) had no available disk"  # volumerestrictions ErrReasonDiskConflict
 VOLUME_LIMIT = "node(s) exceed max volume count"  # nodevolumelimits ErrReasonMaxVolumeCountExceeded
-VOLUME_BIND = "node(s) didn't find available persistent volumes to bind"  # volumebinding ErrReasonBindConflict
 VOLUME_NODE = "node(s) didn't match PersistentVolume's node affinity"  # volumebinding ErrReasonNodeConflict
 SPREAD = "node(s) didn't match pod topology spread constraints"  # podtopologyspread ErrReasonConstraintsNotMatch
 SPREAD_LABEL = SPREAD + " (missing required label)"  # ErrReasonNodeLabelNotMatch
@@ -182,14 +181,16 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
         return short, all(node.allocatable.get(res, 0) >= amount for res, amount in cls.requests.items())
     if pod.disks and not rules.ports_ok(cls, node, _disks_clash):
         return [DISK], True
-    if pod.volume_block:
-        return [VOLUME_BIND], False
+    if pod.volume_stage == s.VOLUME_RESTRICTED:  # VolumeRestrictions: a ReadWriteOncePod claim in use
+        return [pod.volume_block], True
     if pod.csi_volumes:  # NodeVolumeLimits (attach.py), resolvable as upstream returns it
         missing = sorted(pod.csi_required - node.csi_drivers)
         if missing:
             return [f"{missing[0]} CSI driver is not installed on the node"], True
         if attach.refuses(node, state.problem.held_volumes.get(node.name, frozenset()), pod.csi_volumes):
             return [VOLUME_LIMIT], True
+    if pod.volume_block:  # VolumeBinding's Filter (its PreFilter's and errors are the whole reason: decode.py)
+        return [pod.volume_block], False
     if not selectors.volumes_reachable(pod, node):
         return [VOLUME_NODE], False
     if pod.spread:

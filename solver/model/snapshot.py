@@ -28,9 +28,18 @@ STANDALONE_POD = "Pod"  # a pending pod outside any group is its own one-pod wor
 DEFAULT_SCHEDULER = "default-scheduler"
 PREEMPT_LOWER = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
-# a Pod.volume_block that is a filter plugin's error (the scheduling attempt fails with it, whatever
-# the node), not a refusal: CSI migration could not translate one of the pod's inline volumes
-VOLUME_ERROR = 'running "NodeVolumeLimits" filter plugin: '
+# Where upstream refuses a pod's volumes (Pod.volume_stage), for the reason's words:
+# VolumeBinding's PreFilter, before any node (a claim missing, being deleted, Lost, not bound
+# and binding at once): "0/N nodes are available: <why>." and, as the DynamicResources PostFilter
+# then finds no state of its own, " not found."
+VOLUME_PREFILTER = "prefilter"
+# VolumeRestrictions' Filter, per node and resolvable (a ReadWriteOncePod claim another pod uses)
+VOLUME_RESTRICTED = "restrictions"
+# VolumeBinding's Filter, per node (no volume to bind, a claim bound to a missing volume)
+VOLUME_BINDING = "binding"
+# a filter plugin's error, which ends the attempt whatever the node: CSI migration could not
+# translate one of the pod's inline volumes (NodeVolumeLimits)
+VOLUME_ERROR = "error"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,6 +187,7 @@ class Pod:
     # its PersistentVolumeClaims (kube/volumes.py): why no node can host it ("" if some can),
     # and per claim the node selector terms one of which a node must match
     volume_block: str = ""
+    volume_stage: str = ""  # where upstream refuses them: VOLUME_PREFILTER, _RESTRICTED, _BINDING, _ERROR
     volume_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
     # its CSI volumes a node attaches (NodeVolumeLimits), as (driver, unique name), sorted; and
     # the drivers among them whose CSIDriver bars a node whose CSINode lacks them

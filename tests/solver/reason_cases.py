@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.builders import node, pod
-from tests.solver.test_refusals import _host_network
+from tests.solver.test_refusals import _class, _host_network, _network_volume, _once_pod, _pvc
 
 # what kube-scheduler 1.37.2 writes in each pod's PodScheduled condition
 # n1: web's priority is higher (no victims); n4: 1 cpu, never enough for these pods however empty
@@ -29,6 +29,15 @@ EXPECTED = {
                       "constraints, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
     "default/clash": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) had no available disk, 1 node(s) had "
                      "untolerated taint(s), 1 node(s) were unschedulable. " + PREEMPTION,
+    # VolumeBinding's PreFilter refuses before any node; the DynamicResources PostFilter then finds
+    # no cycle state of its own, and its error ("not found") is the message's last part
+    "default/orphan": '0/4 nodes are available: persistentvolumeclaim "nope" not found. not found',
+    "default/immediate": "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found",
+    # VolumeRestrictions' Filter, resolvable: a ReadWriteOncePod claim holder (n1) uses
+    "default/solo": "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 "
+                    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
+                    "in-use by another pod. " + PREEMPTION.replace("1 No preemption victims found for incoming pod, 3",
+                                                                   "2 No preemption victims found for incoming pod, 2"),
     # a filter's error, not a refusal: CSI migration cannot translate the inline disk on n1 (a CSINode)
     "default/disk": 'running "NodeVolumeLimits" filter plugin: converting volume(data) from inline to csi: '
                     "kind(Dedicated) is not supported in csi migration",
@@ -55,7 +64,16 @@ def cluster() -> list[Any]:
         "diskName": "d", "diskURI": "https://acct.blob.core.windows.net/vhds/d.vhd", "kind": "Dedicated"}}]
     csi_node = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "n1"},
                 "spec": {"drivers": [{"name": "disk.csi.azure.com", "nodeID": "n1", "allocatable": {"count": 8}}]}}
-    return [csi_node, disk, clash, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
+    orphan = pod("orphan").cpu_m(100)  # its claim does not exist
+    orphan.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "nope"}}]
+    immediate = pod("immediate").cpu_m(100)  # its claim is not bound and its class binds at once
+    immediate.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "imm"}}]
+    solo = pod("solo").cpu_m(100)  # its ReadWriteOncePod claim is in use by holder
+    solo.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "solo"}}]
+    holder = pod("holder").on("n1").cpu_m(100).priority(1000)
+    holder.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "solo"}}]
+    volumes = [_class("fast", "Immediate"), _pvc("imm", cls="fast"), _network_volume("solo"), _once_pod("solo")]
+    return [*volumes, holder, solo, immediate, csi_node, disk, clash, orphan, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
             node("n3").cpu_m(4000).unschedulable(), node("n4").cpu_m(1000).zone("b"),
             web, pod("low").on("n4").cpu_m(800).label("app", "low"),
             pod("huge").cpu_m(64000), pod("lost").cpu_m(100).selector("topology.kubernetes.io/zone", "c"),
