@@ -1,4 +1,4 @@
-"""One cluster whose seven pending pods the default profile refuses everywhere, each for other
+"""One cluster whose ten pending pods the default profile refuses everywhere, each for other
 reasons (tests/solver/test_reasons.py; the real kube-scheduler's words for them are compared
 in tests/controlplane/test_reasons_vs_upstream.py)."""
 
