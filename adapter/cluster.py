@@ -68,6 +68,8 @@ KINDS: tuple[Kind, ...] = (
          lambda c: client.CoreV1Api(c).list_persistent_volume_claim_for_all_namespaces),
     Kind("PersistentVolume", "v1", "persistentvolumes", lambda c: client.CoreV1Api(c).list_persistent_volume),
     Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", lambda c: client.StorageV1Api(c).list_storage_class),
+    Kind("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities",
+         lambda c: client.StorageV1Api(c).list_csi_storage_capacity_for_all_namespaces),
     # the CSI volumes a node may attach (NodeVolumeLimits: solver/model/attach.py)
     Kind("CSINode", "storage.k8s.io/v1", "csinodes", lambda c: client.StorageV1Api(c).list_csi_node),
     Kind("CSIDriver", "storage.k8s.io/v1", "csidrivers", lambda c: client.StorageV1Api(c).list_csi_driver),

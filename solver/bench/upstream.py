@@ -73,6 +73,7 @@ KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("storage.k8s.io/v1", "CSINode"): ("/apis/storage.k8s.io/v1", "csinodes", False),
     ("storage.k8s.io/v1", "CSIDriver"): ("/apis/storage.k8s.io/v1", "csidrivers", False),
     ("storage.k8s.io/v1", "VolumeAttachment"): ("/apis/storage.k8s.io/v1", "volumeattachments", False),
+    ("storage.k8s.io/v1", "CSIStorageCapacity"): ("/apis/storage.k8s.io/v1", "csistoragecapacities", True),
     ("node.k8s.io/v1", "RuntimeClass"): ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
@@ -84,7 +85,8 @@ KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
 # creation order: what an object refers to exists before it
 ORDER = ("Namespace", "PriorityClass", "DeviceClass", "StorageClass", "CSIDriver", "RuntimeClass", "Node", "CSINode",
          "ResourceSlice", "DeviceTaintRule",
-         "PersistentVolume", "VolumeAttachment", "PersistentVolumeClaim", "Workload", "CompositePodGroup", "PodGroup",
+         "PersistentVolume", "VolumeAttachment", "CSIStorageCapacity", "PersistentVolumeClaim", "Workload",
+         "CompositePodGroup", "PodGroup",
          "PodDisruptionBudget", "ResourceClaimTemplate", "ResourceClaim")
 HOLD = "gangplace.io/hold"  # the finalizer that keeps a recorded terminating pod terminating
 _SERVER_SET = ("uid", "resourceVersion", "managedFields", "generation", "creationTimestamp", "selfLink",

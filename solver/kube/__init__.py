@@ -215,8 +215,10 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
                             "the running pod counts as a pod outside any group")
             pod = dataclasses.replace(pod, group=None)
         if pod.node is None and isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
-            block, stage, terms = volumes.demand(obj, pod.namespace, pod.name)
-            pod = dataclasses.replace(pod, volume_block=block, volume_stage=stage, volume_terms=terms)
+            block, stage, entries = volumes.demand(obj, pod.namespace, pod.name)
+            pod = dataclasses.replace(pod, volume_block=block, volume_stage=stage,
+                                      volume_terms=tuple(terms for terms, _, _ in entries),
+                                      volume_reasons=tuple((claim, why) for _, claim, why in entries))
         if isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
             csi, required = volumes.attachable(obj, pod.namespace, pod.name)
             pod = dataclasses.replace(pod, csi_volumes=csi, csi_required=required)

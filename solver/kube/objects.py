@@ -19,7 +19,8 @@ GROUP_KINDS = {"PodGroup", "CompositePodGroup"}
 DRA_KINDS = {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "DeviceTaintRule"}
 # Workload objects are templates (the runtime objects are PodGroups): counted as skipped.
 # PersistentVolumeClaim, PersistentVolume, StorageClass: a pending pod's claims (kube/volumes.py)
-VOLUME_KINDS = {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "VolumeAttachment"}
+VOLUME_KINDS = {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "VolumeAttachment",
+                "CSIStorageCapacity"}
 READ_KINDS = ({"Node", "Pod", "PriorityClass", "PodDisruptionBudget", "Namespace", "RuntimeClass"}
               | GROUP_KINDS | DRA_KINDS | VOLUME_KINDS)
 

@@ -16,7 +16,16 @@ so every node filter (model, baseline, verifier, naive model) applies it through
 - a claim not bound whose class waits for the first consumer: a node where an available
   volume of the class (no claimRef, or one to this claim; enough capacity; the access modes)
   matches by node affinity, or, when the class provisions (a provisioner other than
-  ``kubernetes.io/no-provisioner``), a node its allowedTopologies admit.
+  ``kubernetes.io/no-provisioner``), a node its allowedTopologies admit and, when the driver
+  tracks storage capacity (CSIDriver ``storageCapacity``, binder.go ``hasEnoughCapacity``), that
+  a CSIStorageCapacity of the class whose maximumVolumeSize (else capacity) holds the claim's
+  request reaches by its nodeTopology; a claim annotated ``volume.kubernetes.io/selected-node``
+  is being provisioned for that node and no other (``FindPodVolumes``' fast path).
+
+Each claim's node terms carry the reason upstream gives a node they leave out
+(``Pod.volume_reasons``: node affinity conflict, no volume to bind, not enough free storage,
+no volume zone), and a refusal where upstream makes it (``Pod.volume_stage``: VolumeBinding's
+PreFilter, VolumeRestrictions' Filter, VolumeBinding's Filter, or a Filter's error).
 
 VolumeZone (plugins/volumezone ``getPVbyPod``, ``Filter``) adds, for a persistentVolumeClaim
 volume whose claim names its volume, the volume's zone and region labels (``__`` separates
@@ -53,9 +62,10 @@ translation refuses is not counted, as upstream; an inline volume it refuses mak
 Filter fail with an error, so a pending pod with one is placed nowhere (when any node has a
 CSINode), and a running pod's is not counted, with a warning.
 
-Not read: CSIStorageCapacity (a provisioner's free space), the volume's label selector on a
-claim, and two pods choosing the one free local volume (each pod alone may take it): the plan
-can then bind a pod the real scheduler would leave pending.
+Not read: the volume's label selector on a claim, and two pods choosing the one free local
+volume, or the same storage capacity (each pod alone may take it; upstream does not count one
+pod's provisioning against the next either): the plan can then bind a pod the real scheduler
+would leave pending.
 """
 
 from __future__ import annotations
@@ -65,7 +75,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from solver.kube.objects import INT32_MAX, Obj, _fail, _get, _meta, _opt_text, _requirements, _strings, _text, quantity
+from solver.kube.objects import (
+    INT32_MAX,
+    Obj,
+    _fail,
+    _get,
+    _label_selector,
+    _meta,
+    _opt_text,
+    _requirements,
+    _strings,
+    _text,
+    quantity,
+)
 from solver.kube.pods import _terms
 from solver.model import snapshot as s
 
@@ -86,6 +108,14 @@ MIGRATED_PROVISIONERS = dict(MIGRATION.values())
 # migratable, but isCSIMigrationOn says no: their volumes are never counted
 NOT_MIGRATED = frozenset({"kubernetes.io/azure-file", "kubernetes.io/vsphere-volume"})
 BETA_ZONE, ZONE = "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"  # a claim being provisioned for that node
+# VolumeBinding's Filter reasons (binder.go ConflictReasons, in the order FindPodVolumes lists
+# them) and VolumeZone's, for a node a claim's terms leave out
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+ZONE_CONFLICT = "node(s) had no available volume zone"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +127,7 @@ class _Claim:
     size: int
     modes: frozenset[str]
     going: str  # why PreFilter refuses it ("" when it does not)
+    selected: str = ""  # the node its provisioning was started for (SELECTED_NODE), "" when none
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +142,15 @@ class _Volume:
     zones: tuple[s.NodeSelectorTerm, ...]  # what VolumeZone asks of a node ((): nothing)
     csi: tuple[str, str] | None = None  # spec.csi: (driver, volumeHandle)
     migrated: tuple[str, str] | None = None  # an in-tree source as CSI migration counts it
+
+
+@dataclass(frozen=True, slots=True)
+class _Capacity:
+    """A CSIStorageCapacity: what its driver may provision for a class, where."""
+
+    class_name: str
+    limit: int | None  # maximumVolumeSize, else capacity (bytes); None: neither, so never enough
+    where: tuple[s.NodeSelectorTerm, ...] | None  # nodeTopology as terms (None: every node; (): none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +170,10 @@ class Volumes:
         self.classes = {c.name: c for c in (_class(o) for o in by_kind.get("StorageClass", ()))}
         self.holders = self._once_pod_holders(by_kind.get("Pod", ()))
         self.required = frozenset(d for d in (_driver(o) for o in by_kind.get("CSIDriver", ())) if d)
+        # drivers that opt into storage capacity tracking (CSIDriver spec.storageCapacity)
+        self.tracked = frozenset(_meta(o, namespaced=False)[1] for o in by_kind.get("CSIDriver", ())
+                                 if _get(o, "spec.storageCapacity", bool))
+        self.capacities = [_capacity(o) for o in by_kind.get("CSIStorageCapacity", ())]
         self.csi_nodes = {n: (drivers, limits) for n, drivers, limits in map(_csi_node, by_kind.get("CSINode", ()))}
         self.attached: dict[str, set[tuple[str, str]]] = {}
         for obj in by_kind.get("VolumeAttachment", ()):
@@ -210,15 +254,15 @@ class Volumes:
                     users.setdefault(claim.key, []).append((not spec.get("nodeName"), f"{ns}/{meta.get('name')}"))
         return {claim: min(found)[1] for claim, found in users.items()}
 
-    def demand(self, obj: Obj, namespace: str, name: str
-               ) -> tuple[str, str, tuple[tuple[s.NodeSelectorTerm, ...], ...]]:
+    def demand(self, obj: Obj, namespace: str, name: str) -> Demand:
         """(why no node can host the pod, or ""; where upstream says so, an ``s.VOLUME_*`` stage;
-        per claim, the node selector terms one of which a node must match, () for any node). A
-        PreFilter's refusal comes before any Filter's, as upstream runs them."""
+        per claim, node selector terms one of which a node must match, each with the claim's
+        number and the reason a node it leaves out is given). A PreFilter's refusal comes before
+        any Filter's, as upstream runs them."""
         untranslatable = self.untranslatable(obj)
         if untranslatable:
             return untranslatable, s.VOLUME_ERROR, ()
-        terms: list[tuple[s.NodeSelectorTerm, ...]] = []
+        entries: list[tuple[tuple[s.NodeSelectorTerm, ...], int, str]] = []
         refused: list[tuple[str, str]] = []  # (stage, why), in volume order
         for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
             if not isinstance(vol, Mapping):
@@ -245,47 +289,108 @@ class Volumes:
             if not ephemeral and holder is not None and holder != f"{namespace}/{name}":
                 refused.append((s.VOLUME_RESTRICTED, "node(s) unavailable due to PersistentVolumeClaim with "
                                                      "ReadWriteOncePod access mode already in-use by another pod"))
-            stage, why, need = self._claim_demand(claim)
+            stage, why, needs = self._claim_demand(claim)
             if why:
                 refused.append((stage, why))
                 continue
-            if need is not None:
-                terms.append(need)
+            entries += [(terms, i, reason) for terms, reason in needs]
             volume = self.volumes.get(claim.volume) if claim.volume and not ephemeral else None
             if volume is not None and volume.zones:
-                terms.append(volume.zones)
+                entries.append((volume.zones, i, ZONE_CONFLICT))
         if refused:  # the PreFilter's first, else the first Filter's in upstream's order
             order = (s.VOLUME_PREFILTER, s.VOLUME_RESTRICTED, s.VOLUME_BINDING)
             stage, why = min(refused, key=lambda r: order.index(r[0]))
             return why, stage, ()
-        return "", "", tuple(terms)
+        return "", "", tuple(entries)
 
-    def _claim_demand(self, claim: _Claim) -> tuple[str, str, tuple[s.NodeSelectorTerm, ...] | None]:
-        """(the refusal's stage and words, or "" and "" and the terms a node must match; None: any node)."""
+    def _claim_demand(self, claim: _Claim) -> tuple[str, str, list[tuple[tuple[s.NodeSelectorTerm, ...], str]]]:
+        """(a refusal's stage and words, or "" and "" and the terms a node must match, each
+        with the reason a node they leave out gets, the first failing one counting)."""
         if claim.bound:
             volume = self.volumes.get(claim.volume)
             if volume is None:
-                return (s.VOLUME_BINDING, "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)",
-                        None)
-            return "", "", volume.terms or None
+                return s.VOLUME_BINDING, PV_NOT_EXIST, []
+            return "", "", [(volume.terms, NODE_CONFLICT)] if volume.terms else []
         cls = self.classes.get(claim.class_name) if claim.class_name else None
         if cls is None or not cls.wait or claim.volume:
-            return s.VOLUME_PREFILTER, "pod has unbound immediate PersistentVolumeClaims", None
+            return s.VOLUME_PREFILTER, "pod has unbound immediate PersistentVolumeClaims", []
+        provisions = bool(cls.provisioner) and cls.provisioner != NO_PROVISIONER
+        # allowedTopologies (None: any node; a term without expressions matches none)
+        allowed = tuple(t for t in cls.topologies if t.match_expressions) if cls.topologies else None
+        space = self._space(cls, claim) if provisions else None
+        if claim.selected:  # provisioning started for that node: no other (checkVolumeProvisions there)
+            if not provisions:
+                return s.VOLUME_BINDING, BIND_CONFLICT, []
+            here = (s.NodeSelectorTerm(match_fields=(
+                s.SelectorRequirement(key="metadata.name", operator="In", values=(claim.selected,)),)),)
+            out = [(here if allowed is None else _both(here, allowed), BIND_CONFLICT)]
+            if space is not None:
+                out.append((_both(out[0][0], space), NOT_ENOUGH_SPACE))
+            return "", "", out
         options: list[s.NodeSelectorTerm] = []
         for volume in self.volumes.values():
             if volume.class_name != claim.class_name or not volume.available or volume.size < claim.size \
                     or not claim.modes <= volume.modes or volume.claim not in ("", claim.key):
                 continue
             if not volume.terms:
-                return "", "", None  # a volume any node may use
+                return "", "", []  # a volume any node may use
             options.extend(volume.terms)
-        if cls.provisioner and cls.provisioner != NO_PROVISIONER:
-            if not cls.topologies:
-                return "", "", None
-            options.extend(cls.topologies)
-        if not options:
-            return s.VOLUME_BINDING, "node(s) didn't find available persistent volumes to bind", None
-        return "", "", tuple(options)
+        if not provisions:
+            return ("", "", [(tuple(options), BIND_CONFLICT)]) if options else (s.VOLUME_BINDING, BIND_CONFLICT, [])
+        out = [] if allowed is None else [(tuple(options) + allowed, BIND_CONFLICT)]
+        if space is not None:  # where no volume matches, the driver must have room where the node is
+            out.append((tuple(options) + (space if allowed is None else _both(allowed, space)), NOT_ENOUGH_SPACE))
+        return "", "", out
+
+    def _space(self, cls: _Class, claim: _Claim) -> tuple[s.NodeSelectorTerm, ...] | None:
+        """Where the class's CSI driver has room for the claim (binder.go ``hasEnoughCapacity``):
+        None when it does not track capacity (any node), else the nodeTopology of each of its
+        CSIStorageCapacity objects for the class whose maximumVolumeSize (or capacity) holds
+        the claim's request."""
+        if cls.provisioner not in self.tracked or not claim.size:
+            return None
+        out: list[s.NodeSelectorTerm] = []
+        for cap in self.capacities:
+            if cap.class_name == cls.name and cap.limit is not None and cap.limit >= claim.size:
+                if cap.where is None:
+                    return None
+                out.extend(cap.where)
+        return tuple(out)
+
+
+Demand = tuple[str, str, tuple[tuple[tuple[s.NodeSelectorTerm, ...], int, str], ...]]
+
+
+Terms = tuple[s.NodeSelectorTerm, ...]
+
+
+def _both(a: Terms | None, b: Terms) -> Terms:
+    """Terms a node matches when it matches one of ``a`` (None: any node) and one of ``b``."""
+    if a is None:
+        return b
+    return tuple(s.NodeSelectorTerm(match_expressions=x.match_expressions + y.match_expressions,
+                                    match_fields=x.match_fields + y.match_fields) for x in a for y in b)
+
+
+def _capacity(obj: Obj) -> _Capacity:
+    _meta(obj, namespaced=True)
+    name = _get(obj, "storageClassName", str)
+    if not name:
+        raise _fail(obj, "storageClassName", "missing")
+    limit = None
+    for field in ("maximumVolumeSize", "capacity"):
+        if _get(obj, field, (str, int, float)) is not None:
+            limit = quantity(obj, field, "storage", obj[field])
+            break
+    raw = _get(obj, "nodeTopology", Mapping)
+    where: tuple[s.NodeSelectorTerm, ...] | None = ()
+    if raw is not None:  # only matching by label: a label selector as one node selector term
+        selector = _label_selector(obj, "nodeTopology", raw)
+        exprs = tuple(s.SelectorRequirement(key=k, operator="In", values=(v,))
+                      for k, v in sorted(selector.match_labels.items()))
+        exprs += selector.match_expressions
+        where = (s.NodeSelectorTerm(match_expressions=exprs),) if exprs else None
+    return _Capacity(class_name=name, limit=limit, where=where)
 
 
 def _claim(obj: Obj) -> _Claim:
@@ -299,7 +404,9 @@ def _claim(obj: Obj) -> _Claim:
         going = f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{volume}"'
     elif _get(obj, "metadata.deletionTimestamp", str):
         going = f'persistentvolumeclaim "{name}" is being deleted'
+    selected = _opt_text(obj, f"metadata.annotations[{SELECTED_NODE}]", annotations.get(SELECTED_NODE))
     return _Claim(key=f"{ns}/{name}", volume=volume, bound=bool(volume) and BIND_COMPLETED in annotations,
+                  selected=selected,
                   class_name=str(class_name or ""), modes=frozenset(_strings(obj, "spec.accessModes")),
                   size=_size(obj, "spec.resources.requests"), going=going)
 

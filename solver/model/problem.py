@@ -283,6 +283,7 @@ def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod,
         pod.volume_block,
         pod.volume_stage,
         pod.volume_terms,
+        pod.volume_reasons,
         pod.csi_volumes,
         pod.csi_required,
     )

@@ -54,7 +54,6 @@ PORTS = "node(s) didn't have free ports for the requested pod ports"  # nodeport
 TOO_MANY_PODS = "Too many pods"  # noderesources fit.go
 DISK = "node(s) had no available disk"  # volumerestrictions ErrReasonDiskConflict
 VOLUME_LIMIT = "node(s) exceed max volume count"  # nodevolumelimits ErrReasonMaxVolumeCountExceeded
-VOLUME_NODE = "node(s) didn't match PersistentVolume's node affinity"  # volumebinding ErrReasonNodeConflict
 SPREAD = "node(s) didn't match pod topology spread constraints"  # podtopologyspread ErrReasonConstraintsNotMatch
 SPREAD_LABEL = SPREAD + " (missing required label)"  # ErrReasonNodeLabelNotMatch
 AFFINITY = "node(s) didn't match pod affinity rules"  # interpodaffinity ErrReasonAffinityRulesNotMatch
@@ -155,6 +154,24 @@ class Diagnoser:
                          never=cls.power is None)
 
 
+# VolumeBinding's reasons in the order FindPodVolumes lists them (binder.go); VolumeZone's, a
+# later plugin, only when VolumeBinding passes
+_BINDING_ORDER = ("node(s) didn't match PersistentVolume's node affinity",
+                  "node(s) didn't find available persistent volumes to bind",
+                  "node(s) did not have enough free storage")
+
+
+def _volume_reasons(pod: s.Pod, node: s.Node) -> list[str]:
+    """Why the pod's claims leave ``node`` out: each claim's first entry the node fails gives
+    its reason (kube/volumes.py), VolumeBinding's together, VolumeZone's alone after them."""
+    failed: dict[int, str] = {}
+    for terms, (claim, why) in zip(pod.volume_terms, pod.volume_reasons, strict=True):
+        if claim not in failed and not any(selectors.term_matches(t, node) for t in terms):
+            failed[claim] = why
+    binding = sorted({w for w in failed.values() if w in _BINDING_ORDER}, key=_BINDING_ORDER.index)
+    return binding or sorted(set(failed.values()))
+
+
 def _ports_clash(a: s.Pod, b: s.Pod) -> bool:
     return selectors.host_ports_clash(a.host_ports, b.host_ports)
 
@@ -192,7 +209,7 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
     if pod.volume_block:  # VolumeBinding's Filter (its PreFilter's and errors are the whole reason: decode.py)
         return [pod.volume_block], False
     if not selectors.volumes_reachable(pod, node):
-        return [VOLUME_NODE], False
+        return _volume_reasons(pod, node), False
     if pod.spread:
         if any(c.topology_key not in node.labels for c in pod.spread):
             return [SPREAD_LABEL], False

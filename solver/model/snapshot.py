@@ -189,6 +189,9 @@ class Pod:
     volume_block: str = ""
     volume_stage: str = ""  # where upstream refuses them: VOLUME_PREFILTER, _RESTRICTED, _BINDING, _ERROR
     volume_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
+    # per entry of volume_terms: the claim's number among the pod's volumes, and the reason a
+    # node the entry leaves out is given (a claim's first failing entry counts)
+    volume_reasons: tuple[tuple[int, str], ...] = ()
     # its CSI volumes a node attaches (NodeVolumeLimits), as (driver, unique name), sorted; and
     # the drivers among them whose CSIDriver bars a node whose CSINode lacks them
     csi_volumes: tuple[tuple[str, str], ...] = ()

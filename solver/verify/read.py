@@ -465,16 +465,32 @@ def _migrated(holder: Obj, labels: Mapping[str, str] | None) -> tuple[str, str |
     return None
 
 
+def _and(a: list[Term] | None, b: list[Term] | None) -> list[Term] | None:
+    """Node selector terms a node matches when it matches one of ``a`` and one of ``b`` (None:
+    any node)."""
+    if a is None or b is None:
+        return b if a is None else a
+    return [(x[0] + y[0], x[1] + y[1]) for x in a for y in b]
+
+
 class _Volumes:
     """VolumeBinding (volume_binding.go, binder.go) over the snapshot's claims, volumes and
     classes: what each of a pending pod's claims asks of a node."""
 
     def __init__(self, claims: Iterable[Obj], volumes: Iterable[Obj], classes: Iterable[Obj],
-                 translating: bool = False) -> None:
+                 translating: bool = False, drivers: Iterable[Obj] = (), capacities: Iterable[Obj] = ()) -> None:
         self.claims = {f"{c['metadata'].get('namespace') or 'default'}/{c['metadata']['name']}": c for c in claims}
         self.volumes = {v["metadata"]["name"]: v for v in volumes}
         self.classes = {c["metadata"]["name"]: c for c in classes}
         self.translating = translating  # some node has a CSINode: the scheduler translates there
+        # storage capacity tracking (binder.go hasEnoughCapacity): the drivers that opt in, and
+        # per class the (size limit, node topology) of each CSIStorageCapacity
+        self.tracked = {str(d["metadata"]["name"]) for d in drivers if (d.get("spec") or {}).get("storageCapacity")}
+        self.room: dict[str, list[tuple[Fraction | None, Obj | None]]] = {}
+        for c in capacities:
+            limit = c.get("maximumVolumeSize") if c.get("maximumVolumeSize") is not None else c.get("capacity")
+            self.room.setdefault(str(c.get("storageClassName")), []).append(
+                (None if limit is None else amount(limit), c.get("nodeTopology")))
         self.migrated: set[tuple[str, str]] = set()  # the in-tree volumes csi_of counted, translated
 
     def claims_of(self, spec: Obj, namespace: str, pod_name: str) -> tuple[Claim, ...]:
@@ -558,6 +574,20 @@ class _Volumes:
             return Claim(refusal=f"claim {name} is unbound and binds immediately")
         key = f"{meta.get('namespace') or 'default'}/{name}"
         want, modes = _storage((spec.get("resources") or {}).get("requests")), set(spec.get("accessModes") or ())
+        provisioner = str(cls.get("provisioner") or "")
+        provisions = bool(provisioner) and provisioner != "kubernetes.io/no-provisioner"
+        topologies: list[Term] = [(tuple((str(e.get("key", "")), "In", tuple(map(str, e.get("values") or ())))
+                                         for e in t.get("matchLabelExpressions") or ()), ())
+                                  for t in cls.get("allowedTopologies") or ()]
+        topologies = [t for t in topologies if t[0]]  # a term without expressions matches no node
+        room = self._room(provisioner, cls, want)
+        selected = (meta.get("annotations") or {}).get("volume.kubernetes.io/selected-node")
+        if selected:  # being provisioned for that node: only there, as provisioning allows
+            if not provisions:
+                return Claim(refusal=f"claim {name} is being provisioned without a provisioner")
+            here: Term = ((), (("metadata.name", "In", (str(selected),)),))
+            near = _and([here], topologies if cls.get("allowedTopologies") else None) or []
+            return Claim(terms=tuple(_and(near, room) or ()))
         options: list[Term] = []
         for volume in self.volumes.values():
             vspec = volume.get("spec") or {}
@@ -571,17 +601,32 @@ class _Volumes:
             if not terms:
                 return Claim()
             options.extend(terms)
-        provisioner = str(cls.get("provisioner") or "")
-        if provisioner and provisioner != "kubernetes.io/no-provisioner":
-            topologies = [(tuple((str(e.get("key", "")), "In", tuple(map(str, e.get("values") or ())))
-                                 for e in t.get("matchLabelExpressions") or ()), ())
-                          for t in cls.get("allowedTopologies") or ()]
-            if not topologies:
+        if provisions:  # where no volume matches: allowedTopologies, and room for it where the node is
+            provisioned = _and(topologies if cls.get("allowedTopologies") else None, room)
+            if provisioned is None:
                 return Claim()
-            options.extend(topologies)
+            options.extend(provisioned)
         if not options:
             return Claim(refusal=f"claim {name} finds no volume to bind and none is provisioned")
         return Claim(terms=tuple(options))
+
+    def _room(self, provisioner: str, cls: Obj, want: Fraction) -> list[Term] | None:
+        """Where the class's driver, tracking capacity, may provision ``want``: the topologies
+        of the class's CSIStorageCapacities whose maximumVolumeSize (else capacity) holds it;
+        None: the driver does not track capacity, any node."""
+        if provisioner not in self.tracked or not want:
+            return None
+        out: list[Term] = []
+        for limit, topology in self.room.get(str(cls["metadata"]["name"]), ()):
+            if limit is None or limit < want or topology is None:
+                continue
+            exprs: tuple[Requirement, ...] = tuple((str(k), "In", (str(v),))
+                                                   for k, v in (topology.get("matchLabels") or {}).items())
+            exprs += _requirements(topology.get("matchExpressions"))
+            if not exprs:
+                return None  # every node
+            out.append((exprs, ()))
+        return out
 
 
 ZONE_KEYS = ("failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
@@ -742,7 +787,8 @@ def read(objects: Iterable[Obj]) -> Facts:
                      str((o.get("spec") or {}).get("extendedResourceName") or "")) if name)
     runtime = {str(o["metadata"]["name"]): o for o in by_kind.get("RuntimeClass", ())}
     volumes = _Volumes(by_kind.get("PersistentVolumeClaim", ()), by_kind.get("PersistentVolume", ()),
-                       by_kind.get("StorageClass", ()), translating=bool(by_kind.get("CSINode")))
+                       by_kind.get("StorageClass", ()), translating=bool(by_kind.get("CSINode")),
+                       drivers=by_kind.get("CSIDriver", ()), capacities=by_kind.get("CSIStorageCapacity", ()))
     seen: dict[tuple[str, ...], PodFacts] = {}  # pods alike (a gang's, a ReplicaSet's) read once
     shared: dict[PodFacts, PodFacts] = {}
     for i, o in enumerate(by_kind.get("Pod", ())):

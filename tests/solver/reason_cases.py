@@ -1,4 +1,4 @@
-"""One cluster whose ten pending pods the default profile refuses everywhere, each for other
+"""One cluster whose twelve pending pods the default profile refuses everywhere, each for other
 reasons (tests/solver/test_reasons.py; the real kube-scheduler's words for them are compared
 in tests/controlplane/test_reasons_vs_upstream.py)."""
 
@@ -38,6 +38,14 @@ EXPECTED = {
                     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
                     "in-use by another pod. " + PREEMPTION.replace("1 No preemption victims found for incoming pod, 3",
                                                                    "2 No preemption victims found for incoming pod, 2"),
+    # VolumeBinding's Filter: no CSIStorageCapacity of the class holds 10Gi where n1 or n4 is; the
+    # claim "picked" is being provisioned for n3 alone
+    "default/tight": "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 "
+                     "node(s) did not have enough free storage. preemption: 0/4 nodes are available: 4 Preemption "
+                     "is not helpful for scheduling.",
+    "default/picked": "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 "
+                      "node(s) didn't find available persistent volumes to bind. preemption: 0/4 nodes are available: "
+                      "4 Preemption is not helpful for scheduling.",
     # a filter's error, not a refusal: CSI migration cannot translate the inline disk on n1 (a CSINode)
     "default/disk": 'running "NodeVolumeLimits" filter plugin: converting volume(data) from inline to csi: '
                     "kind(Dedicated) is not supported in csi migration",
@@ -73,7 +81,21 @@ def cluster() -> list[Any]:
     holder = pod("holder").on("n1").cpu_m(100).priority(1000)
     holder.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "solo"}}]
     volumes = [_class("fast", "Immediate"), _pvc("imm", cls="fast"), _network_volume("solo"), _once_pod("solo")]
-    return [*volumes, holder, solo, immediate, csi_node, disk, clash, orphan, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
+    # provisioning by a driver that tracks capacity: room for 1Gi in zone a only, "tight" asks 10Gi;
+    # and a claim already being provisioned for n3 (cordoned)
+    volumes += [_class("tracked", "WaitForFirstConsumer", provisioner="csi.example.com"),
+                {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "csi.example.com"},
+                 "spec": {"storageCapacity": True}},
+                {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                 "metadata": {"name": "zone-a", "namespace": "default"}, "storageClassName": "tracked",
+                 "capacity": "1Gi", "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "a"}}},
+                _pvc("big", cls="tracked"), _pvc("picked", cls="tracked")]
+    volumes[-2]["spec"]["resources"]["requests"]["storage"] = "10Gi"
+    volumes[-1]["metadata"]["annotations"] = {"volume.kubernetes.io/selected-node": "n3"}
+    tight, picked = pod("tight").cpu_m(100), pod("picked").cpu_m(100)
+    tight.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "big"}}]
+    picked.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "picked"}}]
+    return [*volumes, tight, picked, holder, solo, immediate, csi_node, disk, clash, orphan, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
             node("n3").cpu_m(4000).unschedulable(), node("n4").cpu_m(1000).zone("b"),
             web, pod("low").on("n4").cpu_m(800).label("app", "low"),
             pod("huge").cpu_m(64000), pod("lost").cpu_m(100).selector("topology.kubernetes.io/zone", "c"),

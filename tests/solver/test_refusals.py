@@ -334,6 +334,68 @@ def _network_volume(claim: str = "data") -> dict[str, Any]:
     return volume
 
 
+def _tracked(*capacities: tuple[str, str, str | None], tracking: bool = True) -> list[dict[str, Any]]:
+    """A class whose CSI driver provisions (WaitForFirstConsumer) and, with ``tracking``, opts into
+    storage capacity tracking; a CSIStorageCapacity per (zone, capacity, maximumVolumeSize); and
+    claim "data" asking 10Gi of the class."""
+    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "csi.example.com"},
+              "spec": {"storageCapacity": tracking}}
+    out = [_class("tracked", "WaitForFirstConsumer", provisioner="csi.example.com"), driver, _pvc("data", cls="tracked")]
+    out[-1]["spec"]["resources"]["requests"]["storage"] = "10Gi"
+    for i, (zone, capacity, most) in enumerate(capacities):
+        cap: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                               "metadata": {"name": f"cap-{i}", "namespace": "kube-system"},
+                               "storageClassName": "tracked", "capacity": capacity,
+                               "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": zone}}}
+        if most is not None:
+            cap["maximumVolumeSize"] = most
+        out.append(cap)
+    return out
+
+
+def test_a_driver_tracking_capacity_provisions_only_where_a_capacity_holds_the_claim() -> None:
+    """VolumeBinding's hasEnoughCapacity: the CSIStorageCapacity of n2's zone holds 10Gi, n1's
+    does not (a maximumVolumeSize is read before the capacity); a driver that does not track
+    capacity provisions anywhere."""
+    nodes = [node("n1").zone("a"), node("n2").zone("b").cpu_m(1000)]
+    p = _with_claim(pod("p").cpu_m(1000), "data")
+    objs = [*nodes, *_tracked(("a", "100Gi", "5Gi"), ("b", "20Gi", None)), p]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+    alone = [nodes[0], *_tracked(("a", "100Gi", "5Gi"), ("b", "20Gi", None)), p]
+    assert api.plan(snapshot(*alone), api.PlanOptions(time_limit=10)).workloads[0].reason == (
+        "0/1 nodes are available: 1 node(s) did not have enough free storage. preemption: 0/1 nodes are available: "
+        "1 Preemption is not helpful for scheduling.")
+    untracked = [*nodes, *_tracked(("a", "1Gi", None), tracking=False), p]
+    assert _plans(*untracked)["model"] == {"p": "n1"}
+
+
+def test_a_claim_being_provisioned_for_a_node_keeps_its_pod_there() -> None:
+    """A claim annotated volume.kubernetes.io/selected-node is provisioned for that node only
+    (FindPodVolumes' fast path): n2, though n1 is the emptier node."""
+    nodes = [node("n1"), node("n2").cpu_m(1000)]
+    claim = _pvc("data", cls="fast")
+    claim["metadata"]["annotations"] = {"volume.kubernetes.io/selected-node": "n2"}
+    objs = [*nodes, _class("fast", "WaitForFirstConsumer", provisioner="csi.example.com"), claim,
+            _with_claim(pod("p").cpu_m(1000), "data")]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+    assert api.plan(snapshot(*objs[:1], *objs[2:]), api.PlanOptions(time_limit=10)).workloads[0].reason == (
+        "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind. preemption: 0/1 nodes "
+        "are available: 1 Preemption is not helpful for scheduling.")
+
+
+def test_a_volume_left_out_by_node_affinity_or_zone_is_told_so() -> None:
+    """VolumeBinding's node affinity conflict and VolumeZone's each keep upstream's words."""
+    bound = [node("n1"), _class("local", "WaitForFirstConsumer"), _pv("pv-2", "n2", claim="data"),
+             _pvc("data", volume="pv-2", bound=True), _with_claim(pod("p").cpu_m(1000), "data")]
+    assert api.plan(snapshot(*bound), api.PlanOptions(time_limit=10)).workloads[0].reason.startswith(
+        "0/1 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity.")
+    zoned = [node("n1").zone("a"), *_zoned_volume("b"), _with_claim(pod("p").cpu_m(1000), "data")]
+    assert api.plan(snapshot(*zoned), api.PlanOptions(time_limit=10)).workloads[0].reason.startswith(
+        "0/1 nodes are available: 1 node(s) had no available volume zone.")
+
+
 def test_a_read_write_once_pod_claim_serves_one_pod() -> None:
     """VolumeRestrictions: while "user" runs with the claim no other pod may have it; of two
     pending pods asking for it, the plan binds one (the first by name), never both."""
