@@ -361,6 +361,8 @@ def clusters(draw: Any) -> list[Any]:
                 objs.append(claims(pb, shared))
     if draw(st.integers(0, 2)) == 0:
         objs += _volume_limits(draw, objs, nodes, running)
+    if draw(st.integers(0, 4)) == 0:
+        objs += _provisioned(draw, objs, nodes)
     if dra:
         held = _hold_devices(draw, dra, running)
         objs += held
@@ -381,6 +383,36 @@ def clusters(draw: Any) -> list[Any]:
                         "resourceClaims", [])):
                     _add_claims(pending[i], named=target)
     return objs
+
+
+def _provisioned(draw: Any, objs: list[Any], nodes: list[str]) -> list[Any]:
+    """VolumeBinding's provisioning: a WaitForFirstConsumer class whose driver may track storage
+    capacity, 0-2 CSIStorageCapacities (in a zone, or anywhere; room for the 10Gi claims or
+    not), and a claim of the class for some pending pods, now and then already being
+    provisioned for a node (selected-node)."""
+    from tests.solver.test_refusals import _class, _pvc
+
+    out: list[Any] = [_class("tracked", "WaitForFirstConsumer", provisioner="disk.example.com"),
+                      {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "disk.example.com"},
+                       "spec": {"storageCapacity": draw(st.integers(0, 3)) != 0}}]
+    for i in range(draw(st.integers(0, 2))):
+        cap: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                               "metadata": {"name": f"cap{i}", "namespace": "default"}, "storageClassName": "tracked",
+                               "capacity": draw(st.sampled_from(["1Gi", "20Gi"]))}
+        zone = draw(st.sampled_from([None, "z0", "z1"]))
+        cap["nodeTopology"] = {"matchLabels": {b.ZONE: zone}} if zone else {}
+        out.append(cap)
+    pending = [o for o in objs if isinstance(o, b.PodBuilder) and not o.obj["spec"].get("nodeName")]
+    for pb in pending:
+        if draw(st.integers(0, 3)) == 0:
+            name = f"pv-{pb.obj['metadata']['name']}"
+            claim = _pvc(name, cls="tracked")
+            claim["spec"]["resources"]["requests"]["storage"] = "10Gi"
+            if draw(st.integers(0, 3)) == 0:
+                claim["metadata"]["annotations"] = {"volume.kubernetes.io/selected-node": draw(st.sampled_from(nodes))}
+            out.append(claim)
+            pb.obj["spec"].setdefault("volumes", []).append({"name": "prov", "persistentVolumeClaim": {"claimName": name}})
+    return out
 
 
 def _volume_limits(draw: Any, objs: list[Any], nodes: list[str], running: list[tuple[Any, str, str]]) -> list[Any]:
