@@ -175,7 +175,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         by_kind[kind].append(obj)
     priorities = _Priorities(by_kind["PriorityClass"])
     volumes = Volumes(by_kind)
-    nodes = tuple(sorted((volumes.node(parse_node(o)) for o in by_kind["Node"]), key=lambda n: n.name))
+    nodes = volumes.localize(tuple(sorted((volumes.node(parse_node(o)) for o in by_kind["Node"]),
+                                          key=lambda n: n.name)))
     raw_groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]] = {}
     for obj in by_kind["PodGroup"] + by_kind["CompositePodGroup"]:
         group, prio = parse_group(obj, priorities)
@@ -215,10 +216,11 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
                             "the running pod counts as a pod outside any group")
             pod = dataclasses.replace(pod, group=None)
         if pod.node is None and isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
-            block, stage, entries = volumes.demand(obj, pod.namespace, pod.name)
+            block, stage, entries, local = volumes.demand(obj, pod.namespace, pod.name)
             pod = dataclasses.replace(pod, volume_block=block, volume_stage=stage,
                                       volume_terms=tuple(terms for terms, _, _ in entries),
-                                      volume_reasons=tuple((claim, why) for _, claim, why in entries))
+                                      volume_reasons=tuple((claim, why) for _, claim, why in entries),
+                                      local_claims=local)
         if isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
             csi, required = volumes.attachable(obj, pod.namespace, pod.name)
             pod = dataclasses.replace(pod, csi_volumes=csi, csi_required=required)

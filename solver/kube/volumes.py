@@ -62,10 +62,11 @@ translation refuses is not counted, as upstream; an inline volume it refuses mak
 Filter fail with an error, so a pending pod with one is placed nowhere (when any node has a
 CSINode), and a running pod's is not counted, with a warning.
 
-Not read: the volume's label selector on a claim, and two pods choosing the one free local
-volume, or the same storage capacity (each pod alone may take it; upstream does not count one
-pod's provisioning against the next either): the plan can then bind a pod the real scheduler
-would leave pending.
+Two claims never take one volume local to a node (``Pod.local_claims``, ``Node.local_volumes``:
+model/localpv.py). Not read: the volume's label selector on a claim, and two claims choosing
+one volume several nodes reach (each pod alone may take it): the plan can then bind a pod the
+real scheduler would leave pending. Upstream does not count one pod's provisioning against the
+next pod's storage capacity either, and neither does gangplace.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ from solver.kube.objects import (
     quantity,
 )
 from solver.kube.pods import _terms
+from solver.model import selectors
 from solver.model import snapshot as s
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -174,6 +176,7 @@ class Volumes:
         self.tracked = frozenset(_meta(o, namespaced=False)[1] for o in by_kind.get("CSIDriver", ())
                                  if _get(o, "spec.storageCapacity", bool))
         self.capacities = [_capacity(o) for o in by_kind.get("CSIStorageCapacity", ())]
+        self.local: set[str] = set()  # the volumes local to one node (localize)
         self.csi_nodes = {n: (drivers, limits) for n, drivers, limits in map(_csi_node, by_kind.get("CSINode", ()))}
         self.attached: dict[str, set[tuple[str, str]]] = {}
         for obj in by_kind.get("VolumeAttachment", ()):
@@ -181,6 +184,21 @@ class Volumes:
             source = self.volumes.get(volume)
             if node and attacher and source is not None and source.csi is not None:
                 self.attached.setdefault(node, set()).add((attacher, f"{attacher}/{source.csi[1]}"))
+
+    def localize(self, nodes: tuple[s.Node, ...]) -> tuple[s.Node, ...]:
+        """The nodes with their local volumes: each available volume (no claimRef) whose node
+        affinity matches one node alone (``Node.local_volumes``; localpv.py)."""
+        found: dict[str, dict[str, list[tuple[int, frozenset[str]]]]] = {}
+        for volume in self.volumes.values():
+            if not volume.available or volume.claim or not volume.terms:
+                continue
+            where = [n.name for n in nodes if any(selectors.term_matches(t, n) for t in volume.terms)]
+            if len(where) == 1:
+                self.local.add(volume.name)
+                found.setdefault(where[0], {}).setdefault(volume.class_name, []).append((volume.size, volume.modes))
+        return tuple(dataclasses.replace(n, local_volumes={c: tuple(sorted(v, key=lambda x: (x[0], sorted(x[1]))))
+                                                           for c, v in sorted(found[n.name].items())})
+                     if n.name in found else n for n in nodes)
 
     def node(self, node: s.Node) -> s.Node:
         """The node with what NodeVolumeLimits reads of it: its CSINode's drivers and limits (none
@@ -261,8 +279,9 @@ class Volumes:
         any Filter's, as upstream runs them."""
         untranslatable = self.untranslatable(obj)
         if untranslatable:
-            return untranslatable, s.VOLUME_ERROR, ()
+            return untranslatable, s.VOLUME_ERROR, (), ()
         entries: list[tuple[tuple[s.NodeSelectorTerm, ...], int, str]] = []
+        local: list[tuple[str, frozenset[str], int]] = []
         refused: list[tuple[str, str]] = []  # (stage, why), in volume order
         for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
             if not isinstance(vol, Mapping):
@@ -294,14 +313,29 @@ class Volumes:
                 refused.append((stage, why))
                 continue
             entries += [(terms, i, reason) for terms, reason in needs]
+            if self._only_local(claim):
+                local.append((claim.class_name, claim.modes, claim.size))
             volume = self.volumes.get(claim.volume) if claim.volume and not ephemeral else None
             if volume is not None and volume.zones:
                 entries.append((volume.zones, i, ZONE_CONFLICT))
         if refused:  # the PreFilter's first, else the first Filter's in upstream's order
             order = (s.VOLUME_PREFILTER, s.VOLUME_RESTRICTED, s.VOLUME_BINDING)
             stage, why = min(refused, key=lambda r: order.index(r[0]))
-            return why, stage, ()
-        return "", "", tuple(entries)
+            return why, stage, (), ()
+        return "", "", tuple(entries), tuple(sorted(local, key=lambda c: (c[0], sorted(c[1]), c[2])))
+
+    def _only_local(self, claim: _Claim) -> bool:
+        """A claim not bound, waiting for its first consumer, of a class that does not provision,
+        that only node-local volumes serve (one each: localpv.py)."""
+        if claim.bound or claim.volume or claim.selected:
+            return False
+        cls = self.classes.get(claim.class_name) if claim.class_name else None
+        if cls is None or not cls.wait or (cls.provisioner and cls.provisioner != NO_PROVISIONER):
+            return False
+        serving = [v for v in self.volumes.values()
+                   if v.class_name == claim.class_name and v.available and v.size >= claim.size
+                   and claim.modes <= v.modes and v.claim in ("", claim.key)]
+        return bool(serving) and all(v.name in self.local for v in serving)
 
     def _claim_demand(self, claim: _Claim) -> tuple[str, str, list[tuple[tuple[s.NodeSelectorTerm, ...], str]]]:
         """(a refusal's stage and words, or "" and "" and the terms a node must match, each
@@ -358,7 +392,8 @@ class Volumes:
         return tuple(out)
 
 
-Demand = tuple[str, str, tuple[tuple[tuple[s.NodeSelectorTerm, ...], int, str], ...]]
+Demand = tuple[str, str, tuple[tuple[tuple[s.NodeSelectorTerm, ...], int, str], ...],
+               tuple[tuple[str, frozenset[str], int], ...]]
 
 
 Terms = tuple[s.NodeSelectorTerm, ...]

@@ -69,7 +69,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
-from solver.model import attach
+from solver.model import attach, localpv
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, group_ok
 from solver.model.fragment import Fragmentation, score, tie_order
@@ -246,6 +246,9 @@ class State:
         most = self._requests_room(cls, node, self.running_on(node))
         if most and cls.pods[0].csi_volumes and not self.volumes_fit(cls, node):
             return 0
+        if most and cls.pods[0].local_claims:  # a node-local volume for each claim (localpv.py)
+            beside = [(self.problem.classes[c].pods[0], n) for c, n in self.placed.get(node, {}).items()]
+            most = min(most, localpv.room(self.nodes[node], cls.pods[0], beside) or 0)
         if most and self.problem.dra.reserve_caps:
             most = min(most, self.reserve_room(cls))
         if most and self.problem.dra.active and own_devices:

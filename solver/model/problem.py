@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from solver.model import attach, cel, selectors
+from solver.model import attach, cel, localpv, selectors
 from solver.model import dra as dra_mod
 from solver.model import interpod as ip
 from solver.model import snapshot as s
@@ -246,7 +246,7 @@ def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], 
         shared = tuple(dra.shared[i].slots for i in dra.shared_of_class.get(cls.index, ()))
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
                  rep.affinity_terms, rep.tolerations, rep.required_features, rep.volume_block, rep.volume_terms,
-                 rep.csi_volumes, rep.csi_required,
+                 rep.csi_volumes, rep.csi_required, rep.local_claims,
                  len(cls.pods), dra.class_slots[cls.index],
                  tuple(dra.pinned.get(cls.index, ())), shared, ip.own_signature(rep), vectors[cls.index])
         if shape not in shapes:
@@ -284,6 +284,7 @@ def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod,
         pod.volume_stage,
         pod.volume_terms,
         pod.volume_reasons,
+        pod.local_claims,
         pod.csi_volumes,
         pod.csi_required,
     )
@@ -564,6 +565,8 @@ def _candidate_nodes(
         if checks and not ip.node_allowed(rep, node, shut):
             continue
         most = 1 if selectors.pods_clash(rep, rep) else len(cls.pods)  # one pod per host port (or disk) and node
+        if rep.local_claims:  # a volume of the node's own for each claim (localpv.py)
+            most = min(most, localpv.room(node, rep) or 0)
         for res, amount in cls.requests.items():
             free = node.allocatable.get(res, 0) - fixed[node.name].get(res, 0)
             most = min(most, max(0, free) // amount)

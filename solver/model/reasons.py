@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from solver.model import attach, selectors
+from solver.model import attach, localpv, selectors
 from solver.model import snapshot as s
 from solver.model.greedy import State
 from solver.model.problem import Problem
@@ -208,6 +208,8 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
             return [VOLUME_LIMIT], True
     if pod.volume_block:  # VolumeBinding's Filter (its PreFilter's and errors are the whole reason: decode.py)
         return [pod.volume_block], False
+    if pod.local_claims and not localpv.room(node, pod):  # no volume of the node's own left for a claim
+        return ["node(s) didn't find available persistent volumes to bind"], False
     if not selectors.volumes_reachable(pod, node):
         return _volume_reasons(pod, node), False
     if pod.spread:

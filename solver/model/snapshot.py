@@ -143,6 +143,9 @@ class Node:
     csi_drivers: frozenset[str] = frozenset()
     volume_limits: Mapping[str, int] = field(default_factory=dict)
     attached_volumes: frozenset[tuple[str, str]] = frozenset()
+    # available PersistentVolumes whose node affinity matches this node alone, per storage class:
+    # (size, access modes) each (VolumeBinding's static volumes: localpv.py)
+    local_volumes: Mapping[str, tuple[tuple[int, frozenset[str]], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,6 +195,8 @@ class Pod:
     # per entry of volume_terms: the claim's number among the pod's volumes, and the reason a
     # node the entry leaves out is given (a claim's first failing entry counts)
     volume_reasons: tuple[tuple[int, str], ...] = ()
+    # its claims only node-local volumes serve: (storage class, access modes, size) each (localpv.py)
+    local_claims: tuple[tuple[str, frozenset[str], int], ...] = ()
     # its CSI volumes a node attaches (NodeVolumeLimits), as (driver, unique name), sorted; and
     # the drivers among them whose CSIDriver bars a node whose CSINode lacks them
     csi_volumes: tuple[tuple[str, str], ...] = ()

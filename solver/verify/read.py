@@ -298,6 +298,24 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class StaticClaim:
+    key: str  # namespace/name
+    class_name: str
+    size: Fraction
+    modes: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticVolume:
+    name: str
+    class_name: str
+    size: Fraction
+    modes: frozenset[str]
+    claim: str  # the claim its claimRef names ("" when none)
+    terms: tuple[Term, ...]  # required node affinity (() for any node)
+
+
+@dataclass(frozen=True, slots=True)
 class PodFacts:
     """What the verifier reads from one pod's spec (shared by every pod with the same)."""
 
@@ -610,6 +628,41 @@ class _Volumes:
             return Claim(refusal=f"claim {name} finds no volume to bind and none is provisioned")
         return Claim(terms=tuple(options))
 
+    def static(self, spec: Obj, namespace: str) -> tuple[StaticClaim, ...]:
+        """The pod's claims that only an available volume serves: not bound, not being
+        provisioned for a node, of a WaitForFirstConsumer class that does not provision."""
+        out = []
+        for vol in spec.get("volumes") or ():
+            if vol.get("persistentVolumeClaim") is None:
+                continue  # an ephemeral volume's claim is made for it: provisioned
+            claim = self.claims.get(f"{namespace}/{vol['persistentVolumeClaim'].get('claimName')}")
+            if claim is None:
+                continue
+            meta, cspec = claim["metadata"], claim.get("spec") or {}
+            cls = self.classes.get(_class_of(claim)) if _class_of(claim) else None
+            if cspec.get("volumeName") or (meta.get("annotations") or {}).get("volume.kubernetes.io/selected-node") \
+                    or cls is None or cls.get("volumeBindingMode") != "WaitForFirstConsumer" \
+                    or str(cls.get("provisioner") or "") not in ("", "kubernetes.io/no-provisioner"):
+                continue
+            out.append(StaticClaim(key=f"{namespace}/{meta['name']}", class_name=_class_of(claim),
+                                   size=_storage((cspec.get("resources") or {}).get("requests")),
+                                   modes=frozenset(cspec.get("accessModes") or ())))
+        return tuple(out)
+
+    def static_volumes(self) -> tuple[StaticVolume, ...]:
+        out = []
+        for v in self.volumes.values():
+            vspec = v.get("spec") or {}
+            if v["metadata"].get("deletionTimestamp"):
+                continue
+            ref = vspec.get("claimRef")
+            out.append(StaticVolume(
+                name=str(v["metadata"]["name"]), class_name=_class_of(v), size=_storage(vspec.get("capacity")),
+                modes=frozenset(vspec.get("accessModes") or ()),
+                claim=f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
+                terms=_node_terms((vspec.get("nodeAffinity") or {}).get("required", {}).get("nodeSelectorTerms"))))
+        return tuple(out)
+
     def _room(self, provisioner: str, cls: Obj, want: Fraction) -> list[Term] | None:
         """Where the class's driver, tracking capacity, may provision ``want``: the topologies
         of the class's CSIStorageCapacities whose maximumVolumeSize (else capacity) holds it;
@@ -703,6 +756,10 @@ class Facts:
     budget_free: set[str] = field(default_factory=set)
     # pod key -> the ReadWriteOncePod claims its persistentVolumeClaim volumes name (VolumeRestrictions)
     once_pod: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # VolumeBinding's static volumes: per pending pod, its claims that must find an available
+    # volume (WaitForFirstConsumer, a class that does not provision); and those volumes
+    static_claims: dict[str, tuple[StaticClaim, ...]] = field(default_factory=dict)
+    static_volumes: tuple[StaticVolume, ...] = ()
     # extended resources a DeviceClass serves (DRAExtendedResource): on a node whose
     # allocatable lacks one, DynamicResources allocates it, not NodeResourcesFit
     dra_served: frozenset[str] = frozenset()
@@ -814,6 +871,10 @@ def read(objects: Iterable[Obj]) -> Facts:
             csi = volumes.csi_of(raw, ns, name)
             if csi:
                 facts.csi_volumes[key] = csi
+        if "persistentVolumeClaim" in text and not bound:
+            static = volumes.static(raw, ns)
+            if static:
+                facts.static_claims[key] = static
         if "persistentVolumeClaim" in text:
             named = [f"{ns}/{v['persistentVolumeClaim'].get('claimName')}" for v in raw.get("volumes") or ()
                      if v.get("persistentVolumeClaim") is not None]
@@ -834,6 +895,7 @@ def read(objects: Iterable[Obj]) -> Facts:
         facts.volume_limits[host] = {str(d["name"]): int(d["allocatable"]["count"]) for d in drivers
                                      if (d.get("allocatable") or {}).get("count") is not None}
     facts.migrated = frozenset(volumes.migrated)
+    facts.static_volumes = volumes.static_volumes()
     facts.csi_required = frozenset(str(o["metadata"]["name"]) for o in by_kind.get("CSIDriver", ())
                                    if (o.get("spec") or {}).get("preventPodSchedulingIfMissing") is True)
     for o in by_kind.get("VolumeAttachment", ()):

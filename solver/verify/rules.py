@@ -221,6 +221,40 @@ def check_volume_restrictions(view: _View) -> list[Violation]:
     return out
 
 
+def check_static_volumes(view: _View) -> list[Violation]:
+    """VolumeBinding (findMatchingVolumes, with each binding assumed as pods are scheduled):
+    the bound pods' claims that only an available volume serves each get a volume of their own:
+    of their class, access modes and size, not claimed by another claim, matching by node
+    affinity the node the pod is bound to (a bipartite matching over every such claim)."""
+    asks = [(p, c) for p in view.new_pods for c in view.facts.static_claims.get(p.key, ())]
+    if not asks:
+        return []
+    volumes = view.facts.static_volumes
+    nodes = view.facts.nodes
+
+    def serves(v: read.StaticVolume, pod: s.Pod, c: read.StaticClaim) -> bool:
+        node = nodes.get(view.bound[pod.key])
+        return (v.class_name == c.class_name and v.size >= c.size and c.modes <= v.modes
+                and v.claim in ("", c.key) and node is not None
+                and (not v.terms or any(read.term_holds(t, node) for t in v.terms)))
+
+    owner: dict[str, int] = {}  # volume -> the ask holding it
+
+    def assign(i: int, seen: set[str]) -> bool:  # an augmenting path from ask i
+        pod, c = asks[i]
+        for v in volumes:
+            if v.name not in seen and serves(v, pod, c):
+                seen.add(v.name)
+                if v.name not in owner or assign(owner[v.name], seen):
+                    owner[v.name] = i
+                    return True
+        return False
+
+    return [Violation(rule="binding", subject=pod.key, detail=f"claim {c.key} finds no available volume of its own "
+                                                              f"on {view.bound[pod.key]}")
+            for i, (pod, c) in enumerate(asks) if not assign(i, set())]
+
+
 def check_volume_limits(view: _View) -> list[Violation]:
     """NodeVolumeLimits (csi.go Filter) on the end state, as the pods would be bound one at a
     time: a new pod's CSI driver that sets preventPodSchedulingIfMissing is on its node's

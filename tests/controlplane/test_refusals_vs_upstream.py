@@ -166,6 +166,16 @@ def _disk(read_only: bool) -> list[dict[str, Any]]:
                  _inline(pod("p").cpu_m(500), a=gce("d1", read_only)))
 
 
+def _one_local_volume() -> list[dict[str, Any]]:
+    # n1's one local volume serves p's claim and q's: p (stronger) takes it, q finds none left
+    from tests.solver.test_refusals import _local_claims, _local_pv
+
+    return _docs(node("n1"), node("n2").cpu_m(1000), cases._class("local", "WaitForFirstConsumer"),
+                 _local_pv("pv-1", "n1"), *_local_claims("data-p", "data-q"),
+                 cases._with_claim(pod("p").cpu_m(500).priority(100), "data-p"),
+                 cases._with_claim(pod("q").cpu_m(500), "data-q"))
+
+
 def _consumable(*asks: str | None) -> list[dict[str, Any]]:
     from tests.solver.test_consumable_capacity import shared_case
 
@@ -199,6 +209,7 @@ CASES = {
     "in-tree volume untranslatable": (_untranslatable, {}),
     "inline disk in use": (lambda: _disk(False), {"default/p": "n2"}),
     "inline disk read-only": (lambda: _disk(True), {"default/p": "n1"}),
+    "one local volume, two claims": (_one_local_volume, {"default/p": "n1"}),
 }
 
 

@@ -396,6 +396,52 @@ def test_a_volume_left_out_by_node_affinity_or_zone_is_told_so() -> None:
         "0/1 nodes are available: 1 node(s) had no available volume zone.")
 
 
+def _local_claims(*names: str, size: str = "1Gi") -> list[dict[str, Any]]:
+    out = []
+    for name in names:
+        claim = _pvc(name)
+        claim["spec"]["resources"]["requests"]["storage"] = size
+        out.append(claim)
+    return out
+
+
+def _local_pv(name: str, node_name: str, size: str = "10Gi") -> dict[str, Any]:
+    volume = _pv(name, node_name)
+    volume["spec"]["capacity"]["storage"] = size
+    return volume
+
+
+def test_two_claims_never_take_one_local_volume() -> None:
+    """findMatchingVolumes assumes each binding as it schedules a pod: of two pods whose claims
+    only n1's one local volume serves, one binds (the stronger first) and the other waits; a
+    second volume, on n2, takes the other pod there."""
+    objs = [node("n1"), node("n2").cpu_m(1000), _class("local", "WaitForFirstConsumer"), _local_pv("pv-1", "n1"),
+            *_local_claims("data-p", "data-q"), _with_claim(pod("p").cpu_m(500).priority(100), "data-p"),
+            _with_claim(pod("q").cpu_m(500), "data-q")]
+    assert _plans(*objs) == {"model": {"p": "n1"}, "baseline": {"p": "n1"}}
+    assert _refused(objs, {"p": "n1", "q": "n1"}) == ["binding"]
+    assert _plans(*objs, _local_pv("pv-2", "n2")) == {"model": {"p": "n1", "q": "n2"},
+                                                       "baseline": {"p": "n1", "q": "n2"}}
+
+
+def test_a_local_volume_serves_a_claim_its_size_holds() -> None:
+    """n1's volumes hold 5Gi and 20Gi: a 10Gi claim and a 5Gi claim both fit (the 10Gi one on
+    the 20Gi volume); two 10Gi claims do not, and one pod asking two 10Gi claims does not."""
+    base = [node("n1"), _class("local", "WaitForFirstConsumer"), _local_pv("pv-s", "n1", "5Gi"),
+            _local_pv("pv-l", "n1", "20Gi")]
+    both = [*base, *_local_claims("big", size="10Gi"), *_local_claims("small", size="5Gi"),
+            _with_claim(pod("p").cpu_m(500), "big"), _with_claim(pod("q").cpu_m(500), "small")]
+    assert _plans(*both) == {"model": {"p": "n1", "q": "n1"}, "baseline": {"p": "n1", "q": "n1"}}
+    two = [*base, *_local_claims("b1", "b2", size="10Gi"), _with_claim(pod("p").cpu_m(500), "b1"),
+           _with_claim(pod("q").cpu_m(500), "b2")]
+    assert len(_plans(*two)["model"]) == 1
+    assert _refused(two, {"p": "n1", "q": "n1"}) == ["binding"]
+    pair = pod("p").cpu_m(500)
+    pair.obj["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
+                                   for i, c in enumerate(("b1", "b2"))]
+    assert _plans(*base, *_local_claims("b1", "b2", size="10Gi"), pair) == {"model": {}, "baseline": {}}
+
+
 def test_a_read_write_once_pod_claim_serves_one_pod() -> None:
     """VolumeRestrictions: while "user" runs with the claim no other pod may have it; of two
     pending pods asking for it, the plan binds one (the first by name), never both."""

@@ -1,4 +1,7 @@
-"""NodeVolumeLimits (solver/model/attach.py): per node and CSI driver with a limit,
+"""NodeVolumeLimits (solver/model/attach.py), and VolumeBinding's static local volumes
+(solver/model/localpv.py: per node, pool and size asked, ``Σ_c need(c)·count[c, n] ≤ have(n)``).
+
+NodeVolumeLimits: per node and CSI driver with a limit,
 
     Σ_{v ∈ new(n, d)} on[n, v] ≤ limit[n, d] − |held(n, d)|
     count[c, n] ≤ most[c, n]·on[n, v]                        for every class c with volume v
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from solver.model import attach
+from solver.model import attach, localpv
 from solver.model import snapshot as s
 from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
@@ -27,6 +30,7 @@ from solver.model.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
+    _local_volumes(problem, vars)
     nodes = {n.name: n for n in problem.nodes if n.volume_limits}
     if not nodes:
         return
@@ -79,3 +83,22 @@ def _keep_free(problem: Problem, vars: PlacementVars, node: s.Node, classes: lis
             held = free[vol]
             if held is not None:
                 vars.model.add(vars.count_on(cls.index, node.name) <= problem.candidates[cls.index][node.name] * held)
+
+
+def _local_volumes(problem: Problem, vars: PlacementVars) -> None:
+    """VolumeBinding's static local volumes (localpv.py): per node, pool and size t asked, the
+    pool's claims of at least t placed there are at most the node's volumes of at least t."""
+    if not any(c.pods[0].local_claims for c in problem.classes):
+        return
+    nodes = {n.name: n for n in problem.nodes}
+    for name, classes in sorted(vars.classes_by_node().items()):
+        mine = [c for c in classes if c.pods[0].local_claims]
+        pools = localpv.pools(c.pods[0] for c in mine)
+        for pool in sorted(pools, key=lambda p: (p[0], sorted(p[1]))):
+            for size in pools[pool]:
+                asks = [(c, k) for c in mine if (k := localpv.need(c.pods[0], pool, size))]
+                supply = localpv.have(nodes[name], pool, size)
+                if sum(k * problem.candidates[c.index][name] for c, k in asks) <= supply:
+                    continue  # every pod that may go there has its volume
+                vars.model.add(cp_model.LinearExpr.weighted_sum([vars.count_on(c.index, name) for c, _ in asks],
+                                                                [k for _, k in asks]) <= supply)
