@@ -227,6 +227,9 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
             if pod.node is not None and (why := volumes.untranslatable(obj)):
                 warnings.append(f"{_ident(obj)}: spec.volumes: {why.partition(': ')[2]}; the volume is not counted "
                                 f"on {pod.node} (upstream's NodeVolumeLimits fails there with that error)")
+        if why := dra.waits(obj, pod):  # upstream holds it at PreEnqueue
+            waiting.append(s.WaitingPod(pod=pod.key, reason=why))
+            continue
         dra.pod(obj, pod)
         pod = dra.extended(obj, pod, advertised)
         pods.append(pod)

@@ -739,6 +739,29 @@ class _DraBuilder:
                                    spec=self.templates[f"{ns}/{template}"])
         return key
 
+    def waits(self, obj: Obj, pod: s.Pod) -> str:
+        """Why upstream's DynamicResources PreEnqueue holds a pending pod (``foreachPodResourceClaim``),
+        "" when it does not: a claim it names does not exist, or a template claim has none made
+        and its template is missing (nothing will make one). The pod is held, as a gated pod is,
+        and the rest of the cluster is planned."""
+        if pod.node is not None:
+            return ""
+        statuses = _claim_statuses(obj)
+        group_refs = self.group_refs.get(pod.group, {}) if pod.group is not None else {}
+        for _, entry, kind, target in _claim_refs(obj, "spec.resourceClaims"):
+            shared = group_refs.get(entry)
+            if shared is not None and shared[:2] == (kind, target):
+                continue  # the group's claim
+            if kind == "claim":
+                if f"{pod.namespace}/{target}" not in self.claims:
+                    return f'resourceclaim.resource.k8s.io "{target}" not found'
+                continue
+            _, generated = statuses.get(entry, (None, None))
+            if generated is None and f"{pod.namespace}/{target}" not in self.templates and entry not in statuses:
+                return (f'pod "{pod.namespace}/{pod.name}": ResourceClaim not created yet '
+                        f"(ResourceClaimTemplate {pod.namespace}/{target} not found)")
+        return ""
+
     def pod(self, obj: Obj, pod: s.Pod) -> None:
         refs = _claim_refs(obj, "spec.resourceClaims")
         if not refs:

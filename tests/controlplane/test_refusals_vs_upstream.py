@@ -176,6 +176,15 @@ def _one_local_volume() -> list[dict[str, Any]]:
                  cases._with_claim(pod("q").cpu_m(500), "data-q"))
 
 
+def _claim_not_made() -> list[dict[str, Any]]:
+    # p names a ResourceClaim that does not exist: held before scheduling; q is scheduled
+    from tests.dra_builders import gpu_slice, with_claims
+    from tests.solver.test_rules_dra import GPU_CLASS
+
+    return _docs(node("n1").cpu_m(4000), gpu_slice("n1", 1), GPU_CLASS,
+                 with_claims(pod("p").cpu_m(500), gpu="claim:nope"), pod("q").cpu_m(100))
+
+
 def _consumable(*asks: str | None) -> list[dict[str, Any]]:
     from tests.solver.test_consumable_capacity import shared_case
 
@@ -210,6 +219,7 @@ CASES = {
     "inline disk in use": (lambda: _disk(False), {"default/p": "n2"}),
     "inline disk read-only": (lambda: _disk(True), {"default/p": "n1"}),
     "one local volume, two claims": (_one_local_volume, {"default/p": "n1"}),
+    "DRA claim not made yet": (_claim_not_made, {"default/q": "n1"}),
 }
 
 

@@ -74,9 +74,6 @@ BAD = [
     ("unknown-selector-operator", [node("n1"), pod("p").affinity("k", "Near", "x")],
      "Pod/default/p: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
      ".nodeSelectorTerms[0].matchExpressions[0].operator: unknown operator 'Near'"),
-    ("pod-names-missing-claim-template",
-     [node("n1"), _with(pod("p"), "spec.resourceClaims", [{"name": "gpu", "resourceClaimTemplateName": "ghost"}])],
-     "Pod/default/p: spec.resourceClaims[0]: ResourceClaimTemplate default/ghost not found"),
     ("device-class-selector-does-not-compile",
      [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
        "spec": {"selectors": [{"cel": {"expression": "device.driver =="}}]}}],
