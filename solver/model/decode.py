@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from solver.model import dra as dra_mod
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, Evaluation, evaluate, pdb_taken, tiers, trivial_bound
 from solver.model.decode_devices import device_allocations
@@ -319,9 +320,12 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
         if d is not None and not d.fits and not d.after_preemption:  # not even after evictions
             return subject + d.message()
         if not problem.candidates[c]:
-            if any(cls.index in cap.classes and cap.room == 0 for cap in problem.dra.reserve_caps):
-                # the DynamicResources PreFilter's status (statusUnschedulable), in FitError's words
-                return subject + f"0/{len(problem.nodes)} nodes are available: resourceclaim in use."
+            full = next((cap for cap in problem.dra.reserve_caps if cls.index in cap.classes and cap.room == 0), None)
+            if full is not None:  # upstream passes the filters and fails to reserve the claim at PreBind
+                name = full.claim.split("/", 1)[1]
+                return subject + (f'running PreBind plugin "DynamicResources": add reservation to claim {full.claim}: '
+                                  f'ResourceClaim.resource.k8s.io "{name}" is invalid: status.reservedFor: Too many: '
+                                  f"{dra_mod.RESERVED_MAX + 1}: must have at most {dra_mod.RESERVED_MAX} items")
             keys = sorted({k for g in w.groups if (k := problem.groups[g].topology_key) is not None})
             if d is not None and keys:  # some node takes the pod: the gang's domains cannot
                 return (f"{w.key}: no single {' / '.join(keys)} domain has room for the gang's pods of "

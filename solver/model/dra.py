@@ -194,7 +194,8 @@ RESERVED_MAX = 256
 class ReserveCap:
     """A claim a pod joins by binding (allocated, or several pending pods name it) whose
     reservedFor may not take every pending pod naming it: at most ``room`` more of the pods
-    of ``classes`` bind (upstream's PreFilter: "resourceclaim in use" once it is full)."""
+    of ``classes`` bind (once it is full, upstream's PreBind fails to add the next: the API
+    server refuses more than 256)."""
 
     claim: s.ClaimKey
     room: int

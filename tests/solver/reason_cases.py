@@ -1,4 +1,4 @@
-"""One cluster whose twelve pending pods the default profile refuses everywhere, each for other
+"""One cluster whose thirteen pending pods the default profile refuses everywhere, each for other
 reasons (tests/solver/test_reasons.py; the real kube-scheduler's words for them are compared
 in tests/controlplane/test_reasons_vs_upstream.py)."""
 
@@ -46,6 +46,10 @@ EXPECTED = {
     "default/picked": "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 "
                       "node(s) didn't find available persistent volumes to bind. preemption: 0/4 nodes are available: "
                       "4 Preemption is not helpful for scheduling.",
+    # the filters pass on n1; reserving the full claim at PreBind fails (the API server's refusal)
+    "default/late": 'running PreBind plugin "DynamicResources": add reservation to claim default/held: '
+                    'ResourceClaim.resource.k8s.io "held" is invalid: status.reservedFor: Too many: 257: must have '
+                    "at most 256 items",
     # a filter's error, not a refusal: CSI migration cannot translate the inline disk on n1 (a CSINode)
     "default/disk": 'running "NodeVolumeLimits" filter plugin: converting volume(data) from inline to csi: '
                     "kind(Dedicated) is not supported in csi migration",
@@ -95,7 +99,16 @@ def cluster() -> list[Any]:
     tight, picked = pod("tight").cpu_m(100), pod("picked").cpu_m(100)
     tight.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "big"}}]
     picked.obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "picked"}}]
-    return [*volumes, tight, picked, holder, solo, immediate, csi_node, disk, clash, orphan, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
+    # a GPU of n1 allocated to claim "held", reserved for web and 255 other consumers: full
+    from tests.dra_builders import claim, gpu_slice, request, with_claims
+    from tests.solver.test_rules_dra import GPU_CLASS
+
+    held = claim("held", request("gpu"), allocated=[("n1", "gpu-0")], node="n1", reserved_for=["web"])
+    held.obj["status"]["reservedFor"] += [{"resource": "widgets", "apiGroup": "example.com", "name": f"x{i}",
+                                           "uid": f"uid-x{i}"} for i in range(255)]
+    late = with_claims(pod("late").cpu_m(100), gpu="claim:held")
+    devices = [gpu_slice("n1", 1), GPU_CLASS, held, late]
+    return [*devices, *volumes, tight, picked, holder, solo, immediate, csi_node, disk, clash, orphan, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
             node("n3").cpu_m(4000).unschedulable(), node("n4").cpu_m(1000).zone("b"),
             web, pod("low").on("n4").cpu_m(800).label("app", "low"),
             pod("huge").cpu_m(64000), pod("lost").cpu_m(100).selector("topology.kubernetes.io/zone", "c"),
