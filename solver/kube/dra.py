@@ -683,9 +683,12 @@ class _DraBuilder:
         devices, self.counters = _slices(by_kind["ResourceSlice"])
         self.devices = _taint_rules(devices, by_kind["DeviceTaintRule"])
         self.claims: dict[s.ClaimKey, s.Claim] = {}
+        self.deleting: set[str] = set()  # the claims being deleted (metadata.deletionTimestamp)
         for obj in by_kind["ResourceClaim"]:
             claim = parse_resource_claim(obj, self.classes)
             self.claims[claim.key] = claim
+            if _get(obj, "metadata.deletionTimestamp", str):
+                self.deleting.add(claim.key)
         self.templates: dict[str, s.ClaimSpec] = {}
         for obj in by_kind["ResourceClaimTemplate"]:
             ns, name = _meta(obj, namespaced=True)
@@ -741,22 +744,27 @@ class _DraBuilder:
 
     def waits(self, obj: Obj, pod: s.Pod) -> str:
         """Why upstream's DynamicResources PreEnqueue holds a pending pod (``foreachPodResourceClaim``),
-        "" when it does not: a claim it names does not exist, or a template claim has none made
-        and its template is missing (nothing will make one). The pod is held, as a gated pod is,
-        and the rest of the cluster is planned."""
+        "" when it does not: a claim it names does not exist or is being deleted, or a template
+        claim has none made and its template is missing (nothing will make one). The pod is
+        held, as a gated pod is, and the rest of the cluster is planned."""
         if pod.node is not None:
             return ""
         statuses = _claim_statuses(obj)
         group_refs = self.group_refs.get(pod.group, {}) if pod.group is not None else {}
         for _, entry, kind, target in _claim_refs(obj, "spec.resourceClaims"):
             shared = group_refs.get(entry)
+            _, generated = statuses.get(entry, (None, None))
+            name = target if kind == "claim" else generated
+            if shared is not None and shared[:2] == (kind, target) and shared[2] is not None:
+                name = shared[2].split("/", 1)[1]  # the group's claim
+            if name is not None and f"{pod.namespace}/{name}" in self.deleting:
+                return f'resourceclaim "{name}" is being deleted'
             if shared is not None and shared[:2] == (kind, target):
-                continue  # the group's claim
+                continue  # the group's claim: its PodGroup is read first
             if kind == "claim":
                 if f"{pod.namespace}/{target}" not in self.claims:
                     return f'resourceclaim.resource.k8s.io "{target}" not found'
                 continue
-            _, generated = statuses.get(entry, (None, None))
             if generated is None and f"{pod.namespace}/{target}" not in self.templates and entry not in statuses:
                 return (f'pod "{pod.namespace}/{pod.name}": ResourceClaim not created yet '
                         f"(ResourceClaimTemplate {pod.namespace}/{target} not found)")

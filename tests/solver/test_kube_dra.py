@@ -498,6 +498,18 @@ def test_a_pending_pod_naming_a_missing_claim_is_held_and_the_rest_planned(entry
     assert any(p.node is None for p in snap.pods)  # the other pending pods are planned
 
 
+def test_a_pending_pod_naming_a_claim_being_deleted_is_held() -> None:
+    """PreEnqueue: "resourceclaim ... is being deleted" (a claim the pod names, or the one made
+    from its template); the claim's deletionTimestamp is the sign."""
+    docs = copy.deepcopy(_docs())
+    w0 = _find(docs, "Pod", "w-0")
+    named = next(e["resourceClaimName"] for e in w0["spec"]["resourceClaims"] if e.get("resourceClaimName"))
+    _find(docs, "ResourceClaim", named)["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    snap = kube.snapshot_from_objects(docs)
+    assert (("team/w-0", f'resourceclaim "{named}" is being deleted') in
+            [(h.pod, h.reason) for h in snap.waiting])
+
+
 def test_a_device_published_by_two_slices_of_one_pool_is_an_error() -> None:
     docs = _docs()
     twin = copy.deepcopy(_slice(docs))
