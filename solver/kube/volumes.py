@@ -62,8 +62,10 @@ translation refuses is not counted, as upstream; an inline volume it refuses mak
 Filter fail with an error, so a pending pod with one is placed nowhere (when any node has a
 CSINode), and a running pod's is not counted, with a warning.
 
-Two claims never take one volume local to a node (``Pod.local_claims``, ``Node.local_volumes``:
-model/localpv.py). Not read: the volume's label selector on a claim, and two claims choosing
+A volume serves a claim as ``FindMatchingVolume`` says (``_Volume.serves``: room, access modes,
+volume mode, attributes class, the claim's selector, phase Available). Two claims never take one
+volume local to a node (``Pod.local_claims``, ``Node.local_volumes``:
+model/localpv.py; a claim with a selector is not counted there). Not read: two claims choosing
 one volume several nodes reach (each pod alone may take it): the plan can then bind a pod the
 real scheduler would leave pending. Upstream does not count one pod's provisioning against the
 next pod's storage capacity either, and neither does gangplace.
@@ -85,6 +87,7 @@ from solver.kube.objects import (
     _meta,
     _opt_text,
     _requirements,
+    _string_map,
     _strings,
     _text,
     quantity,
@@ -130,6 +133,9 @@ class _Claim:
     modes: frozenset[str]
     going: str  # why PreFilter refuses it ("" when it does not)
     selected: str = ""  # the node its provisioning was started for (SELECTED_NODE), "" when none
+    mode: str = "Filesystem"  # spec.volumeMode
+    vac: str = ""  # spec.volumeAttributesClassName
+    selector: s.LabelSelector | None = None  # spec.selector: the volumes' labels it takes
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +150,23 @@ class _Volume:
     zones: tuple[s.NodeSelectorTerm, ...]  # what VolumeZone asks of a node ((): nothing)
     csi: tuple[str, str] | None = None  # spec.csi: (driver, volumeHandle)
     migrated: tuple[str, str] | None = None  # an in-tree source as CSI migration counts it
+    mode: str = "Filesystem"  # spec.volumeMode
+    vac: str = ""  # spec.volumeAttributesClassName
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    phase_ok: bool = True  # status.phase Available (or not written yet)
+
+    def serves(self, claim: _Claim) -> bool:
+        """``FindMatchingVolume`` (component-helpers pv_helpers.go) on everything but the node:
+        a volume pre-bound to the claim needs only room, volume mode and attributes class; any
+        other must be unclaimed, Available, of the claim's class, match its selector and carry
+        its access modes."""
+        if (self.claim and self.claim != claim.key) or self.size < claim.size or self.mode != claim.mode \
+                or self.vac != claim.vac or not self.available:
+            return False
+        if self.claim == claim.key:
+            return True
+        return self.phase_ok and self.class_name == claim.class_name and claim.modes <= self.modes and (
+            claim.selector is None or selectors.label_selector_matches(claim.selector, self.labels))
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +213,13 @@ class Volumes:
         affinity matches one node alone (``Node.local_volumes``; localpv.py)."""
         found: dict[str, dict[str, list[tuple[int, frozenset[str]]]]] = {}
         for volume in self.volumes.values():
-            if not volume.available or volume.claim or not volume.terms:
+            if not volume.available or not volume.phase_ok or volume.claim or not volume.terms:
                 continue
             where = [n.name for n in nodes if any(selectors.term_matches(t, n) for t in volume.terms)]
             if len(where) == 1:
                 self.local.add(volume.name)
-                found.setdefault(where[0], {}).setdefault(volume.class_name, []).append((volume.size, volume.modes))
+                found.setdefault(where[0], {}).setdefault(_pool(volume.class_name, volume.mode, volume.vac), []).append(
+                    (volume.size, volume.modes))
         return tuple(dataclasses.replace(n, local_volumes={c: tuple(sorted(v, key=lambda x: (x[0], sorted(x[1]))))
                                                            for c, v in sorted(found[n.name].items())})
                      if n.name in found else n for n in nodes)
@@ -314,7 +338,7 @@ class Volumes:
                 continue
             entries += [(terms, i, reason) for terms, reason in needs]
             if self._only_local(claim):
-                local.append((claim.class_name, claim.modes, claim.size))
+                local.append((_pool(claim.class_name, claim.mode, claim.vac), claim.modes, claim.size))
             volume = self.volumes.get(claim.volume) if claim.volume and not ephemeral else None
             if volume is not None and volume.zones:
                 entries.append((volume.zones, i, ZONE_CONFLICT))
@@ -327,14 +351,12 @@ class Volumes:
     def _only_local(self, claim: _Claim) -> bool:
         """A claim not bound, waiting for its first consumer, of a class that does not provision,
         that only node-local volumes serve (one each: localpv.py)."""
-        if claim.bound or claim.volume or claim.selected:
-            return False
+        if claim.bound or claim.volume or claim.selected or claim.selector is not None:
+            return False  # (a claim with a selector takes only some volumes: not counted, lenient)
         cls = self.classes.get(claim.class_name) if claim.class_name else None
         if cls is None or not cls.wait or (cls.provisioner and cls.provisioner != NO_PROVISIONER):
             return False
-        serving = [v for v in self.volumes.values()
-                   if v.class_name == claim.class_name and v.available and v.size >= claim.size
-                   and claim.modes <= v.modes and v.claim in ("", claim.key)]
+        serving = [v for v in self.volumes.values() if v.serves(claim)]
         return bool(serving) and all(v.name in self.local for v in serving)
 
     def _claim_demand(self, claim: _Claim) -> tuple[str, str, list[tuple[tuple[s.NodeSelectorTerm, ...], str]]]:
@@ -363,8 +385,7 @@ class Volumes:
             return "", "", out
         options: list[s.NodeSelectorTerm] = []
         for volume in self.volumes.values():
-            if volume.class_name != claim.class_name or not volume.available or volume.size < claim.size \
-                    or not claim.modes <= volume.modes or volume.claim not in ("", claim.key):
+            if not volume.serves(claim):
                 continue
             if not volume.terms:
                 return "", "", []  # a volume any node may use
@@ -394,6 +415,11 @@ class Volumes:
 
 Demand = tuple[str, str, tuple[tuple[tuple[s.NodeSelectorTerm, ...], int, str], ...],
                tuple[tuple[str, frozenset[str], int], ...]]
+
+
+def _pool(class_name: str, mode: str, vac: str) -> str:
+    """The volumes a claim of a class may take alike: its class, volume mode and attributes class."""
+    return class_name if (mode, vac) == ("Filesystem", "") else f"{class_name} ({mode}, {vac or '-'})"
 
 
 Terms = tuple[s.NodeSelectorTerm, ...]
@@ -440,8 +466,11 @@ def _claim(obj: Obj) -> _Claim:
     elif _get(obj, "metadata.deletionTimestamp", str):
         going = f'persistentvolumeclaim "{name}" is being deleted'
     selected = _opt_text(obj, f"metadata.annotations[{SELECTED_NODE}]", annotations.get(SELECTED_NODE))
+    raw_selector = _get(obj, "spec.selector", Mapping)
     return _Claim(key=f"{ns}/{name}", volume=volume, bound=bool(volume) and BIND_COMPLETED in annotations,
-                  selected=selected,
+                  selected=selected, mode=_get(obj, "spec.volumeMode", str) or "Filesystem",
+                  vac=_get(obj, "spec.volumeAttributesClassName", str) or "",
+                  selector=None if raw_selector is None else _label_selector(obj, "spec.selector", raw_selector),
                   class_name=str(class_name or ""), modes=frozenset(_strings(obj, "spec.accessModes")),
                   size=_size(obj, "spec.resources.requests"), going=going)
 
@@ -459,7 +488,10 @@ def _volume(obj: Obj) -> _Volume:
                    terms=_terms(obj, field, _get(obj, field, list, [])),
                    available=not _get(obj, "metadata.deletionTimestamp", str),
                    zones=_zone_terms(_get(obj, "metadata.labels", Mapping, {})), csi=_csi_source(obj),
-                   migrated=_persistent(obj))
+                   migrated=_persistent(obj), mode=_get(obj, "spec.volumeMode", str) or "Filesystem",
+                   vac=_get(obj, "spec.volumeAttributesClassName", str) or "",
+                   labels=_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {})),
+                   phase_ok=(_get(obj, "status.phase", str) or "Available") == "Available")
 
 
 def _persistent(obj: Obj) -> tuple[str, str] | None:

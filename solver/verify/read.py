@@ -297,22 +297,41 @@ class Claim:
     zones: tuple[tuple[str, frozenset[str]], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class StaticClaim:
     key: str  # namespace/name
-    class_name: str
-    size: Fraction
-    modes: frozenset[str]
+    obj: Obj  # the PersistentVolumeClaim
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class StaticVolume:
     name: str
-    class_name: str
-    size: Fraction
-    modes: frozenset[str]
-    claim: str  # the claim its claimRef names ("" when none)
+    obj: Obj  # the PersistentVolume
     terms: tuple[Term, ...]  # required node affinity (() for any node)
+
+
+def volume_takes(volume: Obj, claim: Obj) -> bool:
+    """component-helpers FindMatchingVolume for one volume and claim, but the node: room, the
+    same volumeMode (Filesystem when unset) and volumeAttributesClassName, not being deleted;
+    pre-bound to the claim, that is all; else unclaimed, in phase Available (or not written
+    yet), matching the claim's selector, of its storage class, with its access modes."""
+    vspec, cspec = volume.get("spec") or {}, claim.get("spec") or {}
+    cmeta = claim["metadata"]
+    ref = vspec.get("claimRef") or {}
+    mine = bool(ref) and ref.get("name") == cmeta["name"] and \
+        (ref.get("namespace") or "") == (cmeta.get("namespace") or "default")
+    if (ref and not mine) or volume["metadata"].get("deletionTimestamp") \
+            or _storage(vspec.get("capacity")) < _storage((cspec.get("resources") or {}).get("requests")) \
+            or (vspec.get("volumeMode") or "Filesystem") != (cspec.get("volumeMode") or "Filesystem") \
+            or (vspec.get("volumeAttributesClassName") or "") != (cspec.get("volumeAttributesClassName") or ""):
+        return False
+    if mine:
+        return True
+    wanted = selector(cspec["selector"]) if cspec.get("selector") is not None else None
+    return ((volume.get("status") or {}).get("phase") or "Available") == "Available" \
+        and (wanted is None or wanted.matches(volume["metadata"].get("labels") or {})) \
+        and _class_of(volume) == _class_of(claim) \
+        and set(cspec.get("accessModes") or ()) <= set(vspec.get("accessModes") or ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -590,8 +609,7 @@ class _Volumes:
         cls = self.classes.get(_class_of(claim)) if _class_of(claim) else None
         if cls is None or cls.get("volumeBindingMode") != "WaitForFirstConsumer" or volume_name:
             return Claim(refusal=f"claim {name} is unbound and binds immediately")
-        key = f"{meta.get('namespace') or 'default'}/{name}"
-        want, modes = _storage((spec.get("resources") or {}).get("requests")), set(spec.get("accessModes") or ())
+        want = _storage((spec.get("resources") or {}).get("requests"))
         provisioner = str(cls.get("provisioner") or "")
         provisions = bool(provisioner) and provisioner != "kubernetes.io/no-provisioner"
         topologies: list[Term] = [(tuple((str(e.get("key", "")), "In", tuple(map(str, e.get("values") or ())))
@@ -609,11 +627,7 @@ class _Volumes:
         options: list[Term] = []
         for volume in self.volumes.values():
             vspec = volume.get("spec") or {}
-            ref = vspec.get("claimRef")
-            ref_key = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else ""
-            if _class_of(volume) != _class_of(claim) or volume["metadata"].get("deletionTimestamp") \
-                    or _storage(vspec.get("capacity")) < want or not modes <= set(vspec.get("accessModes") or ()) \
-                    or ref_key not in ("", key):
+            if not volume_takes(volume, claim):
                 continue
             terms = _node_terms((vspec.get("nodeAffinity") or {}).get("required", {}).get("nodeSelectorTerms"))
             if not terms:
@@ -644,22 +658,15 @@ class _Volumes:
                     or cls is None or cls.get("volumeBindingMode") != "WaitForFirstConsumer" \
                     or str(cls.get("provisioner") or "") not in ("", "kubernetes.io/no-provisioner"):
                 continue
-            out.append(StaticClaim(key=f"{namespace}/{meta['name']}", class_name=_class_of(claim),
-                                   size=_storage((cspec.get("resources") or {}).get("requests")),
-                                   modes=frozenset(cspec.get("accessModes") or ())))
+            out.append(StaticClaim(key=f"{namespace}/{meta['name']}", obj=claim))
         return tuple(out)
 
     def static_volumes(self) -> tuple[StaticVolume, ...]:
         out = []
         for v in self.volumes.values():
             vspec = v.get("spec") or {}
-            if v["metadata"].get("deletionTimestamp"):
-                continue
-            ref = vspec.get("claimRef")
             out.append(StaticVolume(
-                name=str(v["metadata"]["name"]), class_name=_class_of(v), size=_storage(vspec.get("capacity")),
-                modes=frozenset(vspec.get("accessModes") or ()),
-                claim=f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
+                name=str(v["metadata"]["name"]), obj=v,
                 terms=_node_terms((vspec.get("nodeAffinity") or {}).get("required", {}).get("nodeSelectorTerms"))))
         return tuple(out)
 

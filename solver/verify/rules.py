@@ -234,9 +234,8 @@ def check_static_volumes(view: _View) -> list[Violation]:
 
     def serves(v: read.StaticVolume, pod: s.Pod, c: read.StaticClaim) -> bool:
         node = nodes.get(view.bound[pod.key])
-        return (v.class_name == c.class_name and v.size >= c.size and c.modes <= v.modes
-                and v.claim in ("", c.key) and node is not None
-                and (not v.terms or any(read.term_holds(t, node) for t in v.terms)))
+        return node is not None and read.volume_takes(v.obj, c.obj) and (
+            not v.terms or any(read.term_holds(t, node) for t in v.terms))
 
     owner: dict[str, int] = {}  # volume -> the ask holding it
 

@@ -442,6 +442,30 @@ def test_a_local_volume_serves_a_claim_its_size_holds() -> None:
     assert _plans(*base, *_local_claims("b1", "b2", size="10Gi"), pair) == {"model": {}, "baseline": {}}
 
 
+@pytest.mark.parametrize("mismatch", ["selector", "volume mode", "attributes class", "released"])
+def test_a_volume_the_claim_cannot_take_is_not_an_option(mismatch: str) -> None:
+    """FindMatchingVolume: n1's volume (the emptier node) differs from the claim in its labels
+    (the claim's selector), its volumeMode, its volumeAttributesClassName, or is Released; n2's
+    matches, so the pod goes to n2."""
+    nodes = [node("n1"), node("n2").cpu_m(1000)]
+    near, far = _local_pv("pv-1", "n1"), _local_pv("pv-2", "n2")
+    claim = _local_claims("data")[0]
+    for volume in (near, far):
+        volume["metadata"]["labels"] = {"tier": "fast"}
+    if mismatch == "selector":
+        claim["spec"]["selector"] = {"matchLabels": {"tier": "fast"}}
+        near["metadata"]["labels"] = {"tier": "slow"}
+    elif mismatch == "volume mode":
+        near["spec"]["volumeMode"] = "Block"
+    elif mismatch == "attributes class":
+        near["spec"]["volumeAttributesClassName"] = "gold"
+    else:
+        near["status"] = {"phase": "Released"}
+    objs = [*nodes, _class("local", "WaitForFirstConsumer"), near, far, claim, _with_claim(pod("p").cpu_m(500), "data")]
+    assert _plans(*objs) == {"model": {"p": "n2"}, "baseline": {"p": "n2"}}
+    assert _refused(objs, {"p": "n1"}) == ["binding"]
+
+
 def test_a_read_write_once_pod_claim_serves_one_pod() -> None:
     """VolumeRestrictions: while "user" runs with the claim no other pod may have it; of two
     pending pods asking for it, the plan binds one (the first by name), never both."""
