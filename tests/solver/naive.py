@@ -159,6 +159,26 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
             if used:
                 m.add(sum(used) <= max(0, left))
 
+    # VolumeBinding's static local volumes: each claim of a pod placed on n takes a volume of n
+    # of its own (the claim's pool, access modes within the volume's, room), no volume twice
+    for n in snap.nodes:
+        volumes = [(pool, i, size, modes) for pool, held_here in n.local_volumes.items()
+                   for i, (size, modes) in enumerate(held_here)]
+        takers: dict[tuple[str, int], list] = defaultdict(list)
+        for p in pending:
+            if (p.key, n.name) not in x:
+                continue
+            for pool, modes, size in p.local_claims:
+                options = []
+                for vpool, i, vsize, vmodes in volumes:
+                    if vpool == pool and vsize >= size and modes <= vmodes:
+                        take = m.new_bool_var("")
+                        takers[vpool, i].append(take)
+                        options.append(take)
+                m.add(sum(options) == x[p.key, n.name])
+        for takes in takers.values():
+            m.add(sum(takes) <= 1)
+
     dra = _Dra(m, snap, pending, running, x, e, unit_of, pod_power, dra_preemption)
     conflict_lits = _inter_pod(m, snap, pending, running, x, e, unit_of, unit_prio, pod_power)
 

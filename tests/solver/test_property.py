@@ -363,6 +363,8 @@ def clusters(draw: Any) -> list[Any]:
         objs += _volume_limits(draw, objs, nodes, running)
     if draw(st.integers(0, 4)) == 0:
         objs += _provisioned(draw, objs, nodes)
+    if draw(st.integers(0, 3)) == 0:
+        objs += _local_storage(draw, objs, nodes)
     if dra:
         held = _hold_devices(draw, dra, running)
         objs += held
@@ -383,6 +385,25 @@ def clusters(draw: Any) -> list[Any]:
                         "resourceClaims", [])):
                     _add_claims(pending[i], named=target)
     return objs
+
+
+def _local_storage(draw: Any, objs: list[Any], nodes: list[str]) -> list[Any]:
+    """VolumeBinding's static local volumes: 0-2 volumes of 5Gi or 20Gi on some nodes (a class
+    that does not provision), and a claim of 5Gi or 10Gi for some pending pods: two claims never
+    take one volume."""
+    from tests.solver.test_refusals import _class, _local_claims, _local_pv
+
+    out: list[Any] = [_class("local", "WaitForFirstConsumer")]
+    for n in nodes:
+        for i in range(draw(st.sampled_from([0, 1, 1, 2]))):
+            out.append(_local_pv(f"lpv-{n}-{i}", n, draw(st.sampled_from(["5Gi", "20Gi"]))))
+    pending = [o for o in objs if isinstance(o, b.PodBuilder) and not o.obj["spec"].get("nodeName")]
+    for pb in pending:
+        if draw(st.booleans()):
+            name = f"lc-{pb.obj['metadata']['name']}"
+            out += _local_claims(name, size=draw(st.sampled_from(["5Gi", "10Gi"])))
+            pb.obj["spec"].setdefault("volumes", []).append({"name": "local", "persistentVolumeClaim": {"claimName": name}})
+    return out
 
 
 def _provisioned(draw: Any, objs: list[Any], nodes: list[str]) -> list[Any]:
