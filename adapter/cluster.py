@@ -94,6 +94,8 @@ CALLS: tuple[tuple[str, str, str], ...] = (
     ("patch", "resource.k8s.io", "resourceclaims/binding"),
     ("create", "resource.k8s.io", "resourceclaims"),
     ("patch", "", "pods/status"),
+    ("patch", "", "persistentvolumes"),  # VolumeBinding's PreBind: a volume's claimRef
+    ("patch", "", "persistentvolumeclaims"),  # and a claim's selected-node annotation
     ("create", "events.k8s.io", "events"),
     ("get", "coordination.k8s.io", "leases"),
     ("create", "coordination.k8s.io", "leases"),
@@ -201,6 +203,16 @@ def _json(resp: object) -> Obj:
         raise TypeError(f"not a raw response: {type(resp).__name__}")
     body: Obj = json.loads(resp.data)
     return body
+
+
+def _unless_changed(what: str, call: Callable[[], object]) -> None:
+    """A write over an object as last seen (its resourceVersion): a 409 is a Conflict naming it."""
+    try:
+        call()
+    except ApiException as exc:
+        if exc.status == 409:
+            raise Conflict(f"{what}: {exc.reason}") from exc
+        raise
 
 
 def now() -> str:
@@ -367,13 +379,33 @@ class Cluster:
         """``status.reservedFor`` as given, only over the claim as last seen (``resource_version``:
         a claim changed since is a Conflict, as kube-scheduler's update conflicts)."""
         body = {"metadata": {"resourceVersion": resource_version}, "status": {"reservedFor": reserved}}
-        try:
-            self.resource.patch_namespaced_resource_claim_status(name, namespace, body, _preload_content=False,
-                                                                _content_type="application/merge-patch+json")
-        except ApiException as exc:
-            if exc.status == 409:
-                raise Conflict(f"ResourceClaim {namespace}/{name}: {exc.reason}") from exc
-            raise
+        _unless_changed(f"ResourceClaim {namespace}/{name}",
+                        lambda: self.resource.patch_namespaced_resource_claim_status(
+                            name, namespace, body, _preload_content=False,
+                            _content_type="application/merge-patch+json"))
+
+    @retried
+    def bind_volume(self, name: str, claim_namespace: str, claim: str, claim_uid: str, resource_version: str) -> None:
+        """The volume's spec.claimRef names the claim (and the bound-by-controller annotation), as
+        kube-scheduler's VolumeBinding PreBind writes it (``GetBindVolumeToClaim``); over the
+        volume as last seen: one changed since is a Conflict. The PV controller binds the claim."""
+        body = {"metadata": {"resourceVersion": resource_version,
+                             "annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+                "spec": {"claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                                      "namespace": claim_namespace, "name": claim, "uid": claim_uid}}}
+        _unless_changed(f"PersistentVolume {name}", lambda: self.core.patch_persistent_volume(
+            name, body, _preload_content=False, _content_type="application/merge-patch+json"))
+
+    @retried
+    def select_node(self, namespace: str, claim: str, node: str, resource_version: str) -> None:
+        """The claim's volume.kubernetes.io/selected-node annotation, which starts its provisioning
+        there, as kube-scheduler's VolumeBinding PreBind writes it; over the claim as last seen."""
+        body = {"metadata": {"resourceVersion": resource_version,
+                             "annotations": {"volume.kubernetes.io/selected-node": node}}}
+        _unless_changed(f"PersistentVolumeClaim {namespace}/{claim}",
+                        lambda: self.core.patch_namespaced_persistent_volume_claim(
+                            claim, namespace, body, _preload_content=False,
+                            _content_type="application/merge-patch+json"))
 
     @retried
     def create_claim(self, namespace: str, obj: Obj) -> None:

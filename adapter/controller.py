@@ -17,10 +17,13 @@ Thin on purpose: which pods go where, and which victims go, is the solver's. Her
   and a delete), wait until they are gone (timeout: replan),
   write DRA allocations (creating a template's claim, as the
   ResourceClaim controller would, then ``status.allocation`` and ``reservedFor``), add each pod
-  to the ``reservedFor`` of the claims it uses that were allocated before, bind every
-  pod, 8 at a time (a 409 is "already bound": fine if to the planned node, else replan once
-  the other bindings are done), set the PodGroup condition ``PodGroupInitiallyScheduled``
-  and emit Events.
+  to the ``reservedFor`` of the claims it uses that were allocated before, write what
+  VolumeBinding's PreBind writes for each claim waiting for its first consumer (the chosen
+  volume's ``spec.claimRef``, the smallest available one on the node, or the claim's
+  ``volume.kubernetes.io/selected-node`` for its provisioner: without it the kubelet waits for
+  the claim forever; a conflict means replan), bind every pod, 8 at a time (a 409 is
+  "already bound": fine if to the planned node, else replan once the other bindings are done),
+  set the PodGroup condition ``PodGroupInitiallyScheduled`` and emit Events.
 - **Crash safety** follows: a restart rebuilds the view from the cluster, pods bound before
   the crash are running members (they count toward minCount and fix the domain), evicted
   pods still terminating are not victims again, and every write is skipped when the
@@ -39,6 +42,8 @@ from typing import Any
 
 from adapter.cluster import Cluster, Conflict, Refused, now
 from solver.kube.dra import EXTENDED_CLAIM, extended_resource_classes, parse_device_class
+from solver.kube.pods import parse_node
+from solver.kube.volumes import prebind
 from solver.model.plan import Binding, Plan, WorkloadVerdict
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.model.snapshot import POD_GROUP, STANDALONE_POD
@@ -147,6 +152,8 @@ class Executor:
         for allocs in per_claim.values():
             self._allocate(allocs, pods, groups, objects, bound)
         if changed := self._reserve(plan, pods, objects):
+            return replace(out, replan=changed)
+        if changed := self._volumes(plan, objects):
             return replace(out, replan=changed)
         # 4. bind, up to `parallel` at a time; a pod bound elsewhere (a 409) abandons the plan, the
         # other bindings still complete
@@ -343,6 +350,27 @@ class Executor:
                 self.cluster.set_podgroup_claim_statuses(ns, owner_name, status)
         self.cluster.set_claim_allocation(ns, claim_name, {"allocation": {"devices": {"results": results}},
                                                            "reservedFor": reserved})
+
+    def _volumes(self, plan: Plan, objects: list[Obj]) -> str:
+        """Each bound pod's claims that wait for their first consumer get what kube-scheduler's
+        VolumeBinding PreBind writes (``volumes.prebind``): the volume's claimRef, or the claim's
+        selected-node annotation for its provisioner. One write each, over the object as seen:
+        one changed since means replan (its why)."""
+        by_kind: dict[str, list[Obj]] = {}
+        for o in objects:
+            by_kind.setdefault(o["kind"], []).append(o)
+        if not by_kind.get("PersistentVolumeClaim"):
+            return ""
+        nodes = {n.name: n for n in (parse_node(o) for o in by_kind.get("Node", ()))}
+        for vb in prebind(by_kind, [(b.pod, b.node) for b in plan.bindings], nodes):
+            try:
+                if vb.volume:
+                    self.cluster.bind_volume(vb.volume, vb.namespace, vb.claim, vb.claim_uid, vb.volume_version)
+                else:
+                    self.cluster.select_node(vb.namespace, vb.claim, vb.node, vb.claim_version)
+            except Conflict:
+                return f"PersistentVolumeClaim {vb.namespace}/{vb.claim} or its volume changed before its binding"
+        return ""
 
     def _reserve(self, plan: Plan, pods: dict[str, Obj], objects: list[Obj]) -> str:
         """Each pod bound with a claim allocated before this plan joins its ``reservedFor``, as

@@ -61,7 +61,7 @@ API_GATES = ("GenericWorkload", "TopologyAwareWorkloadScheduling", "CompositePod
 RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true"
 # kube-controller-manager's controllers that work without kubelets (names as its --controllers)
 CONTROLLERS = ("resourceclaim-controller", "garbage-collector-controller", "namespace-controller",
-               "podgroup-protection-controller", "disruption-controller")
+               "podgroup-protection-controller", "disruption-controller", "persistentvolume-binder-controller")
 
 
 class ControlPlaneError(SolverError):

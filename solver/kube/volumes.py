@@ -74,7 +74,7 @@ next pod's storage capacity either, and neither does gangplace.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,7 +189,7 @@ class _Class:
 class Volumes:
     """The claims, volumes and classes of a snapshot, and what each pending pod's claims demand."""
 
-    def __init__(self, by_kind: Mapping[str, list[Obj]]) -> None:
+    def __init__(self, by_kind: Mapping[str, Sequence[Obj]]) -> None:
         self.claims = {c.key: c for c in (_claim(o) for o in by_kind.get("PersistentVolumeClaim", ()))}
         self.volumes = {v.name: v for v in (_volume(o) for o in by_kind.get("PersistentVolume", ()))}
         self.classes = {c.name: c for c in (_class(o) for o in by_kind.get("StorageClass", ()))}
@@ -646,3 +646,60 @@ def _class(obj: Obj) -> _Class:
 def _size(obj: Obj, field: str) -> int:
     raw: Any = _get(obj, field, Mapping, {})
     return quantity(obj, f"{field}.storage", "storage", raw["storage"]) if "storage" in raw else 0
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBinding:
+    """What kube-scheduler's VolumeBinding PreBind writes before a pod's binding (binder.go
+    ``BindPodVolumes``), for one claim of the pod: the volume it takes (``volume`` set: the
+    volume's spec.claimRef names the claim, as ``GetBindVolumeToClaim`` writes it), or the node
+    its provisioning is for (``node``: the claim's selected-node annotation)."""
+
+    namespace: str
+    claim: str
+    claim_uid: str
+    claim_version: str  # the claim's resourceVersion as read
+    volume: str = ""
+    volume_version: str = ""
+    node: str = ""
+
+
+def prebind(by_kind: Mapping[str, Sequence[Obj]], bindings: Iterable[tuple[str, str]],
+            nodes: Mapping[s.NodeName, s.Node]) -> list[VolumeBinding]:
+    """For pods about to be bound (``bindings``: pod key, node, in order), each claim not bound
+    yet that waits for its first consumer: the smallest available volume on that node serving it
+    that no earlier claim took (``findMatchingVolumes``), else, when its class provisions, the
+    node to provision it on. A claim being provisioned already, or that nothing serves, gets
+    nothing (the plan placed the pod where one serves it)."""
+    vols = Volumes(by_kind)
+    claims_obj = {f"{_meta(o, namespaced=True)[0]}/{_meta(o, namespaced=True)[1]}": o
+                  for o in by_kind.get("PersistentVolumeClaim", ())}
+    volume_obj = {_meta(o, namespaced=False)[1]: o for o in by_kind.get("PersistentVolume", ())}
+    pods = {f"{_meta(o, namespaced=True)[0]}/{_meta(o, namespaced=True)[1]}": o for o in by_kind.get("Pod", ())}
+    taken: set[str] = set()
+    out: list[VolumeBinding] = []
+    for pod_key, node_name in bindings:
+        pod, node = pods.get(pod_key), nodes.get(s.NodeName(node_name))
+        if pod is None or node is None:
+            continue
+        ns = pod_key.split("/", 1)[0]
+        for vol in _get(pod, "spec.volumes", list, []):
+            ref = vol.get("persistentVolumeClaim") if isinstance(vol, Mapping) else None
+            claim = vols.claims.get(f"{ns}/{ref.get('claimName')}") if isinstance(ref, Mapping) else None
+            cls = vols.classes.get(claim.class_name) if claim is not None and claim.class_name else None
+            if claim is None or claim.bound or claim.volume or claim.selected or cls is None or not cls.wait:
+                continue
+            raw = claims_obj[claim.key]
+            meta = raw["metadata"]
+            fits = sorted((v for v in vols.volumes.values() if v.name not in taken and v.serves(claim) and (
+                not v.terms or any(selectors.term_matches(t, node) for t in v.terms))),
+                key=lambda v: (v.claim != claim.key, v.size, v.name))
+            base = {"namespace": ns, "claim": str(meta["name"]), "claim_uid": str(meta.get("uid") or ""),
+                    "claim_version": str(meta.get("resourceVersion") or "")}
+            if fits:
+                taken.add(fits[0].name)
+                out.append(VolumeBinding(**base, volume=fits[0].name, volume_version=str(
+                    volume_obj[fits[0].name]["metadata"].get("resourceVersion") or "")))
+            elif cls.provisioner and cls.provisioner != NO_PROVISIONER:
+                out.append(VolumeBinding(**base, node=node_name))
+    return out

@@ -421,6 +421,46 @@ def test_shares_of_one_device_are_written_with_their_share_ids_and_consumed_capa
     _no_refusals(real)
 
 
+def test_a_claim_waiting_for_its_pod_gets_what_volume_bindings_prebind_writes(
+        real: Real, adapter_kubeconfig: Path) -> None:
+    """Before binding a pod, kube-scheduler's VolumeBinding PreBind binds its claims that wait
+    for their first consumer: a local volume's claimRef names the claim (the PV controller then
+    binds the claim), or, for a class that provisions, the claim's selected-node annotation
+    starts provisioning there. Without it the kubelet would wait for the claim forever. The
+    adapter writes both, as the real API server takes them."""
+    from tests.solver.test_refusals import _class, _local_claims, _local_pv, _with_claim
+
+    for obj in (node("n1").cpu_m(2000).build(), node("n2").cpu_m(4000).build(),
+                _class("local", "WaitForFirstConsumer"),
+                _class("made", "WaitForFirstConsumer", provisioner="example.com/made"),
+                _local_pv("pv-small", "n1", "5Gi"), _local_pv("pv-big", "n1", "20Gi"),
+                *_local_claims("data", size="4Gi")):
+        real.put(obj)
+    made = _local_claims("scratch")[0]
+    made["spec"]["storageClassName"] = "made"
+    real.put(made)
+    deadline = time.monotonic() + 30  # the PV controller makes the volumes Available, as the scheduler needs
+    while time.monotonic() < deadline and any((real.get(f"/api/v1/persistentvolumes/{v}") or {}).get(
+            "status", {}).get("phase") != "Available" for v in ("pv-small", "pv-big")):
+        time.sleep(0.5)
+    real.put(ours(_with_claim(pod("p").cpu_m(500), "data")))
+    real.put(ours(_with_claim(pod("q").cpu_m(500), "scratch")))
+    _run(_adapter(adapter_kubeconfig), lambda: bool(real.node_of("p") and real.node_of("q")))
+    assert real.node_of("p") == "n1"  # the only node with a volume for it
+    volume = real.get("/api/v1/persistentvolumes/pv-small") or {}
+    assert {k: volume["spec"]["claimRef"][k] for k in ("namespace", "name")} == {"namespace": "default", "name": "data"}
+    assert "claimRef" not in (real.get("/api/v1/persistentvolumes/pv-big") or {})["spec"]  # the smallest that fits
+    claim = real.get("/api/v1/namespaces/default/persistentvolumeclaims/scratch") or {}
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == real.node_of("q")
+    deadline = time.monotonic() + 30  # kube-controller-manager's PV controller completes the binding
+    while time.monotonic() < deadline and (real.get(
+            "/api/v1/namespaces/default/persistentvolumeclaims/data") or {}).get("status", {}).get("phase") != "Bound":
+        time.sleep(0.5)
+    bound = real.get("/api/v1/namespaces/default/persistentvolumeclaims/data") or {}
+    assert (bound.get("status", {}).get("phase"), bound["spec"].get("volumeName")) == ("Bound", "pv-small")
+    _no_refusals(real)
+
+
 @pytest.mark.parametrize("after", [4, 5], ids=["before-the-bindings", "after-the-first-binding"])
 def test_killed_mid_plan_and_restarted_it_binds_each_pod_once_and_evicts_nothing_extra(
         real: Real, adapter_kubeconfig: Path, after: int) -> None:
