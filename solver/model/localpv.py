@@ -41,15 +41,22 @@ def have(node: s.Node, pool: Pool, size: int) -> int:
 
 def room(node: s.Node, pod: s.Pod, placed: Iterable[tuple[s.Pod, int]] = ()) -> int | None:
     """How many more pods like ``pod`` the node's volumes serve beside ``placed`` (pod, count);
-    None when the pod asks none."""
+    None when the pod asks none. Every size a claim of the pool asks there counts, the placed
+    pods' too: a small claim placed before may leave no room at its size for a larger one."""
     if not pod.local_claims:
         return None
     placed = list(placed)
+    asked = pools([pod, *(p for p, _ in placed)])
     most: int | None = None
-    for pool, sizes in pools([pod]).items():
-        for size in sizes:
-            left = max(0, have(node, pool, size) - sum(need(p, pool, size) * n for p, n in placed))
-            fit = left // need(pod, pool, size)
+    for pool in pools([pod]):
+        for size in asked[pool]:
+            left = have(node, pool, size) - sum(need(p, pool, size) * n for p, n in placed)
+            mine = need(pod, pool, size)
+            if not mine:
+                if left < 0:
+                    return 0
+                continue
+            fit = max(0, left) // mine
             most = fit if most is None else min(most, fit)
     return most
 

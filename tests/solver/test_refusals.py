@@ -436,6 +436,13 @@ def test_a_local_volume_serves_a_claim_its_size_holds() -> None:
            _with_claim(pod("q").cpu_m(500), "b2")]
     assert len(_plans(*two)["model"]) == 1
     assert _refused(two, {"p": "n1", "q": "n1"}) == ["binding"]
+    # one 20Gi volume, a 5Gi claim placed first and a 10Gi claim: the second finds none (the
+    # baseline once counted only the sizes the new pod asks; the thorough property profile found it)
+    one = [node("n1"), _class("local", "WaitForFirstConsumer"), _local_pv("pv-l", "n1", "20Gi"),
+           *_local_claims("s1", size="5Gi"), *_local_claims("b1", size="10Gi"),
+           _with_claim(pod("a").cpu_m(500), "s1"), _with_claim(pod("b").cpu_m(500), "b1")]
+    plans = _plans(*one)
+    assert len(plans["model"]) == 1 and len(plans["baseline"]) == 1, plans
     pair = pod("p").cpu_m(500)
     pair.obj["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
                                    for i, c in enumerate(("b1", "b2"))]
