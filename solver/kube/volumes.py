@@ -212,10 +212,22 @@ class Volumes:
         """The nodes with their local volumes: each available volume (no claimRef) whose node
         affinity matches one node alone (``Node.local_volumes``; localpv.py)."""
         found: dict[str, dict[str, list[tuple[int, frozenset[str]]]]] = {}
+        by_label: dict[tuple[str, str], list[s.Node]] = {}  # a term's In values narrow the nodes to try
+        for n in nodes:
+            for key, value in n.labels.items():
+                by_label.setdefault((key, value), []).append(n)
+            by_label.setdefault(("metadata.name", n.name), []).append(n)
+
+        def near(term: s.NodeSelectorTerm) -> Iterable[s.Node]:
+            for req in (*term.match_fields, *term.match_expressions):
+                if req.operator == "In":
+                    return [n for v in req.values for n in by_label.get((req.key, v), ())]
+            return nodes
+
         for volume in self.volumes.values():
             if not volume.available or not volume.phase_ok or volume.claim or not volume.terms:
                 continue
-            where = [n.name for n in nodes if any(selectors.term_matches(t, n) for t in volume.terms)]
+            where = sorted({n.name for t in volume.terms for n in near(t) if selectors.term_matches(t, n)})
             if len(where) == 1:
                 self.local.add(volume.name)
                 found.setdefault(where[0], {}).setdefault(_pool(volume.class_name, volume.mode, volume.vac), []).append(

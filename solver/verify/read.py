@@ -310,7 +310,7 @@ class StaticVolume:
     terms: tuple[Term, ...]  # required node affinity (() for any node)
 
 
-def volume_takes(volume: Obj, claim: Obj) -> bool:
+def volume_takes(volume: Obj, claim: Obj, room: Fraction | None = None, want: Fraction | None = None) -> bool:
     """component-helpers FindMatchingVolume for one volume and claim, but the node: room, the
     same volumeMode (Filesystem when unset) and volumeAttributesClassName, not being deleted;
     pre-bound to the claim, that is all; else unclaimed, in phase Available (or not written
@@ -321,7 +321,8 @@ def volume_takes(volume: Obj, claim: Obj) -> bool:
     mine = bool(ref) and ref.get("name") == cmeta["name"] and \
         (ref.get("namespace") or "") == (cmeta.get("namespace") or "default")
     if (ref and not mine) or volume["metadata"].get("deletionTimestamp") \
-            or _storage(vspec.get("capacity")) < _storage((cspec.get("resources") or {}).get("requests")) \
+            or (room if room is not None else _storage(vspec.get("capacity"))) < (
+                want if want is not None else _storage((cspec.get("resources") or {}).get("requests"))) \
             or (vspec.get("volumeMode") or "Filesystem") != (cspec.get("volumeMode") or "Filesystem") \
             or (vspec.get("volumeAttributesClassName") or "") != (cspec.get("volumeAttributesClassName") or ""):
         return False
@@ -519,6 +520,10 @@ class _Volumes:
         self.claims = {f"{c['metadata'].get('namespace') or 'default'}/{c['metadata']['name']}": c for c in claims}
         self.volumes = {v["metadata"]["name"]: v for v in volumes}
         self.classes = {c["metadata"]["name"]: c for c in classes}
+        # each volume's capacity and node affinity, read once (every claim asks them)
+        self.room_of = {n: _storage((v.get("spec") or {}).get("capacity")) for n, v in self.volumes.items()}
+        self.terms_of = {n: _node_terms(((v.get("spec") or {}).get("nodeAffinity") or {}).get("required", {})
+                                        .get("nodeSelectorTerms")) for n, v in self.volumes.items()}
         self.translating = translating  # some node has a CSINode: the scheduler translates there
         # storage capacity tracking (binder.go hasEnoughCapacity): the drivers that opt in, and
         # per class the (size limit, node topology) of each CSIStorageCapacity
@@ -625,11 +630,10 @@ class _Volumes:
             near = _and([here], topologies if cls.get("allowedTopologies") else None) or []
             return Claim(terms=tuple(_and(near, room) or ()))
         options: list[Term] = []
-        for volume in self.volumes.values():
-            vspec = volume.get("spec") or {}
-            if not volume_takes(volume, claim):
+        for name, volume in self.volumes.items():
+            if not volume_takes(volume, claim, self.room_of[name], want):
                 continue
-            terms = _node_terms((vspec.get("nodeAffinity") or {}).get("required", {}).get("nodeSelectorTerms"))
+            terms = self.terms_of[name]
             if not terms:
                 return Claim()
             options.extend(terms)
@@ -663,11 +667,8 @@ class _Volumes:
 
     def static_volumes(self) -> tuple[StaticVolume, ...]:
         out = []
-        for v in self.volumes.values():
-            vspec = v.get("spec") or {}
-            out.append(StaticVolume(
-                name=str(v["metadata"]["name"]), obj=v,
-                terms=_node_terms((vspec.get("nodeAffinity") or {}).get("required", {}).get("nodeSelectorTerms"))))
+        for name, v in self.volumes.items():
+            out.append(StaticVolume(name=str(name), obj=v, terms=self.terms_of[name]))
         return tuple(out)
 
     def _room(self, provisioner: str, cls: Obj, want: Fraction) -> list[Term] | None:
