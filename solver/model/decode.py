@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from solver.model import dra as dra_mod
+from solver.model import selectors
 from solver.model import snapshot as s
 from solver.model.assignment import Assignment, Evaluation, evaluate, pdb_taken, tiers, trivial_bound
 from solver.model.decode_devices import device_allocations
@@ -310,7 +311,9 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
         # the filters say of each node
         aborted = dra_abort_reason(problem, cls) if problem.dra.active and not problem.candidates[c] else ""
         rep = cls.pods[0]
-        if rep.volume_stage == s.VOLUME_ERROR:  # a Filter's error ends the attempt
+        if selectors.named_nodes(rep) == frozenset():  # NodeAffinity's PreFilter: the terms conflict
+            aborted = f"0/{len(problem.nodes)} nodes are available: pod affinity terms conflict. not found"
+        elif rep.volume_stage == s.VOLUME_ERROR:  # a Filter's error ends the attempt
             aborted = rep.volume_block
         elif rep.volume_stage == s.VOLUME_PREFILTER:  # and the DynamicResources PostFilter finds no state
             aborted = f"0/{len(problem.nodes)} nodes are available: {rep.volume_block}. not found"

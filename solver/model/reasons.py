@@ -184,6 +184,9 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
     """The first refusing filter's reasons for one pod of ``cls`` on ``node`` (none: it fits),
     and whether preemption could resolve them."""
     pod = cls.pods[0]
+    named = selectors.named_nodes(pod)
+    if named is not None and node.name not in named:  # NodeAffinity's PreFilter left it out
+        return ["node(s) didn't satisfy plugin(s) [NodeAffinity]"], False
     if node.unschedulable and not any(selectors.tolerates(t, selectors.UNSCHEDULABLE_TAINT) for t in pod.tolerations):
         return [UNSCHEDULABLE], False
     if not selectors.taints_tolerated(pod, node):  # the unschedulable taint is tolerated if we are here

@@ -62,6 +62,26 @@ def term_matches(term: s.NodeSelectorTerm, node: s.Node) -> bool:
     )
 
 
+def named_nodes(pod: s.Pod) -> frozenset[str] | None:
+    """NodeAffinity's PreFilter (node_affinity.go ``PreFilter``): when every required term names
+    nodes by ``metadata.name In``, the nodes they name (per term the intersection of its such
+    fields, the union over terms; empty: the terms conflict); None when some term does not.
+    Upstream tries only those nodes: each other one "didn't satisfy plugin(s) [NodeAffinity]",
+    before any filter."""
+    if not pod.affinity_terms:
+        return None
+    out: set[str] = set()
+    for term in pod.affinity_terms:
+        names: set[str] | None = None
+        for req in term.match_fields:
+            if req.key == "metadata.name" and req.operator == "In":
+                names = set(req.values) if names is None else names & set(req.values)
+        if names is None:
+            return None
+        out |= names
+    return frozenset(out)
+
+
 def affinity_matches(pod: s.Pod, node: s.Node) -> bool:
     """nodeSelector (every pair) and required node affinity (any term)."""
     if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):

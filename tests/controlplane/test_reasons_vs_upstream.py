@@ -1,4 +1,4 @@
-"""A pending pod's reason is kube-scheduler's, word for word: the thirteen pods of
+"""A pending pod's reason is kube-scheduler's, word for word: the sixteen pods of
 tests/solver/reason_cases.py, left pending by the real kube-scheduler 1.37.2, carry in their
 PodScheduled condition exactly what gangplace's plan (and its baseline) says of them."""
 

@@ -1,4 +1,4 @@
-"""One cluster whose thirteen pending pods the default profile refuses everywhere, each for other
+"""One cluster whose sixteen pending pods the default profile refuses everywhere, each for other
 reasons (tests/solver/test_reasons.py; the real kube-scheduler's words for them are compared
 in tests/controlplane/test_reasons_vs_upstream.py)."""
 
@@ -50,6 +50,13 @@ EXPECTED = {
     "default/late": 'running PreBind plugin "DynamicResources": add reservation to claim default/held: '
                     'ResourceClaim.resource.k8s.io "held" is invalid: status.reservedFor: Too many: 257: must have '
                     "at most 256 items",
+    # the nodes a PreFilter leaves out are counted apart, before any filter (n2's taint, n3's cordon)
+    "default/ghost": "0/4 nodes are available: 4 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/4 "
+                     "nodes are available: 4 Preemption is not helpful for scheduling.",
+    "default/only-n4": "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't satisfy plugin(s) "
+                       "[NodeAffinity]. preemption: 0/4 nodes are available: 4 Preemption is not helpful for "
+                       "scheduling.",
+    "default/at-odds": "0/4 nodes are available: pod affinity terms conflict. not found",
     # a filter's error, not a refusal: CSI migration cannot translate the inline disk on n1 (a CSINode)
     "default/disk": 'running "NodeVolumeLimits" filter plugin: converting volume(data) from inline to csi: '
                     "kind(Dedicated) is not supported in csi migration",
@@ -108,7 +115,16 @@ def cluster() -> list[Any]:
                                            "uid": f"uid-x{i}"} for i in range(255)]
     late = with_claims(pod("late").cpu_m(100), gpu="claim:held")
     devices = [gpu_slice("n1", 1), GPU_CLASS, held, late]
-    return [*devices, *volumes, tight, picked, holder, solo, immediate, csi_node, disk, clash, orphan, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
+    # NodeAffinity's PreFilter: required terms naming nodes by metadata.name
+    def naming(name: str, *fields: list[str]) -> Any:
+        p = pod(name).cpu_m(1500)
+        p.obj["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": v}
+                                                   for v in fields]}]}}}
+        return p
+
+    named = [naming("ghost", ["nope"]), naming("only-n4", ["n4"]), naming("at-odds", ["n1"], ["n2"])]
+    return [*named, *devices, *volumes, tight, picked, holder, solo, immediate, csi_node, disk, clash, orphan, node("n1").cpu_m(4000).zone("a"), node("n2").cpu_m(2000).zone("b").taint("dedicated", "gpu"),
             node("n3").cpu_m(4000).unschedulable(), node("n4").cpu_m(1000).zone("b"),
             web, pod("low").on("n4").cpu_m(800).label("app", "low"),
             pod("huge").cpu_m(64000), pod("lost").cpu_m(100).selector("topology.kubernetes.io/zone", "c"),
