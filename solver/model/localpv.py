@@ -13,7 +13,7 @@ counted in each (lenient when one class's claims ask different modes). Pure: no 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from solver.model import snapshot as s
 
@@ -59,13 +59,3 @@ def room(node: s.Node, pod: s.Pod, placed: Iterable[tuple[s.Pod, int]] = ()) -> 
             fit = max(0, left) // mine
             most = fit if most is None else min(most, fit)
     return most
-
-
-def fits(node: s.Node, placed: Mapping[s.Pod, int] | Iterable[tuple[s.Pod, int]]) -> bool:
-    """Whether the node's volumes serve every claim of ``placed``."""
-    placed = list(placed.items()) if isinstance(placed, Mapping) else list(placed)
-    for pool, sizes in pools(p for p, _ in placed).items():
-        for size in sizes:
-            if sum(need(p, pool, size) * n for p, n in placed) > have(node, pool, size):
-                return False
-    return True
