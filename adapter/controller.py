@@ -112,6 +112,9 @@ class Executor:
     # how the plans it carries out were made: "strict" evicts through the Eviction API, "soft"
     # deletes the victims as kube-scheduler's preemption does (a soft plan may break a budget)
     pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY
+    # (ns, name, uid) of the PodGroups record_settled wrote the condition of: until the watch
+    # cache shows it, a later reconcile does not write it again from its stale view
+    settled: set[tuple[str, str, str]] = field(default_factory=set)
 
     def execute(self, plan: Plan, objects: list[Obj]) -> Outcome:
         out = Outcome()
@@ -201,10 +204,14 @@ class Executor:
                     (g := o.get("spec", {}).get("schedulingGroup", {}).get("podGroupName")):
                 members_of.setdefault((o["metadata"].get("namespace", ""), g), []).append(o)
         for g in objects:
+            ns, name = g["metadata"].get("namespace", ""), g["metadata"]["name"]
+            mark = (ns, name, str(g["metadata"].get("uid") or ""))
             if g["kind"] != "PodGroup" or any(c.get("type") == CONDITION
                                                for c in g.get("status", {}).get("conditions", [])):
+                self.settled.discard(mark)  # shown now (or not a group): nothing to remember
                 continue
-            ns, name = g["metadata"]["namespace"], g["metadata"]["name"]
+            if mark in self.settled:
+                continue  # written already; the cache has not caught up
             members = members_of.get((ns, name), [])
             floor = (g.get("spec", {}).get("schedulingPolicy", {}).get("gang") or {}).get("minCount") or 1
             if len(members) >= floor and all(p["spec"].get("nodeName") for p in members) and any(
@@ -212,6 +219,7 @@ class Executor:
                 self.cluster.set_podgroup_condition(ns, name, {
                     "type": CONDITION, "status": "True", "reason": "Scheduled",
                     "message": f"{len(members)} pods placed by gangplace", "lastTransitionTime": now()})
+                self.settled.add(mark)
 
     def _gone(self, keys: list[str], pods: dict[str, Obj]) -> bool:
         """Wait until every pod is deleted; one of the same name but another uid (a StatefulSet

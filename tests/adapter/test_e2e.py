@@ -441,3 +441,30 @@ def test_a_namespace_selector_reads_the_namespaces_the_adapter_watches(api: ApiS
     _run(api, _bound(api, "near"))
     assert _node_of(api, "near") == "n1"
     assert _calls(api, "GET", r"^/api/v1/namespaces($|\?)")  # listed
+
+
+def test_a_settled_groups_condition_is_written_once_while_the_cache_lags() -> None:
+    """record_settled writes a PodGroup's condition when its pods are all bound and it shows
+    none; the next reconcile, from a watch cache that does not show it yet, must not write it
+    again (a fresh-clone CI run on a busy machine once saw the condition written twice)."""
+    from typing import cast
+
+    from adapter.controller import Executor
+
+    written: list[tuple[str, str]] = []
+
+    class Recording:
+        def set_podgroup_condition(self, namespace: str, name: str, condition: dict[str, Any]) -> None:
+            written.append((namespace, name))
+
+    group = {"kind": "PodGroup", "metadata": {"namespace": "default", "name": "g", "uid": "u1"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}, "status": {}}
+    member = {"kind": "Pod", "metadata": {"namespace": "default", "name": "p"},
+              "spec": {"schedulingGroup": {"podGroupName": "g"}, "nodeName": "n1", "schedulerName": "gangplace"}}
+    executor = Executor(cast(Cluster, Recording()))
+    for _ in range(3):  # the same stale view, three reconciles
+        executor.record_settled([group, member], "gangplace")
+    assert written == [("default", "g")]
+    shown = {**group, "status": {"conditions": [{"type": CONDITION, "status": "True"}]}}
+    executor.record_settled([shown, member], "gangplace")
+    assert not executor.settled  # shown: nothing left to remember
