@@ -318,6 +318,19 @@ def podgroup_preemption(*, nodes: int = 1000, groups: int = 1000, group_size: in
     return objs
 
 
+def preemption_basic(*, nodes: int = 1000, init_pods: int = 4000, pods: int = 1000) -> list[dict[str, Any]]:
+    """scheduler_perf PreemptionBasic (default_preemption/performance-config.yaml): 4-cpu nodes
+    full of low-priority 900m pods (``init_pods`` of them, spread evenly as the scheduler
+    spreads them), then ``pods`` alike high-priority pods of 3970m, each needing a whole node.
+    The pending pods are standalone and alike: one pooled class (docs/design.md, "Scale")."""
+    objs = _priority_classes() + _perf_nodes(nodes)
+    objs.extend(_pod(f"pod-{k:05d}", cpu_m=900, mem_mi=500, node=f"node-{k % nodes:05d}", priority_class="batch-low")
+                for k in range(init_pods))
+    objs.extend(_pod(f"pod-high-priority-{k:05d}", cpu_m=3970, mem_mi=500, priority_class="serving-high")
+                for k in range(pods))
+    return objs
+
+
 def contention(*, nodes: int = 5000, workloads: int = 200, demand: float = 1.3, seed: int = 0) -> list[dict[str, Any]]:
     """Many gangs competing for one busy cluster (issue 17's ``contention`` suite).
 

@@ -56,8 +56,11 @@ def evaluate(problem: Problem, assignment: Assignment) -> Evaluation:
             group = problem.groups[key]
             new[key] = sum(per_class[c] for c in problem.classes_under(key) if c in per_class)
             ok[key] = group_ok(problem, group, new[key], ok)
+        if w.kind == s.STANDALONE_POD:  # the first pods of its (maybe pooled) class are the ones bound
+            satisfied[w.index] = sum(per_class[c] for c in w.classes) > w.rank
+            continue
         total = sum(per_class[c] for c in w.classes)
-        satisfied[w.index] = total >= 1 and (w.kind == s.STANDALONE_POD or ok[w.groups[0]])
+        satisfied[w.index] = total >= 1 and ok[w.groups[0]]
     evicted_by_pdb = pdb_taken(problem, assignment.evicted)
     violations = sum(max(0, evicted_by_pdb[p.key] - p.allowed) for p in problem.snapshot.pdbs)
     return Evaluation(

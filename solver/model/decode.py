@@ -183,9 +183,8 @@ def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str
             running_pods=len(problem.running_under(key)), min_count=group.min_count,
             satisfied=ev.ok[key], domain=domain,
         ))
-    if w.kind == s.STANDALONE_POD:
-        pod = problem.classes[w.classes[0]].pods[0]
-        placed = pod.key in node_of
+    if w.pod is not None:
+        placed = w.pod.key in node_of
         groups.append(GroupVerdict(name=w.key, kind=s.STANDALONE_POD, placed_pods=int(placed),
                                    running_pods=0, min_count=None, satisfied=placed))
     satisfied = ev.satisfied[w.index]
@@ -307,6 +306,7 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
     for c in w.classes:
         cls = problem.classes[c]
         subject = "" if w.kind == s.STANDALONE_POD else f"{cls.group or w.key}: pod {cls.pods[0].key}: "
+        named = w.pod or cls.pods[0]  # a pooled class's reason names the workload's own pod
         # the allocator's run-time error aborts the scheduling attempt: it is the reason, whatever
         # the filters say of each node
         aborted = dra_abort_reason(problem, cls) if problem.dra.active and not problem.candidates[c] else ""
@@ -332,8 +332,8 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
             keys = sorted({k for g in w.groups if (k := problem.groups[g].topology_key) is not None})
             if d is not None and keys:  # some node takes the pod: the gang's domains cannot
                 return (f"{w.key}: no single {' / '.join(keys)} domain has room for the gang's pods of "
-                        f"{cls.pods[0].key}'s shape, even after evicting every victim this plan may evict")
-            return (f"{cls.group or cls.pods[0].key}: no node can host pod {cls.pods[0].key} "
+                        f"{named.key}'s shape, even after evicting every victim this plan may evict")
+            return (f"{cls.group or named.key}: no node can host pod {named.key} "
                     "(node selector, affinity, taints, topology or capacity even after preemption)")
         if d is not None and not d.fits:
             alone.append((subject, d))

@@ -360,7 +360,7 @@ class State:
         return all(self.used(node, res) <= alloc.get(res, 0) for res in requested)
 
     def blame_unnecessary(self) -> int | None:
-        """A workload to drop when some eviction is no longer necessary, else None.
+        """The class of a workload to drop when some eviction is no longer necessary, else None.
 
         Necessary (as in constraints/preemption.py): on one of the victim's nodes,
         putting it back overflows a resource for the placed pods of higher priority,
@@ -375,7 +375,7 @@ class State:
             lower = [problem.classes[c] for node in unit.usage for c in self.placed[node]
                      if problem.classes[c].priority <= unit.priority or problem.classes[c].power is None]
             if lower:
-                return min(lower, key=lambda c: (c.priority, -c.workload)).workload
+                return min(lower, key=lambda c: (c.priority, -c.workload)).index
         return None
 
     def _needed_for_devices(self, unit: VictimUnit) -> bool:
@@ -463,19 +463,23 @@ def _run(problem: Problem, *, spread: bool, stop: Callable[[], bool] | None = No
     skip: set[int] = set()
     upto: int | None = None
     while True:
-        state, reached = _greedy(problem, skip, spread, stop=stop if upto is None else None, upto=upto)
+        state, reached, done = _greedy(problem, skip, spread, stop=stop if upto is None else None, upto=upto)
         blamed = state.blame_unnecessary()
         if blamed is None:
             return state.assignment()
-        skip.add(blamed)
+        cls = problem.classes[blamed]
+        # a pooled class's pods are workloads of their own: drop the last one placed
+        pooled = [w for w in done if problem.workloads[w].pod is not None and problem.workloads[w].classes == (blamed,)]
+        skip.add(max(pooled, key=lambda w: problem.workloads[w].rank) if pooled else cls.workload)
         if stop is not None and stop():
             upto = reached
 
 
 def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Callable[[], bool] | None = None,
-            upto: int | None = None) -> tuple[State, int]:
+            upto: int | None = None) -> tuple[State, int, set[int]]:
     """The walk over the workloads in priority order; it ends early when ``stop()`` is true or
-    after ``upto`` of them. Returns the state and how many workloads it went through."""
+    after ``upto`` of them. Returns the state, how many workloads it went through and the ones
+    it placed."""
     state = State(problem, spread=spread)
     if spread:  # upstream's queue: priority, then (here) the name
         order = sorted(problem.workloads, key=lambda w: (-w.priority, w.key))
@@ -520,12 +524,14 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
                 continue
             checkpoint("the greedy walk (retries)")
             point = state.savepoint()
-            if not _place_workload(state, workload):
+            if _place_workload(state, workload):
+                done.add(workload.index)
+            else:
                 state.rollback(point)
     # A later workload's evictions can make room that an earlier victim no longer
     # needs to leave: put back every victim that fits again (the plan is joint).
     _reprieve(state, sorted(state.evicted))
-    return state, reached
+    return state, reached, done
 
 
 def put_back(problem: Problem, assignment: Assignment) -> Assignment:
@@ -548,6 +554,8 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
 
 
 def _size(problem: Problem, workload: Workload) -> int:
+    if workload.kind == s.STANDALONE_POD:
+        return 1
     return sum(len(problem.classes[c].pods) for c in workload.classes)
 
 
@@ -695,6 +703,8 @@ def _preempt_for_remainder(state: State, workload: Workload) -> None:
     (PodGroupPostFilter, framework/preemption/podgrouppreemption.go), inside the domains its
     placed pods already fix. Kept only if it places at least one more pod."""
     problem = state.problem
+    if workload.kind == s.STANDALONE_POD:  # one pod, placed: nothing remains
+        return
     placed: Counter[int] = Counter()
     for by_class in state.placed.values():
         placed.update({c: n for c, n in by_class.items() if c in workload.classes})
@@ -822,8 +832,8 @@ def _place_workload(state: State, workload: Workload, allowed: set[s.NodeName] |
     """Place the tree (on ``allowed`` nodes only, if given); True iff its root's rules hold
     and at least one new pod landed."""
     point = state.savepoint()
-    if workload.kind == s.STANDALONE_POD:
-        ok = _fill(state, workload.classes, allowed) >= 1
+    if workload.kind == s.STANDALONE_POD:  # its own pod: one of its (maybe pooled) class
+        ok = _fill(state, workload.classes, allowed, limit=1) >= 1
     else:
         ok = _place_group(state, workload.groups[0], allowed)
     if ok and any(op == "place" for op, *_ in state.log[point:]) and state.rules.holds():

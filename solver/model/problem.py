@@ -262,7 +262,8 @@ def _claims_signature(pod: s.Pod, dra_state: s.DraState, several: frozenset[s.Cl
         # a per-pod claim still to allocate is its spec; a shared or allocated one is itself, and
         # so is one that several pending pods name (``several``: dra.pod_shared)
         ident = claim.key if pc.shared_by or claim.allocation is not None or claim.key in several else claim.spec
-        out.append((pc.name, pc.shared_by, ident))
+        # a pod the claim is reserved for already joins no reservedFor (dra._reserve_caps)
+        out.append((pc.name, pc.shared_by, ident, pod.key in claim.reserved_pods))
     return tuple(out)
 
 
@@ -308,9 +309,27 @@ def _workloads_and_classes(
 ) -> tuple[tuple[Workload, ...], tuple[PodClass, ...]]:
     workloads: list[Workload] = []
     classes: list[PodClass] = []
-    for index, root in enumerate(sorted(pending_by_root, key=lambda r: (r[1], r[0]))):
+    roots = sorted(pending_by_root, key=lambda r: (r[1], r[0]))
+    pools = _standalone_pools([pending_by_root[r][0] for r in roots if r[0] == POD_ROOT],
+                              dra_state, interpod, several)
+    pooled: dict[int, int] = {}  # id of a pool's pod list -> its class
+    for index, root in enumerate(roots):
         pods = sorted(pending_by_root[root], key=lambda p: p.name)
         tag, key = root
+        pool, rank = pools.get(pods[0].key, (None, 0)) if tag == POD_ROOT else (None, 0)
+        if pool is not None:  # one of several alike standalone pods: one class for them all
+            if id(pool) not in pooled:
+                pooled[id(pool)] = len(classes)
+                classes.append(PodClass(
+                    index=len(classes), workload=index, group=None, pods=tuple(pool),
+                    requests={k: v for k, v in pods[0].requests.items() if v > 0},
+                    priority=pods[0].priority, power=None if pods[0].preemption_policy == s.PREEMPT_NEVER
+                    else pods[0].priority))
+            workloads.append(Workload(
+                index=index, key=key, kind=s.STANDALONE_POD, priority=pods[0].priority,
+                power=classes[pooled[id(pool)]].power, groups=(), classes=(pooled[id(pool)],),
+                pod=pods[0], rank=rank))
+            continue
         root_group = groups.get(s.GroupKey(key)) if tag == GROUP_ROOT else None
         rejected = ""
         if root_group is not None:
@@ -344,9 +363,25 @@ def _workloads_and_classes(
             Workload(
                 index=index, key=key, kind=kind, priority=priority, power=power,
                 groups=tuple(under), classes=tuple(class_ids), rejected=rejected, ongoing=ongoing,
+                pod=pods[0] if kind == s.STANDALONE_POD else None,
             )
         )
     return tuple(workloads), tuple(classes)
+
+
+def _standalone_pools(pods: Sequence[s.Pod], dra_state: s.DraState, interpod: ip.InterPod,
+                      several: frozenset[s.ClaimKey]) -> dict[s.PodKey, tuple[list[s.Pod], int]]:
+    """Pending standalone pods (in key order) that pool into one class, each to its pool and its
+    place in it (only pools of two or more): the same namespace, priority, preemption policy and shape
+    (``class_shape``), and no nominated node (a nominated pod's ongoing preemption is its own).
+    A ReplicaSet's pending replicas are one class, not one per pod: the model's variables grow
+    with nodes x classes (docs/design.md, "Scale")."""
+    by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
+    for pod in pods:
+        if pod.nominated_node is None:
+            sig = (pod.namespace, pod.priority, pod.preemption_policy, class_shape(pod, dra_state, interpod, several))
+            by_signature.setdefault(sig, []).append(pod)
+    return {p.key: (pool, rank) for pool in by_signature.values() if len(pool) > 1 for rank, p in enumerate(pool)}
 
 
 def ongoing_preemption(pending: list[s.Pod], priority: int,

@@ -15,10 +15,12 @@ from solver.model import snapshot as s
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PodClass:
-    """Identical pending pods of one leaf group: same requests, selectors, tolerations."""
+    """Identical pending pods of one leaf group: same requests, selectors, tolerations. Alike
+    standalone pods (same namespace, priority, preemption policy and shape, none nominated)
+    are pooled into one class too: each stays its own workload (``Workload.rank``)."""
 
     index: int  # dense index into Problem.classes
-    workload: int  # index into Problem.workloads
+    workload: int  # index into Problem.workloads (a pooled class: its first pod's workload)
     group: s.GroupKey | None  # leaf PodGroup, None for a standalone pod
     pods: tuple[s.Pod, ...]  # sorted by name; decode binds them in this order
     requests: Mapping[str, int]  # per pod, base units, only entries > 0
@@ -41,6 +43,11 @@ class Workload:
     # an earlier preemption for it is still under way: its victims terminate on the nominated
     # nodes of its pods, so it evicts nothing new (power None) and waits for that room
     ongoing: str = ""
+    # a standalone pod: the pod, and its place among its class's pods. Each pod of a pooled
+    # class is its own workload; the first ``n`` of the class's pods are the ones a plan that
+    # places ``n`` of the class binds, so the workload of rank r is satisfied iff n > r
+    pod: s.Pod | None = None
+    rank: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

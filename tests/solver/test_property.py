@@ -313,12 +313,17 @@ def clusters(draw: Any) -> list[Any]:
     # pending workloads
     for w in range(draw(st.integers(1, 2))):
         prio = draw(st.sampled_from([20, 100]))
-        kind = draw(st.sampled_from(["gang", "basic", "composite", "pod"]))
+        kind = draw(st.sampled_from(["gang", "basic", "composite", "pod", "replicas"]))
         name = f"w{w}"
         rule = inter_pod(name)
         if kind == "pod":
             objs.append(claims(admission_noise(rule(b.pod(name).cpu_m(draw(CPU)).priority(prio).label("wl", name)))))
             standalone.append(objs[-1])
+            continue
+        if kind == "replicas":  # alike standalone pods (a ReplicaSet's): one pooled class, each its own workload
+            cpu = draw(CPU)
+            for i in range(draw(st.integers(2, 4))):
+                objs.append(rule(b.pod(f"{name}-{i}").cpu_m(cpu).priority(prio).label("wl", name)))
             continue
         if kind in ("gang", "basic"):
             n_pods = draw(st.integers(1, 3))

@@ -8,6 +8,9 @@ With new(g) = pods this plan binds under g and run(g) = g's running members:
 - CompositePodGroup, basic:   ok[G] ⇔ Σ_h ok[h] ≥ 1.
 - Workload w with root R:     satisfied[w] ⇒ ok[R] ∧ new(R) ≥ 1
   (a placement that adds no new pod is no placement).
+- Standalone pod of rank r in its class c (alike standalone pods share one class):
+                              satisfied[w] ⇒ new(c) ≥ r + 1, and satisfied[w] ⇒ satisfied[w']
+                              for the pod w' of rank r − 1.
 """
 
 from __future__ import annotations
@@ -20,9 +23,25 @@ from solver.model.vars import PlacementVars
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:
+    # pooled class -> the pods it places (one sum, not one per pod), satisfied[] of its last pod so far
+    pools: dict[int, tuple[cp_model.LinearExprT, cp_model.IntVar]] = {}
     for workload in problem.workloads:
-        new_total = vars.placed(workload.classes)
         satisfied = vars.satisfied(workload.index)
+        if workload.kind == s.STANDALONE_POD and len(problem.classes[workload.classes[0]].pods) > 1:
+            # the pod of rank r in its class is satisfied only if more than r of the class land;
+            # in rank order, which cuts the search and is how decoding binds them
+            (c,) = workload.classes
+            if c in pools:
+                total, previous = pools[c]
+                vars.model.add_implication(satisfied, previous)
+            else:
+                cls = problem.classes[c]
+                total = vars.model.new_int_var(0, len(cls.pods), f"pooled[{cls.pods[0].key}]")
+                vars.model.add(total == vars.placed(workload.classes))
+            vars.model.add(total >= workload.rank + 1).only_enforce_if(satisfied)
+            pools[c] = (total, satisfied)
+            continue
+        new_total = vars.placed(workload.classes)
         vars.model.add(new_total >= 1).only_enforce_if(satisfied)
         if workload.kind == s.STANDALONE_POD:
             continue

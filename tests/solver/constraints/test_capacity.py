@@ -21,13 +21,14 @@ from tests.solver.constraints.helpers import (
 
 
 def test_two_pods_that_share_no_node_land_one_per_node() -> None:
-    # each 3-cpu node takes one 2-cpu pod; a and b are two classes (two standalone
-    # pods), so the per-class pre-filtering (candidates) lets each class on both nodes
+    # each 3-cpu node takes one 2-cpu pod; a and b are two classes (two standalone pods
+    # of two priorities: alike ones would pool into one class), so the per-class
+    # pre-filtering (candidates) lets each class on both nodes
     problem = problem_of(
         node("n1").cpu_m(3000),
         node("n2").cpu_m(3000),
         pod("a").cpu_m(2000),
-        pod("b").cpu_m(2000),
+        pod("b").cpu_m(2000).priority(1),
     )
     a, b = cls(problem, "a"), cls(problem, "b")
 
@@ -42,7 +43,7 @@ def test_two_pods_that_share_no_node_land_one_per_node() -> None:
 
 def test_two_pods_do_not_fit_on_one_node_together() -> None:
     problem = problem_of(
-        node("n1").cpu_m(3000), pod("a").cpu_m(2000), pod("b").cpu_m(2000)
+        node("n1").cpu_m(3000), pod("a").cpu_m(2000), pod("b").cpu_m(2000).priority(1)
     )
     a, b = cls(problem, "a"), cls(problem, "b")
     # each fits alone

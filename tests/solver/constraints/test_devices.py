@@ -34,13 +34,14 @@ ONE_GPU = claim_template("one", request("gpu", count=1))
 
 
 def _two_gpu_pods(*nodes: str) -> Problem:
-    # p and q are two classes (two standalone pods): the pre-filtering counts each
-    # class's own claims only, so on a one-GPU node each fits alone
+    # p and q are two classes (two standalone pods of two priorities: alike ones would pool
+    # into one class): the pre-filtering counts each class's own claims only, so on a
+    # one-GPU node each fits alone
     objs: list[object] = [
         GPU,
         ONE_GPU,
         with_claims(pod("p"), gpu="one"),
-        with_claims(pod("q"), gpu="one"),
+        with_claims(pod("q").priority(1), gpu="one"),
     ]
     for name in nodes:
         objs += [node(name), gpu_slice(name, 1)]

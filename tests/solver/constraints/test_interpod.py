@@ -166,10 +166,10 @@ def test_spread_with_max_skew_one_refuses_both_pods_on_one_node() -> None:
 
 
 def _two_port_80_pods(*nodes: str) -> Problem:
-    # a and b are two classes (two standalone pods): pre-filtering caps each at one pod
-    # per node, not the two together
+    # a and b are two classes (two standalone pods of two priorities: alike ones would pool
+    # into one class): pre-filtering caps each at one pod per node, not the two together
     return problem_of(
-        *(node(n) for n in nodes), host_port(pod("a"), 80), host_port(pod("b"), 80)
+        *(node(n) for n in nodes), host_port(pod("a"), 80), host_port(pod("b").priority(1), 80)
     )
 
 
