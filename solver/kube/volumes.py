@@ -74,7 +74,7 @@ next pod's storage capacity either, and neither does gangplace.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,6 +200,7 @@ class Volumes:
                                  if _get(o, "spec.storageCapacity", bool))
         self.capacities = [_capacity(o) for o in by_kind.get("CSIStorageCapacity", ())]
         self.local: set[str] = set()  # the volumes local to one node (localize)
+        self._served: dict[str, list[_Volume]] = {}  # claim key -> the volumes serving it (_serving)
         self.csi_nodes = {n: (drivers, limits) for n, drivers, limits in map(_csi_node, by_kind.get("CSINode", ()))}
         self.attached: dict[str, set[tuple[str, str]]] = {}
         for obj in by_kind.get("VolumeAttachment", ()):
@@ -319,18 +320,7 @@ class Volumes:
         entries: list[tuple[tuple[s.NodeSelectorTerm, ...], int, str]] = []
         local: list[tuple[str, frozenset[str], int]] = []
         refused: list[tuple[str, str]] = []  # (stage, why), in volume order
-        for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
-            if not isinstance(vol, Mapping):
-                raise _fail(obj, f"spec.volumes[{i}]", "expected a volume")
-            if isinstance(vol.get("persistentVolumeClaim"), Mapping):
-                claim_name = vol["persistentVolumeClaim"].get("claimName")
-                if not isinstance(claim_name, str) or not claim_name:
-                    raise _fail(obj, f"spec.volumes[{i}].persistentVolumeClaim.claimName", "missing")
-                ephemeral = False
-            elif vol.get("ephemeral") is not None:
-                claim_name, ephemeral = f"{name}-{vol.get('name', '')}", True  # ephemeral.VolumeClaimName
-            else:
-                continue
+        for i, claim_name, ephemeral in _claim_volumes(obj, name):
             claim = self.claims.get(f"{namespace}/{claim_name}")
             if claim is None:
                 refused.append((s.VOLUME_PREFILTER, (
@@ -360,6 +350,13 @@ class Volumes:
             return why, stage, (), ()
         return "", "", tuple(entries), tuple(sorted(local, key=lambda c: (c[0], sorted(c[1]), c[2])))
 
+    def _serving(self, claim: _Claim) -> list[_Volume]:
+        """The volumes that serve ``claim`` anywhere (``_Volume.serves``), found once per claim."""
+        found = self._served.get(claim.key)
+        if found is None:
+            found = self._served[claim.key] = [v for v in self.volumes.values() if v.serves(claim)]
+        return found
+
     def _only_local(self, claim: _Claim) -> bool:
         """A claim not bound, waiting for its first consumer, of a class that does not provision,
         that only node-local volumes serve (one each: localpv.py)."""
@@ -368,7 +365,7 @@ class Volumes:
         cls = self.classes.get(claim.class_name) if claim.class_name else None
         if cls is None or not cls.wait or (cls.provisioner and cls.provisioner != NO_PROVISIONER):
             return False
-        serving = [v for v in self.volumes.values() if v.serves(claim)]
+        serving = self._serving(claim)
         return bool(serving) and all(v.name in self.local for v in serving)
 
     def _claim_demand(self, claim: _Claim) -> tuple[str, str, list[tuple[tuple[s.NodeSelectorTerm, ...], str]]]:
@@ -396,9 +393,7 @@ class Volumes:
                 out.append((_both(out[0][0], space), NOT_ENOUGH_SPACE))
             return "", "", out
         options: list[s.NodeSelectorTerm] = []
-        for volume in self.volumes.values():
-            if not volume.serves(claim):
-                continue
+        for volume in self._serving(claim):
             if not volume.terms:
                 return "", "", []  # a volume any node may use
             options.extend(volume.terms)
@@ -427,6 +422,27 @@ class Volumes:
 
 Demand = tuple[str, str, tuple[tuple[tuple[s.NodeSelectorTerm, ...], int, str], ...],
                tuple[tuple[str, frozenset[str], int], ...]]
+
+
+def _claim_volumes(obj: Obj, name: str) -> Iterator[tuple[int, str, bool]]:
+    """A pod's volumes that are claims: (number among its volumes, claim name, ephemeral). A
+    generic ephemeral volume's claim is named ``<pod>-<volume>`` (ephemeral.VolumeClaimName)."""
+    for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
+        if not isinstance(vol, Mapping):
+            raise _fail(obj, f"spec.volumes[{i}]", "expected a volume")
+        if isinstance(vol.get("persistentVolumeClaim"), Mapping):
+            claim_name = vol["persistentVolumeClaim"].get("claimName")
+            if not isinstance(claim_name, str) or not claim_name:
+                raise _fail(obj, f"spec.volumes[{i}].persistentVolumeClaim.claimName", "missing")
+            yield i, claim_name, False
+        elif vol.get("ephemeral") is not None:
+            yield i, f"{name}-{vol.get('name', '')}", True
+
+
+def _key(obj: Obj) -> str:
+    """A namespaced object's ``namespace/name``."""
+    ns, name = _meta(obj, namespaced=True)
+    return f"{ns}/{name}"
 
 
 def _pool(class_name: str, mode: str, vac: str) -> str:
@@ -684,20 +700,18 @@ def prebind(by_kind: Mapping[str, Sequence[Obj]], bindings: Iterable[tuple[str, 
     node to provision it on. A claim being provisioned already, or that nothing serves, gets
     nothing (the plan placed the pod where one serves it)."""
     vols = Volumes(by_kind)
-    claims_obj = {f"{_meta(o, namespaced=True)[0]}/{_meta(o, namespaced=True)[1]}": o
-                  for o in by_kind.get("PersistentVolumeClaim", ())}
+    claims_obj = {_key(o): o for o in by_kind.get("PersistentVolumeClaim", ())}
     volume_obj = {_meta(o, namespaced=False)[1]: o for o in by_kind.get("PersistentVolume", ())}
-    pods = {f"{_meta(o, namespaced=True)[0]}/{_meta(o, namespaced=True)[1]}": o for o in by_kind.get("Pod", ())}
+    pods = {_key(o): o for o in by_kind.get("Pod", ())}
     taken: set[str] = set()
     out: list[VolumeBinding] = []
     for pod_key, node_name in bindings:
         pod, node = pods.get(pod_key), nodes.get(s.NodeName(node_name))
         if pod is None or node is None:
             continue
-        ns = pod_key.split("/", 1)[0]
-        for vol in _get(pod, "spec.volumes", list, []):
-            ref = vol.get("persistentVolumeClaim") if isinstance(vol, Mapping) else None
-            claim = vols.claims.get(f"{ns}/{ref.get('claimName')}") if isinstance(ref, Mapping) else None
+        ns, name = pod_key.split("/", 1)
+        for _, claim_name, _ in _claim_volumes(pod, name):  # a generic ephemeral volume's claim too
+            claim = vols.claims.get(f"{ns}/{claim_name}")
             cls = vols.classes.get(claim.class_name) if claim is not None and claim.class_name else None
             if claim is None or claim.bound or claim.volume or claim.selected or cls is None or not cls.wait:
                 continue

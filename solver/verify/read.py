@@ -301,6 +301,7 @@ class Claim:
 class StaticClaim:
     key: str  # namespace/name
     obj: Obj  # the PersistentVolumeClaim
+    want: Fraction  # the storage it requests
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -308,10 +309,12 @@ class StaticVolume:
     name: str
     obj: Obj  # the PersistentVolume
     terms: tuple[Term, ...]  # required node affinity (() for any node)
+    room: Fraction  # its capacity's storage
 
 
-def volume_takes(volume: Obj, claim: Obj, room: Fraction | None = None, want: Fraction | None = None) -> bool:
-    """component-helpers FindMatchingVolume for one volume and claim, but the node: room, the
+def volume_takes(volume: Obj, claim: Obj, room: Fraction, want: Fraction) -> bool:
+    """component-helpers FindMatchingVolume for one volume and claim, but the node: room (the
+    volume's capacity, read once by the caller) for ``want`` (the claim's request), the
     same volumeMode (Filesystem when unset) and volumeAttributesClassName, not being deleted;
     pre-bound to the claim, that is all; else unclaimed, in phase Available (or not written
     yet), matching the claim's selector, of its storage class, with its access modes."""
@@ -321,8 +324,7 @@ def volume_takes(volume: Obj, claim: Obj, room: Fraction | None = None, want: Fr
     mine = bool(ref) and ref.get("name") == cmeta["name"] and \
         (ref.get("namespace") or "") == (cmeta.get("namespace") or "default")
     if (ref and not mine) or volume["metadata"].get("deletionTimestamp") \
-            or (room if room is not None else _storage(vspec.get("capacity"))) < (
-                want if want is not None else _storage((cspec.get("resources") or {}).get("requests"))) \
+            or room < want \
             or (vspec.get("volumeMode") or "Filesystem") != (cspec.get("volumeMode") or "Filesystem") \
             or (vspec.get("volumeAttributesClassName") or "") != (cspec.get("volumeAttributesClassName") or ""):
         return False
@@ -662,13 +664,14 @@ class _Volumes:
                     or cls is None or cls.get("volumeBindingMode") != "WaitForFirstConsumer" \
                     or str(cls.get("provisioner") or "") not in ("", "kubernetes.io/no-provisioner"):
                 continue
-            out.append(StaticClaim(key=f"{namespace}/{meta['name']}", obj=claim))
+            out.append(StaticClaim(key=f"{namespace}/{meta['name']}", obj=claim,
+                                   want=_storage((cspec.get("resources") or {}).get("requests"))))
         return tuple(out)
 
     def static_volumes(self) -> tuple[StaticVolume, ...]:
         out = []
         for name, v in self.volumes.items():
-            out.append(StaticVolume(name=str(name), obj=v, terms=self.terms_of[name]))
+            out.append(StaticVolume(name=str(name), obj=v, terms=self.terms_of[name], room=self.room_of[name]))
         return tuple(out)
 
     def _room(self, provisioner: str, cls: Obj, want: Fraction) -> list[Term] | None:

@@ -234,7 +234,7 @@ def check_static_volumes(view: _View) -> list[Violation]:
 
     def serves(v: read.StaticVolume, pod: s.Pod, c: read.StaticClaim) -> bool:
         node = nodes.get(view.bound[pod.key])
-        return node is not None and read.volume_takes(v.obj, c.obj) and (
+        return node is not None and read.volume_takes(v.obj, c.obj, v.room, c.want) and (
             not v.terms or any(read.term_holds(t, node) for t in v.terms))
 
     owner: dict[str, int] = {}  # volume -> the ask holding it

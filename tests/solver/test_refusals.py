@@ -529,7 +529,8 @@ def test_a_pod_whose_overhead_differs_from_its_runtime_class_is_bad_input() -> N
 def test_prebind_gives_each_claim_the_smallest_volume_left_or_its_provisioning_node() -> None:
     """What the adapter writes before binding (kube/volumes.py ``prebind``, as VolumeBinding's
     PreBind): p's 4Gi claim the 5Gi volume, q's the 20Gi one (the 5Gi one is p's), r's claim
-    of a provisioning class its node; a claim already bound gets nothing."""
+    of a provisioning class its node, and so does e's generic ephemeral volume's claim
+    (``e-scratch``); a claim already bound gets nothing."""
     from solver import kube
     from solver.kube.volumes import prebind
     from tests.builders import admitted
@@ -539,12 +540,16 @@ def test_prebind_gives_each_claim_the_smallest_volume_left_or_its_provisioning_n
             _local_pv("pv-big", "n1", "20Gi"), _local_pv("pv-small", "n1", "5Gi"),
             *_local_claims("a", "b", size="4Gi"), _pvc("c", cls="made"), _pvc("done", volume="pv-x", bound=True),
             _with_claim(pod("p").cpu_m(100), "a"), _with_claim(pod("q").cpu_m(100), "b"),
-            _with_claim(pod("r").cpu_m(100), "c"), _with_claim(pod("s").cpu_m(100), "done")]
+            _with_claim(pod("r").cpu_m(100), "c"), _with_claim(pod("s").cpu_m(100), "done"),
+            _pvc("e-scratch", cls="made"), pod("e").cpu_m(100)]
+    objs[-1].obj["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
+        "accessModes": ["ReadWriteOnce"], "storageClassName": "made", "resources": {"requests": {"storage": "1Gi"}}}}}}]
     docs = admitted([o.build() if hasattr(o, "build") else o for o in objs])
     by_kind: dict[str, list[Any]] = {}
     for o in docs:
         by_kind.setdefault(o["kind"], []).append(o)
     nodes = {n.name: n for n in kube.snapshot_from_objects(docs).nodes}
-    got = prebind(by_kind, [("default/p", "n1"), ("default/q", "n1"), ("default/r", "n1"), ("default/s", "n1")],
-                  nodes)
-    assert [(b.claim, b.volume, b.node) for b in got] == [("a", "pv-small", ""), ("b", "pv-big", ""), ("c", "", "n1")]
+    got = prebind(by_kind, [("default/p", "n1"), ("default/q", "n1"), ("default/r", "n1"), ("default/s", "n1"),
+                            ("default/e", "n1")], nodes)
+    assert [(b.claim, b.volume, b.node) for b in got] == [("a", "pv-small", ""), ("b", "pv-big", ""), ("c", "", "n1"),
+                                                          ("e-scratch", "", "n1")]
