@@ -60,7 +60,7 @@ def make_plan(
     bindings, node_pods = _bindings(problem, assignment)
     node_of = {b.pod: b.node for b in bindings}
     labels: dict[str, Mapping[str, str]] = {n.name: n.labels for n in problem.nodes}
-    context = _ReasonContext(problem)
+    context = _ReasonContext(problem, assignment)
     workloads = tuple(_verdict(problem, w, ev, node_of, labels, context) for w in problem.workloads)
     by_priority: dict[int, int] = defaultdict(int)
     for w in problem.workloads:
@@ -221,13 +221,13 @@ class _ReasonContext:
     """What the reasons of one plan's workloads share: pods by key, held pods, and per node
     the units a budget counts (built on first use)."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, assignment: Assignment | None = None) -> None:
         self.problem = problem
         self.held = {k for k, _ in problem.held}
         self._pods: dict[str, s.Pod] | None = None
         self._counted: dict[s.NodeName, list[int]] | None = None
         self.budget_counts: dict[object, defaultdict[str, int]] = {}
-        self.diagnoser = Diagnoser(problem)
+        self.diagnoser = Diagnoser(problem, assignment)
 
     @property
     def pods(self) -> dict[str, s.Pod]:
@@ -351,4 +351,9 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
     if alone:  # kube-scheduler's words first, then why preemption did not help
         subject, d = alone[0]
         return f"{subject}{d.message()} preemption: {why}"
+    if standalone and (after := context.diagnoser.diagnose_after(w.classes[0])) is not None and not after.fits:
+        # it fits alone but not beside the plan's pods: upstream's queue tried it after them
+        if after.never or not after.after_preemption:
+            return after.message()
+        return f"{after.message()} preemption: {why}"
     return why

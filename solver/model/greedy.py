@@ -534,11 +534,9 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
     return state, reached, done
 
 
-def put_back(problem: Problem, assignment: Assignment) -> Assignment:
-    """Put back, in reprieve order, every evicted victim that fits again.
-
-    Never worse on any tier; used on a solver plan a time limit cut short.
-    """
+def state_of(problem: Problem, assignment: Assignment) -> State:
+    """The cluster as ``assignment`` leaves it: its pods placed, with their devices and shared
+    claims, and its victims evicted."""
     state = State(problem, frees_devices=problem.dra_preemption)
     dra = problem.dra
     for i, take in assignment.shared.items():
@@ -549,6 +547,15 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
         state.place(c, node, n, take=dict(assignment.devices.get((c, node), {})) or None)
     for u in assignment.evicted:
         state.evict(u, logged=False)
+    return state
+
+
+def put_back(problem: Problem, assignment: Assignment) -> Assignment:
+    """Put back, in reprieve order, every evicted victim that fits again.
+
+    Never worse on any tier; used on a solver plan a time limit cut short.
+    """
+    state = state_of(problem, assignment)
     _reprieve(state, sorted(state.evicted))
     return state.assignment()
 

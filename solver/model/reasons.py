@@ -30,6 +30,12 @@ candidate there, problem.py ``_candidate_nodes``) ends the histogram: the pod wo
 and the plan's own reason says why it did not (budgets, the gang, the tiers). A pod that may
 not preempt says ``not eligible due to preemptionPolicy=Never.``
 
+``Diagnoser.diagnose_after`` does the same on the cluster as the plan leaves it (its pods
+placed, its victims gone), for a pod that fits some node alone but not beside the plan's
+other pods: upstream's queue tried it after them, so its words are about that cluster. A
+node's victims there are the running pods it may preempt that the plan keeps, and the pods
+the plan places at a lower priority (upstream may preempt a pod it bound before).
+
 The reasons read the greedy's state (``greedy.State``) for the running pods' requests,
 devices and inter-pod rules, so they judge a node as the baseline does. Pure: no I/O.
 """
@@ -42,7 +48,8 @@ from dataclasses import dataclass
 
 from solver.model import attach, localpv, selectors
 from solver.model import snapshot as s
-from solver.model.greedy import State
+from solver.model.assignment import Assignment
+from solver.model.greedy import State, state_of
 from solver.model.problem import Problem
 from solver.model.stopping import checkpoint
 from solver.model.workloads import PodClass
@@ -104,11 +111,14 @@ class Diagnosis:
 class Diagnoser:
     """Diagnoses per class shape, made on first use and kept for one plan's reasons."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, assignment: Assignment | None = None) -> None:
         self.problem = problem
+        self.assignment = assignment  # the plan's, for diagnose_after
         self.checks = 0
         self._state: State | None = None
+        self._after: State | None = None
         self._memo: dict[int, Diagnosis | None] = {}
+        self._memo_after: dict[int, Diagnosis | None] = {}
 
     def diagnose(self, c: int) -> Diagnosis | None:
         """One pod of class ``c`` on every node; None past the plan's ``CHECK_BUDGET``."""
@@ -119,6 +129,60 @@ class Diagnoser:
             self.checks += len(nodes)
             self._memo[c] = self._diagnose(self.problem.classes[c], nodes)
         return self._memo[c]
+
+    def diagnose_after(self, c: int) -> Diagnosis | None:
+        """``diagnose`` on the cluster as the plan leaves it; None without a plan or past the
+        plan's ``CHECK_BUDGET``."""
+        if self.assignment is None:
+            return None
+        if c not in self._memo_after:
+            nodes = self.problem.nodes
+            if self.checks + len(nodes) > CHECK_BUDGET:
+                return None
+            self.checks += len(nodes)
+            if self._after is None:
+                self._after = state_of(self.problem, self.assignment)
+            self._memo_after[c] = self._diagnose_after(self._after, self.problem.classes[c], nodes)
+        return self._memo_after[c]
+
+    def _diagnose_after(self, state: State, cls: PodClass, nodes: tuple[s.Node, ...]) -> Diagnosis:
+        problem = self.problem
+        reasons: Counter[str] = Counter()
+        preemption: Counter[str] = Counter()
+        fits = after = 0
+        for i, node in enumerate(nodes):
+            if not i & 255:
+                checkpoint("the reasons")
+            why, resolvable = _refusal(state, cls, node)
+            if not why:
+                fits += 1
+                continue
+            reasons.update(why)
+            if not resolvable:
+                preemption[NOT_HELPFUL] += 1
+                continue
+            kept: Counter[str] = Counter()  # what the pods it may not preempt hold there
+            victims = False
+            for u in problem.units_on_node.get(node.name, ()):
+                if u in state.evicted:
+                    continue
+                if problem.eligible(cls, problem.units[u]):
+                    victims = True
+                else:
+                    kept.update(problem.units[u].usage.get(node.name, {}))
+            for c, n in state.placed[node.name].items():
+                if cls.power is not None and problem.classes[c].priority < cls.power:
+                    victims = True
+                else:
+                    kept.update({r: v * n for r, v in problem.classes[c].requests.items()})
+            if not victims:
+                preemption[NO_VICTIMS] += 1
+            elif short := _short(cls, node, kept):
+                preemption.update(short)
+            else:  # it would preempt there: the plan's own reason says why it did not
+                after += 1
+        return Diagnosis(total=len(nodes), fits=fits, after_preemption=after, reasons=reasons, preemption=preemption,
+                         never=cls.power is None)
 
     def _victims_on(self, cls: PodClass, node: s.Node) -> bool:
         """A pod ``cls`` may evict runs on ``node``: upstream tries preemption on a node only
@@ -196,7 +260,7 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
     rules = state.rules
     if pod.host_ports and not rules.ports_ok(cls, node, _ports_clash):
         return [PORTS], True
-    short = _short(cls, node, state.running_on(node.name))
+    short = _short(cls, node, {r: state.used(node.name, r) for r in cls.requests})
     if short:  # unresolvable when the node could not hold the pod even empty (fit.go)
         return short, all(node.allocatable.get(res, 0) >= amount for res, amount in cls.requests.items())
     if pod.disks and not rules.ports_ok(cls, node, _disks_clash):

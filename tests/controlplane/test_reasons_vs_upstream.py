@@ -20,3 +20,18 @@ def test_every_pending_pod_is_told_what_the_real_scheduler_tells_it() -> None:
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
     assert outcome.bindings == {}
     assert outcome.reasons == reason_cases.EXPECTED
+
+
+def test_a_pod_left_out_by_the_others_is_told_what_the_real_scheduler_tells_it() -> None:
+    """Three alike replicas, room for two: the one left (whichever the queue took last, upstream)
+    is told of the cluster with the other two bound, in kube-scheduler's words."""
+    from tests.solver import test_pooled
+
+    docs = admitted([o.build() for o in test_pooled.left_out_by_the_plan()])
+    snap = kube.snapshot_from_objects(docs)
+    for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
+        plan = api.plan(snap, options)
+        assert [w.reason for w in plan.workloads if not w.satisfied] == [test_pooled.LEFT_OUT]
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
+    assert len(outcome.bindings) == 2
+    assert list(outcome.reasons.values()) == [test_pooled.LEFT_OUT]

@@ -41,8 +41,9 @@ def test_alike_standalone_pods_are_one_class_and_each_its_own_workload(baseline:
         w = verdicts[f"default/web-{i}"]
         assert w.kind == "Pod" and w.satisfied == (i < 6)
         assert [(g.name, g.placed_pods) for g in w.groups] == [(f"default/web-{i}", int(i < 6))]
-        assert w.reason == ("" if i < 6 else "not enough free capacity for the pod, even after evicting every "
-                            "victim this plan may evict without displacing a higher tier")
+        # it fits a node alone, not beside the six placed: upstream's words for that cluster
+        assert w.reason == ("" if i < 6 else "0/6 nodes are available: 6 Insufficient cpu. preemption: 0/6 nodes "
+                            "are available: 6 No preemption victims found for incoming pod.")
 
 
 def test_a_pooled_class_preempts_for_each_pod_within_the_budget() -> None:
@@ -81,3 +82,38 @@ def test_only_alike_pods_pool(other: Any, why: str) -> None:
     problem = build_problem(snapshot(node("n0").cpu_m(8000), *_replicas(2), other))
     assert len(problem.classes) == 2, why
     assert [len(c.pods) for c in problem.classes] == [2, 1], why
+
+
+def left_out_by_the_plan() -> list[Any]:
+    """n1 and n2 (2 cpu) empty, n3 (2 cpu) running vip (priority 1000, 1.5 cpu); three replicas
+    of 1.5 cpu at priority 100: two land, and the third fits no node beside them."""
+    return [node("n1").cpu_m(2000), node("n2").cpu_m(2000), node("n3").cpu_m(2000),
+            pod("vip").on("n3").cpu_m(1500).priority(1000), *_replicas(3, priority=100)]
+
+
+# kube-scheduler 1.37.2's words for the third replica (tests/controlplane/test_reasons_vs_upstream.py)
+LEFT_OUT = ("0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: "
+            "3 No preemption victims found for incoming pod.")
+
+
+@pytest.mark.parametrize("baseline", [False, True])
+def test_a_pod_that_fits_alone_but_not_beside_the_plans_pods_gets_upstreams_words_for_that_cluster(
+        baseline: bool) -> None:
+    plan, _ = run_plan(*left_out_by_the_plan(), baseline_only=baseline)
+    assert sorted(b.pod for b in plan.bindings) == ["default/web-0", "default/web-1"]
+    assert {w.name: w.reason for w in plan.workloads if not w.satisfied} == {"default/web-2": LEFT_OUT}
+
+
+def test_a_victim_the_budget_keeps_ends_the_histogram_and_the_plan_says_why() -> None:
+    # n3 runs low (priority 0) under a budget that allows no disruption: strict, the third
+    # replica would preempt it there and may not; soft, it does
+    objs = [node("n1").cpu_m(2000), node("n2").cpu_m(2000), node("n3").cpu_m(2000),
+            pod("low").on("n3").cpu_m(1500).label("app", "low"), pdb("low", 0, app="low"),
+            *_replicas(3, priority=100)]
+    plan, _ = run_plan(*objs)
+    assert {w.name: w.reason for w in plan.workloads if not w.satisfied} == {"default/web-2": (
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: not enough free capacity for the pod, even after "
+        "evicting every victim this plan may evict without displacing a higher tier or evicting beyond the "
+        "disruptionsAllowed of PodDisruptionBudget default/low (0 allowed)")}
+    plan, _ = run_plan(*objs, pdb_policy="soft")
+    assert len(plan.bindings) == 3 and [e.pod for e in plan.evictions] == ["default/low"]
