@@ -43,7 +43,7 @@ devices and inter-pod rules, so they judge a node as the baseline does. Pure: no
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from solver.model import attach, localpv, selectors
@@ -123,11 +123,11 @@ class Diagnoser:
     def diagnose(self, c: int) -> Diagnosis | None:
         """One pod of class ``c`` on every node; None past the plan's ``CHECK_BUDGET``."""
         if c not in self._memo:
-            nodes = self.problem.nodes
-            if self.checks + len(nodes) > CHECK_BUDGET:
+            if not self._spend():
                 return None
-            self.checks += len(nodes)
-            self._memo[c] = self._diagnose(self.problem.classes[c], nodes)
+            if self._state is None:
+                self._state = State(self.problem)
+            self._memo[c] = self._diagnose(self._state, self.problem.classes[c], self._before)
         return self._memo[c]
 
     def diagnose_after(self, c: int) -> Diagnosis | None:
@@ -136,86 +136,76 @@ class Diagnoser:
         if self.assignment is None:
             return None
         if c not in self._memo_after:
-            nodes = self.problem.nodes
-            if self.checks + len(nodes) > CHECK_BUDGET:
+            if not self._spend():
                 return None
-            self.checks += len(nodes)
             if self._after is None:
                 self._after = state_of(self.problem, self.assignment)
-            self._memo_after[c] = self._diagnose_after(self._after, self.problem.classes[c], nodes)
+            self._memo_after[c] = self._diagnose(self._after, self.problem.classes[c], self._after_plan)
         return self._memo_after[c]
 
-    def _diagnose_after(self, state: State, cls: PodClass, nodes: tuple[s.Node, ...]) -> Diagnosis:
+    def _spend(self) -> bool:
+        """Count one diagnosis's checks against ``CHECK_BUDGET``: False when past it."""
+        if self.checks + len(self.problem.nodes) > CHECK_BUDGET:
+            return False
+        self.checks += len(self.problem.nodes)
+        return True
+
+    def _diagnose(self, state: State, cls: PodClass,
+                  preempting: Callable[[State, PodClass, s.Node, list[str]], list[str] | None]) -> Diagnosis:
+        """The filters' reasons per node; where preemption could resolve them, ``preempting``
+        says what evicting every pod it may evict there leaves: None, no such pod; [], room
+        (the pod would preempt there); else the filters' reasons again."""
+        reasons: Counter[str] = Counter()
+        preemption: Counter[str] = Counter()
+        fits = after = 0
+        for i, node in enumerate(self.problem.nodes):
+            if not i & 255:
+                checkpoint("the reasons")
+            why, resolvable = _refusal(state, cls, node)
+            if not why:
+                fits += 1
+                continue
+            reasons.update(why)
+            if not resolvable:
+                preemption[NOT_HELPFUL] += 1
+            elif (left := preempting(state, cls, node, why)) is None:
+                preemption[NO_VICTIMS] += 1
+            elif not left:
+                after += 1
+            else:
+                preemption.update(left)
+        return Diagnosis(total=len(self.problem.nodes), fits=fits, after_preemption=after, reasons=reasons,
+                         preemption=preemption, never=cls.power is None)
+
+    def _before(self, state: State, cls: PodClass, node: s.Node, why: list[str]) -> list[str] | None:
+        """On the snapshot: the pod would fit once its victims are gone where the class is a
+        candidate (problem.py ``_candidate_nodes``); elsewhere the filters say why again."""
         problem = self.problem
-        reasons: Counter[str] = Counter()
-        preemption: Counter[str] = Counter()
-        fits = after = 0
-        for i, node in enumerate(nodes):
-            if not i & 255:
-                checkpoint("the reasons")
-            why, resolvable = _refusal(state, cls, node)
-            if not why:
-                fits += 1
-                continue
-            reasons.update(why)
-            if not resolvable:
-                preemption[NOT_HELPFUL] += 1
-                continue
-            kept: Counter[str] = Counter()  # what the pods it may not preempt hold there
-            victims = False
-            for u in problem.units_on_node.get(node.name, ()):
-                if u in state.evicted:
-                    continue
-                if problem.eligible(cls, problem.units[u]):
-                    victims = True
-                else:
-                    kept.update(problem.units[u].usage.get(node.name, {}))
-            for c, n in state.placed[node.name].items():
-                if cls.power is not None and problem.classes[c].priority < cls.power:
-                    victims = True
-                else:
-                    kept.update({r: v * n for r, v in problem.classes[c].requests.items()})
-            if not victims:
-                preemption[NO_VICTIMS] += 1
-            elif short := _short(cls, node, kept):
-                preemption.update(short)
-            else:  # it would preempt there: the plan's own reason says why it did not
-                after += 1
-        return Diagnosis(total=len(nodes), fits=fits, after_preemption=after, reasons=reasons, preemption=preemption,
-                         never=cls.power is None)
+        if not any(problem.eligible(cls, problem.units[u]) for u in problem.units_on_node.get(node.name, ())):
+            return None
+        if node.name in problem.candidates[cls.index]:
+            return []
+        return _short(cls, node, state.held_by(cls.power or 0).get(node.name, {})) or why
 
-    def _victims_on(self, cls: PodClass, node: s.Node) -> bool:
-        """A pod ``cls`` may evict runs on ``node``: upstream tries preemption on a node only
-        then (SelectVictimsOnNode: "No preemption victims found" otherwise)."""
-        units = self.problem.units
-        return any(self.problem.eligible(cls, units[u]) for u in self.problem.units_on_node.get(node.name, ()))
-
-    def _diagnose(self, cls: PodClass, nodes: tuple[s.Node, ...]) -> Diagnosis:
-        if self._state is None:
-            self._state = State(self.problem)
-        state = self._state
-        candidates = self.problem.candidates[cls.index]
-        reasons: Counter[str] = Counter()
-        preemption: Counter[str] = Counter()
-        fits = after = 0
-        for i, node in enumerate(nodes):
-            if not i & 255:
-                checkpoint("the reasons")
-            why, resolvable = _refusal(state, cls, node)
-            if not why:
-                fits += 1
+    def _after_plan(self, state: State, cls: PodClass, node: s.Node, why: list[str]) -> list[str] | None:
+        """As the plan leaves the cluster: the victims are the running pods it may preempt that
+        the plan keeps and the pods the plan places at a lower priority; the rest holds room."""
+        problem = self.problem
+        kept: Counter[str] = Counter()  # what the pods it may not preempt hold there
+        victims = False
+        for u in problem.units_on_node.get(node.name, ()):
+            if u in state.evicted:
                 continue
-            reasons.update(why)
-            if not resolvable:
-                preemption[NOT_HELPFUL] += 1
-            elif not self._victims_on(cls, node):
-                preemption[NO_VICTIMS] += 1
-            elif node.name in candidates:
-                after += 1
-            else:  # evicting every pod it may evict is not enough: the filters say why again
-                preemption.update(_short(cls, node, state.held_by(cls.power or 0).get(node.name, {})) or why)
-        return Diagnosis(total=len(nodes), fits=fits, after_preemption=after, reasons=reasons, preemption=preemption,
-                         never=cls.power is None)
+            if problem.eligible(cls, problem.units[u]):
+                victims = True
+            else:
+                kept.update(problem.units[u].usage.get(node.name, {}))
+        for c, n in state.placed[node.name].items():
+            if cls.power is not None and problem.classes[c].priority < cls.power:
+                victims = True
+            else:
+                kept.update({r: v * n for r, v in problem.classes[c].requests.items()})
+        return _short(cls, node, kept) if victims else None
 
 
 # VolumeBinding's reasons in the order FindPodVolumes lists them (binder.go); VolumeZone's, a
