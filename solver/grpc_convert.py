@@ -21,7 +21,7 @@ from google.protobuf import json_format, struct_pb2
 from solver import api, kube, loader
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.kube import expected
-from solver.kube.volumes import BIND_COMPLETED
+from solver.kube.volumes import BIND_COMPLETED, SELECTED_NODE
 from solver.model import plan as p
 from solver.model import snapshot as s
 from solver.model.errors import InputError, SnapshotInvalidError
@@ -332,6 +332,14 @@ def _add_volumes(state: pb.ClusterState, add: Any) -> None:
             spec["volumeName"] = c.volume_name
         if c.storage:
             spec["resources"] = {"requests": {"storage": c.storage}}
+        if c.HasField("selector"):
+            spec["selector"] = _label_selector(c.selector)
+        if c.volume_mode:
+            spec["volumeMode"] = c.volume_mode
+        if c.volume_attributes_class_name:
+            spec["volumeAttributesClassName"] = c.volume_attributes_class_name
+        if c.selected_node:
+            meta.setdefault("annotations", {})[SELECTED_NODE] = c.selected_node
         add({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec,
              "status": {"phase": "Lost" if c.lost else ("Bound" if c.bind_completed else "Pending")}},
             f"volume_claims[{i}]")
@@ -350,7 +358,12 @@ def _add_volumes(state: pb.ClusterState, add: Any) -> None:
             spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": _terms(v.node_affinity)}}
         if v.csi_driver or v.csi_volume_handle:
             spec["csi"] = {"driver": v.csi_driver, "volumeHandle": v.csi_volume_handle}
-        add({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}, f"volumes[{i}]")
+        if v.volume_mode:
+            spec["volumeMode"] = v.volume_mode
+        if v.volume_attributes_class_name:
+            spec["volumeAttributesClassName"] = v.volume_attributes_class_name
+        add({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec,
+             **({"status": {"phase": v.phase}} if v.phase else {})}, f"volumes[{i}]")
     for i, sc in enumerate(state.storage_classes):
         obj: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc.name},
                                "provisioner": sc.provisioner,
@@ -368,7 +381,19 @@ def _add_volumes(state: pb.ClusterState, add: Any) -> None:
              "spec": {"drivers": drivers}}, f"csi_nodes[{i}]")
     for i, d in enumerate(state.csi_drivers):
         add({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": d.name},
-             "spec": {"preventPodSchedulingIfMissing": d.prevent_pod_scheduling_if_missing}}, f"csi_drivers[{i}]")
+             "spec": {"preventPodSchedulingIfMissing": d.prevent_pod_scheduling_if_missing,
+                      "storageCapacity": d.storage_capacity}}, f"csi_drivers[{i}]")
+    for i, cap in enumerate(state.storage_capacities):
+        found: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                                 "metadata": {"name": cap.name, "namespace": cap.namespace},
+                                 "storageClassName": cap.storage_class_name}
+        if cap.capacity:
+            found["capacity"] = cap.capacity
+        if cap.maximum_volume_size:
+            found["maximumVolumeSize"] = cap.maximum_volume_size
+        if cap.HasField("node_topology"):
+            found["nodeTopology"] = _label_selector(cap.node_topology)
+        add(found, f"storage_capacities[{i}]")
     for i, a in enumerate(state.volume_attachments):
         add({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": a.name},
              "spec": {"attacher": a.attacher, "nodeName": a.node_name,
@@ -410,6 +435,8 @@ def _pod_object(path: str, pod: pb.Pod) -> dict[str, Any]:
     if pod.volume_claims:
         spec["volumes"] = [{"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": name}}
                            for i, name in enumerate(pod.volume_claims)]
+    if pod.volumes:  # as JSON objects: a Struct holds numbers as doubles (an iSCSI lun 0.0 is 0)
+        spec.setdefault("volumes", []).extend(_integral(json_format.MessageToDict(v)) for v in pod.volumes)
     status: dict[str, Any] = {"phase": "Running" if pod.node and not pod.not_started else "Pending"}
     if pod.ready and pod.node:
         status["conditions"] = [{"type": "Ready", "status": "True"}]

@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, struct_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
@@ -148,6 +148,56 @@ def test_typed_csi_limits_reach_the_solver(running: server.Running) -> None:
     with client.PlacementClient(_target(running)) as c:
         assert {b.pod: b.node for b in c.solve(state(1)).bindings} == {"d/p": "n2"}
         assert {b.pod: b.node for b in c.solve(state(None)).bindings} == {"d/p": "n1"}
+
+
+def test_typed_inline_disks_storage_capacity_and_claim_fields_reach_the_solver(running: server.Running) -> None:
+    """Over the typed state, as over the objects: a running pod's read-write GCE PD keeps a
+    pending pod mounting it off n1 (VolumeRestrictions); a claim the driver tracks capacity for
+    goes where a CSIStorageCapacity holds it (n2's zone); a claim's selector takes only the
+    volume whose labels match, and a Block claim only a Block volume."""
+    disk = struct_pb2.Struct()
+    disk.update({"name": "d", "gcePersistentDisk": {"pdName": "d9"}})
+    nodes = [pb.Node(name=f"n{i}", labels={"kubernetes.io/hostname": f"n{i}", "topology.kubernetes.io/zone": z},
+                     allocatable={"cpu": 4000, "pods": 110}) for i, z in ((1, "a"), (2, "b"))]
+
+    def on_n(name: str) -> list[pb.NodeSelectorTerm]:
+        return [pb.NodeSelectorTerm(match_expressions=[pb.SelectorRequirement(
+            key="kubernetes.io/hostname", operator=pb.SELECTOR_OPERATOR_IN, values=[name])])]
+
+    state = pb.ClusterState(
+        nodes=nodes,
+        pods=[pb.Pod(namespace="d", name="holder", node="n1", requests={"cpu": 100}, volumes=[disk]),
+              pb.Pod(namespace="d", name="clash", requests={"cpu": 100}, volumes=[disk]),
+              pb.Pod(namespace="d", name="tracked", requests={"cpu": 100}, volume_claims=["big"]),
+              pb.Pod(namespace="d", name="picky", requests={"cpu": 100}, volume_claims=["labelled"]),
+              pb.Pod(namespace="d", name="raw", requests={"cpu": 100}, volume_claims=["block"])],
+        volume_claims=[
+            pb.PersistentVolumeClaim(namespace="d", name="big", storage_class_name="made", storage="10Gi",
+                                     access_modes=["ReadWriteOnce"]),
+            pb.PersistentVolumeClaim(namespace="d", name="labelled", storage_class_name="local", storage="1Gi",
+                                     access_modes=["ReadWriteOnce"],
+                                     selector=pb.LabelSelector(match_labels={"tier": "gold"})),
+            pb.PersistentVolumeClaim(namespace="d", name="block", storage_class_name="local", storage="1Gi",
+                                     access_modes=["ReadWriteOnce"], volume_mode="Block")],
+        volumes=[pb.PersistentVolume(name="pv-1", storage_class_name="local", capacity="5Gi",
+                                     access_modes=["ReadWriteOnce"], node_affinity=on_n("n1")),
+                 pb.PersistentVolume(name="pv-gold", storage_class_name="local", capacity="5Gi",
+                                     labels={"tier": "gold"}, access_modes=["ReadWriteOnce"],
+                                     node_affinity=on_n("n2")),
+                 pb.PersistentVolume(name="pv-block", storage_class_name="local", capacity="5Gi",
+                                     volume_mode="Block", access_modes=["ReadWriteOnce"], node_affinity=on_n("n2"))],
+        storage_classes=[pb.StorageClass(name="local", provisioner="kubernetes.io/no-provisioner",
+                                         volume_binding_mode="WaitForFirstConsumer"),
+                         pb.StorageClass(name="made", provisioner="csi.example.com",
+                                         volume_binding_mode="WaitForFirstConsumer")],
+        csi_drivers=[pb.CsiDriver(name="csi.example.com", storage_capacity=True)],
+        storage_capacities=[pb.CsiStorageCapacity(
+            namespace="d", name="zone-b", storage_class_name="made", capacity="100Gi",
+            node_topology=pb.LabelSelector(match_labels={"topology.kubernetes.io/zone": "b"}))])
+    with client.PlacementClient(_target(running)) as c:
+        plan = c.solve(state)
+    assert {b.pod: b.node for b in plan.bindings} == {"d/clash": "n2", "d/tracked": "n2", "d/picky": "n2",
+                                                      "d/raw": "n2"}
 
 
 def test_typed_volumes_and_budgets_reach_the_solver(running: server.Running) -> None:

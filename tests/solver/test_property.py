@@ -322,8 +322,13 @@ def clusters(draw: Any) -> list[Any]:
             continue
         if kind == "replicas":  # alike standalone pods (a ReplicaSet's): one pooled class, each its own workload
             cpu = draw(CPU)
+            entries = {"gpu": draw(st.sampled_from(templates))} if templates and draw(st.booleans()) else {}
             for i in range(draw(st.integers(2, 4))):
-                objs.append(rule(b.pod(f"{name}-{i}").cpu_m(cpu).priority(prio).label("wl", name)))
+                # later draws may set one apart (a claim several name, an allocated one, volumes)
+                objs.append(_add_claims(rule(b.pod(f"{name}-{i}").cpu_m(cpu).priority(prio).label("wl", name)),
+                                        **entries))
+                pending.append(objs[-1])
+                standalone.append(objs[-1])
             continue
         if kind in ("gang", "basic"):
             n_pods = draw(st.integers(1, 3))

@@ -108,7 +108,7 @@ class SolveOptions(_message.Message):
     def __init__(self, time_limit_seconds: _Optional[float] = ..., workers: _Optional[int] = ..., seed: _Optional[int] = ..., relative_gap: _Optional[float] = ..., baseline_only: _Optional[bool] = ..., no_decompose: _Optional[bool] = ..., feature_gates: _Optional[str] = ..., no_dra_preemption: _Optional[bool] = ..., pdb_policy: _Optional[_Union[PdbPolicy, str]] = ..., expected_pods: _Optional[bytes] = ...) -> None: ...
 
 class ClusterState(_message.Message):
-    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces", "volume_claims", "volumes", "storage_classes", "counter_sets", "csi_nodes", "csi_drivers", "volume_attachments")
+    __slots__ = ("nodes", "pods", "groups", "pdbs", "devices", "device_classes", "claims", "claim_templates", "namespaces", "volume_claims", "volumes", "storage_classes", "counter_sets", "csi_nodes", "csi_drivers", "volume_attachments", "storage_capacities")
     NODES_FIELD_NUMBER: _ClassVar[int]
     PODS_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +125,7 @@ class ClusterState(_message.Message):
     CSI_NODES_FIELD_NUMBER: _ClassVar[int]
     CSI_DRIVERS_FIELD_NUMBER: _ClassVar[int]
     VOLUME_ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_CAPACITIES_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     pods: _containers.RepeatedCompositeFieldContainer[Pod]
     groups: _containers.RepeatedCompositeFieldContainer[Group]
@@ -141,7 +142,24 @@ class ClusterState(_message.Message):
     csi_nodes: _containers.RepeatedCompositeFieldContainer[CsiNode]
     csi_drivers: _containers.RepeatedCompositeFieldContainer[CsiDriver]
     volume_attachments: _containers.RepeatedCompositeFieldContainer[VolumeAttachment]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., volume_claims: _Optional[_Iterable[_Union[PersistentVolumeClaim, _Mapping]]] = ..., volumes: _Optional[_Iterable[_Union[PersistentVolume, _Mapping]]] = ..., storage_classes: _Optional[_Iterable[_Union[StorageClass, _Mapping]]] = ..., counter_sets: _Optional[_Iterable[_Union[CounterSet, _Mapping]]] = ..., csi_nodes: _Optional[_Iterable[_Union[CsiNode, _Mapping]]] = ..., csi_drivers: _Optional[_Iterable[_Union[CsiDriver, _Mapping]]] = ..., volume_attachments: _Optional[_Iterable[_Union[VolumeAttachment, _Mapping]]] = ...) -> None: ...
+    storage_capacities: _containers.RepeatedCompositeFieldContainer[CsiStorageCapacity]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., pods: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Group, _Mapping]]] = ..., pdbs: _Optional[_Iterable[_Union[PodDisruptionBudget, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., device_classes: _Optional[_Iterable[_Union[DeviceClass, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., claim_templates: _Optional[_Iterable[_Union[ResourceClaim, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[Namespace, _Mapping]]] = ..., volume_claims: _Optional[_Iterable[_Union[PersistentVolumeClaim, _Mapping]]] = ..., volumes: _Optional[_Iterable[_Union[PersistentVolume, _Mapping]]] = ..., storage_classes: _Optional[_Iterable[_Union[StorageClass, _Mapping]]] = ..., counter_sets: _Optional[_Iterable[_Union[CounterSet, _Mapping]]] = ..., csi_nodes: _Optional[_Iterable[_Union[CsiNode, _Mapping]]] = ..., csi_drivers: _Optional[_Iterable[_Union[CsiDriver, _Mapping]]] = ..., volume_attachments: _Optional[_Iterable[_Union[VolumeAttachment, _Mapping]]] = ..., storage_capacities: _Optional[_Iterable[_Union[CsiStorageCapacity, _Mapping]]] = ...) -> None: ...
+
+class CsiStorageCapacity(_message.Message):
+    __slots__ = ("namespace", "name", "storage_class_name", "capacity", "maximum_volume_size", "node_topology")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    MAXIMUM_VOLUME_SIZE_FIELD_NUMBER: _ClassVar[int]
+    NODE_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    storage_class_name: str
+    capacity: str
+    maximum_volume_size: str
+    node_topology: LabelSelector
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., capacity: _Optional[str] = ..., maximum_volume_size: _Optional[str] = ..., node_topology: _Optional[_Union[LabelSelector, _Mapping]] = ...) -> None: ...
 
 class CsiNode(_message.Message):
     __slots__ = ("name", "drivers")
@@ -160,12 +178,14 @@ class CsiNodeDriver(_message.Message):
     def __init__(self, name: _Optional[str] = ..., allocatable_count: _Optional[int] = ...) -> None: ...
 
 class CsiDriver(_message.Message):
-    __slots__ = ("name", "prevent_pod_scheduling_if_missing")
+    __slots__ = ("name", "prevent_pod_scheduling_if_missing", "storage_capacity")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PREVENT_POD_SCHEDULING_IF_MISSING_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     name: str
     prevent_pod_scheduling_if_missing: bool
-    def __init__(self, name: _Optional[str] = ..., prevent_pod_scheduling_if_missing: _Optional[bool] = ...) -> None: ...
+    storage_capacity: bool
+    def __init__(self, name: _Optional[str] = ..., prevent_pod_scheduling_if_missing: _Optional[bool] = ..., storage_capacity: _Optional[bool] = ...) -> None: ...
 
 class VolumeAttachment(_message.Message):
     __slots__ = ("name", "attacher", "node_name", "persistent_volume_name")
@@ -180,7 +200,7 @@ class VolumeAttachment(_message.Message):
     def __init__(self, name: _Optional[str] = ..., attacher: _Optional[str] = ..., node_name: _Optional[str] = ..., persistent_volume_name: _Optional[str] = ...) -> None: ...
 
 class PersistentVolumeClaim(_message.Message):
-    __slots__ = ("namespace", "name", "storage_class_name", "volume_name", "bind_completed", "access_modes", "storage", "lost", "deleting")
+    __slots__ = ("namespace", "name", "storage_class_name", "volume_name", "bind_completed", "access_modes", "storage", "lost", "deleting", "selector", "volume_mode", "volume_attributes_class_name", "selected_node")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     STORAGE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -190,6 +210,10 @@ class PersistentVolumeClaim(_message.Message):
     STORAGE_FIELD_NUMBER: _ClassVar[int]
     LOST_FIELD_NUMBER: _ClassVar[int]
     DELETING_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_MODE_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_ATTRIBUTES_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_NODE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     storage_class_name: str
@@ -199,10 +223,14 @@ class PersistentVolumeClaim(_message.Message):
     storage: str
     lost: bool
     deleting: bool
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., volume_name: _Optional[str] = ..., bind_completed: _Optional[bool] = ..., access_modes: _Optional[_Iterable[str]] = ..., storage: _Optional[str] = ..., lost: _Optional[bool] = ..., deleting: _Optional[bool] = ...) -> None: ...
+    selector: LabelSelector
+    volume_mode: str
+    volume_attributes_class_name: str
+    selected_node: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., volume_name: _Optional[str] = ..., bind_completed: _Optional[bool] = ..., access_modes: _Optional[_Iterable[str]] = ..., storage: _Optional[str] = ..., lost: _Optional[bool] = ..., deleting: _Optional[bool] = ..., selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., volume_mode: _Optional[str] = ..., volume_attributes_class_name: _Optional[str] = ..., selected_node: _Optional[str] = ...) -> None: ...
 
 class PersistentVolume(_message.Message):
-    __slots__ = ("name", "labels", "storage_class_name", "capacity", "access_modes", "claim_namespace", "claim_name", "node_affinity", "deleting", "csi_driver", "csi_volume_handle")
+    __slots__ = ("name", "labels", "storage_class_name", "capacity", "access_modes", "claim_namespace", "claim_name", "node_affinity", "deleting", "csi_driver", "csi_volume_handle", "volume_mode", "volume_attributes_class_name", "phase")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -221,6 +249,9 @@ class PersistentVolume(_message.Message):
     DELETING_FIELD_NUMBER: _ClassVar[int]
     CSI_DRIVER_FIELD_NUMBER: _ClassVar[int]
     CSI_VOLUME_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_MODE_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_ATTRIBUTES_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
     name: str
     labels: _containers.ScalarMap[str, str]
     storage_class_name: str
@@ -232,7 +263,10 @@ class PersistentVolume(_message.Message):
     deleting: bool
     csi_driver: str
     csi_volume_handle: str
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., storage_class_name: _Optional[str] = ..., capacity: _Optional[str] = ..., access_modes: _Optional[_Iterable[str]] = ..., claim_namespace: _Optional[str] = ..., claim_name: _Optional[str] = ..., node_affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., deleting: _Optional[bool] = ..., csi_driver: _Optional[str] = ..., csi_volume_handle: _Optional[str] = ...) -> None: ...
+    volume_mode: str
+    volume_attributes_class_name: str
+    phase: str
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., storage_class_name: _Optional[str] = ..., capacity: _Optional[str] = ..., access_modes: _Optional[_Iterable[str]] = ..., claim_namespace: _Optional[str] = ..., claim_name: _Optional[str] = ..., node_affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., deleting: _Optional[bool] = ..., csi_driver: _Optional[str] = ..., csi_volume_handle: _Optional[str] = ..., volume_mode: _Optional[str] = ..., volume_attributes_class_name: _Optional[str] = ..., phase: _Optional[str] = ...) -> None: ...
 
 class StorageClass(_message.Message):
     __slots__ = ("name", "provisioner", "volume_binding_mode", "allowed_topologies")
@@ -403,7 +437,7 @@ class PodClaimRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., claim: _Optional[str] = ..., template: _Optional[str] = ..., generated: _Optional[str] = ...) -> None: ...
 
 class Pod(_message.Message):
-    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name", "pod_affinity", "pod_anti_affinity", "topology_spread", "host_ports", "ready", "not_started", "volume_claims")
+    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name", "pod_affinity", "pod_anti_affinity", "topology_spread", "host_ports", "ready", "not_started", "volume_claims", "volumes")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -450,6 +484,7 @@ class Pod(_message.Message):
     READY_FIELD_NUMBER: _ClassVar[int]
     NOT_STARTED_FIELD_NUMBER: _ClassVar[int]
     VOLUME_CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    VOLUMES_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -475,7 +510,8 @@ class Pod(_message.Message):
     ready: bool
     not_started: bool
     volume_claims: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., pod_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., pod_anti_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., topology_spread: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., host_ports: _Optional[_Iterable[_Union[HostPort, _Mapping]]] = ..., ready: _Optional[bool] = ..., not_started: _Optional[bool] = ..., volume_claims: _Optional[_Iterable[str]] = ...) -> None: ...
+    volumes: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., pod_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., pod_anti_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., topology_spread: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., host_ports: _Optional[_Iterable[_Union[HostPort, _Mapping]]] = ..., ready: _Optional[bool] = ..., not_started: _Optional[bool] = ..., volume_claims: _Optional[_Iterable[str]] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
 
 class Group(_message.Message):
     __slots__ = ("namespace", "name", "kind", "parent", "min_count", "topology_key", "disruption_all", "priority", "preemption_policy", "claims")
