@@ -231,4 +231,11 @@ def test_gangplace_binds_what_the_real_scheduler_binds(name: str) -> None:
     for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
         assert {b.pod: b.node for b in api.plan(snap, options).bindings} == bindings
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
-    assert outcome.bindings == bindings
+    assert outcome.bindings in (bindings, ORDER_DEPENDENT.get(name, bindings))
+
+
+# cases whose real-scheduler outcome depends on the order it takes the pods in, with the other
+# outcome: the PodGroup's All claim is allocated on the node of the sharer taken first, and
+# taken g-1 first it binds neither (test_dra_upstream_cases.py); a fresh-clone CI run on a busy
+# machine saw that order once
+ORDER_DEPENDENT: dict[str, dict[str, str]] = {"DRA shared-all-claim-allocated-on-one-sharers-node": {}}
