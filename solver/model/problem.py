@@ -317,19 +317,6 @@ def _workloads_and_classes(
         pods = sorted(pending_by_root[root], key=lambda p: p.name)
         tag, key = root
         pool, rank = pools.get(pods[0].key, (None, 0)) if tag == POD_ROOT else (None, 0)
-        if pool is not None:  # one of several alike standalone pods: one class for them all
-            if id(pool) not in pooled:
-                pooled[id(pool)] = len(classes)
-                classes.append(PodClass(
-                    index=len(classes), workload=index, group=None, pods=tuple(pool),
-                    requests={k: v for k, v in pods[0].requests.items() if v > 0},
-                    priority=pods[0].priority, power=None if pods[0].preemption_policy == s.PREEMPT_NEVER
-                    else pods[0].priority))
-            workloads.append(Workload(
-                index=index, key=key, kind=s.STANDALONE_POD, priority=pods[0].priority,
-                power=classes[pooled[id(pool)]].power, groups=(), classes=(pooled[id(pool)],),
-                pod=pods[0], rank=rank))
-            continue
         root_group = groups.get(s.GroupKey(key)) if tag == GROUP_ROOT else None
         rejected = ""
         if root_group is not None:
@@ -341,29 +328,38 @@ def _workloads_and_classes(
             priority, policy, kind, under = pods[0].priority, pods[0].preemption_policy, s.STANDALONE_POD, []
         ongoing = ongoing_preemption(pods, priority, preempted_on)
         power = None if policy == s.PREEMPT_NEVER or ongoing else priority
-        by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
-        for pod in pods:
-            by_signature.setdefault(_class_signature(pod, dra_state, interpod, several), []).append(pod)
-        class_ids = []
-        for members in by_signature.values():
-            rep = members[0]
-            class_ids.append(len(classes))
-            classes.append(
-                PodClass(
-                    index=len(classes),
-                    workload=index,
-                    group=rep.group,
-                    pods=tuple(members),
-                    requests={k: v for k, v in rep.requests.items() if v > 0},
-                    priority=priority,
-                    power=power,
+        if pool is not None and id(pool) in pooled:  # its pool's class is made already
+            class_ids = [pooled[id(pool)]]
+        else:
+            if pool is not None:  # one of several alike standalone pods: one class for them all
+                alike = [pool]
+            else:
+                by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
+                for pod in pods:
+                    by_signature.setdefault(_class_signature(pod, dra_state, interpod, several), []).append(pod)
+                alike = list(by_signature.values())
+            class_ids = []
+            for members in alike:
+                rep = members[0]
+                class_ids.append(len(classes))
+                classes.append(
+                    PodClass(
+                        index=len(classes),
+                        workload=index,
+                        group=rep.group,
+                        pods=tuple(members),
+                        requests={k: v for k, v in rep.requests.items() if v > 0},
+                        priority=priority,
+                        power=power,
+                    )
                 )
-            )
+            if pool is not None:
+                pooled[id(pool)] = class_ids[0]
         workloads.append(
             Workload(
                 index=index, key=key, kind=kind, priority=priority, power=power,
                 groups=tuple(under), classes=tuple(class_ids), rejected=rejected, ongoing=ongoing,
-                pod=pods[0] if kind == s.STANDALONE_POD else None,
+                pod=pods[0] if kind == s.STANDALONE_POD else None, rank=rank,
             )
         )
     return tuple(workloads), tuple(classes)
