@@ -47,6 +47,11 @@ class _Builder:
         self.obj["metadata"].setdefault("labels", {})[key] = value
         return self
 
+    def worth(self, value: int) -> _Builder:
+        """A workload's value in the plan's first tier (gangplace.io/value), on its root."""
+        self.obj["metadata"].setdefault("annotations", {})["gangplace.io/value"] = str(value)
+        return self
+
 
 class NodeBuilder(_Builder):
     def rack(self, rack: str) -> NodeBuilder:

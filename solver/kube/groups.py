@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from solver.kube.objects import MAX_DEPTH, Obj, _fail, _get, _label_selector, _meta
+from solver.kube.objects import MAX_DEPTH, VALUE_ANNOTATION, Obj, _fail, _get, _label_selector, _meta, workload_value
 from solver.kube.pods import _positive_int32, _Priorities
 from solver.model import snapshot as s
 
@@ -39,6 +39,10 @@ def parse_group(obj: Obj, priorities: _Priorities) -> tuple[s.Group, int | None]
         raise _fail(obj, "spec.disruptionMode", "at most one of all and single")
     prio, preemption = priorities.resolve(obj, "spec")
     parent = _get(obj, "spec.parentCompositePodGroupName", str)
+    value = workload_value(obj)
+    if value is not None and parent:
+        raise _fail(obj, f"metadata.annotations[{VALUE_ANNOTATION}]",
+                    f"the group is under CompositePodGroup {parent}: a workload's value is read on its root")
     group = s.Group(
         key=s.GroupKey(f"{ns}/{name}"),
         kind=kind,
@@ -48,6 +52,7 @@ def parse_group(obj: Obj, priorities: _Priorities) -> tuple[s.Group, int | None]
         disruption_all=mode.get("all") is not None,
         priority=prio or 0,
         preemption_policy=preemption,
+        value=value,
     )
     return group, prio
 
@@ -94,7 +99,7 @@ def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
         resolved[key] = s.Group(
             key=group.key, kind=group.kind, parent=group.parent, min_count=group.min_count,
             topology_key=group.topology_key, disruption_all=group.disruption_all,
-            priority=priority, preemption_policy=group.preemption_policy,
+            priority=priority, preemption_policy=group.preemption_policy, value=group.value,
         )
     return tuple(resolved[k] for k in sorted(resolved)), incomplete
 

@@ -13,6 +13,9 @@ from solver.model.errors import SnapshotInvalidError
 from solver.model.quantity import parse_quantity
 
 COST_ANNOTATION = "gangplace.io/preemption-cost"
+# a workload's worth in the first tier (docs/design.md, "Objective"): on a standalone pod or a
+# workload's root group; 1 when absent
+VALUE_ANNOTATION = "gangplace.io/value"
 MAX_DEPTH = 4  # docs/design.md: a workload tree is at most 4 levels deep
 
 GROUP_KINDS = {"PodGroup", "CompositePodGroup"}
@@ -32,6 +35,7 @@ Obj = Mapping[str, Any]
 # keeps counts and priorities in int32.
 MAX_QUANTITY = 2**50  # base units: ~1.1e12 cores in millicores, 1 PiB in bytes
 MAX_COST = 10**9  # gangplace.io/preemption-cost
+MAX_VALUE = 10**6  # gangplace.io/value: with 10^4 workloads a priority's sum stays below 2^34
 INT32_MAX = 2**31 - 1
 
 
@@ -121,6 +125,19 @@ def _get(obj: Obj, path: str, kind: type | tuple[type, ...], default: Any = None
     if not isinstance(cur, kind) or (kind is int and isinstance(cur, bool)):
         raise _fail(obj, path, f"expected {getattr(kind, '__name__', kind)}, got {type(cur).__name__}")
     return cur
+
+
+def workload_value(obj: Obj) -> int | None:
+    """``gangplace.io/value`` on a pod or group: a decimal integer from 0 to ``MAX_VALUE``, or
+    None when absent."""
+    raw = _get(obj, "metadata.annotations", Mapping, {})
+    if VALUE_ANNOTATION not in raw:
+        return None
+    text = raw[VALUE_ANNOTATION]
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit() or int(text) > MAX_VALUE:
+        raise _fail(obj, f"metadata.annotations[{VALUE_ANNOTATION}]",
+                    f"must be an integer from 0 to {MAX_VALUE}, got {text!r}")
+    return int(text)
 
 
 def quantity(obj: Obj, field: str, resource: str, raw: Any) -> int:

@@ -136,10 +136,16 @@ def budget_needs(problem: Problem, evicted: Iterable[int]) -> tuple[BudgetNeed, 
                  for b in sorted(problem.snapshot.pdbs, key=lambda b: b.key) if taken[b.key] > b.allowed)
 
 
-def tiers(problem: Problem, ev: Evaluation) -> Tiers:
+def satisfied_value(problem: Problem, ev: Evaluation) -> dict[int, int]:
+    """Priority -> the satisfied workloads' values summed (every priority with a workload)."""
     by_priority: dict[int, int] = defaultdict(int)
     for w in problem.workloads:
-        by_priority[w.priority] += int(ev.satisfied[w.index])
+        by_priority[w.priority] += w.value * ev.satisfied[w.index]
+    return by_priority
+
+
+def tiers(problem: Problem, ev: Evaluation) -> Tiers:
+    by_priority = satisfied_value(problem, ev)
     return Tiers(tuple(sorted(by_priority.items(), reverse=True)), ev.placed, ev.pdb_violations, ev.cost_milli,
                  ev.evicted_pods, ev.first_available)
 
@@ -154,5 +160,5 @@ def trivial_bound(problem: Problem) -> Tiers:
     nothing evicted, every claim on its first entry. Proven by nothing, true of every plan."""
     levels: dict[int, int] = defaultdict(int)
     for w in problem.workloads:
-        levels[w.priority] += 1
+        levels[w.priority] += w.value
     return Tiers(tuple(sorted(levels.items(), reverse=True)), sum(len(c.pods) for c in problem.classes))

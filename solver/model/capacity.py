@@ -12,7 +12,9 @@ workloads gets its first tier's bound from volume instead. Per priority, stronge
 - the stronger priorities' satisfied workloads take at least the smallest such needs, and
   what they take beyond the room this priority cannot use comes out of its room;
 - the most workloads that fit is then counted smallest first, per resource, and the least
-  count over the resources is the bound.
+  count over the resources is the bound; when a workload there is worth other than 1
+  (``gangplace.io/value``), the bound is the least of the values of that many workloads (the
+  greatest first) and, per resource, a fractional knapsack of the values into the room.
 
 Every step relaxes (topology, node boundaries, inter-pod rules, devices and eviction
 necessity are all ignored), so no plan satisfies more at a priority once every stronger
@@ -21,6 +23,7 @@ priority is at its bound: a lexicographic upper bound on the satisfied tier. Pur
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -37,8 +40,8 @@ SLOTS = "#slots"  # pods of the smallest request that fit, per node, summed: the
 
 
 def satisfied_bound(problem: Problem) -> tuple[tuple[int, int], ...]:
-    """Per priority (strongest first), the most workloads any plan satisfies when every
-    stronger priority satisfies its bound: the shape of ``Tiers.satisfied``."""
+    """Per priority (strongest first), the most workloads (their values summed) any plan
+    satisfies when every stronger priority satisfies its bound: the shape of ``Tiers.satisfied``."""
     resources = sorted({r for c in problem.classes for r in c.requests})
     by_level: dict[int, list[Workload]] = defaultdict(list)
     for w in problem.workloads:
@@ -57,13 +60,46 @@ def satisfied_bound(problem: Problem) -> tuple[tuple[int, int], ...]:
     for p in levels:
         room = tables.room(nodes[p], strongest)
         left = room - np.maximum(0, taken - (union - room))
-        needs = _table([_need(problem, w, resources) for w in by_level[p] if not w.rejected], len(union))
+        admitted = [w for w in by_level[p] if not w.rejected]
+        needs = _table([_need(problem, w, resources) for w in admitted], len(union))
         ordered = np.sort(needs, axis=0)  # each resource's needs, smallest first
         fits = np.cumsum(ordered, axis=0) <= left  # the first k smallest fit, per resource
         most = int(fits.all(axis=1).sum()) if len(needs) else 0
-        out.append((p, most))
+        values = [w.value for w in admitted]
+        if any(v != 1 for v in values):  # workloads worth more than one (gangplace.io/value)
+            value, most = _most_value(values, needs, left, most)
+        else:
+            value = most
+        out.append((p, value))
         taken += ordered[:most].sum(axis=0)
     return tuple(out)
+
+
+def _most_value(values: Sequence[int], needs: np.ndarray, left: np.ndarray, most: int) -> tuple[int, int]:
+    """The greatest satisfied value of workloads with these values and needs in room ``left``,
+    relaxed: at most ``most`` of them (the most that fit), and per resource a fractional
+    knapsack (by value per unit needed, the greatest first). Returns it, and the fewest
+    workloads any plan reaching it satisfies (the largest values first): their smallest needs
+    are what this level takes at least."""
+    order = sorted(values, reverse=True)
+    best = sum(order[:most])
+    for r in range(needs.shape[1]):
+        need = needs[:, r]
+        free = [v for v, n in zip(values, need, strict=True) if n <= 0]
+        room, total = int(left[r]), float(sum(free))
+        for v, n in sorted(((v, int(n)) for v, n in zip(values, need, strict=True) if n > 0),
+                           key=lambda vn: vn[0] / vn[1], reverse=True):
+            if room <= 0:
+                break
+            take = min(1.0, room / n)
+            total += v * take
+            room -= n
+        best = min(best, math.floor(total + 1e-9))
+    fewest, reached = 0, 0
+    while reached < best:
+        reached += order[fewest]
+        fewest += 1
+    return best, fewest
 
 
 def _table(rows: Sequence[Sequence[int]], width: int) -> np.ndarray:

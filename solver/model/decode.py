@@ -15,7 +15,15 @@ from typing import Any
 from solver.model import dra as dra_mod
 from solver.model import selectors
 from solver.model import snapshot as s
-from solver.model.assignment import Assignment, Evaluation, evaluate, pdb_taken, tiers, trivial_bound
+from solver.model.assignment import (
+    Assignment,
+    Evaluation,
+    evaluate,
+    pdb_taken,
+    satisfied_value,
+    tiers,
+    trivial_bound,
+)
 from solver.model.decode_devices import device_allocations
 from solver.model.plan import (
     FEASIBLE,
@@ -62,11 +70,10 @@ def make_plan(
     labels: dict[str, Mapping[str, str]] = {n.name: n.labels for n in problem.nodes}
     context = _ReasonContext(problem, assignment)
     workloads = tuple(_verdict(problem, w, ev, node_of, labels, context) for w in problem.workloads)
-    by_priority: dict[int, int] = defaultdict(int)
-    for w in problem.workloads:
-        by_priority[w.priority] += int(ev.satisfied[w.index])
+    by_priority = satisfied_value(problem, ev)
     gap_tier, gap = first_gap(found, bound)
-    proven_out = len(problem.workloads) == 1 and not bound_satisfied(bound)  # no plan satisfies the one workload
+    # no plan satisfies the one workload (a workload worth 0 the first tier cannot tell)
+    proven_out = len(problem.workloads) == 1 and problem.workloads[0].value > 0 and not bound_satisfied(bound)
     workloads = tuple(replace(w, proven=True) if not w.satisfied and (w.proven or proven_out) else w
                       for w in workloads)
     for index, took in (would_take or {}).items():

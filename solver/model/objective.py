@@ -8,8 +8,10 @@ them in that order, and ``STAGE_TIERS`` says which tiers each stage decides
 Implementation: staged solves. Stage 1 maximises tiers 1+2 as one weighted sum,
 stage 2 minimises tier 3 with stage 1's value fixed, stage 3 minimises tiers
 4+5 with tiers 1-3 fixed. Within a stage the weights are derived, never tuned:
-each weight exceeds the largest possible value of everything below it. Stage 3
-splits in two when its weighted sum would not fit comfortably in int64.
+each weight exceeds the largest possible value of everything below it. A stage
+splits when its weighted sum would not fit comfortably in int64: stage 3 in two,
+stage 1 into runs of priority levels (the strongest first), the last one with the
+pods placed.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class StageKind(Enum):
     stage is ``FIRST_AVAILABLE``."""
 
     WORKLOADS_PODS = "workloads+pods"
+    WORKLOADS = "workloads"  # stronger priority levels than WORKLOADS_PODS's, when one sum would not fit
     PDB = "pdbViolations"
     COST_EVICTED = "preemptionCost+evictedPods"
     COST = "preemptionCost"  # the cost alone: split from the evicted pods, or reaching its floor first
@@ -45,6 +48,7 @@ class StageKind(Enum):
 
 # stage kind -> the plan.Tiers fields it decides, in the order the stages run
 STAGE_TIERS: dict[StageKind, tuple[str, ...]] = {
+    StageKind.WORKLOADS: ("satisfied",),
     StageKind.WORKLOADS_PODS: ("satisfied", "placed"),
     StageKind.PDB: ("pdb_violations",),
     StageKind.COST_EVICTED: ("cost_milli", "evicted"),
@@ -62,21 +66,25 @@ class Stage:
     weights: tuple[int, ...]  # weight of each tier inside expr, highest first
     bounds: tuple[int, ...]  # largest possible value of each tier
     cost: cp_model.LinearExprT | None = None  # the preemption cost (tier 4), in the stage that decides it
-    # WORKLOADS_PODS: (priority, weight, workloads) per level, highest priority first; the pods
-    # placed have weight 1 and at most ``pods``
+    # WORKLOADS(_PODS): (priority, weight, most) per level, highest priority first, ``most`` the
+    # level's greatest satisfied value (its workloads' values summed); WORKLOADS_PODS's pods
+    # placed have weight 1 and at most ``pods``. ``others``: the levels other such stages decide
     levels: tuple[tuple[int, int, int], ...] = ()
     pods: int = 0
+    others: frozenset[int] = frozenset()
 
     @property
     def name(self) -> str:
         return self.kind.value
 
 
-def _tier1_levels(problem: Problem, vars: PlacementVars) -> list[tuple[int, list[cp_model.IntVar]]]:
-    by_priority: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+def _tier1_levels(problem: Problem, vars: PlacementVars) -> list[tuple[int, list[tuple[int, cp_model.IntVar]]]]:
+    """Per priority, ascending: (value, satisfied) of each workload the model decides."""
+    by_priority: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
     for w, sat in vars.all_satisfied():
-        by_priority[problem.workloads[w].priority].append(sat)
-    return sorted(by_priority.items())  # ascending priority
+        workload = problem.workloads[w]
+        by_priority[workload.priority].append((workload.value, sat))
+    return sorted(by_priority.items())
 
 
 def stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
@@ -90,18 +98,7 @@ def stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
 
 
 def _tier_stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
-    out: list[Stage] = []
-    total_pods = sum(len(c.pods) for c in problem.classes)
-    placed = cp_model.LinearExpr.sum([v for _, v in vars.counts()])
-    weight = total_pods + 1
-    terms: list[cp_model.LinearExprT] = [placed]
-    levels: list[tuple[int, int, int]] = []
-    for priority, sats in _tier1_levels(problem, vars):
-        terms.append(weight * cp_model.LinearExpr.sum(sats))
-        levels.append((priority, weight, len(sats)))
-        weight *= len(sats) + 1
-    out.append(Stage(StageKind.WORKLOADS_PODS, cp_model.LinearExpr.sum(terms), True, (), (weight,),
-                     levels=tuple(reversed(levels)), pods=total_pods))
+    out = _tier1_stages(problem, vars)
 
     evictions = list(vars.evictions())
     if not evictions:
@@ -122,6 +119,35 @@ def _tier_stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
     else:
         out.append(Stage(StageKind.COST, cost, False, (1,), (most_cost,), cost))
         out.append(Stage(StageKind.EVICTED, evicted, False, (1,), (most_evicted,)))
+    return out
+
+
+def _tier1_stages(problem: Problem, vars: PlacementVars) -> list[Stage]:
+    """Tiers 1+2 as weighted sums: the pods placed (weight 1), then each priority level from the
+    weakest, its weight above the largest value of everything below it. A level that would take
+    the sum past ``INT64_SAFE`` starts a stage of its own (kind WORKLOADS), decided before."""
+    total_pods = sum(len(c.pods) for c in problem.classes)
+    runs: list[tuple[list[cp_model.LinearExprT], list[tuple[int, int, int]], int]] = []
+    terms: list[cp_model.LinearExprT] = [cp_model.LinearExpr.sum([v for _, v in vars.counts()])]
+    levels: list[tuple[int, int, int]] = []
+    weight = total_pods + 1
+    for priority, sats in _tier1_levels(problem, vars):
+        most = sum(value for value, _ in sats)
+        if levels and weight * (most + 1) >= INT64_SAFE:  # close this run; the level starts the next
+            runs.append((terms, levels, weight))
+            terms, levels, weight = [], [], 1
+        terms.append(weight * cp_model.LinearExpr.sum([value * sat for value, sat in sats]))
+        levels.append((priority, weight, most))
+        weight *= most + 1
+    runs.append((terms, levels, weight))
+    every = frozenset(p for _, run, _ in runs for p, _, _ in run)
+    out = []
+    for i, (terms, levels, weight) in enumerate(reversed(runs)):  # the strongest levels first
+        mine = frozenset(p for p, _, _ in levels)
+        last = i == len(runs) - 1
+        out.append(Stage(StageKind.WORKLOADS_PODS if last else StageKind.WORKLOADS, cp_model.LinearExpr.sum(terms),
+                         True, (), (weight,), levels=tuple(reversed(levels)), pods=total_pods if last else 0,
+                         others=every - mine))
     return out
 
 
@@ -154,24 +180,26 @@ def lex_bound_from(trivial: Tiers, decided: Sequence[StageBound]) -> Tiers:
     tier after it keeps the trivial best. A tier no stage decides (no eviction possible: no PDB
     or cost stage) is 0 in every plan, which the trivial best already says."""
     bound = trivial
-    fields: dict[str, object] = {}
     for done in decided:
         proven = done.proven
-        fields.update(stage_tiers(done.stage, bound, done.found if proven else done.bound, exact=proven))
+        fields = stage_tiers(done.stage, bound, done.found if proven else done.bound, exact=proven)
+        bound = replace(bound, **fields)  # type: ignore[arg-type]  # the keys are Tiers' field names
         if not proven:
             break
-    return replace(bound, **fields)  # type: ignore[arg-type]  # the keys are Tiers' field names
+    return bound
 
 
 def stage_tiers(stage: Stage, trivial: Tiers, value: float, *, exact: bool) -> dict[str, object]:
     """The tiers a stage's value stands for, by ``Tiers`` field (``STAGE_TIERS[stage.kind]``):
     a solution's value (``exact``) decoded as it is; a proven bound as the best tiers it allows
     (rounded down for a maximised stage, up for a minimised one). The one decoding of the stages'
-    weighted sums: the plan's bound (``lex_bound_from``) and the progress a solve reports."""
-    if stage.kind is StageKind.WORKLOADS_PODS:
+    weighted sums: the plan's bound (``lex_bound_from``) and the progress a solve reports.
+    ``trivial``: the tiers so far (a first-tier level another stage decides keeps its value)."""
+    if stage.kind in (StageKind.WORKLOADS_PODS, StageKind.WORKLOADS):
         whole = round(value) if exact else math.floor(value + 1e-6)
         satisfied, placed = _decode_tier1(trivial, stage, whole)
-        return {"satisfied": satisfied, "placed": placed}
+        return {"satisfied": satisfied, "placed": placed} if stage.kind is StageKind.WORKLOADS_PODS \
+            else {"satisfied": satisfied}
     if stage.kind is StageKind.COST_EVICTED:
         w, most_evicted = stage.weights[0], stage.bounds[1]
         if exact:
@@ -200,9 +228,11 @@ def stage_values(stage: Stage, trivial: Tiers, value: float, *, exact: bool) -> 
 
 
 def _decode_tier1(trivial: Tiers, stage: Stage, value: int) -> tuple[tuple[tuple[int, int], ...], int]:
-    """Stage 1's weighted sum as (satisfied per priority, placed): the greatest vector, in the
-    tiers' order, whose weighted sum is at most ``value`` (each level's weight exceeds everything
-    below it, so the sum orders vectors as the tiers do)."""
+    """A first-tier stage's weighted sum as (satisfied value per priority, placed): the greatest
+    vector, in the tiers' order, whose weighted sum is at most ``value`` (each level's weight
+    exceeds everything below it, so the sum orders vectors as the tiers do). A level another
+    stage decides keeps its value in ``trivial``; one no stage decides (its workloads all
+    rejected) is 0."""
     left = max(0, value)
     satisfied = []
     for priority, weight, most in stage.levels:
@@ -210,4 +240,5 @@ def _decode_tier1(trivial: Tiers, stage: Stage, value: int) -> tuple[tuple[tuple
         satisfied.append((priority, n))
         left -= n * weight
     levels = dict(satisfied)
-    return tuple((p, levels.get(p, 0)) for p, _ in trivial.satisfied), min(stage.pods, left)
+    return tuple((p, levels.get(p, n if p in stage.others else 0)) for p, n in trivial.satisfied), \
+        min(stage.pods, left)

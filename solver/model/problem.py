@@ -360,22 +360,29 @@ def _workloads_and_classes(
                 index=index, key=key, kind=kind, priority=priority, power=power,
                 groups=tuple(under), classes=tuple(class_ids), rejected=rejected, ongoing=ongoing,
                 pod=pods[0] if kind == s.STANDALONE_POD else None, rank=rank,
+                value=_value(root_group.value if root_group is not None else pods[0].value),
             )
         )
     return tuple(workloads), tuple(classes)
 
 
+def _value(annotated: int | None) -> int:
+    """A workload's worth in the first tier: its root's ``gangplace.io/value``, else 1."""
+    return 1 if annotated is None else annotated
+
+
 def _standalone_pools(pods: Sequence[s.Pod], dra_state: s.DraState, interpod: ip.InterPod,
                       several: frozenset[s.ClaimKey]) -> dict[s.PodKey, tuple[list[s.Pod], int]]:
     """Pending standalone pods (in key order) that pool into one class, each to its pool and its
-    place in it (only pools of two or more): the same namespace, priority, preemption policy and shape
-    (``class_shape``), and no nominated node (a nominated pod's ongoing preemption is its own).
+    place in it (only pools of two or more): the same namespace, priority, preemption policy,
+    value and shape (``class_shape``), and no nominated node (a nominated pod's ongoing preemption is its own).
     A ReplicaSet's pending replicas are one class, not one per pod: the model's variables grow
     with nodes x classes (docs/design.md, "Scale")."""
     by_signature: dict[tuple[object, ...], list[s.Pod]] = {}
     for pod in pods:
         if pod.nominated_node is None:
-            sig = (pod.namespace, pod.priority, pod.preemption_policy, class_shape(pod, dra_state, interpod, several))
+            sig = (pod.namespace, pod.priority, pod.preemption_policy, pod.value,
+                   class_shape(pod, dra_state, interpod, several))
             by_signature.setdefault(sig, []).append(pod)
     return {p.key: (pool, rank) for pool in by_signature.values() if len(pool) > 1 for rank, p in enumerate(pool)}
 

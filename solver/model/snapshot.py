@@ -164,6 +164,7 @@ class Pod:
     affinity_terms: tuple[NodeSelectorTerm, ...] = ()  # required node affinity, ORed
     tolerations: tuple[Toleration, ...] = ()
     preemption_cost_milli: int | None = None  # gangplace.io/preemption-cost x 1000
+    value: int | None = None  # gangplace.io/value (a standalone pod's worth in the first tier)
     start_time: str = ""  # status.startTime (RFC 3339) or creationTimestamp; for ordering
     has_resource_claims: bool = False  # spec.resourceClaims present (its claims: ClusterSnapshot.dra.pod_claims)
     scheduler_name: str = DEFAULT_SCHEDULER  # spec.schedulerName
@@ -216,6 +217,7 @@ class Group:
     disruption_all: bool = False  # disruptionMode.all
     priority: int = 0  # resolved spec.priority / priorityClassName
     preemption_policy: str | None = None  # None: not set on this group
+    value: int | None = None  # gangplace.io/value, on a root only (its workload's worth in the first tier)
 
     @property
     def floor(self) -> int:

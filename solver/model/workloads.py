@@ -48,6 +48,9 @@ class Workload:
     # places ``n`` of the class binds, so the workload of rank r is satisfied iff n > r
     pod: s.Pod | None = None
     rank: int = 0
+    # its worth in the first tier: gangplace.io/value on its root (the pod, or the root group), 1
+    # when absent (docs/design.md, "Objective")
+    value: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -785,6 +785,8 @@ class Facts:
     attached: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     csi_required: frozenset[str] = frozenset()
     budgets: tuple[Budget, ...] = ()
+    # "Pod/<key>" of a standalone pod, or a root group's key -> its gangplace.io/value (absent: 1)
+    values: dict[str, int] = field(default_factory=dict)
 
     def left_to_dra(self, resource: str, node: NodeFacts) -> bool:
         """shouldDelegateResourceToDRA (plugins/noderesources/fit.go): a DeviceClass serves the
@@ -836,6 +838,17 @@ def _pod_facts(spec: Obj, ns: str, name: str, labels: Mapping[str, str], volumes
     )
 
 
+VALUE = "gangplace.io/value"
+
+
+def _read_value(facts: Facts, obj: Obj, root: str) -> None:
+    """A workload's worth in the plan's first tier, as the annotation says it (solver.kube
+    refused a malformed one and one below a workload's root)."""
+    text = (obj["metadata"].get("annotations") or {}).get(VALUE)
+    if text is not None:
+        facts.values[root] = int(text)
+
+
 def read(objects: Iterable[Obj]) -> Facts:
     """The verifier's facts from the snapshot's objects (already checked by solver.kube)."""
     by_kind: dict[str, list[Obj]] = {}
@@ -849,6 +862,10 @@ def read(objects: Iterable[Obj]) -> Facts:
         name = str(o["metadata"]["name"])
         facts.namespaces[name] = {**(o["metadata"].get("labels") or {}), "kubernetes.io/metadata.name": name}
     facts.budgets = tuple(read_budget(o) for o in by_kind.get("PodDisruptionBudget", ()))
+    for kind in ("PodGroup", "CompositePodGroup"):
+        for o in by_kind.get(kind, ()):
+            meta = o["metadata"]
+            _read_value(facts, o, f"{meta.get('namespace') or 'default'}/{meta['name']}")
     facts.dra_served = frozenset(
         name for o in by_kind.get("DeviceClass", ())
         for name in ("deviceclass.resource.kubernetes.io/" + str(o["metadata"]["name"]),
@@ -894,6 +911,7 @@ def read(objects: Iterable[Obj]) -> Facts:
             if once:
                 facts.once_pod[key] = once
         facts.labels[key] = labels
+        _read_value(facts, o, f"Pod/{key}")
         status = o.get("status") or {}
         facts.ready[key] = any(c.get("type") == "Ready" and c.get("status") == "True"
                                for c in status.get("conditions") or ())

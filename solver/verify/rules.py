@@ -582,9 +582,9 @@ def check_objective(view: _View) -> list[Violation]:
     out = []
     o = view.plan.objective
     sat = _satisfied_roots(view)
-    by_priority: defaultdict[int, int] = defaultdict(int)
+    by_priority: defaultdict[int, int] = defaultdict(int)  # the satisfied workloads' values
     for root, ok in sat.items():
-        by_priority[view.priority_of_root(root)] += int(ok)
+        by_priority[view.priority_of_root(root)] += view.facts.values.get(root, 1) * ok
     cost = 0.0
     for key in view.evicted:
         pod = view.pods.get(s.PodKey(key))

@@ -25,7 +25,7 @@ from solver.model import snapshot as s
 
 @dataclass(frozen=True)
 class Tiers:
-    satisfied_by_priority: tuple[tuple[int, int], ...]  # (priority, count), highest first
+    satisfied_by_priority: tuple[tuple[int, int], ...]  # (priority, satisfied value), highest first
     placed: int
     pdb_violations: int
     cost_milli: int
@@ -317,12 +317,17 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
     w_placed = w_pdb * (max_viol + 1)
     weight = w_placed * (len(pending) + 1)
     obj = -w_pdb * sum(viol) - w_cost * cost - w_evicted * evicted + w_placed * placed
+    # a workload's worth: gangplace.io/value on its root (the group, or the standalone pod), else 1
+    def worth(r: str) -> int:
+        annotated = groups[r].value if r in groups else next(p.value for p in pending if p.key == r)
+        return 1 if annotated is None else annotated
+
     by_level: dict[int, list] = defaultdict(list)
     for r in roots:
-        by_level[prio[r]].append(sat[r])
+        by_level[prio[r]].append(worth(r) * sat[r])
     for level in sorted(by_level):
         obj = obj + weight * sum(by_level[level])  # never +=: it mutates the summed expression in place
-        weight *= len(by_level[level]) + 1
+        weight *= sum(worth(r) for r in roots if prio[r] == level) + 1
     assert weight < 2**62
     m.maximize(obj)
     solver = cp_model.CpSolver()

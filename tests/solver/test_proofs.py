@@ -97,8 +97,8 @@ def test_domains_tied_on_every_other_tier_are_told_apart_by_first_available() ->
 
 def test_stage_cutoffs_key_on_the_kind_not_the_position() -> None:
     assert [k.value for k in objective.StageKind] == [
-        "workloads+pods", "pdbViolations", "preemptionCost+evictedPods", "preemptionCost", "evictedPods",
-        "firstAvailable"]
+        "workloads+pods", "workloads", "pdbViolations", "preemptionCost+evictedPods", "preemptionCost",
+        "evictedPods", "firstAvailable"]
     from solver.model.plan import Tiers as T  # the tier every kind decides is one of Tiers' fields
     fields = set(T.__dataclass_fields__)
     assert all(set(tiers) <= fields for tiers in objective.STAGE_TIERS.values())

@@ -316,8 +316,15 @@ def clusters(draw: Any) -> list[Any]:
         kind = draw(st.sampled_from(["gang", "basic", "composite", "pod", "replicas"]))
         name = f"w{w}"
         rule = inter_pod(name)
+        # a workload's value in the first tier (gangplace.io/value on its root), or none: 1
+        worth = draw(st.sampled_from([None, None, None, 0, 2, 5]))
+
+        def valued(root: Any, worth: int | None = worth) -> Any:
+            return root if worth is None else root.worth(worth)
+
         if kind == "pod":
-            objs.append(claims(admission_noise(rule(b.pod(name).cpu_m(draw(CPU)).priority(prio).label("wl", name)))))
+            objs.append(claims(admission_noise(rule(valued(b.pod(name).cpu_m(draw(CPU)).priority(prio)
+                                                           .label("wl", name))))))
             standalone.append(objs[-1])
             continue
         if kind == "replicas":  # alike standalone pods (a ReplicaSet's): one pooled class, each its own workload
@@ -325,14 +332,14 @@ def clusters(draw: Any) -> list[Any]:
             entries = {"gpu": draw(st.sampled_from(templates))} if templates and draw(st.booleans()) else {}
             for i in range(draw(st.integers(2, 4))):
                 # later draws may set one apart (a claim several name, an allocated one, volumes)
-                objs.append(_add_claims(rule(b.pod(f"{name}-{i}").cpu_m(cpu).priority(prio).label("wl", name)),
+                objs.append(_add_claims(rule(valued(b.pod(f"{name}-{i}").cpu_m(cpu).priority(prio).label("wl", name))),
                                         **entries))
                 pending.append(objs[-1])
                 standalone.append(objs[-1])
             continue
         if kind in ("gang", "basic"):
             n_pods = draw(st.integers(1, 3))
-            g = b.pod_group(name, draw(st.integers(1, n_pods + 1)) if kind == "gang" else None).priority(prio)
+            g = valued(b.pod_group(name, draw(st.integers(1, n_pods + 1)) if kind == "gang" else None).priority(prio))
             if draw(st.booleans()):
                 g.topology(b.RACK)
             if draw(st.integers(0, 3)) == 0:
@@ -349,7 +356,7 @@ def clusters(draw: Any) -> list[Any]:
                 running.append((p, f"{name}-run", nodes[0]))
             continue
         n_kids = draw(st.integers(1, 3))
-        cg = b.composite(name, draw(st.integers(1, n_kids)) if draw(st.booleans()) else None).priority(prio)
+        cg = valued(b.composite(name, draw(st.integers(1, n_kids)) if draw(st.booleans()) else None).priority(prio))
         if draw(st.booleans()):
             cg.topology(b.ZONE)
         if draw(st.integers(0, 4)) == 0:
