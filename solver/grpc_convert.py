@@ -452,6 +452,8 @@ def _pod_object(path: str, pod: pb.Pod) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "labels": dict(pod.labels)}
     if pod.HasField("preemption_cost"):
         meta["annotations"] = {kube.COST_ANNOTATION: repr(pod.preemption_cost)}
+    if pod.HasField("value"):
+        meta.setdefault("annotations", {})[kube.VALUE_ANNOTATION] = str(pod.value)
     if pod.terminating:
         meta["deletionTimestamp"] = pod.start_time or "1970-01-01T00:00:00Z"
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
@@ -479,7 +481,10 @@ def _group_object(path: str, g: pb.Group) -> dict[str, Any]:
         gspec["disruptionMode"] = {"all": {}}
     if g.claims:
         gspec["resourceClaims"], _ = _claim_refs(path, g.claims)
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": g.name, "namespace": g.namespace}, "spec": gspec}
+    meta: dict[str, Any] = {"name": g.name, "namespace": g.namespace}
+    if g.HasField("value"):
+        meta["annotations"] = {kube.VALUE_ANNOTATION: str(g.value)}
+    return {"apiVersion": api, "kind": kind, "metadata": meta, "spec": gspec}
 
 
 def _claim_object(claim: pb.ResourceClaim) -> dict[str, Any]:

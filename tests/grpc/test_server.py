@@ -200,6 +200,32 @@ def test_typed_inline_disks_storage_capacity_and_claim_fields_reach_the_solver(r
                                                       "d/raw": "n2"}
 
 
+def test_typed_values_reach_the_solver(running: server.Running) -> None:
+    """A node of 2 cores: three 600m pods, or a gang of two 1-core pods worth 5 (Group.value),
+    or a pod of 1.5 cores worth 4 (Pod.value): the gang, then the 1.5-core pod, then the three."""
+    def state(gang: int | None, big: int | None) -> pb.ClusterState:
+        group = pb.Group(namespace="d", name="g", kind=pb.Group.POD_GROUP, min_count=2)
+        if gang is not None:
+            group.value = gang
+        large = pb.Pod(namespace="d", name="big", requests={"cpu": 1500})
+        if big is not None:
+            large.value = big
+        return pb.ClusterState(
+            nodes=[pb.Node(name="n", allocatable={"cpu": 2000, "pods": 110})], groups=[group],
+            pods=[*(pb.Pod(namespace="d", name=f"g-{i}", group="g", requests={"cpu": 1000}) for i in range(2)),
+                  *(pb.Pod(namespace="d", name=f"s-{i}", requests={"cpu": 600}) for i in range(3)), large])
+
+    with client.PlacementClient(_target(running)) as c:
+        placed = [sorted(b.pod for b in c.solve(state(*values)).bindings)
+                  for values in ((5, 4), (None, 4), (None, None))]
+        with pytest.raises(client.PlacementError) as err:
+            c.solve(state(None, -1))
+    assert placed == [["d/g-0", "d/g-1"], ["d/big"], ["d/s-0", "d/s-1", "d/s-2"]]
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "(Pod/d/big): metadata.annotations[gangplace.io/value]: must be an integer from 0 to 1000000, got '-1'" \
+        in err.value.details
+
+
 def test_typed_volumes_and_budgets_reach_the_solver(running: server.Running) -> None:
     """The claim's volume pins p to n2; under strict budgets (the default) v goes only while it
     is unready (AlwaysAllow) or not started (the Eviction API asks no budget)."""

@@ -437,7 +437,7 @@ class PodClaimRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., claim: _Optional[str] = ..., template: _Optional[str] = ..., generated: _Optional[str] = ...) -> None: ...
 
 class Pod(_message.Message):
-    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name", "pod_affinity", "pod_anti_affinity", "topology_spread", "host_ports", "ready", "not_started", "volume_claims", "volumes")
+    __slots__ = ("namespace", "name", "labels", "node", "requests", "group", "priority", "preemption_policy", "node_selector", "affinity", "tolerations", "preemption_cost", "start_time", "claims", "scheduling_gates", "terminating", "nominated_node", "scheduler_name", "pod_affinity", "pod_anti_affinity", "topology_spread", "host_ports", "ready", "not_started", "volume_claims", "volumes", "value")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -485,6 +485,7 @@ class Pod(_message.Message):
     NOT_STARTED_FIELD_NUMBER: _ClassVar[int]
     VOLUME_CLAIMS_FIELD_NUMBER: _ClassVar[int]
     VOLUMES_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -511,10 +512,11 @@ class Pod(_message.Message):
     not_started: bool
     volume_claims: _containers.RepeatedScalarFieldContainer[str]
     volumes: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., pod_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., pod_anti_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., topology_spread: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., host_ports: _Optional[_Iterable[_Union[HostPort, _Mapping]]] = ..., ready: _Optional[bool] = ..., not_started: _Optional[bool] = ..., volume_claims: _Optional[_Iterable[str]] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
+    value: int
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., node: _Optional[str] = ..., requests: _Optional[_Mapping[str, int]] = ..., group: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., preemption_cost: _Optional[float] = ..., start_time: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[str]] = ..., terminating: _Optional[bool] = ..., nominated_node: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., pod_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., pod_anti_affinity: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., topology_spread: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., host_ports: _Optional[_Iterable[_Union[HostPort, _Mapping]]] = ..., ready: _Optional[bool] = ..., not_started: _Optional[bool] = ..., volume_claims: _Optional[_Iterable[str]] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., value: _Optional[int] = ...) -> None: ...
 
 class Group(_message.Message):
-    __slots__ = ("namespace", "name", "kind", "parent", "min_count", "topology_key", "disruption_all", "priority", "preemption_policy", "claims")
+    __slots__ = ("namespace", "name", "kind", "parent", "min_count", "topology_key", "disruption_all", "priority", "preemption_policy", "claims", "value")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[Group.Kind]
@@ -533,6 +535,7 @@ class Group(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     kind: Group.Kind
@@ -543,7 +546,8 @@ class Group(_message.Message):
     priority: int
     preemption_policy: str
     claims: _containers.RepeatedCompositeFieldContainer[PodClaimRef]
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[_Union[Group.Kind, str]] = ..., parent: _Optional[str] = ..., min_count: _Optional[int] = ..., topology_key: _Optional[str] = ..., disruption_all: _Optional[bool] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ...) -> None: ...
+    value: int
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[_Union[Group.Kind, str]] = ..., parent: _Optional[str] = ..., min_count: _Optional[int] = ..., topology_key: _Optional[str] = ..., disruption_all: _Optional[bool] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., claims: _Optional[_Iterable[_Union[PodClaimRef, _Mapping]]] = ..., value: _Optional[int] = ...) -> None: ...
 
 class PodDisruptionBudget(_message.Message):
     __slots__ = ("namespace", "name", "match_labels", "match_expressions", "disruptions_allowed", "generation", "observed_generation", "unhealthy_pod_eviction_policy", "current_healthy", "desired_healthy")
