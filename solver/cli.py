@@ -295,7 +295,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--fgd-window", type=_positive, default=1, metavar="K",
                        help="--fgd: plan the arrivals K at a time, jointly (1: online, each on arrival)")
     bench.add_argument("--fgd-offline", action="store_true",
-                       help="--fgd: every arrival known at once, attempted largest first (first-fit decreasing)")
+                       help="--fgd: every arrival known at once: whole-GPU tasks largest first, then the shares "
+                            "node by node, each node's plan weighing them by the GPU milli they ask, then CPU-only")
     bench.add_argument("--repeat", type=_positive, default=3, metavar="N", help="gangplace solves per case (3)")
     bench.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                        help="deadline per plan after the snapshot is read (60)")

@@ -22,13 +22,15 @@ arrival or fails, and nothing ever leaves. At each whole percent k of arrived GP
 milli asked by every arrived task, placed or not, over the cluster's) the allocation ratio
 (GPU milli allocated over the cluster's) is recorded.
 
-Placement (``run``): one task at a time, as gangplace plans it (``api.plan`` on a snapshot
-of the cluster as it is then) or as its upstream-greedy baseline does. Tasks never leave and
-nothing may be preempted, so what a node has taken is only less room: the snapshot holds no
-running pods, each node's allocatable is what is left and each GPU's capacity what is left
-of it (a GPU with none left is no device). Nodes in the same state (model, cpu, memory and
-the GPUs' room) are interchangeable, so the snapshot holds one of each state (the first by
-name); the plan's node stands for its state.
+Placement (``run``): one task at a time (or a window of them), as gangplace plans it
+(``api.plan`` on a snapshot of the cluster as it is then) or as its upstream-greedy baseline
+does. Tasks never leave and nothing may be preempted: what a node's tasks use is one running
+pod whose claim holds a share of each GPU they use (``objects``). Nodes in the same state
+(model, cpu, memory and the GPUs' room) are interchangeable, so the snapshot holds one of
+each state (the first by name, or in the plan's own tie order); the plan's node stands for
+its state. Offline (``offline_steps``), every arrival is known at once: the whole-GPU tasks
+largest first, then the shares node by node, each node's plan weighing them by the GPU milli
+they ask, then the CPU-only tasks.
 
 Pure but for ``load_*``, which read the CSV files.
 """
@@ -36,6 +38,7 @@ Pure but for ``load_*``, which read the CSV files.
 from __future__ import annotations
 
 import csv
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +52,7 @@ from solver.model.errors import SolverError
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.model.snapshot import ExpectedPod, SubRequest
 
+VALUE_ANNOTATION = "gangplace.io/value"  # the plan's first tier weighs a task by it (solver.kube)
 DRIVER = "gpu.openb"
 GPU_CLASS = "openb-gpu"
 NS = "fgd"
@@ -277,20 +281,24 @@ class Cluster:
 
 # ---- the cluster and a task as Kubernetes objects -----------------------------------------
 
-def objects(cluster: Cluster, tasks: Sequence[tuple[str, Task]], rank: Callable[[str], Any] | None = None
-            ) -> tuple[list[dict[str, Any]], set[str]]:
+def objects(cluster: Cluster, tasks: Sequence[tuple[str, Task]], rank: Callable[[str], Any] | None = None,
+            *, only: NodeState | None = None, valued: bool = False) -> tuple[list[dict[str, Any]], set[str]]:
     """The snapshot gangplace plans tasks (pod name, task) on: of the nodes in each state that
     may take one of them, as many as there are tasks (the first by name, or by ``rank``: the
     plan's own order among equals, so that it picks the node it would among all), each with its whole
     allocatable, what the tasks placed there use as one running pod (``used-<node>``) whose
     claim holds a share of each GPU they use (consumedCapacity), and the GPUs as devices; the
-    GPU class; each task's pod and claim template. Also the names of the nodes it holds."""
+    GPU class; each task's pod and the claim templates (one per GPU request, shared by the tasks
+    that ask it alike). Also the names of the nodes it holds. ``only``: that node alone.
+    ``valued``: each task worth the GPU milli it asks in the plan's first tier (gangplace.io/value)."""
     objs: list[dict[str, Any]] = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                                    "metadata": {"name": GPU_CLASS},
                                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}]
     seen: dict[tuple[object, ...], int] = {}
     names: set[str] = set()
-    for st in cluster.nodes if rank is None else sorted(cluster.nodes, key=lambda st: rank(st.node.name)):
+    states = [only] if only is not None else \
+        cluster.nodes if rank is None else sorted(cluster.nodes, key=lambda st: rank(st.node.name))
+    for st in states:
         key = st.key()
         if seen.get(key, 0) >= len(tasks) or not any(cluster.may_fit(st, t) for _, t in tasks):
             continue
@@ -308,25 +316,35 @@ def objects(cluster: Cluster, tasks: Sequence[tuple[str, Task]], rank: Callable[
                                   for g in range(n.gpus)]}})
         if st.cpu < n.cpu_milli or st.memory < n.memory_mib or any(f < MILLI for f in st.free):
             objs.extend(_used(st))
+    templates: set[str] = set()
     for name, t in tasks:
-        objs.extend(_task(name, t))
+        for obj in _task(name, t, valued):
+            if obj["kind"] == "ResourceClaimTemplate":
+                if obj["metadata"]["name"] in templates:
+                    continue
+                templates.add(obj["metadata"]["name"])
+            objs.append(obj)
     return objs, names
 
 
-def _task(name: str, t: Task) -> list[dict[str, Any]]:
-    """A task's pod and (with GPUs) its claim template."""
+def _task(name: str, t: Task, valued: bool = False) -> list[dict[str, Any]]:
+    """A task's pod and (with GPUs) the claim template of its GPU request, named by it."""
     pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
                            "spec": {"containers": [{"name": "task", "resources": {"requests": {
                                "cpu": f"{t.cpu_milli}m", "memory": f"{t.memory_mib}Mi"}}}]}}
+    if valued:
+        pod["metadata"]["annotations"] = {VALUE_ANNOTATION: str(t.gpu_request)}
     if not t.num_gpu:
         return [pod]
     exactly: dict[str, Any] = {"deviceClassName": GPU_CLASS, "count": t.num_gpu,
                                "capacity": {"requests": {"milli": str(t.gpu_milli)}}}
-    if t.spec:
-        exactly["selectors"] = [{"cel": {"expression": _models_selector(t.spec)}}]
-    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": name}]
+    models = sorted(set(t.spec))
+    if models:
+        exactly["selectors"] = [{"cel": {"expression": _models_selector(models)}}]
+    template = f"gpu-{t.num_gpu}x{t.gpu_milli}" + "".join(f"-{m.lower()}" for m in models)
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
     return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-             "metadata": {"name": name, "namespace": NS},
+             "metadata": {"name": template, "namespace": NS},
              "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}, pod]
 
 
@@ -418,22 +436,23 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
     (1: online, each on arrival), each window placed jointly or failed; the allocation ratio and
     the fragmentation (against ``typical(tasks)``) sampled after every attempt (in a window,
     every task of it sees the window's outcome). ``offline``: the same arrivals, all known at
-    once, attempted ``largest_first``; only ``final`` compares with the online runs."""
+    once (``offline_steps``); only ``final`` compares with the online runs."""
     cluster = Cluster.of(nodes)
     order = arrivals(tasks, cluster.capacity, seed, tune)
-    if offline:
-        order = largest_first(order)
+    named = [(f"t{i}-{t.name}", t) for i, t in enumerate(largest_first(order) if offline else order)]
     shapes = typical(tasks)
     per_node = {st.node.name: node_frag(st, shapes) for st in cluster.nodes}
-    fragmented = sum(per_node.values())
     out = Run(policy=policy_name, seed=seed, offline=offline)
     alloc: dict[int, list[float]] = {}
     frag: dict[int, list[float]] = {}
-    asked = 0
+    asked, fragmented = 0, sum(per_node.values())
     start = time.perf_counter()
-    for first in range(0, len(order), window):
-        batch = [(f"t{i}-{t.name}", t) for i, t in enumerate(order[first:first + window], start=first)]
-        objs, names = objects(cluster, batch, rank)
+    placed: set[str] = set()
+    steps = offline_steps(cluster, named, window, rank, placed) if offline else \
+        ((named[first:first + window], lambda batch: objects(cluster, batch, rank), True)
+         for first in range(0, len(named), window))
+    for batch, snapshot, arrive in steps:
+        objs, names = snapshot(batch)
         chosen = policy(objs) if names else {}  # no node may take any: they fail
         for name, t in batch:
             if name in chosen:
@@ -443,18 +462,84 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
                 per_node[st.node.name] = node_frag(st, shapes)
                 fragmented += per_node[st.node.name]
                 out.placed += 1
-        for _, t in batch:
+                placed.add(name)
+        for _, t in batch if arrive else ():
             asked += t.gpu_request
             out.arrived += 1
             k, ratios = percents(asked, (cluster.allocated, fragmented), cluster.capacity)
             alloc.setdefault(k, []).append(ratios[0])
             frag.setdefault(k, []).append(ratios[1])
         if progress is not None:
-            progress(out, first)
+            progress(out, out.arrived)
     out.seconds = time.perf_counter() - start
     out.final = round(100 * cluster.allocated / cluster.capacity, 2)
     top = round(tune * 100)
     out.alloc, out.frag = discrete(alloc, top), discrete(frag, top)
+    return out
+
+
+# one step of a run: the tasks (pod name, task) attempted together, the snapshot they are
+# planned on (``objects``, made when the step is taken: the cluster as the steps before left
+# it), and whether the step counts them as arrived (a share is attempted node after node and
+# counted once, after its last node)
+Step = tuple[list[tuple[str, Task]], Callable[[Sequence[tuple[str, Task]]], tuple[list[dict[str, Any]], set[str]]],
+             bool]
+
+
+def offline_steps(cluster: Cluster, named: Sequence[tuple[str, Task]], window: int,
+                  rank: Callable[[str], Any] | None, placed: set[str]) -> Iterator[Step]:
+    """Every arrival known at once (``named``, largest first), in three parts:
+
+    1. the tasks of whole GPUs, ``window`` at a time, each window planned on the cluster;
+    2. the shares (a part of one GPU) node by node, the nodes with the least GPU milli left
+       first: each node's plan holds every share left that may fit it (per shape at most as
+       many as its GPUs, cpu and memory could hold), each worth the GPU milli it asks
+       (``valued``), so the plan's first tier keeps the shares that fill the node's GPUs
+       most: a subset sum over the shares, decided by gangplace's model;
+    3. the CPU-only tasks (they add no GPU milli), ``window`` at a time.
+
+    ``placed``: the names the steps taken so far placed (the caller's)."""
+    whole = [(n, t) for n, t in named if t.gpu_milli >= MILLI]
+    shares = [(n, t) for n, t in named if 0 < t.gpu_milli < MILLI]
+    cpu_only = [(n, t) for n, t in named if not t.num_gpu]
+
+    def on_cluster(batch: Sequence[tuple[str, Task]]) -> tuple[list[dict[str, Any]], set[str]]:
+        return objects(cluster, batch, rank)
+
+    def nowhere(batch: Sequence[tuple[str, Task]]) -> tuple[list[dict[str, Any]], set[str]]:
+        return [], set()
+
+    for first in range(0, len(whole), window):
+        yield whole[first:first + window], on_cluster, True
+    left = dict(shares)
+    for st in sorted((st for st in cluster.nodes if any(st.free)), key=lambda st: (sum(st.free), st.node.name)):
+        batch = _may_fit(st, left)
+        if batch:
+            yield batch, functools.partial(objects, cluster, only=st, valued=True), False
+            for name in [n for n, _ in batch if n in placed]:
+                del left[name]
+    yield shares, nowhere, True  # every share counted as arrived, once
+    for first in range(0, len(cpu_only), window):
+        yield cpu_only[first:first + window], on_cluster, True
+
+
+def _may_fit(st: NodeState, left: Mapping[str, Task]) -> list[tuple[str, Task]]:
+    """The shares left (in their order) that node ``st`` might take: of each shape (cpu,
+    memory, GPU milli, models) at most as many as its GPUs' milli left, its cpu and its memory
+    could hold."""
+    out: list[tuple[str, Task]] = []
+    room: dict[tuple[int, int, int, tuple[str, ...]], int] = {}
+    for name, t in left.items():
+        shape = (t.cpu_milli, t.memory_mib, t.gpu_milli, t.spec)
+        if shape not in room:
+            fits = t.spec == () or st.node.model in t.spec
+            room[shape] = 0 if not fits else min(
+                sum(f // t.gpu_milli for f in st.free),
+                st.cpu // t.cpu_milli if t.cpu_milli else len(left),
+                st.memory // t.memory_mib if t.memory_mib else len(left))
+        if room[shape] > 0:
+            room[shape] -= 1
+            out.append((name, t))
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -261,3 +262,28 @@ def test_paired_rows_align_whatever_the_label_length() -> None:
     rows = fgd._paired(runs, by_seed)[1:]
     assert len(rows) == 2 and len({len(r) for r in rows}) == 1
     assert len({r.index("+1.00") for r in rows}) == 1
+
+
+def test_offline_fills_each_gpu_with_the_shares_worth_most(tmp_path: Path) -> None:
+    """One GPU, shares of 600, 500, 500 and three of 300: largest first one at a time, the 600
+    takes it and a 300 fits beside (90 %); counted, three 300s (90 %). Offline, the node's plan
+    holds every share left, each worth the GPU milli it asks, and keeps the two 500s: the
+    bound's 100 %. The CPU-only task comes after the shares and lands too."""
+    sizes = [600, 500, 500, 300, 300, 300]
+    trace = _trace(tmp_path, "a,8000,8192,1,A\n",
+                   "".join(_task(f"t{i}", 1, m) for i, m in enumerate(sizes)) + _task("c", 0, 0))
+    nodes, tasks = fgd.load_nodes(trace), fgd.load_tasks(trace, "openb_pod_list_tiny")
+    order = fgd.arrivals(tasks, 1000, 42, tune=2.5)
+    assert sorted(t.gpu_milli for t in order) == [0, *sorted(sizes)]
+    seen: list[list[str]] = []
+    inner = fgd.planner()
+
+    def watch(objs: list[dict[str, Any]]) -> dict[str, tuple[str, list[int]]]:
+        seen.append(sorted(o["metadata"]["name"].split("-", 1)[1] for o in objs
+                           if o["kind"] == "Pod" and not o["metadata"]["name"].startswith("used-")))
+        return inner(objs)
+
+    offline = fgd.run(nodes, tasks, 42, "gangplace", watch, tune=2.5, offline=True)
+    assert (offline.final, offline.placed, offline.arrived) == (100.0, 3, 7)
+    assert seen == [[f"t{i}" for i in range(6)], ["c"]]  # the shares in one plan, then the CPU-only task
+    assert fgd.bound(nodes, order).percent == 100.0
