@@ -48,11 +48,11 @@ from typing import Any
 import numpy
 
 from solver.bench import gorand
+from solver.kube.objects import VALUE_ANNOTATION
 from solver.model.errors import SolverError
 from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.model.snapshot import ExpectedPod, SubRequest
 
-VALUE_ANNOTATION = "gangplace.io/value"  # the plan's first tier weighs a task by it (solver.kube)
 DRIVER = "gpu.openb"
 GPU_CLASS = "openb-gpu"
 NS = "fgd"
@@ -448,9 +448,9 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
     asked, fragmented = 0, sum(per_node.values())
     start = time.perf_counter()
     placed: set[str] = set()
-    steps = offline_steps(cluster, named, window, rank, placed) if offline else \
-        ((named[first:first + window], lambda batch: objects(cluster, batch, rank), True)
-         for first in range(0, len(named), window))
+    on_cluster = functools.partial(objects, cluster, rank=rank)
+    steps = offline_steps(cluster, named, window, on_cluster, placed) if offline else \
+        ((named[first:first + window], on_cluster, True) for first in range(0, len(named), window))
     for batch, snapshot, arrive in steps:
         objs, names = snapshot(batch)
         chosen = policy(objs) if names else {}  # no node may take any: they fail
@@ -482,12 +482,12 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
 # planned on (``objects``, made when the step is taken: the cluster as the steps before left
 # it), and whether the step counts them as arrived (a share is attempted node after node and
 # counted once, after its last node)
-Step = tuple[list[tuple[str, Task]], Callable[[Sequence[tuple[str, Task]]], tuple[list[dict[str, Any]], set[str]]],
-             bool]
+Snapshot = Callable[[Sequence[tuple[str, Task]]], tuple[list[dict[str, Any]], set[str]]]
+Step = tuple[list[tuple[str, Task]], Snapshot, bool]
 
 
-def offline_steps(cluster: Cluster, named: Sequence[tuple[str, Task]], window: int,
-                  rank: Callable[[str], Any] | None, placed: set[str]) -> Iterator[Step]:
+def offline_steps(cluster: Cluster, named: Sequence[tuple[str, Task]], window: int, on_cluster: Snapshot,
+                  placed: set[str]) -> Iterator[Step]:
     """Every arrival known at once (``named``, largest first), in three parts:
 
     1. the tasks of whole GPUs, ``window`` at a time, each window planned on the cluster;
@@ -498,13 +498,11 @@ def offline_steps(cluster: Cluster, named: Sequence[tuple[str, Task]], window: i
        most: a subset sum over the shares, decided by gangplace's model;
     3. the CPU-only tasks (they add no GPU milli), ``window`` at a time.
 
-    ``placed``: the names the steps taken so far placed (the caller's)."""
+    ``on_cluster``: the snapshot of a batch on the whole cluster; ``placed``: the names the
+    steps taken so far placed (the caller's)."""
     whole = [(n, t) for n, t in named if t.gpu_milli >= MILLI]
     shares = [(n, t) for n, t in named if 0 < t.gpu_milli < MILLI]
     cpu_only = [(n, t) for n, t in named if not t.num_gpu]
-
-    def on_cluster(batch: Sequence[tuple[str, Task]]) -> tuple[list[dict[str, Any]], set[str]]:
-        return objects(cluster, batch, rank)
 
     def nowhere(batch: Sequence[tuple[str, Task]]) -> tuple[list[dict[str, Any]], set[str]]:
         return [], set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from solver.kube.objects import MAX_DEPTH, VALUE_ANNOTATION, Obj, _fail, _get, _label_selector, _meta, workload_value
+from solver.kube.objects import MAX_DEPTH, Obj, _fail, _get, _label_selector, _meta, workload_value
 from solver.kube.pods import _positive_int32, _Priorities
 from solver.model import snapshot as s
 
@@ -39,10 +39,8 @@ def parse_group(obj: Obj, priorities: _Priorities) -> tuple[s.Group, int | None]
         raise _fail(obj, "spec.disruptionMode", "at most one of all and single")
     prio, preemption = priorities.resolve(obj, "spec")
     parent = _get(obj, "spec.parentCompositePodGroupName", str)
-    value = workload_value(obj)
-    if value is not None and parent:
-        raise _fail(obj, f"metadata.annotations[{VALUE_ANNOTATION}]",
-                    f"the group is under CompositePodGroup {parent}: a workload's value is read on its root")
+    value = workload_value(obj, f"the group is under CompositePodGroup {parent}: a workload's value is read on "
+                                "its root" if parent else "")
     group = s.Group(
         key=s.GroupKey(f"{ns}/{name}"),
         kind=kind,

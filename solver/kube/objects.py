@@ -127,16 +127,18 @@ def _get(obj: Obj, path: str, kind: type | tuple[type, ...], default: Any = None
     return cur
 
 
-def workload_value(obj: Obj) -> int | None:
+def workload_value(obj: Obj, below: str = "") -> int | None:
     """``gangplace.io/value`` on a pod or group: a decimal integer from 0 to ``MAX_VALUE``, or
-    None when absent."""
+    None when absent. ``below``: why the object is not a workload's root (then a value on it
+    is refused with that reason), "" for a root."""
     raw = _get(obj, "metadata.annotations", Mapping, {})
     if VALUE_ANNOTATION not in raw:
         return None
-    text = raw[VALUE_ANNOTATION]
+    field, text = f"metadata.annotations[{VALUE_ANNOTATION}]", raw[VALUE_ANNOTATION]
     if not isinstance(text, str) or not text.isascii() or not text.isdigit() or int(text) > MAX_VALUE:
-        raise _fail(obj, f"metadata.annotations[{VALUE_ANNOTATION}]",
-                    f"must be an integer from 0 to {MAX_VALUE}, got {text!r}")
+        raise _fail(obj, field, f"must be an integer from 0 to {MAX_VALUE}, got {text!r}")
+    if below:
+        raise _fail(obj, field, below)
     return int(text)
 
 

@@ -10,7 +10,6 @@ from solver.kube.objects import (
     COST_ANNOTATION,
     INT32_MAX,
     MAX_COST,
-    VALUE_ANNOTATION,
     Obj,
     _entry_map,
     _fail,
@@ -408,14 +407,6 @@ def _cost(obj: Obj) -> int | None:
     return round(value * 1000)
 
 
-def _value(obj: Obj, group: str | None) -> int | None:
-    value = workload_value(obj)
-    if value is not None and group:
-        raise _fail(obj, f"metadata.annotations[{VALUE_ANNOTATION}]",
-                    f"the pod is in PodGroup {group}: a workload's value is read on its root group")
-    return value
-
-
 class _Priorities:
     def __init__(self, classes: Iterable[Obj]) -> None:
         self.values: dict[str, tuple[int, str | None]] = {}
@@ -515,7 +506,8 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         affinity_terms=_affinity_terms(obj) if affinity else (),
         tolerations=_tolerations(obj) if spec.get("tolerations") is not None else (),
         preemption_cost_milli=_cost(obj) if meta.get("annotations") is not None else None,
-        value=_value(obj, group) if meta.get("annotations") is not None else None,
+        value=workload_value(obj, f"the pod is in PodGroup {group}: a workload's value is read on its root group"
+                             if group else "") if meta.get("annotations") is not None else None,
         start_time=start,
         has_resource_claims=bool(_field(obj, spec, "spec", "resourceClaims", list, [])),
         scheduler_name=_field(obj, spec, "spec", "schedulerName", str) or s.DEFAULT_SCHEDULER,

@@ -46,6 +46,9 @@ class StageKind(Enum):
     FIRST_AVAILABLE = "firstAvailable"
 
 
+# the kinds of the first tier's stages (tiers 1+2, or tier 1's stronger levels)
+TIER1_KINDS = frozenset({StageKind.WORKLOADS_PODS, StageKind.WORKLOADS})
+
 # stage kind -> the plan.Tiers fields it decides, in the order the stages run
 STAGE_TIERS: dict[StageKind, tuple[str, ...]] = {
     StageKind.WORKLOADS: ("satisfied",),
@@ -195,7 +198,7 @@ def stage_tiers(stage: Stage, trivial: Tiers, value: float, *, exact: bool) -> d
     (rounded down for a maximised stage, up for a minimised one). The one decoding of the stages'
     weighted sums: the plan's bound (``lex_bound_from``) and the progress a solve reports.
     ``trivial``: the tiers so far (a first-tier level another stage decides keeps its value)."""
-    if stage.kind in (StageKind.WORKLOADS_PODS, StageKind.WORKLOADS):
+    if stage.kind in TIER1_KINDS:
         whole = round(value) if exact else math.floor(value + 1e-6)
         satisfied, placed = _decode_tier1(trivial, stage, whole)
         return {"satisfied": satisfied, "placed": placed} if stage.kind is StageKind.WORKLOADS_PODS \

@@ -369,7 +369,7 @@ def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | Non
     if lead is None:
         return None
     kind = stage.kind
-    if kind in (objective.StageKind.WORKLOADS_PODS, objective.StageKind.WORKLOADS):
+    if kind in objective.TIER1_KINDS:
         return _hinted_value(built.model, stage.expr) if _places_every_pod(built, lead) else None
     if floor is None:
         return None
