@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy
 
@@ -228,6 +228,13 @@ def frag_percent(cluster: Cluster, shapes: Sequence[Typical]) -> float:
     return 100 * sum(node_frag(st, shapes) for st in cluster.nodes) / cluster.capacity
 
 
+@dataclass(frozen=True, slots=True)
+class Placed:
+    node: str
+    task: Task
+    gpus: tuple[int, ...]
+
+
 @dataclass(slots=True)
 class NodeState:
     node: GpuNode
@@ -245,6 +252,7 @@ class Cluster:
     capacity: int = 0  # GPU milli
     allocated: int = 0
     by_name: dict[str, NodeState] = field(default_factory=dict)
+    where: dict[str, Placed] = field(default_factory=dict)  # pod name -> where it runs
 
     def __post_init__(self) -> None:
         self.by_name = {st.node.name: st for st in self.nodes}
@@ -265,8 +273,11 @@ class Cluster:
             return False
         return sum(1 for f in st.free if f >= t.gpu_milli) >= t.num_gpu
 
-    def place(self, name: str, t: Task, gpus: Sequence[int]) -> NodeState:
+    def place(self, pod: str, name: str, t: Task, gpus: Sequence[int]) -> NodeState:
+        """Task ``t`` as pod ``pod`` on node ``name``, on its GPUs ``gpus``."""
         st = self.by_name[name]
+        if pod in self.where:
+            raise FgdError(f"task {t.name}: pod {pod} already runs on node {self.where[pod].node}")
         if st.cpu < t.cpu_milli or st.memory < t.memory_mib or len(gpus) != t.num_gpu or len(set(gpus)) != len(gpus):
             raise FgdError(f"task {t.name} does not fit node {name} as planned")
         for g in gpus:
@@ -276,27 +287,43 @@ class Cluster:
         st.cpu -= t.cpu_milli
         st.memory -= t.memory_mib
         self.allocated += t.gpu_request
+        self.where[pod] = Placed(name, t, tuple(gpus))
         return st
+
+    def lift(self, pod: str) -> Placed:
+        """Pod ``pod`` taken off its node (offline plans may move a task); where it was."""
+        p = self.where.pop(pod)
+        st = self.by_name[p.node]
+        for g in p.gpus:
+            st.free[g] += p.task.gpu_milli
+        st.cpu += p.task.cpu_milli
+        st.memory += p.task.memory_mib
+        self.allocated -= p.task.gpu_request
+        return p
+
+    def on(self, st: NodeState) -> list[tuple[str, Task]]:
+        """The pods (name, task) running on node ``st``."""
+        return [(pod, p.task) for pod, p in self.where.items() if p.node == st.node.name]
 
 
 # ---- the cluster and a task as Kubernetes objects -----------------------------------------
 
 def objects(cluster: Cluster, tasks: Sequence[tuple[str, Task]], rank: Callable[[str], Any] | None = None,
-            *, only: NodeState | None = None, valued: bool = False) -> tuple[list[dict[str, Any]], set[str]]:
+            *, only: Sequence[NodeState] = (), valued: bool = False) -> tuple[list[dict[str, Any]], set[str]]:
     """The snapshot gangplace plans tasks (pod name, task) on: of the nodes in each state that
     may take one of them, as many as there are tasks (the first by name, or by ``rank``: the
     plan's own order among equals, so that it picks the node it would among all), each with its whole
     allocatable, what the tasks placed there use as one running pod (``used-<node>``) whose
     claim holds a share of each GPU they use (consumedCapacity), and the GPUs as devices; the
     GPU class; each task's pod and the claim templates (one per GPU request, shared by the tasks
-    that ask it alike). Also the names of the nodes it holds. ``only``: that node alone.
+    that ask it alike). Also the names of the nodes it holds. ``only``: those nodes alone.
     ``valued``: each task worth the GPU milli it asks in the plan's first tier (gangplace.io/value)."""
     objs: list[dict[str, Any]] = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                                    "metadata": {"name": GPU_CLASS},
                                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}]
     seen: dict[tuple[object, ...], int] = {}
     names: set[str] = set()
-    states = [only] if only is not None else \
+    states = list(only) if only else \
         cluster.nodes if rank is None else sorted(cluster.nodes, key=lambda st: rank(st.node.name))
     for st in states:
         key = st.key()
@@ -447,22 +474,27 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
     frag: dict[int, list[float]] = {}
     asked, fragmented = 0, sum(per_node.values())
     start = time.perf_counter()
-    placed: set[str] = set()
     on_cluster = functools.partial(objects, cluster, rank=rank)
-    steps = offline_steps(cluster, named, window, on_cluster, placed) if offline else \
-        ((named[first:first + window], on_cluster, True) for first in range(0, len(named), window))
-    for batch, snapshot, arrive in steps:
+    steps = offline_steps(cluster, named, window, on_cluster) if offline else \
+        (Step(named[first:first + window], on_cluster, True) for first in range(0, len(named), window))
+    for batch, snapshot, arrive, lift in steps:
+        moved = {name: cluster.lift(name) for name, _ in batch if lift and name in cluster.where}
         objs, names = snapshot(batch)
         chosen = policy(objs) if names else {}  # no node may take any: they fail
         for name, t in batch:
             if name in chosen:
-                node, gpus = chosen[name]
-                st = cluster.place(node, t, gpus)
-                fragmented -= per_node[st.node.name]
-                per_node[st.node.name] = node_frag(st, shapes)
-                fragmented += per_node[st.node.name]
-                out.placed += 1
-                placed.add(name)
+                cluster.place(name, chosen[name][0], t, chosen[name][1])
+        if sum(t.gpu_request for name, t in batch if name in chosen) < \
+                sum(p.task.gpu_request for p in moved.values()):  # a plan is kept only if it allocates no less
+            for name in chosen:
+                cluster.lift(name)
+            for name, p in moved.items():
+                cluster.place(name, p.node, p.task, p.gpus)
+        for node in {p.node for p in moved.values()} | {node for node, _ in chosen.values()}:
+            fragmented -= per_node[node]
+            per_node[node] = node_frag(cluster.by_name[node], shapes)
+            fragmented += per_node[node]
+        out.placed = len(cluster.where)
         for _, t in batch if arrive else ():
             asked += t.gpu_request
             out.arrived += 1
@@ -478,17 +510,27 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
     return out
 
 
-# one step of a run: the tasks (pod name, task) attempted together, the snapshot they are
-# planned on (``objects``, made when the step is taken: the cluster as the steps before left
-# it), and whether the step counts them as arrived (a share is attempted node after node and
-# counted once, after its last node)
 Snapshot = Callable[[Sequence[tuple[str, Task]]], tuple[list[dict[str, Any]], set[str]]]
-Step = tuple[list[tuple[str, Task]], Snapshot, bool]
 
 
-def offline_steps(cluster: Cluster, named: Sequence[tuple[str, Task]], window: int, on_cluster: Snapshot,
-                  placed: set[str]) -> Iterator[Step]:
-    """Every arrival known at once (``named``, largest first), in three parts:
+class Step(NamedTuple):
+    """One step of a run."""
+
+    batch: list[tuple[str, Task]]  # the tasks (pod name, task) attempted together
+    # the snapshot they are planned on (``objects``), made when the step is taken: the
+    # cluster as the steps before left it
+    snapshot: Snapshot
+    # the step counts them as arrived (offline, a share is attempted node after node and
+    # counted once, after its last node)
+    arrive: bool
+    # those of them running are lifted first and planned again with the rest; the plan is
+    # kept if it allocates at least the GPU milli they did, else they go back
+    lift: bool = False
+
+
+def offline_steps(cluster: Cluster, named: Sequence[tuple[str, Task]], window: int,
+                  on_cluster: Snapshot) -> Iterator[Step]:
+    """Every arrival known at once (``named``, largest first), in four parts:
 
     1. the tasks of whole GPUs, ``window`` at a time, each window planned on the cluster;
     2. the shares (a part of one GPU) node by node, the nodes with the least GPU milli left
@@ -496,10 +538,15 @@ def offline_steps(cluster: Cluster, named: Sequence[tuple[str, Task]], window: i
        many as its GPUs, cpu and memory could hold), each worth the GPU milli it asks
        (``valued``), so the plan's first tier keeps the shares that fill the node's GPUs
        most: a subset sum over the shares, decided by gangplace's model;
-    3. the CPU-only tasks (they add no GPU milli), ``window`` at a time.
+    3. pairs: each node with GPU milli still idle (most idle first) is planned again with
+       a donor, the node with the most cpu left per GPU that its tasks may use: both nodes'
+       tasks (lifted) and every task with GPUs left that may fit beside the node's own (as
+       if it were empty) or on the donor as it is, valued as in 2; so a task asking much cpu
+       per GPU may swap onto the donor for one asking less, and the node's GPUs be summed
+       again with the cpu that frees. Kept only if it allocates no less;
+    4. the CPU-only tasks (they add no GPU milli), ``window`` at a time.
 
-    ``on_cluster``: the snapshot of a batch on the whole cluster; ``placed``: the names the
-    steps taken so far placed (the caller's)."""
+    ``on_cluster``: the snapshot of a batch on the whole cluster."""
     whole = [(n, t) for n, t in named if t.gpu_milli >= MILLI]
     shares = [(n, t) for n, t in named if 0 < t.gpu_milli < MILLI]
     cpu_only = [(n, t) for n, t in named if not t.num_gpu]
@@ -508,33 +555,43 @@ def offline_steps(cluster: Cluster, named: Sequence[tuple[str, Task]], window: i
         return [], set()
 
     for first in range(0, len(whole), window):
-        yield whole[first:first + window], on_cluster, True
+        yield Step(whole[first:first + window], on_cluster, True)
     left = dict(shares)
     for st in sorted((st for st in cluster.nodes if any(st.free)), key=lambda st: (sum(st.free), st.node.name)):
-        batch = _may_fit(st, left)
+        batch = _may_fit([st], left)
         if batch:
-            yield batch, functools.partial(objects, cluster, only=st, valued=True), False
-            for name in [n for n, _ in batch if n in placed]:
+            yield Step(batch, functools.partial(objects, cluster, only=[st], valued=True), False)
+            for name in [n for n, _ in batch if n in cluster.where]:
                 del left[name]
-    yield shares, nowhere, True  # every share counted as arrived, once
+    for st in sorted((st for st in cluster.nodes if any(st.free)), key=lambda st: (-sum(st.free), st.node.name)):
+        own = cluster.on(st)
+        hosts = (o for o in cluster.nodes if o is not st and all(not t.spec or o.node.model in t.spec for _, t in own))
+        donor = min(hosts, key=lambda o: (-o.cpu / o.node.gpus, o.node.name), default=None)
+        if donor is None or not any(st.free):
+            continue
+        left = {n: t for n, t in whole + shares if n not in cluster.where}
+        emptied = NodeState(st.node, st.node.cpu_milli, st.node.memory_mib, [MILLI] * st.node.gpus)
+        batch = cluster.on(donor) + _may_fit([emptied, donor], dict(own + list(left.items())))
+        yield Step(batch, functools.partial(objects, cluster, only=[st, donor], valued=True), False, lift=True)
+    yield Step(shares, nowhere, True)  # every share counted as arrived, once
     for first in range(0, len(cpu_only), window):
-        yield cpu_only[first:first + window], on_cluster, True
+        yield Step(cpu_only[first:first + window], on_cluster, True)
 
 
-def _may_fit(st: NodeState, left: Mapping[str, Task]) -> list[tuple[str, Task]]:
-    """The shares left (in their order) that node ``st`` might take: of each shape (cpu,
-    memory, GPU milli, models) at most as many as its GPUs' milli left, its cpu and its memory
-    could hold."""
+def _may_fit(states: Sequence[NodeState], left: Mapping[str, Task]) -> list[tuple[str, Task]]:
+    """The tasks with GPUs in ``left`` (in its order) that nodes ``states`` might take: of each
+    shape (cpu, memory, GPUs, GPU milli, models) at most as many as the nodes' GPUs' milli
+    left, cpu and memory could hold, node by node."""
     out: list[tuple[str, Task]] = []
-    room: dict[tuple[int, int, int, tuple[str, ...]], int] = {}
+    room: dict[tuple[int, int, int, int, tuple[str, ...]], int] = {}
     for name, t in left.items():
-        shape = (t.cpu_milli, t.memory_mib, t.gpu_milli, t.spec)
+        shape = (t.cpu_milli, t.memory_mib, t.num_gpu, t.gpu_milli, t.spec)
         if shape not in room:
-            fits = t.spec == () or st.node.model in t.spec
-            room[shape] = 0 if not fits else min(
-                sum(f // t.gpu_milli for f in st.free),
+            room[shape] = sum(min(
+                sum(f // t.gpu_milli for f in st.free) // t.num_gpu,
                 st.cpu // t.cpu_milli if t.cpu_milli else len(left),
                 st.memory // t.memory_mib if t.memory_mib else len(left))
+                for st in states if not t.spec or st.node.model in t.spec)
         if room[shape] > 0:
             room[shape] -= 1
             out.append((name, t))

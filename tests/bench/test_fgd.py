@@ -287,3 +287,40 @@ def test_offline_fills_each_gpu_with_the_shares_worth_most(tmp_path: Path) -> No
     assert (offline.final, offline.placed, offline.arrived) == (100.0, 3, 7)
     assert seen == [[f"t{i}" for i in range(6)], ["c"]]  # the shares in one plan, then the CPU-only task
     assert fgd.bound(nodes, order).percent == 100.0
+
+
+def test_offline_pairs_move_a_task_to_where_its_cpu_is_spare(tmp_path: Path) -> None:
+    """Two nodes of two GPUs and 4 cores; whole-GPU tasks of 3 and 0.5 cores, four half-GPU
+    shares of 1 core. Placed one at a time by upstream's greedy (least allocated first), the
+    two whole-GPU tasks spread, and the node of the 3-core one has a core left for one share
+    (87.5 % after the shares' node plans). Planned again as a pair (the node with GPU milli
+    idle and the other, which has the most cpu left), both whole-GPU tasks share a node and
+    the four shares take the other: 100 %, the bound."""
+    trace = _trace(tmp_path, "a,4000,8192,2,A\nb,4000,8192,2,A\n",
+                   _task("w1", 1, 1000, cpu=3000) + _task("w2", 1, 1000, cpu=500)
+                   + "".join(_task(f"s{i}", 1, 500) for i in range(4)))
+    nodes, tasks = fgd.load_nodes(trace), fgd.load_tasks(trace, "openb_pod_list_tiny")
+    order = fgd.arrivals(tasks, 4000, 42, tune=1.0)
+    assert len(order) == 6
+    gangplace, upstream = fgd.planner(), fgd.planner(baseline=True)
+    plans: list[tuple[int, dict[str, str]]] = []
+
+    def policy(objs: list[dict[str, Any]]) -> dict[str, tuple[str, list[int]]]:
+        pending = [o for o in objs if o["kind"] == "Pod" and not o["metadata"]["name"].startswith("used-")]
+        chosen = (upstream if len(pending) == 1 else gangplace)(objs)
+        plans.append((len(pending), {pod.split("-")[1]: node for pod, (node, _) in chosen.items()}))
+        return chosen
+
+    offline = fgd.run(nodes, tasks, 42, "gangplace", policy, tune=1.0, offline=True)
+    assert plans[1] == (1, {"w2": "b"})  # spread
+    assert sum(len(p) for n, p in plans[2:-1]) == 3  # the shares' node plans: 1 + 2
+    assert plans[-1] == (6, {"w1": "a", "w2": "a", "s0": "b", "s1": "b", "s2": "b", "s3": "b"})
+    assert (offline.final, offline.placed, offline.arrived) == (100.0, 6, 6)
+    assert fgd.bound(nodes, order).percent == 100.0
+
+    def loses(objs: list[dict[str, Any]]) -> dict[str, tuple[str, list[int]]]:
+        chosen = policy(objs)
+        return {pod: at for pod, at in chosen.items() if "-w" not in pod} if len(chosen) == 6 else chosen
+
+    worse = fgd.run(nodes, tasks, 42, "gangplace", loses, tune=1.0, offline=True)  # a pair plan of 4 shares
+    assert (worse.final, worse.placed) == (87.5, 5)  # is not kept: the five go back where they were
