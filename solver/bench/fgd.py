@@ -30,7 +30,8 @@ pod whose claim holds a share of each GPU they use (``objects``). Nodes in the s
 each state (the first by name, or in the plan's own tie order); the plan's node stands for
 its state. Offline (``offline_steps``), every arrival is known at once: the whole-GPU tasks
 largest first, then the shares node by node, each node's plan weighing them by the GPU milli
-they ask, then the CPU-only tasks.
+they ask, then each node with GPU milli idle planned again with a donor node (tasks may move),
+then the CPU-only tasks.
 
 Pure but for ``load_*``, which read the CSV files.
 """
