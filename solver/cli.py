@@ -296,8 +296,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="--fgd: plan the arrivals K at a time, jointly (1: online, each on arrival)")
     bench.add_argument("--fgd-offline", action="store_true",
                        help="--fgd: every arrival known at once: whole-GPU tasks largest first, then the shares "
-                            "node by node, each node's plan weighing them by the GPU milli they ask, then each node with "
-                            "GPU milli idle again with a donor node, then CPU-only")
+                            "node by node, each node's plan weighing them by the GPU milli they ask, then each node "
+                            "with GPU milli idle again with a donor node, then CPU-only")
     bench.add_argument("--repeat", type=_positive, default=3, metavar="N", help="gangplace solves per case (3)")
     bench.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                        help="deadline per plan after the snapshot is read (60)")

@@ -64,7 +64,7 @@ def test_the_models_fragmentation_is_the_papers_measure_on_random_states(
             if fit:
                 st = rng.choice(fit)
                 room = [g for g, f in enumerate(st.free) if f >= t.gpu_milli][:t.num_gpu] if t.num_gpu else []
-                cluster.place(st.node.name, t, room)
+                cluster.place(f"q{len(cluster.where)}", st.node.name, t, room)
         probe = fgd.Task(name="p", cpu_milli=1, memory_mib=1, num_gpu=0, gpu_milli=0)
         objs, _ = fgd.objects(cluster, [(f"p{i}", probe) for i in range(len(cluster.nodes))])
         state = State(build_problem(kube.snapshot_from_objects(objs), expected=mix))  # type: ignore[arg-type]
@@ -82,7 +82,7 @@ def test_a_pod_goes_where_the_expected_pods_can_still_use_what_is_left() -> None
     best fit goes on n0 and leaves 200 no expected 600 can use; with the 600s expected it goes
     on n2, whose 600 left they can. Without expected pods the hint packs as before."""
     cluster = _cluster([1, 1, 1])
-    cluster.place("n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=400), [0])
+    cluster.place("x", "n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=400), [0])
     task = fgd.Task(name="t", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=400, spec=("A",))
     _, mix = _mix([fgd.Task(name="e", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=600)])
     assert _placed(cluster, task, ()) == ("n0", [0])
@@ -93,7 +93,7 @@ def test_a_share_goes_on_the_device_that_leaves_room_the_expected_pods_can_use()
     """One node, GPU 0 with 600 left, GPU 1 fresh: a 400 best fit takes GPU 0 (200 left, of
     no use to a 600); expecting 600s it takes GPU 1 (600 left on each)."""
     cluster = _cluster([2])
-    cluster.place("n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=400), [0])
+    cluster.place("x", "n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=400), [0])
     task = fgd.Task(name="t", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=400)
     _, mix = _mix([fgd.Task(name="e", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=600)])
     assert _placed(cluster, task, ()) == ("n0", [0])
@@ -124,7 +124,7 @@ def test_among_equal_scores_a_node_in_use_goes_before_an_empty_one() -> None:
     every seed, though the seed's order alone puts n1 first for some."""
     cluster = fgd.Cluster.of([fgd.GpuNode(name=f"n{i}", cpu_milli=64000, memory_mib=65536, gpus=1, model="A")
                               for i in range(2)])
-    cluster.place("n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=500), [0])
+    cluster.place("x", "n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=500), [0])
     task = fgd.Task(name="t", cpu_milli=1000, memory_mib=1, num_gpu=0, gpu_milli=0)
     _, mix = _mix([fgd.Task(name="e", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=500)])
     assert {_placed(cluster, task, mix, seed)[0] for seed in range(8)} == {"n0"}
@@ -194,7 +194,7 @@ def test_an_unknown_device_class_is_refused_when_the_devices_are_read() -> None:
 def test_solve_expected_pods_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``gangplace solve --expected-pods FILE``: the plan of the test above; a bad file is one line."""
     cluster = _cluster([1, 1, 1])
-    cluster.place("n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=400), [0])
+    cluster.place("x", "n0", fgd.Task(name="x", cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=400), [0])
     objs, _ = fgd.objects(cluster, [("t", fgd.Task(name="t", cpu_milli=1000, memory_mib=1, num_gpu=1,
                                                    gpu_milli=400, spec=("A",)))])
     snap = tmp_path / "snap.json"
