@@ -70,7 +70,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", lambda c: client.StorageV1Api(c).list_storage_class),
     Kind("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities",
          lambda c: client.StorageV1Api(c).list_csi_storage_capacity_for_all_namespaces),
-    # the CSI volumes a node may attach (NodeVolumeLimits: solver/model/attach.py)
+    # the CSI volumes a node may attach (NodeVolumeLimits: solver/filters/attach.py)
     Kind("CSINode", "storage.k8s.io/v1", "csinodes", lambda c: client.StorageV1Api(c).list_csi_node),
     Kind("CSIDriver", "storage.k8s.io/v1", "csidrivers", lambda c: client.StorageV1Api(c).list_csi_driver),
     Kind("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments",

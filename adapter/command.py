@@ -14,7 +14,7 @@ import importlib.util
 from typing import Any
 
 from solver.cli import needs_extra, port_arg
-from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES
+from solver.problem.build import DEFAULT_PDB_POLICY, PDB_POLICIES
 
 NAME = "adapter"
 HELP = "schedule pods of schedulerName gangplace on a cluster"

@@ -2,7 +2,7 @@
 
 Thin on purpose: which pods go where, and which victims go, is the solver's. Here:
 
-- **What is planned** (``solver.selection.select``, shared with ``gangplace solve
+- **What is planned** (``solver.kube.selection.select``, shared with ``gangplace solve
   --scheduler-name``). Pending pods whose ``spec.schedulerName`` is ours, of workloads that
   are ready as upstream means it: every PodGroup of the tree exists and each needed group
   has at least minCount pods observed (a CompositePodGroup needs minGroupCount ready
@@ -41,14 +41,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adapter.cluster import Cluster, Conflict, Refused, now
+from solver.core.plan import Binding, Plan, WorkloadVerdict
+from solver.core.snapshot import POD_GROUP, STANDALONE_POD
 from solver.kube.dra import EXTENDED_CLAIM, extended_resource_classes, parse_device_class
 from solver.kube.pods import parse_node
+from solver.kube.selection import key as _key
+from solver.kube.selection import pending as _pending
 from solver.kube.volumes import prebind
-from solver.model.plan import Binding, Plan, WorkloadVerdict
-from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
-from solver.model.snapshot import POD_GROUP, STANDALONE_POD
-from solver.selection import key as _key
-from solver.selection import pending as _pending
+from solver.problem.build import DEFAULT_PDB_POLICY, PdbPolicy
 
 LOG = logging.getLogger("gangplace.adapter")
 EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # resourceapi.ExtendedResourceClaimAnnotation

@@ -30,14 +30,16 @@ from adapter.command import register as register
 from adapter.controller import Executor, Outcome, gone
 from adapter.leader import LeaderElector
 from adapter.observe import AdapterMetrics, Endpoint, Heartbeat
-from solver import api, kube, loader, telemetry
-from solver.model.errors import BugError, InputError, SolverError
-from solver.model.plan import Plan
-from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
-from solver.model.snapshot import ExpectedPod, GroupKey
-from solver.selection import groups_of, select, tree_of
-from solver.selection import key as pod_key
-from solver.selection import pending as _pending
+from solver import api, kube
+from solver.core.errors import BugError, InputError, SolverError
+from solver.core.plan import Plan
+from solver.core.snapshot import ExpectedPod, GroupKey
+from solver.kube import loader
+from solver.kube.selection import groups_of, select, tree_of
+from solver.kube.selection import key as pod_key
+from solver.kube.selection import pending as _pending
+from solver.problem.build import DEFAULT_PDB_POLICY, PdbPolicy
+from solver.service import telemetry
 
 LOG = logging.getLogger("gangplace.adapter")
 Obj = dict[str, Any]
@@ -75,7 +77,7 @@ def in_process(time_limit: float = 10.0, pdb_policy: PdbPolicy = DEFAULT_PDB_POL
 def remote(target: str, time_limit: float = 10.0, *, tls_ca: str | None = None, tls_cert: str | None = None,
            tls_key: str | None = None, token_file: str | None = None,
            pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY, expected: tuple[ExpectedPod, ...] = ()) -> Solve:
-    from solver import client
+    from solver.service import client
 
     token = None
     if token_file:
@@ -298,7 +300,7 @@ MAX_ISOLATED = 20  # bad objects left out of one plan before giving up on it
 
 def _bad_object(exc: SolverError) -> str | None:
     """The "Kind/ns/name" a bad input names (in process: the error's own; from the solver
-    service: its google.rpc details, ``solver.rpc_errors``); None for anything else."""
+    service: its google.rpc details, ``solver.service.status``); None for anything else."""
     obj = exc.obj if isinstance(exc, InputError) else ""
     return obj if "/" in obj and not obj.startswith("?") else None
 

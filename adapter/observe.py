@@ -4,7 +4,7 @@
   evictions and bindings carried out, whether this replica leads; as kube-scheduler counts
   them, attempts per workload by result, the pods and workloads left pending and the age of
   the oldest, and each plan's end-to-end latency; and the standard process, Python and
-  build-info series (``solver.telemetry``).
+  build-info series (``solver.service.telemetry``).
 - ``/healthz`` (liveness): 200 while the loop has been seen within ``stale_after`` seconds;
   a loop stuck past that (a hung call, a deadlock) is 503, so the kubelet restarts it.
 - ``/readyz`` (readiness): 200 once the watch cache holds every kind, standby or leader.
@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from solver import telemetry
+from solver.service import telemetry
 
 LOG = logging.getLogger("gangplace.adapter")
 

@@ -36,8 +36,8 @@ from adapter.cluster import Cluster
 from adapter.main import Adapter, in_process
 from solver import kube
 from solver.bench.generate import NS, GenerateSpec, generate
-from solver.model.plan import Plan
-from solver.selection import select
+from solver.core.plan import Plan
+from solver.kube.selection import select
 from solver.verify import verify
 from tests.apiserver import ApiServerDouble
 

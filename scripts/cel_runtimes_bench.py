@@ -45,14 +45,14 @@ def timed(fn, budget=1.5):
 
 def prepare(expr, wide):
     if RT == "gangplace":  # cel-python 0.5.0 with gangplace's library and cost charge
-        from solver.model import cel
-        from solver.model.cel.program import _view
-        from solver.model.snapshot import Device, Version
+        from solver import cel
+        from solver.cel.program import device_view
+        from solver.core.snapshot import Device, Version
         d = device_dict(wide)
         d["attributes"][G]["driverVersion"] = Version("1.2.4")
         dev = Device(driver=G, pool="p", name="x", attributes=d["attributes"], capacity={G: {"memory": 80 * 2**30}})
         prog = cel.compile_expression(expr)
-        view = _view(dev)
+        view = device_view(dev)
         return lambda: bool(prog.runner.evaluate({"device": view}, cel.MAX_COST))
     if RT == "celpy":  # plain cel-python 0.5.0: no Kubernetes library, no cost charge
         import celpy

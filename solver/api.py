@@ -15,17 +15,23 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from solver import cel
 from solver import verify as verify_mod
+from solver.baseline import greedy
+from solver.core import snapshot as s
+from solver.core import stopping
+from solver.core.errors import BugError, InputError
+from solver.core.features import FeatureGates, format_feature_gates
+from solver.core.plan import OPTIMAL, TIER_NAMES, BudgetNeed, Plan
 from solver.gcpause import without_gc
-from solver.model import bounds, capacity, cel, decompose, greedy, stopping
-from solver.model import snapshot as s
-from solver.model.assignment import Assignment, budget_needs, score, trivial_bound
+from solver.model import decompose
+from solver.model.bounds import floors, room
 from solver.model.build import build_model
-from solver.model.decode import make_plan
-from solver.model.errors import BugError, InputError
-from solver.model.features import FeatureGates, format_feature_gates
-from solver.model.plan import OPTIMAL, TIER_NAMES, BudgetNeed, Plan
-from solver.model.problem import (
+from solver.model.solve import OnSolution as OnSolution  # re-exported: PlanOptions.on_solution's type
+from solver.model.solve import SolveParams, SolveResult, solve
+from solver.plan.decode import make_plan
+from solver.problem.assignment import Assignment, budget_needs, score, trivial_bound
+from solver.problem.build import (
     DEFAULT_PDB_POLICY,
     GROUP_ROOT,
     PDB_POLICIES,
@@ -35,8 +41,6 @@ from solver.model.problem import (
     build_problem,
     root_of,
 )
-from solver.model.solve import OnSolution as OnSolution  # re-exported: PlanOptions.on_solution's type
-from solver.model.solve import SolveParams, SolveResult, solve
 
 
 class PlanInvalidError(BugError):
@@ -88,7 +92,7 @@ class PlanOptions:
     # "strict": PDBs as a hard rule (no eviction beyond disruptionsAllowed), for a caller that
     # evicts through the Eviction API, which refuses exactly those; "soft": tier 3, as upstream
     pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY
-    gates: FeatureGates = DEFAULT_GATES  # the scheduler's feature gates (solver.model.features)
+    gates: FeatureGates = DEFAULT_GATES  # the scheduler's feature gates (solver.core.features)
 
     def __post_init__(self) -> None:
         """Every number in range (raises OptionError): finite, positive where it must be."""
@@ -219,7 +223,7 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         # the solver's hint (fullest nodes first); with baseline_only, upstream's choice of nodes
         # the strict floor, given up (no proof) when the limit is near
         floor = None if options.baseline_only else \
-            bounds.strict_floor(problem, stop=lambda: clock.passed(1 - 1.5 * RESERVE_SHARE))
+            floors.strict_floor(problem, stop=lambda: clock.passed(1 - 1.5 * RESERVE_SHARE))
         blocked = floor is not None
         if options.baseline_only:
             baseline = greedy.baseline(problem)
@@ -264,12 +268,12 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         result = make_plan(problem, baseline, bound=trivial, stats=stats)
     elif blocked:
         # strict: the one workload needs more budget-counted evictions than the budgets allow,
-        # so the best plan places nothing (solver/model/bounds.py), proven without a model
+        # so the best plan places nothing (solver/model/bounds/floors.py), proven without a model
         stats.update({"solver": "strict-floor", "buildSeconds": 0.0, "solveSeconds": 0.0,
                       "variables": 0, "constraints": 0})
         assert floor is not None
         result = make_plan(problem, _NOTHING, bound=score(problem, _NOTHING), stats=stats,
-                           would_take={problem.workloads[0].index: bounds.would_take(problem, floor)})
+                           would_take={problem.workloads[0].index: floors.would_take(problem, floor)})
     else:
         result = _solved(problem, options, clock, baseline, stats, phases, cut)
     if cut:
@@ -331,7 +335,7 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
             and not clock.passed(1 - RESERVE_SHARE):
         # the first tier unproven: room alone bounds it, for every workload at once (before the
         # fallback, which may take what is left)
-        bound = min(bound, replace(trivial, satisfied=capacity.satisfied_bound(problem)))
+        bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem)))
     fallbacks = [hint]
     if solved is None or solved.status != OPTIMAL:  # an optimum is never worse than upstream's plan
         # upstream's choice, as far as it gets before half the reserve is left; it cannot stop

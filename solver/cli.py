@@ -31,18 +31,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
-from solver import api, kube, loader
+from solver import api, kube
+from solver.baseline.fragment import tie_order
 from solver.bench import generate, plot, runner
-from solver.model.errors import BugError, SnapshotInvalidError, SolverError
-from solver.model.features import (
+from solver.core.errors import BugError, SnapshotInvalidError, SolverError
+from solver.core.features import (
     GATE_NAMES,
     FeatureGateError,
     FeatureGates,
     parse_feature_gates,
 )
-from solver.model.fragment import tie_order
-from solver.model.problem import DEFAULT_PDB_POLICY, PDB_POLICIES
-from solver.model.snapshot import ClusterSnapshot
+from solver.core.snapshot import ClusterSnapshot
+from solver.kube import loader
+from solver.problem.build import DEFAULT_PDB_POLICY, PDB_POLICIES
 
 
 def _pdb_policy_arg(p: argparse.ArgumentParser) -> None:
@@ -644,14 +645,14 @@ def _shows_progress(args: argparse.Namespace) -> bool:
 def _documents(source: str, scheduler_name: str | None = None) -> list[Any]:
     """The documents at ``source``: a file, a directory of them, or - (standard input). With
     ``scheduler_name``, only the pending pods that scheduler plans, as the adapter selects
-    them (``solver.selection``); the trees that wait are named on stderr."""
+    them (``solver.kube.selection``); the trees that wait are named on stderr."""
     if source == "-":
         docs = loader.documents_from_bytes(sys.stdin.buffer.read(), "<stdin>")
     else:
         docs = loader.read_documents(_one_case(source))
     if scheduler_name is None:
         return docs
-    from solver import selection
+    from solver.kube import selection
 
     chosen = selection.select([dict(o) for o in kube.flatten(docs)], scheduler_name)
     for root, why in sorted(chosen.waiting.items()):
@@ -733,7 +734,7 @@ def _replan(args: argparse.Namespace) -> int:
 
 
 def _solve_remote(args: argparse.Namespace) -> Any:
-    from solver import client
+    from solver.service import client
 
     if args.snapshot == "-" and not args.scheduler_name:
         body = sys.stdin.buffer.read()
@@ -757,7 +758,7 @@ def _serve(args: argparse.Namespace) -> int:
     # grpc's C core writes its own, non-JSON lines to stderr (a failed bind among them): silent
     # unless asked (GRPC_VERBOSITY=debug); read once, when grpc loads
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-    from solver import server, telemetry
+    from solver.service import server, telemetry
 
     telemetry.log_json_to_stderr(also=("grpc",))
     config = server.ServerConfig(

@@ -19,9 +19,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from solver.model import snapshot as s
-from solver.model.errors import SolverError
-from solver.model.plan import Plan
+from solver.core import snapshot as s
+from solver.core.errors import SolverError
+from solver.core.plan import Plan
 
 RACK = "topology.kubernetes.io/rack"
 T = TypeVar("T")

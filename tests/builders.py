@@ -14,7 +14,7 @@ import copy
 from typing import Any
 
 from solver import kube
-from solver.model.snapshot import ClusterSnapshot
+from solver.core.snapshot import ClusterSnapshot
 
 RACK = "topology.kubernetes.io/rack"
 ZONE = "topology.kubernetes.io/zone"

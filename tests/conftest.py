@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.model import plan as plan_module
+from solver.core import plan as plan_module
 
 # `HYPOTHESIS_PROFILE=thorough` runs the property tests ten times longer.
 # default: the same 300 examples every run (CI is reproducible); thorough explores at random

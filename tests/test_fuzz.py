@@ -24,8 +24,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from solver import cli, loader
-from solver.model.errors import MAX_MESSAGE
+from solver import cli
+from solver.core.errors import MAX_MESSAGE
+from solver.kube import loader
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = {p.name: loader.read_documents(p) for p in sorted((ROOT / "examples").glob("*.yaml"))}

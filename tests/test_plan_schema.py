@@ -10,7 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from solver import api, loader
+from solver import api
+from solver.kube import loader
 from tests.conftest import schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from solver import api, loader, verify
+from solver import api, verify
+from solver.kube import loader
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from solver import api, cli, loader, replan
+from solver import api, cli, replan
+from solver.kube import loader
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = [ROOT / "examples", ROOT / "tests" / "data" / "bench"]

@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from solver.bench import generate
-from solver.model.errors import SolverError
+from solver.core.errors import SolverError
 
 
 class TraceError(SolverError, ValueError):

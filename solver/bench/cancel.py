@@ -19,9 +19,9 @@ from typing import Any
 
 import grpc
 
-from solver import server
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+from solver.service import server
 
 
 @dataclass(frozen=True, slots=True)

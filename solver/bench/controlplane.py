@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solver.model.errors import SolverError
+from solver.core.errors import SolverError
 
 K8S_VERSION = "v1.37.2"
 ETCD_VERSION = "v3.7.3"

@@ -49,10 +49,10 @@ from typing import Any, NamedTuple
 import numpy
 
 from solver.bench import gorand
+from solver.core.errors import SolverError
+from solver.core.snapshot import ExpectedPod, SubRequest
 from solver.kube.objects import VALUE_ANNOTATION
-from solver.model.errors import SolverError
-from solver.model.problem import DEFAULT_PDB_POLICY, PdbPolicy
-from solver.model.snapshot import ExpectedPod, SubRequest
+from solver.problem.build import DEFAULT_PDB_POLICY, PdbPolicy
 
 DRIVER = "gpu.openb"
 GPU_CLASS = "openb-gpu"

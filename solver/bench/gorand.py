@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from solver.model.errors import SolverError
+from solver.core.errors import SolverError
 
 SOURCE = Path(__file__).with_name("gorand") / "main.go"
 BUILD_SECONDS = 300

@@ -15,7 +15,7 @@ import re
 import resource
 from dataclasses import dataclass
 
-from solver.memguard import trim
+from solver.service.memguard import trim
 
 _CLEAR_REFS = "/proc/self/clear_refs"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from solver.bench import tiers
-from solver.model.errors import SolverError
+from solver.core.errors import SolverError
 
 
 class PlotUnavailableError(SolverError):

@@ -53,7 +53,7 @@ from typing import Any
 
 from solver.bench import upstream
 from solver.bench.controlplane import ControlPlane
-from solver.model.errors import SolverError
+from solver.core.errors import SolverError
 
 Obj = dict[str, Any]
 
@@ -182,7 +182,7 @@ def _wait_gone(rest: upstream.Rest, keys: Iterable[str], claims: Mapping[str, se
 
 def replay(objects: Iterable[Mapping[str, Any]], plan: Any, *, strict: bool, settle: float = 3.0,
            timeout: float = 120.0) -> ReplayResult:
-    """Carry out ``plan`` (a solver.model.plan.Plan of the snapshot ``objects``, flattened) on a
+    """Carry out ``plan`` (a solver.core.plan.Plan of the snapshot ``objects``, flattened) on a
     fresh control plane and report what the real API server and kube-scheduler did (module
     docstring). Pending pods the plan does not bind are not created."""
     started = time.monotonic()

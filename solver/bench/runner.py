@@ -19,8 +19,8 @@ from typing import Any
 
 from solver import api, verify
 from solver.bench import alibaba, generate, memory, tiers, upstream
-from solver.model.errors import SolverError
-from solver.model.snapshot import ClusterSnapshot
+from solver.core.errors import SolverError
+from solver.core.snapshot import ClusterSnapshot
 
 Objects = list[dict[str, Any]]
 

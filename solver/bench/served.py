@@ -5,7 +5,7 @@ own ``gangplace serve`` process on a loopback port: a fresh process per request,
 kernel's high-water mark (``VmHWM``) of that process is the request's peak, with the idle
 server's resident size (``idle``) as its floor. The rows give the peak against the request's
 size; docs/performance.md turns them into the bound the server's memory guard uses
-(``solver.server.MemoryGuard``).
+(``solver.service.server.MemoryGuard``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Which of two plans wins, and on which tier: the plan's lexicographic order (``Tiers`` in
-solver/model/plan.py, docs/design.md "Objective") on the tiers a bench row holds.
+solver/core/plan.py, docs/design.md "Objective") on the tiers a bench row holds.
 
 A plan is better when, on the first tier where the two differ, it has more satisfied workloads
 (priority by priority from the highest), more placed pods, fewer PDB violations, a lower

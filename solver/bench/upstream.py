@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from solver.bench.controlplane import ControlPlane
-from solver.model.errors import SolverError
+from solver.core.errors import SolverError
 
 if TYPE_CHECKING:
-    from solver.model.plan import PlanDevice
+    from solver.core.plan import PlanDevice
 
 Obj = dict[str, Any]
 
@@ -344,8 +344,8 @@ def read_allocations(rest: Rest, bound: Iterable[str], before: Iterable[str] = (
     claim that serves a pod's extended resources (``status.extendedResourceClaimStatus``).
     ``before``: the claims (namespace/name) allocated before the run, whose allocation the
     run did not make."""
+    from solver.core.plan import PlanDevice
     from solver.kube.dra import EXTENDED_CLAIM
-    from solver.model.plan import PlanDevice
 
     out: list[tuple[str, bool, str, str, PlanDevice]] = []
     claims = {_key(c): c for c in rest.call("GET", "/apis/resource.k8s.io/v1/resourceclaims")["items"]}
@@ -712,7 +712,7 @@ def _podgroup_latency(metrics: str) -> tuple[int, float | None]:
 
 @dataclass
 class Scored:
-    plan: Any  # solver.model.plan.Plan
+    plan: Any  # solver.core.plan.Plan
     violations: list[str]
     unplanned: list[str]  # what the scheduler did that no plan of the snapshot can say
 
@@ -729,11 +729,11 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
     from collections import defaultdict
 
     from solver import verify
-    from solver.model.assignment import Assignment
-    from solver.model.decode import make_plan
-    from solver.model.features import FeatureGates
-    from solver.model.plan import DeviceAllocation
-    from solver.model.problem import build_problem
+    from solver.core.features import FeatureGates
+    from solver.core.plan import DeviceAllocation
+    from solver.plan.decode import make_plan
+    from solver.problem.assignment import Assignment
+    from solver.problem.build import build_problem
 
     gates = gates or FeatureGates()
     problem = build_problem(snapshot, gates=gates, dra_preemption=dra_preemption)

@@ -3,7 +3,7 @@
 This is the edge where quantities become integers and every field is validated;
 a malformed object raises ``SnapshotInvalidError`` naming the object
 (``Kind/namespace/name``) and the field. Kinds that play no part are counted
-in ``ClusterSnapshot.skipped_kinds``. No I/O: ``solver.loader`` reads files.
+in ``ClusterSnapshot.skipped_kinds``. No I/O: ``solver.kube.loader`` reads files.
 
 Field names are the upstream ones (kubernetes client 37.x models,
 scheduling.k8s.io/v1beta1 and v1alpha3, resource.k8s.io/v1). ResourceSlices,
@@ -24,14 +24,17 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from solver.core import snapshot as s
+from solver.core.errors import SnapshotInvalidError
+from solver.core.stopping import checkpoint
 from solver.kube.dra import (
     DRA_TAINT_EFFECTS,
-    _DraBuilder,
+    DraBuilder,
     parse_device_class,
     parse_resource_claim,
     parse_resource_slice,
 )
-from solver.kube.groups import _resolve_tree, parse_group, parse_pdb
+from solver.kube.groups import parse_group, parse_pdb, resolve_tree
 from solver.kube.objects import (
     COST_ANNOTATION,
     DRA_KINDS,
@@ -43,19 +46,16 @@ from solver.kube.objects import (
     READ_KINDS,
     VALUE_ANNOTATION,
     Obj,
-    _fail,
-    _get,
-    _ident,
-    _meta,
-    _resources,
-    _string_map,
+    get_field,
+    ident_of,
+    invalid,
+    name_of,
     quantity,
+    resource_list,
+    string_map_field,
 )
-from solver.kube.pods import PREEMPTION_REASONS, _Priorities, parse_node, parse_pod, pod_requests
+from solver.kube.pods import PREEMPTION_REASONS, Priorities, parse_node, parse_pod, pod_requests
 from solver.kube.volumes import Volumes
-from solver.model import snapshot as s
-from solver.model.errors import SnapshotInvalidError
-from solver.model.stopping import checkpoint
 from solver.verify import read as verify_read
 
 __all__ = [
@@ -107,7 +107,7 @@ def flatten(objects: Iterable[Any], *, item_kind: str | None = None, item_api: s
             out.extend(flatten(obj["items"], item_kind=typed or None, item_api=obj.get("apiVersion")))
         else:
             if not isinstance(kind, str) or not kind:
-                raise SnapshotInvalidError(_ident({**obj, "kind": "?"}), "kind", "missing")
+                raise SnapshotInvalidError(ident_of({**obj, "kind": "?"}), "kind", "missing")
             out.append(obj)
     return out
 
@@ -121,7 +121,7 @@ class _RuntimeClasses:
     the snapshot lacks leaves the pod as it is, with a warning."""
 
     def __init__(self, objs: list[Obj], *, warnings: list[str]) -> None:
-        self.classes = {_meta(o, namespaced=False)[1]: o for o in objs}
+        self.classes = {name_of(o, namespaced=False)[1]: o for o in objs}
         self.warnings = warnings
 
     def admit(self, obj: Obj) -> Obj:
@@ -131,28 +131,29 @@ class _RuntimeClasses:
             return obj
         cls = self.classes.get(name)
         if cls is None:
-            self.warnings.append(f"{_ident(obj)}: spec.runtimeClassName: RuntimeClass {name} is not in the snapshot; "
+            self.warnings.append(f"{ident_of(obj)}: spec.runtimeClassName: RuntimeClass {name} is not in the snapshot; "
                                  "its overhead and scheduling are not applied")
             return obj
         spec: dict[str, Any] = dict(raw)
-        fixed = _get(cls, "overhead.podFixed", Mapping)
+        fixed = get_field(cls, "overhead.podFixed", Mapping)
         if fixed is not None:
-            amounts = _resources(cls, "overhead.podFixed", fixed)  # a bad quantity names the class
+            amounts = resource_list(cls, "overhead.podFixed", fixed)  # a bad quantity names the class
             if spec.get("overhead") is None:
                 spec["overhead"] = dict(fixed)
-            elif _resources(obj, "spec.overhead", spec["overhead"]) != amounts:
-                raise _fail(obj, "spec.overhead", f"does not match RuntimeClass {name}'s overhead.podFixed "
+            elif resource_list(obj, "spec.overhead", spec["overhead"]) != amounts:
+                raise invalid(obj, "spec.overhead", f"does not match RuntimeClass {name}'s overhead.podFixed "
                             "(the RuntimeClass admission plugin refuses the pod)")
-        selector = _string_map(cls, "scheduling.nodeSelector", _get(cls, "scheduling.nodeSelector", Mapping, {}))
+        selector = string_map_field(cls, "scheduling.nodeSelector",
+                                    get_field(cls, "scheduling.nodeSelector", Mapping, {}))
         if selector:
             mine = dict(spec.get("nodeSelector") or {})
             for key, value in selector.items():
                 if key in mine and mine[key] != value:
-                    raise _fail(obj, f"spec.nodeSelector[{key}]", f"conflicts with RuntimeClass {name}'s "
+                    raise invalid(obj, f"spec.nodeSelector[{key}]", f"conflicts with RuntimeClass {name}'s "
                                 f"scheduling.nodeSelector ({value!r})")
                 mine[key] = value
             spec["nodeSelector"] = mine
-        tolerations = _get(cls, "scheduling.tolerations", list, [])
+        tolerations = get_field(cls, "scheduling.tolerations", list, [])
         if tolerations:
             have = list(spec.get("tolerations") or [])
             spec["tolerations"] = have + [t for t in tolerations if t not in have]
@@ -170,12 +171,12 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         if kind not in READ_KINDS:
             skipped[kind] += 1
             continue
-        ident = _ident(obj)
+        ident = ident_of(obj)
         if ident in seen:
-            raise _fail(obj, "metadata.name", "duplicate object")
+            raise invalid(obj, "metadata.name", "duplicate object")
         seen.add(ident)
         by_kind[kind].append(obj)
-    priorities = _Priorities(by_kind["PriorityClass"])
+    priorities = Priorities(by_kind["PriorityClass"])
     volumes = Volumes(by_kind)
     nodes = volumes.localize(tuple(sorted((volumes.node(parse_node(o)) for o in by_kind["Node"]),
                                           key=lambda n: n.name)))
@@ -183,12 +184,12 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     for obj in by_kind["PodGroup"] + by_kind["CompositePodGroup"]:
         group, prio = parse_group(obj, priorities)
         if group.key in raw_groups:
-            raise _fail(obj, "metadata.name", f"a PodGroup and a CompositePodGroup share the name {group.key}")
+            raise invalid(obj, "metadata.name", f"a PodGroup and a CompositePodGroup share the name {group.key}")
         raw_groups[group.key] = (group, prio, obj)
-    groups, incomplete = _resolve_tree(raw_groups)
+    groups, incomplete = resolve_tree(raw_groups)
     group_kind = {g.key: g.kind for g in groups}
     node_names = {n.name for n in nodes}
-    dra = _DraBuilder(by_kind)
+    dra = DraBuilder(by_kind)
     advertised = {r for n in nodes for r, amount in n.allocatable.items() if amount > 0}
     pods = []
     waiting: list[s.WaitingPod] = []
@@ -202,10 +203,10 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
             skipped["Pod(finished)"] += 1
             continue
         if pod.node is not None and pod.node not in node_names:
-            raise _fail(obj, "spec.nodeName", f"Node {pod.node} not found")
+            raise invalid(obj, "spec.nodeName", f"Node {pod.node} not found")
         if pod.group is not None and group_kind.get(pod.group) != "PodGroup":
             if group_kind.get(pod.group) == "CompositePodGroup":
-                raise _fail(obj, "spec.schedulingGroup.podGroupName",
+                raise invalid(obj, "spec.schedulingGroup.podGroupName",
                             f"{pod.group} is a CompositePodGroup: a pod belongs to a PodGroup")
             why = incomplete.get(pod.group) or (f"PodGroup {pod.group} not found: waiting for the pod's "
                                                 "pod group to appear in the scheduling queue")
@@ -214,7 +215,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
                 waiting.append(s.WaitingPod(pod=pod.key, reason=why))
                 continue
             # a running pod outlives its group: it runs, holds its room and is a victim on its own
-            warnings.append(f"{_ident(obj)}: spec.schedulingGroup.podGroupName: {why}; "
+            warnings.append(f"{ident_of(obj)}: spec.schedulingGroup.podGroupName: {why}; "
                             "the running pod counts as a pod outside any group")
             pod = dataclasses.replace(pod, group=None)
         if pod.node is None and isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
@@ -227,7 +228,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
             csi, required = volumes.attachable(obj, pod.namespace, pod.name)
             pod = dataclasses.replace(pod, csi_volumes=csi, csi_required=required)
             if pod.node is not None and (why := volumes.untranslatable(obj)):
-                warnings.append(f"{_ident(obj)}: spec.volumes: {why.partition(': ')[2]}; the volume is not counted "
+                warnings.append(f"{ident_of(obj)}: spec.volumes: {why.partition(': ')[2]}; the volume is not counted "
                                 f"on {pod.node} (upstream's NodeVolumeLimits fails there with that error)")
         if why := dra.waits(obj, pod):  # upstream holds it at PreEnqueue
             waiting.append(s.WaitingPod(pod=pod.key, reason=why))
@@ -238,9 +239,9 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
     pdbs = tuple(p for o in by_kind["PodDisruptionBudget"] if (p := parse_pdb(o)) is not None)
     namespaces = {}
     for obj in by_kind["Namespace"]:  # their labels: namespaceSelector of pod affinity terms
-        _, name = _meta(obj, namespaced=False)
+        _, name = name_of(obj, namespaced=False)
         namespaces[name] = {"kubernetes.io/metadata.name": name,
-                            **_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {}))}
+                            **string_map_field(obj, "metadata.labels", get_field(obj, "metadata.labels", Mapping, {}))}
     return s.ClusterSnapshot(
         nodes=nodes,
         pods=tuple(sorted(pods, key=lambda p: p.key)),

@@ -11,24 +11,24 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from solver.kube.objects import Obj, _fail, _get, _ident, _items, _meta, _opt_text, quantity
-from solver.kube.pods import _positive_int32, _terms
-from solver.model import cel
-from solver.model import snapshot as s
-from solver.model.quantity import parse_quantity
+from solver import cel
+from solver.core import snapshot as s
+from solver.core.quantity import parse_quantity
+from solver.kube.objects import Obj, get_field, ident_of, invalid, list_field, name_of, opt_text_field, quantity
+from solver.kube.pods import node_selector_terms, positive_int32
 
 # ---- DRA (resource.k8s.io/v1) ----------------------------------------------------
-# Decisions where the API leaves room (selector semantics: solver.model.cel):
+# Decisions where the API leaves room (selector semantics: solver.cel):
 # - Only the slices of the newest pool.generation of each (driver, pool) count;
 #   resourceSliceCount (incomplete pools) is not modelled. Partitionable devices are: a
 #   slice's sharedCounters and each device's consumesCounters (``_counter_sets``).
 # - Device taints with an effect other than NoSchedule / NoExecute are dropped: upstream
 #   treats None and unknown effects as no taint.
 # - adminAccess (DRAAdminAccess, GA): SubRequest.admin_access and AllocationResult.admin_access
-#   (solver.model.dra: such devices are taken whether in use or not, and held by nobody).
+#   (solver.problem.dra: such devices are taken whether in use or not, and held by nobody).
 # - Consumable capacity (DRAConsumableCapacity) is read in milli-units, rounded up: a
 #   device's capacity entries with their requestPolicy, a request's capacity.requests, an
-#   allocation result's shareID and consumedCapacity (solver.model.consumable).
+#   allocation result's shareID and consumedCapacity (solver.filters.consumable).
 # - A pod's template claim: status.resourceClaimStatuses names the generated claim. A
 #   running pod must have that entry and the claim must exist. A pending pod uses the
 #   named claim when it exists, else the claim its template will create ("ns/pod#entry",
@@ -54,18 +54,18 @@ def _qualify(driver: str, name: str) -> tuple[str, str]:
 
 def _node_selector(obj: Obj, field: str, raw: Any) -> tuple[s.NodeSelectorTerm, ...]:
     if not isinstance(raw, Mapping):
-        raise _fail(obj, field, "expected a node selector")
+        raise invalid(obj, field, "expected a node selector")
     terms = raw.get("nodeSelectorTerms")
     if not isinstance(terms, list) or not terms:
-        raise _fail(obj, f"{field}.nodeSelectorTerms", "must be a non-empty list")
-    return _terms(obj, f"{field}.nodeSelectorTerms", terms)
+        raise invalid(obj, f"{field}.nodeSelectorTerms", "must be a non-empty list")
+    return node_selector_terms(obj, f"{field}.nodeSelectorTerms", terms)
 
 
 def _placement(obj: Obj, field: str, raw: Mapping[str, Any], options: tuple[str, ...]) -> str | None:
     """Which one of ``options`` (nodeName, nodeSelector, allNodes ...) is set; None for none."""
     chosen = [o for o in options if raw.get(o) not in (None, False, "")]
     if len(chosen) > 1:
-        raise _fail(obj, field, f"exactly one of {', '.join(options)} must be set, got {' and '.join(chosen)}")
+        raise invalid(obj, field, f"exactly one of {', '.join(options)} must be set, got {' and '.join(chosen)}")
     return chosen[0] if chosen else None
 
 
@@ -76,16 +76,16 @@ def _attribute(obj: Obj, field: str, raw: Any) -> s.AttributeValue:
         if want is not None and type(value) is want:
             return _version(obj, field, value) if kind == "version" and isinstance(value, str) else value
     if not isinstance(raw, Mapping):
-        raise _fail(obj, field, "expected a device attribute")
+        raise invalid(obj, field, "expected a device attribute")
     if any(raw.get(k) is not None for k in _LIST_ATTRIBUTE_TYPES):
-        raise _fail(obj, field, "list-valued attributes (DRAListTypeAttributes) are not supported")
+        raise invalid(obj, field, "list-valued attributes (DRAListTypeAttributes) are not supported")
     present = [k for k in _ATTRIBUTE_TYPES if raw.get(k) is not None]
     if len(present) != 1:
-        raise _fail(obj, field, "exactly one of bool, int, string, version must be set")
+        raise invalid(obj, field, "exactly one of bool, int, string, version must be set")
     kind = present[0]
     value, want = raw[kind], _ATTRIBUTE_TYPES[kind]
     if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-        raise _fail(obj, f"{field}.{kind}", f"expected {want.__name__}, got {type(value).__name__}")
+        raise invalid(obj, f"{field}.{kind}", f"expected {want.__name__}, got {type(value).__name__}")
     return _version(obj, field, value) if kind == "version" and isinstance(value, str) else value
 
 
@@ -100,22 +100,22 @@ def _is_semver(text: str) -> bool:
 
 def _version(obj: Obj, field: str, text: str) -> s.Version:
     if not _is_semver(text):
-        raise _fail(obj, f"{field}.version", f"not a semantic version (semver.org 2.0.0): {text!r}")
+        raise invalid(obj, f"{field}.version", f"not a semantic version (semver.org 2.0.0): {text!r}")
     return s.Version(text)
 
 
 def _device_taints(obj: Obj, field: str, raw: Any) -> tuple[s.Taint, ...]:
     out = []
-    for i, t in enumerate(_items(obj, field, raw)):
+    for i, t in enumerate(list_field(obj, field, raw)):
         if not isinstance(t, Mapping) or not isinstance(t.get("key"), str) or not t["key"]:
-            raise _fail(obj, f"{field}[{i}].key", "missing")
+            raise invalid(obj, f"{field}[{i}].key", "missing")
         effect = t.get("effect")
         if not isinstance(effect, str) or not effect:
-            raise _fail(obj, f"{field}[{i}].effect", "missing")
+            raise invalid(obj, f"{field}[{i}].effect", "missing")
         if effect not in (*DRA_TAINT_EFFECTS, "None"):
-            raise _fail(obj, f"{field}[{i}].effect", f"must be NoSchedule, NoExecute or None, got {effect!r}")
+            raise invalid(obj, f"{field}[{i}].effect", f"must be NoSchedule, NoExecute or None, got {effect!r}")
         if effect in DRA_TAINT_EFFECTS:
-            value = _opt_text(obj, f"{field}[{i}].value", t.get("value"))
+            value = opt_text_field(obj, f"{field}[{i}].value", t.get("value"))
             out.append(s.Taint(key=t["key"], value=value, effect=effect))
     return tuple(sorted(out, key=lambda t: (t.key, t.value, t.effect)))
 
@@ -123,10 +123,10 @@ def _device_taints(obj: Obj, field: str, raw: Any) -> tuple[s.Taint, ...]:
 def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bool,
             where: tuple[s.NodeName | None, tuple[s.NodeSelectorTerm, ...], bool]) -> s.Device:
     if not isinstance(d, Mapping):
-        raise _fail(obj, field, "expected a device")
+        raise invalid(obj, field, "expected a device")
     name = d.get("name")
     if not isinstance(name, str) or not name:
-        raise _fail(obj, f"{field}.name", "missing")
+        raise invalid(obj, f"{field}.name", "missing")
     values: dict[str, dict[str, dict[str, Any]]] = {"attributes": defaultdict(dict), "capacity": defaultdict(dict)}
     consumable: list[s.Consumable] = []
     for kind, table in values.items():
@@ -134,17 +134,17 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
         if entries is None:
             continue
         if not isinstance(entries, Mapping):
-            raise _fail(obj, f"{field}.{kind}", "expected a map")
+            raise invalid(obj, f"{field}.{kind}", "expected a map")
         first: dict[tuple[str, str], str] = {}
         for key, raw in entries.items():
             if not isinstance(key, str):
-                raise _fail(obj, f"{field}.{kind}[{key}]", f"a name must be a string, got {type(key).__name__}")
+                raise invalid(obj, f"{field}.{kind}[{key}]", f"a name must be a string, got {type(key).__name__}")
             domain, ident = _qualify(driver, key)
             if not domain or not ident or "/" in ident:
-                raise _fail(obj, f"{field}.{kind}[{key}]",
+                raise invalid(obj, f"{field}.{kind}[{key}]",
                             "a qualified name is a domain and a name separated by one slash")
             if (domain, ident) in first:
-                raise _fail(obj, f"{field}.{kind}[{key}]",
+                raise invalid(obj, f"{field}.{kind}[{key}]",
                             f"the same name as {first[(domain, ident)]!r} once qualified")
             first[(domain, ident)] = key
             if kind == "attributes":
@@ -154,7 +154,7 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
                 table[domain][ident] = _QUANTITIES[raw["value"]]
             else:
                 if not isinstance(raw, Mapping) or raw.get("value") is None:
-                    raise _fail(obj, f"{field}.{kind}[{key}].value", "missing")
+                    raise invalid(obj, f"{field}.{kind}[{key}].value", "missing")
                 table[domain][ident] = quantity(obj, f"{field}.{kind}[{key}].value", "", raw["value"])
                 if isinstance(raw["value"], str) and len(_QUANTITIES) < 4096:
                     _QUANTITIES[raw["value"]] = table[domain][ident]
@@ -164,26 +164,26 @@ def _device(obj: Obj, field: str, d: Any, driver: str, pool: str, per_device: bo
     chosen = _placement(obj, field, d, options)
     if per_device:
         if chosen is None:
-            raise _fail(obj, field, "exactly one of nodeName, nodeSelector, allNodes must be set "
+            raise invalid(obj, field, "exactly one of nodeName, nodeSelector, allNodes must be set "
                                     "(spec.perDeviceNodeSelection is true)")
         if chosen == "nodeName" and not isinstance(d["nodeName"], str):
-            raise _fail(obj, f"{field}.nodeName", "expected str")
+            raise invalid(obj, f"{field}.nodeName", "expected str")
         node = s.NodeName(d["nodeName"]) if chosen == "nodeName" else None
         selector = _node_selector(obj, f"{field}.nodeSelector", d["nodeSelector"]) if chosen == "nodeSelector" else ()
         all_nodes = chosen == "allNodes"
     elif chosen is not None:
-        raise _fail(obj, f"{field}.{chosen}", "may only be set when spec.perDeviceNodeSelection is true")
+        raise invalid(obj, f"{field}.{chosen}", "may only be set when spec.perDeviceNodeSelection is true")
     consumes: list[tuple[str, str, int]] = []
-    for i, use in enumerate(_items(obj, f"{field}.consumesCounters", d.get("consumesCounters"))):
+    for i, use in enumerate(list_field(obj, f"{field}.consumesCounters", d.get("consumesCounters"))):
         uf = f"{field}.consumesCounters[{i}]"
         counter_set = use.get("counterSet") if isinstance(use, Mapping) else None
         if not isinstance(counter_set, str) or not counter_set:
-            raise _fail(obj, f"{uf}.counterSet", "missing")
+            raise invalid(obj, f"{uf}.counterSet", "missing")
         consumes.extend((f"{driver}/{pool}/{counter_set}", counter, amount)
                         for counter, amount in _counters(obj, f"{uf}.counters", use.get("counters")).items())
     multiple = d.get("allowMultipleAllocations", False)
     if not isinstance(multiple, bool):
-        raise _fail(obj, f"{field}.allowMultipleAllocations", f"expected bool, got {type(multiple).__name__}")
+        raise invalid(obj, f"{field}.allowMultipleAllocations", f"expected bool, got {type(multiple).__name__}")
     return s.Device(
         driver=driver, pool=pool, name=name,
         attributes={dm: dict(sorted(v.items())) for dm, v in sorted(values["attributes"].items())},
@@ -205,11 +205,11 @@ def _milli(obj: Obj, field: str, raw: Any) -> int:
     try:
         value = parse_quantity(raw)
     except ValueError as exc:
-        raise _fail(obj, field, f"unparsable quantity {str(raw)[:64]!r}") from exc
+        raise invalid(obj, field, f"unparsable quantity {str(raw)[:64]!r}") from exc
     if value < 0:
-        raise _fail(obj, field, f"negative quantity {str(raw)[:64]!r}")
+        raise invalid(obj, field, f"negative quantity {str(raw)[:64]!r}")
     if value * 1000 > MAX_MILLI:
-        raise _fail(obj, field, f"quantity {str(raw)[:64]!r} is beyond {MAX_MILLI} milli-units")
+        raise invalid(obj, field, f"quantity {str(raw)[:64]!r} is beyond {MAX_MILLI} milli-units")
     milli = math.ceil(value * 1000)
     if type(raw) is str and len(_MILLI) < 4096:
         _MILLI[raw] = milli
@@ -222,35 +222,35 @@ _MILLI: dict[str, int] = {}
 def _consumable(obj: Obj, field: str, name: str, raw: Any) -> s.Consumable:
     """One device capacity with its requestPolicy (DRAConsumableCapacity)."""
     if not isinstance(raw, Mapping) or raw.get("value") is None:
-        raise _fail(obj, f"{field}.value", "missing")
+        raise invalid(obj, f"{field}.value", "missing")
     value = _milli(obj, f"{field}.value", raw["value"])
     policy = raw.get("requestPolicy")
     if policy is None:
         return s.Consumable(name=name, value=value)
     pf = f"{field}.requestPolicy"
     if not isinstance(policy, Mapping):
-        raise _fail(obj, pf, "expected a request policy")
+        raise invalid(obj, pf, "expected a request policy")
     default = None if policy.get("default") is None else _milli(obj, f"{pf}.default", policy["default"])
     values = policy.get("validValues")
     rng = policy.get("validRange")
     if values is not None and rng is not None:
-        raise _fail(obj, pf, "at most one of validValues and validRange may be set")
+        raise invalid(obj, pf, "at most one of validValues and validRange may be set")
     valid: list[int] = []
-    for i, v in enumerate(_items(obj, f"{pf}.validValues", values)):
+    for i, v in enumerate(list_field(obj, f"{pf}.validValues", values)):
         valid.append(_milli(obj, f"{pf}.validValues[{i}]", v))
         if len(valid) > 1 and valid[-1] <= valid[-2]:
-            raise _fail(obj, f"{pf}.validValues[{i}]", "validValues must be in ascending order")
+            raise invalid(obj, f"{pf}.validValues[{i}]", "validValues must be in ascending order")
     lo = hi = step = None
     if rng is not None:
         if not isinstance(rng, Mapping):
-            raise _fail(obj, f"{pf}.validRange", "expected a range")
+            raise invalid(obj, f"{pf}.validRange", "expected a range")
         if rng.get("min") is None:
-            raise _fail(obj, f"{pf}.validRange.min", "missing")
+            raise invalid(obj, f"{pf}.validRange.min", "missing")
         lo = _milli(obj, f"{pf}.validRange.min", rng["min"])
         hi = None if rng.get("max") is None else _milli(obj, f"{pf}.validRange.max", rng["max"])
         step = None if rng.get("step") is None else _milli(obj, f"{pf}.validRange.step", rng["step"])
         if step == 0:
-            raise _fail(obj, f"{pf}.validRange.step", "must be positive")
+            raise invalid(obj, f"{pf}.validRange.step", "must be positive")
     return s.Consumable(name=name, value=value, policy=s.CapacityPolicy(
         default=default, valid_values=tuple(valid), min=lo, max=hi, step=step))
 
@@ -258,11 +258,11 @@ def _consumable(obj: Obj, field: str, name: str, raw: Any) -> s.Consumable:
 def _counters(obj: Obj, field: str, raw: Any) -> dict[str, int]:
     """A map of counters, each ``{value: quantity}``."""
     if not isinstance(raw, Mapping) or not raw:
-        raise _fail(obj, field, "expected a map of counters")
+        raise invalid(obj, field, "expected a map of counters")
     out = {}
     for name, entry in raw.items():
         if not isinstance(entry, Mapping) or entry.get("value") is None:
-            raise _fail(obj, f"{field}[{name}].value", "missing")
+            raise invalid(obj, f"{field}[{name}].value", "missing")
         out[str(name)] = quantity(obj, f"{field}[{name}].value", "", entry["value"])
     return out
 
@@ -270,34 +270,34 @@ def _counters(obj: Obj, field: str, raw: Any) -> dict[str, int]:
 def _counter_sets(obj: Obj, driver: str, pool: str) -> dict[str, dict[str, int]]:
     """spec.sharedCounters of a ResourceSlice: "driver/pool/set" -> counter -> amount."""
     out: dict[str, dict[str, int]] = {}
-    for i, entry in enumerate(_get(obj, "spec.sharedCounters", list, [])):
+    for i, entry in enumerate(get_field(obj, "spec.sharedCounters", list, [])):
         name = entry.get("name") if isinstance(entry, Mapping) else None
         if not isinstance(name, str) or not name:
-            raise _fail(obj, f"spec.sharedCounters[{i}].name", "missing")
+            raise invalid(obj, f"spec.sharedCounters[{i}].name", "missing")
         key = f"{driver}/{pool}/{name}"
         if key in out:
-            raise _fail(obj, f"spec.sharedCounters[{i}].name", f"duplicate counter set {name!r}")
+            raise invalid(obj, f"spec.sharedCounters[{i}].name", f"duplicate counter set {name!r}")
         out[key] = _counters(obj, f"spec.sharedCounters[{i}].counters", entry.get("counters"))
     return out
 
 
 def parse_resource_slice(obj: Obj) -> tuple[tuple[str, str], int, list[s.Device]]:
     """((driver, pool), pool generation, devices) of one ResourceSlice."""
-    _meta(obj, namespaced=False)
-    driver = _get(obj, "spec.driver", str)
+    name_of(obj, namespaced=False)
+    driver = get_field(obj, "spec.driver", str)
     if not driver:
-        raise _fail(obj, "spec.driver", "missing")
-    pool = _get(obj, "spec.pool.name", str)
+        raise invalid(obj, "spec.driver", "missing")
+    pool = get_field(obj, "spec.pool.name", str)
     if not pool:
-        raise _fail(obj, "spec.pool.name", "missing")
-    generation = _get(obj, "spec.pool.generation", int, 0)
+        raise invalid(obj, "spec.pool.name", "missing")
+    generation = get_field(obj, "spec.pool.generation", int, 0)
     spec = obj["spec"]
     options = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
     chosen = _placement(obj, "spec", spec, options)
     if chosen is None:
-        raise _fail(obj, "spec", f"exactly one of {', '.join(options)} must be set")
+        raise invalid(obj, "spec", f"exactly one of {', '.join(options)} must be set")
     if chosen == "nodeName" and not isinstance(spec["nodeName"], str):
-        raise _fail(obj, "spec.nodeName", "expected str")
+        raise invalid(obj, "spec.nodeName", "expected str")
     where = (
         s.NodeName(spec["nodeName"]) if chosen == "nodeName" else None,
         _node_selector(obj, "spec.nodeSelector", spec["nodeSelector"]) if chosen == "nodeSelector" else (),
@@ -305,10 +305,10 @@ def parse_resource_slice(obj: Obj) -> tuple[tuple[str, str], int, list[s.Device]
     )
     devices: list[s.Device] = []
     seen: dict[str, int] = {}
-    for i, d in enumerate(_get(obj, "spec.devices", list, [])):
+    for i, d in enumerate(get_field(obj, "spec.devices", list, [])):
         dev = _device(obj, f"spec.devices[{i}]", d, driver, pool, chosen == "perDeviceNodeSelection", where)
         if dev.name in seen:
-            raise _fail(obj, f"spec.devices[{i}].name",
+            raise invalid(obj, f"spec.devices[{i}].name",
                         f"duplicate device name {dev.name!r} (also spec.devices[{seen[dev.name]}])")
         seen[dev.name] = i
         devices.append(dev)
@@ -330,21 +330,21 @@ def _slices(objs: list[Obj]) -> tuple[tuple[s.Device, ...], dict[str, dict[str, 
     owner: dict[s.DeviceKey, str] = {}
     counters: dict[str, dict[str, int]] = {}
     for (driver, pool_name), (_, parts) in sorted(newest.items()):
-        for obj, _ in sorted(parts, key=lambda p: _ident(p[0])):
+        for obj, _ in sorted(parts, key=lambda p: ident_of(p[0])):
             for key, amounts in _counter_sets(obj, driver, pool_name).items():
                 if key in counters:
-                    raise _fail(obj, "spec.sharedCounters", f"counter set {key} is also defined in another slice")
+                    raise invalid(obj, "spec.sharedCounters", f"counter set {key} is also defined in another slice")
                 counters[key] = amounts
     for _, parts in newest.values():
-        for obj, devices in sorted(parts, key=lambda p: _ident(p[0])):
-            ident = _ident(obj)
+        for obj, devices in sorted(parts, key=lambda p: ident_of(p[0])):
+            ident = ident_of(obj)
             for i, dev in enumerate(devices):
                 key = dev.key
                 if key in out:
-                    raise _fail(obj, f"spec.devices[{i}].name", f"device {key} is also published by {owner[key]}")
+                    raise invalid(obj, f"spec.devices[{i}].name", f"device {key} is also published by {owner[key]}")
                 for set_key, counter, _ in dev.consumes:
                     if counter not in counters.get(set_key, {}):
-                        raise _fail(obj, f"spec.devices[{i}].consumesCounters",
+                        raise invalid(obj, f"spec.devices[{i}].consumesCounters",
                                     f"counter {counter!r} of set {set_key} is not in its pool's sharedCounters")
                 out[key], owner[key] = dev, ident
     return tuple(out[k] for k in sorted(out)), counters
@@ -355,15 +355,15 @@ def _taint_rules(devices: tuple[s.Device, ...], rules: list[Obj]) -> tuple[s.Dev
     device its ``spec.deviceSelector`` selects (driver, pool and device name, each when set;
     an empty selector selects every device, none selects none). Effect None only records."""
     extra: dict[s.DeviceKey, list[s.Taint]] = {}
-    for obj in sorted(rules, key=_ident):
-        selector = _get(obj, "spec.deviceSelector", Mapping)
-        raw = _get(obj, "spec.taint", Mapping)
+    for obj in sorted(rules, key=ident_of):
+        selector = get_field(obj, "spec.deviceSelector", Mapping)
+        raw = get_field(obj, "spec.taint", Mapping)
         if raw is None:
-            raise _fail(obj, "spec.taint", "missing")
+            raise invalid(obj, "spec.taint", "missing")
         (taint,) = _device_taints(obj, "spec.taint", [raw]) or (None,)
         if selector is None or taint is None:
             continue
-        wanted = {f: _get(obj, f"spec.deviceSelector.{f}", str) for f in ("driver", "pool", "device")}
+        wanted = {f: get_field(obj, f"spec.deviceSelector.{f}", str) for f in ("driver", "pool", "device")}
         for dev in devices:
             if all(v is None or v == have for v, have in zip(wanted.values(), (dev.driver, dev.pool, dev.name),
                                                                strict=True)):
@@ -376,12 +376,13 @@ def _taint_rules(devices: tuple[s.Device, ...], rules: list[Obj]) -> tuple[s.Dev
 
 
 def parse_device_class(obj: Obj) -> s.DeviceClass:
-    _, name = _meta(obj, namespaced=False)
-    extended = _get(obj, "spec.extendedResourceName", str) or ""
+    _, name = name_of(obj, namespaced=False)
+    extended = get_field(obj, "spec.extendedResourceName", str) or ""
     if extended and (extended.startswith(("kubernetes.io/", "requests.")) or "/" not in extended):
-        raise _fail(obj, "spec.extendedResourceName", f"{extended!r} is not an extended resource name")
-    return s.DeviceClass(name=name, selectors=_selectors(obj, "spec.selectors", _get(obj, "spec.selectors", list, [])),
-                         extended_resource=extended, created=_get(obj, "metadata.creationTimestamp", str) or "")
+        raise invalid(obj, "spec.extendedResourceName", f"{extended!r} is not an extended resource name")
+    selectors = _selectors(obj, "spec.selectors", get_field(obj, "spec.selectors", list, []))
+    return s.DeviceClass(name=name, selectors=selectors,
+                         extended_resource=extended, created=get_field(obj, "metadata.creationTimestamp", str) or "")
 
 
 # DRAExtendedResource (GA in 1.37): a container's extended resource a DeviceClass serves
@@ -448,32 +449,32 @@ def extended_requests(obj: Obj, resource: str, class_name: str) -> list[s.Reques
 def _selectors(obj: Obj, field: str, raw: Any) -> tuple[str, ...]:
     """CEL selectors, each compiled here so a bad one names its object and field."""
     out = []
-    for i, sel in enumerate(_items(obj, field, raw)):
+    for i, sel in enumerate(list_field(obj, field, raw)):
         spec = sel.get("cel") if isinstance(sel, Mapping) else None
         expr = spec.get("expression") if isinstance(spec, Mapping) else None
         if not isinstance(expr, str) or not expr:
-            raise _fail(obj, f"{field}[{i}].cel.expression", "missing")
+            raise invalid(obj, f"{field}[{i}].cel.expression", "missing")
         try:
             cel.compile_expression(expr)
         except cel.CelError as exc:
-            raise _fail(obj, f"{field}[{i}].cel.expression", f"CEL: {exc.reason}") from None
+            raise invalid(obj, f"{field}[{i}].cel.expression", f"CEL: {exc.reason}") from None
         out.append(expr)
     return tuple(out)
 
 
 def _device_tolerations(obj: Obj, field: str, raw: Any) -> tuple[s.Toleration, ...]:
     out = []
-    for i, t in enumerate(_items(obj, field, raw)):
+    for i, t in enumerate(list_field(obj, field, raw)):
         if not isinstance(t, Mapping):
-            raise _fail(obj, f"{field}[{i}]", "expected a toleration")
+            raise invalid(obj, f"{field}[{i}]", "expected a toleration")
         op = t.get("operator") or "Equal"
         if op not in ("Equal", "Exists"):
-            raise _fail(obj, f"{field}[{i}].operator", f"unknown operator {op!r}")
+            raise invalid(obj, f"{field}[{i}].operator", f"unknown operator {op!r}")
         effect = t.get("effect") or ""
         if effect not in ("", *DRA_TAINT_EFFECTS):
-            raise _fail(obj, f"{field}[{i}].effect", f"unknown effect {effect!r}")
-        out.append(s.Toleration(key=_opt_text(obj, f"{field}[{i}].key", t.get("key")), operator=op,
-                                value=_opt_text(obj, f"{field}[{i}].value", t.get("value")), effect=effect))
+            raise invalid(obj, f"{field}[{i}].effect", f"unknown effect {effect!r}")
+        out.append(s.Toleration(key=opt_text_field(obj, f"{field}[{i}].key", t.get("key")), operator=op,
+                                value=opt_text_field(obj, f"{field}[{i}].value", t.get("value")), effect=effect))
     return tuple(out)
 
 
@@ -483,30 +484,30 @@ def sub_request(obj: Obj, field: str, raw: Any, name: str,
     ``firstAvailable``, which has no adminAccess) at ``field``; ``classes`` None: its
     DeviceClass is checked later, against the snapshot's."""
     if not isinstance(raw, Mapping):
-        raise _fail(obj, field, "expected a device request")
+        raise invalid(obj, field, "expected a device request")
     class_name = raw.get("deviceClassName")
     if not isinstance(class_name, str) or not class_name:
-        raise _fail(obj, f"{field}.deviceClassName", "missing")
+        raise invalid(obj, f"{field}.deviceClassName", "missing")
     if classes is not None and class_name not in classes:
-        raise _fail(obj, f"{field}.deviceClassName", f"DeviceClass {class_name!r} not found")
+        raise invalid(obj, f"{field}.deviceClassName", f"DeviceClass {class_name!r} not found")
     mode = raw.get("allocationMode") or "ExactCount"
     if mode not in ("ExactCount", "All"):
-        raise _fail(obj, f"{field}.allocationMode", f"unknown allocation mode {mode!r}")
+        raise invalid(obj, f"{field}.allocationMode", f"unknown allocation mode {mode!r}")
     count = raw.get("count")
     if count is None:
         count = 1
-    _positive_int32(obj, f"{field}.count", count)
+    positive_int32(obj, f"{field}.count", count)
     capacity: dict[str, int] = {}
     requested = raw.get("capacity")
     if requested is not None:
         asked = requested.get("requests") if isinstance(requested, Mapping) else None
         if not isinstance(asked, Mapping):
-            raise _fail(obj, f"{field}.capacity.requests", "expected a map of quantities")
+            raise invalid(obj, f"{field}.capacity.requests", "expected a map of quantities")
         for key, amount in asked.items():
             capacity[str(key)] = _milli(obj, f"{field}.capacity.requests[{key}]", amount)
     admin = raw.get("adminAccess")
     if admin is not None and (not exact or not isinstance(admin, bool)):
-        raise _fail(obj, f"{field}.adminAccess", "expected true or false" if exact else
+        raise invalid(obj, f"{field}.adminAccess", "expected true or false" if exact else
                     "a firstAvailable entry has no adminAccess (only exactly does)")
     return s.SubRequest(
         name=name, device_class=class_name,
@@ -524,7 +525,7 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 def _label(obj: Obj, field: str, name: str) -> str:
     if len(name) > 63 or not _DNS_LABEL.fullmatch(name):
-        raise _fail(obj, field, f"{name!r} is not a DNS label (lower case alphanumerics and '-', at most 63)")
+        raise invalid(obj, field, f"{name!r} is not a DNS label (lower case alphanumerics and '-', at most 63)")
     return name
 
 
@@ -532,10 +533,10 @@ def _new_name(obj: Obj, field: str, entry: object, seen: set[str], what: str) ->
     """``entry.name``: present, a DNS label, and not among ``seen`` (then added)."""
     name = entry.get("name") if isinstance(entry, Mapping) else None
     if not isinstance(name, str) or not name:
-        raise _fail(obj, f"{field}.name", "missing")
+        raise invalid(obj, f"{field}.name", "missing")
     _label(obj, f"{field}.name", name)
     if name in seen:
-        raise _fail(obj, f"{field}.name", f"duplicate {what} {name!r}")
+        raise invalid(obj, f"{field}.name", f"duplicate {what} {name!r}")
     seen.add(name)
     return name
 
@@ -545,47 +546,47 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
     field = f"{prefix}.devices"
     requests: list[s.Request] = []
     names: set[str] = set()  # requests and "request/sub"
-    for i, r in enumerate(_get(obj, f"{field}.requests", list, [])):
+    for i, r in enumerate(get_field(obj, f"{field}.requests", list, [])):
         rf = f"{field}.requests[{i}]"
         name = _new_name(obj, rf, r, names, "request name")
         exactly, first = r.get("exactly"), r.get("firstAvailable")
         if (exactly is None) == (first is None):
-            raise _fail(obj, rf, "exactly one of exactly and firstAvailable must be set")
+            raise invalid(obj, rf, "exactly one of exactly and firstAvailable must be set")
         if exactly is not None:
             alternatives = [sub_request(obj, f"{rf}.exactly", exactly, name, classes)]
         else:
             if not isinstance(first, list) or not first:
-                raise _fail(obj, f"{rf}.firstAvailable", "must be a non-empty list")
+                raise invalid(obj, f"{rf}.firstAvailable", "must be a non-empty list")
             alternatives = []
             for j, sub in enumerate(first):
                 sf = f"{rf}.firstAvailable[{j}]"
                 sub_name = sub.get("name") if isinstance(sub, Mapping) else None
                 if not isinstance(sub_name, str) or not sub_name:
-                    raise _fail(obj, f"{sf}.name", "missing")
+                    raise invalid(obj, f"{sf}.name", "missing")
                 _label(obj, f"{sf}.name", sub_name)
                 if f"{name}/{sub_name}" in names:
-                    raise _fail(obj, f"{sf}.name", f"duplicate subrequest name {sub_name!r}")
+                    raise invalid(obj, f"{sf}.name", f"duplicate subrequest name {sub_name!r}")
                 names.add(f"{name}/{sub_name}")
                 alternatives.append(sub_request(obj, sf, sub, f"{name}/{sub_name}", classes, exact=False))
         requests.append(s.Request(name=name, alternatives=tuple(alternatives)))
     constraints = []
-    for i, c in enumerate(_get(obj, f"{field}.constraints", list, [])):
+    for i, c in enumerate(get_field(obj, f"{field}.constraints", list, [])):
         cf = f"{field}.constraints[{i}]"
         if not isinstance(c, Mapping):
-            raise _fail(obj, cf, "expected a constraint")
+            raise invalid(obj, cf, "expected a constraint")
         refs = c.get("requests") or []
         if not isinstance(refs, list):
-            raise _fail(obj, f"{cf}.requests", "expected a list")
+            raise invalid(obj, f"{cf}.requests", "expected a list")
         for j, ref in enumerate(refs):
             if ref not in names:
-                raise _fail(obj, f"{cf}.requests[{j}]", f"no request or subrequest named {ref!r}")
+                raise invalid(obj, f"{cf}.requests[{j}]", f"no request or subrequest named {ref!r}")
         set_ = [k for k in ("matchAttribute", "distinctAttribute") if c.get(k) is not None]
         if len(set_) != 1:
-            raise _fail(obj, cf, "exactly one of matchAttribute and distinctAttribute must be set")
+            raise invalid(obj, cf, "exactly one of matchAttribute and distinctAttribute must be set")
         attr = c[set_[0]]
         domain, _, ident = attr.partition("/") if isinstance(attr, str) else ("", "", "")
         if not domain or not ident:
-            raise _fail(obj, f"{cf}.{set_[0]}",
+            raise invalid(obj, f"{cf}.{set_[0]}",
                         f"a fully qualified name must be a domain and a name separated by a slash, got {attr!r}")
         constraints.append(s.Constraint(
             requests=tuple(refs),
@@ -596,29 +597,29 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
 
 
 def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Claim:
-    ns, name = _meta(obj, namespaced=True)
+    ns, name = name_of(obj, namespaced=True)
     spec = _claim_spec(obj, "spec", classes)
     allocation: tuple[s.AllocationResult, ...] | None = None
     nodes: tuple[s.NodeSelectorTerm, ...] = ()
-    raw = _get(obj, "status.allocation", Mapping)
+    raw = get_field(obj, "status.allocation", Mapping)
     if raw is not None:
         results = []
-        for i, r in enumerate(_get(obj, "status.allocation.devices.results", list, [])):
+        for i, r in enumerate(get_field(obj, "status.allocation.devices.results", list, [])):
             rf = f"status.allocation.devices.results[{i}]"
             if not isinstance(r, Mapping):
-                raise _fail(obj, rf, "expected an allocation result")
+                raise invalid(obj, rf, "expected an allocation result")
             for key in ("request", "driver", "pool", "device"):
                 if not isinstance(r.get(key), str) or not r[key]:
-                    raise _fail(obj, f"{rf}.{key}", "missing")
+                    raise invalid(obj, f"{rf}.{key}", "missing")
             share = r.get("shareID")
             if share is not None and (not isinstance(share, str) or not share):
-                raise _fail(obj, f"{rf}.shareID", "expected a non-empty string")
+                raise invalid(obj, f"{rf}.shareID", "expected a non-empty string")
             used = r.get("consumedCapacity")
             if used is not None and not isinstance(used, Mapping):
-                raise _fail(obj, f"{rf}.consumedCapacity", "expected a map of quantities")
+                raise invalid(obj, f"{rf}.consumedCapacity", "expected a map of quantities")
             admin = r.get("adminAccess")
             if admin is not None and not isinstance(admin, bool):
-                raise _fail(obj, f"{rf}.adminAccess", "expected true or false")
+                raise invalid(obj, f"{rf}.adminAccess", "expected true or false")
             results.append(s.AllocationResult(
                 request=r["request"], device=s.DeviceKey(f"{r['driver']}/{r['pool']}/{r['device']}"),
                 share_id=share, consumed=tuple(sorted(
@@ -628,12 +629,12 @@ def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Cl
         if raw.get("nodeSelector") is not None:
             nodes = _node_selector(obj, "status.allocation.nodeSelector", raw["nodeSelector"])
     pods, groups, other = [], [], []
-    for i, ref in enumerate(_get(obj, "status.reservedFor", list, [])):
+    for i, ref in enumerate(get_field(obj, "status.reservedFor", list, [])):
         rf = f"status.reservedFor[{i}]"
         if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str) or not ref["name"]:
-            raise _fail(obj, f"{rf}.name", "missing")
-        resource = _opt_text(obj, f"{rf}.resource", ref.get("resource"))
-        group = _opt_text(obj, f"{rf}.apiGroup", ref.get("apiGroup"))
+            raise invalid(obj, f"{rf}.name", "missing")
+        resource = opt_text_field(obj, f"{rf}.resource", ref.get("resource"))
+        group = opt_text_field(obj, f"{rf}.apiGroup", ref.get("apiGroup"))
         if resource == "pods" and not group:
             pods.append(f"{ns}/{ref['name']}")
         elif resource == "podgroups":
@@ -651,12 +652,12 @@ def _claim_refs(obj: Obj, field: str) -> list[tuple[int, str, str, str]]:
     """(index, entry name, "claim" | "template", target) of spec.resourceClaims (pod or PodGroup)."""
     out = []
     names: set[str] = set()
-    for i, e in enumerate(_get(obj, field, list, [])):
+    for i, e in enumerate(get_field(obj, field, list, [])):
         ef = f"{field}[{i}]"
         name = _new_name(obj, ef, e, names, "claim entry")
         claim, template = e.get("resourceClaimName"), e.get("resourceClaimTemplateName")
         if (claim is None) == (template is None) or not isinstance(claim or template, str) or not (claim or template):
-            raise _fail(obj, ef, "exactly one of resourceClaimName and resourceClaimTemplateName must be set")
+            raise invalid(obj, ef, "exactly one of resourceClaimName and resourceClaimTemplateName must be set")
         out.append((i, name, "claim" if claim is not None else "template", claim or template))
     return out
 
@@ -664,17 +665,17 @@ def _claim_refs(obj: Obj, field: str) -> list[tuple[int, str, str, str]]:
 def _claim_statuses(obj: Obj) -> dict[str, tuple[int, str | None]]:
     """status.resourceClaimStatuses: entry name -> (index, generated claim name or None)."""
     out: dict[str, tuple[int, str | None]] = {}
-    for j, st in enumerate(_get(obj, "status.resourceClaimStatuses", list, [])):
+    for j, st in enumerate(get_field(obj, "status.resourceClaimStatuses", list, [])):
         if not isinstance(st, Mapping) or not isinstance(st.get("name"), str):
-            raise _fail(obj, f"status.resourceClaimStatuses[{j}].name", "missing")
+            raise invalid(obj, f"status.resourceClaimStatuses[{j}].name", "missing")
         claim = st.get("resourceClaimName")
         if claim is not None and not isinstance(claim, str):
-            raise _fail(obj, f"status.resourceClaimStatuses[{j}].resourceClaimName", "expected str")
+            raise invalid(obj, f"status.resourceClaimStatuses[{j}].resourceClaimName", "expected str")
         out[st["name"]] = (j, claim or None)
     return out
 
 
-class _DraBuilder:
+class DraBuilder:
     """Resolves the claim references of pods and PodGroups into DraState.claims / pod_claims."""
 
     def __init__(self, by_kind: Mapping[str, list[Obj]]) -> None:
@@ -687,11 +688,11 @@ class _DraBuilder:
         for obj in by_kind["ResourceClaim"]:
             claim = parse_resource_claim(obj, self.classes)
             self.claims[claim.key] = claim
-            if _get(obj, "metadata.deletionTimestamp", str):
+            if get_field(obj, "metadata.deletionTimestamp", str):
                 self.deleting.add(claim.key)
         self.templates: dict[str, s.ClaimSpec] = {}
         for obj in by_kind["ResourceClaimTemplate"]:
-            ns, name = _meta(obj, namespaced=True)
+            ns, name = name_of(obj, namespaced=True)
             self.templates[f"{ns}/{name}"] = _claim_spec(obj, "spec.spec", self.classes)
         self.pod_claims: dict[str, tuple[s.PodClaim, ...]] = {}
         self.extended_classes = extended_resource_classes(self.classes.values())
@@ -702,7 +703,7 @@ class _DraBuilder:
             self._group(obj)
 
     def _group(self, obj: Obj) -> None:
-        ns, name = _meta(obj, namespaced=True)
+        ns, name = name_of(obj, namespaced=True)
         key = f"{ns}/{name}"
         statuses = _claim_statuses(obj)
         refs: dict[str, tuple[str, str, s.ClaimKey | None]] = {}
@@ -726,13 +727,13 @@ class _DraBuilder:
     def _existing(self, obj: Obj, field: str, ns: str, name: str) -> s.ClaimKey:
         key = s.ClaimKey(f"{ns}/{name}")
         if key not in self.claims:
-            raise _fail(obj, field, f"ResourceClaim {key} not found")
+            raise invalid(obj, field, f"ResourceClaim {key} not found")
         return key
 
     def _template(self, obj: Obj, field: str, ns: str, name: str) -> s.ClaimSpec:
         spec = self.templates.get(f"{ns}/{name}")
         if spec is None:
-            raise _fail(obj, field, f"ResourceClaimTemplate {ns}/{name} not found")
+            raise invalid(obj, field, f"ResourceClaimTemplate {ns}/{name} not found")
         return spec
 
     def _synthesize(self, ns: str, owner: str, entry: str, template: str) -> s.ClaimKey:
@@ -794,7 +795,7 @@ class _DraBuilder:
             if generated is not None and (pod.node is not None or f"{ns}/{generated}" in self.claims):
                 key = self._existing(obj, f"status.resourceClaimStatuses[{j}].resourceClaimName", ns, generated)
             elif pod.node is not None:
-                raise _fail(obj, "status.resourceClaimStatuses",
+                raise invalid(obj, "status.resourceClaimStatuses",
                             f"a running pod needs the name of the claim generated for {field} ({entry!r})")
             else:
                 self._template(obj, field, ns, target)
@@ -821,10 +822,10 @@ class _DraBuilder:
             return pod
         ns, name = pod.namespace, pod.name
         if pod.node is not None:
-            status = _get(obj, "status.extendedResourceClaimStatus", Mapping)
+            status = get_field(obj, "status.extendedResourceClaimStatus", Mapping)
             claim = status.get("resourceClaimName") if status else None
             if not isinstance(claim, str) or not claim:
-                self.warnings.append(f"{_ident(obj)}: status.extendedResourceClaimStatus: a running pod asks for "
+                self.warnings.append(f"{ident_of(obj)}: status.extendedResourceClaimStatus: a running pod asks for "
                                      f"{sorted(served)}, served by DRA, but names no claim: its devices are not "
                                      "known and count as free")
             else:

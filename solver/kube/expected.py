@@ -20,10 +20,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from solver.core import snapshot as s
+from solver.filters import consumable
 from solver.kube.dra import sub_request
-from solver.kube.objects import Obj, _fail, quantity
-from solver.model import consumable
-from solver.model import snapshot as s
+from solver.kube.objects import Obj, invalid, quantity
 
 KIND = "ExpectedPod"
 FIELDS = {"name", "weight", "requests", "device"}
@@ -39,7 +39,7 @@ def expected_pods(docs: Sequence[Any], source: str = "expected pods") -> tuple[s
         if doc is None:
             continue
         if not isinstance(doc, list):
-            raise _fail({"kind": KIND}, source, "expected a list of expected pods (or {expectedPods: [...]})")
+            raise invalid({"kind": KIND}, source, "expected a list of expected pods (or {expectedPods: [...]})")
         entries.extend(doc)
     return tuple(_entry(i, raw) for i, raw in enumerate(entries))
 
@@ -49,17 +49,17 @@ def _entry(i: int, raw: Any) -> s.ExpectedPod:
     name = given if isinstance(given, str) and given else f"expected[{i}]"
     obj: Obj = {"kind": KIND, "metadata": {"name": name}}
     if not isinstance(raw, Mapping):
-        raise _fail(obj, "", "expected a map with weight, requests and device")
+        raise invalid(obj, "", "expected a map with weight, requests and device")
     for key in raw:
         if key not in FIELDS:
-            raise _fail(obj, str(key)[:64], f"unknown field (known: {', '.join(sorted(FIELDS))})")
+            raise invalid(obj, str(key)[:64], f"unknown field (known: {', '.join(sorted(FIELDS))})")
     weight = raw.get("weight")
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) \
             or not 0 < weight <= 1e9:
-        raise _fail(obj, "weight", f"must be a number above 0 and at most 1e9, got {str(weight)[:40]!r}")
+        raise invalid(obj, "weight", f"must be a number above 0 and at most 1e9, got {str(weight)[:40]!r}")
     requests = raw.get("requests") or {}
     if not isinstance(requests, Mapping):
-        raise _fail(obj, "requests", "expected a map of quantities")
+        raise invalid(obj, "requests", "expected a map of quantities")
     amounts = tuple(sorted((str(r), quantity(obj, f"requests[{r}]", str(r), q)) for r, q in requests.items()))
     device = raw.get("device")
     return s.ExpectedPod(name=name, weight=float(weight), requests=tuple((r, a) for r, a in amounts if a > 0),
@@ -68,12 +68,12 @@ def _entry(i: int, raw: Any) -> s.ExpectedPod:
 
 def _device(obj: Obj, raw: Any) -> s.SubRequest:
     if not isinstance(raw, Mapping):
-        raise _fail(obj, "device", "expected a device request")
+        raise invalid(obj, "device", "expected a device request")
     for key in raw:
         if key not in DEVICE_FIELDS:
-            raise _fail(obj, f"device.{str(key)[:64]}", f"unknown field (known: {', '.join(sorted(DEVICE_FIELDS))})")
+            raise invalid(obj, f"device.{str(key)[:64]}", f"unknown field (known: {', '.join(sorted(DEVICE_FIELDS))})")
     if (raw.get("allocationMode") or "ExactCount") != "ExactCount":
-        raise _fail(obj, "device.allocationMode", "only ExactCount is modelled for an expected pod")
+        raise invalid(obj, "device.allocationMode", "only ExactCount is modelled for an expected pod")
     return sub_request(obj, "device", raw, "device", None)
 
 

@@ -4,41 +4,41 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from solver.kube.objects import MAX_DEPTH, Obj, _fail, _get, _label_selector, _meta, workload_value
-from solver.kube.pods import _positive_int32, _Priorities
-from solver.model import snapshot as s
+from solver.core import snapshot as s
+from solver.kube.objects import MAX_DEPTH, Obj, get_field, invalid, label_selector, name_of, workload_value
+from solver.kube.pods import Priorities, positive_int32
 
 # ---- groups ----------------------------------------------------------------------
 
 
-def parse_group(obj: Obj, priorities: _Priorities) -> tuple[s.Group, int | None]:
+def parse_group(obj: Obj, priorities: Priorities) -> tuple[s.Group, int | None]:
     """A PodGroup or CompositePodGroup, and its own priority (None: inherit the parent's)."""
-    ns, name = _meta(obj, namespaced=True)
+    ns, name = name_of(obj, namespaced=True)
     kind = obj["kind"]
-    policy = _get(obj, "spec.schedulingPolicy", Mapping)
+    policy = get_field(obj, "spec.schedulingPolicy", Mapping)
     if policy is None:
-        raise _fail(obj, "spec.schedulingPolicy", "missing")
+        raise invalid(obj, "spec.schedulingPolicy", "missing")
     has_gang, has_basic = policy.get("gang") is not None, policy.get("basic") is not None
     if has_gang == has_basic:
-        raise _fail(obj, "spec.schedulingPolicy", "exactly one of basic and gang must be set")
+        raise invalid(obj, "spec.schedulingPolicy", "exactly one of basic and gang must be set")
     min_count = None
     if has_gang:
         field = "minCount" if kind == "PodGroup" else "minGroupCount"
-        min_count = _positive_int32(obj, f"spec.schedulingPolicy.gang.{field}",
-                                    _get(obj, f"spec.schedulingPolicy.gang.{field}", int))
-    topology = _get(obj, "spec.schedulingConstraints.topology", list, [])
+        min_count = positive_int32(obj, f"spec.schedulingPolicy.gang.{field}",
+                                    get_field(obj, f"spec.schedulingPolicy.gang.{field}", int))
+    topology = get_field(obj, "spec.schedulingConstraints.topology", list, [])
     if len(topology) > 1:
-        raise _fail(obj, "spec.schedulingConstraints.topology", "at most one topology constraint per group")
+        raise invalid(obj, "spec.schedulingConstraints.topology", "at most one topology constraint per group")
     topology_key = None
     if topology:
         topology_key = topology[0].get("key") if isinstance(topology[0], Mapping) else None
         if not isinstance(topology_key, str) or not topology_key:
-            raise _fail(obj, "spec.schedulingConstraints.topology[0].key", "missing")
-    mode = _get(obj, "spec.disruptionMode", Mapping, {})
+            raise invalid(obj, "spec.schedulingConstraints.topology[0].key", "missing")
+    mode = get_field(obj, "spec.disruptionMode", Mapping, {})
     if mode.get("all") is not None and mode.get("single") is not None:
-        raise _fail(obj, "spec.disruptionMode", "at most one of all and single")
+        raise invalid(obj, "spec.disruptionMode", "at most one of all and single")
     prio, preemption = priorities.resolve(obj, "spec")
-    parent = _get(obj, "spec.parentCompositePodGroupName", str)
+    parent = get_field(obj, "spec.parentCompositePodGroupName", str)
     value = workload_value(obj, f"the group is under CompositePodGroup {parent}: a workload's value is read on "
                                 "its root" if parent else "")
     group = s.Group(
@@ -55,7 +55,7 @@ def parse_group(obj: Obj, priorities: _Priorities) -> tuple[s.Group, int | None]
     return group, prio
 
 
-def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
+def resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
                   ) -> tuple[tuple[s.Group, ...], dict[s.GroupKey, str]]:
     """Validate parents, cycles and depth; a group without a priority inherits its parent's.
 
@@ -72,7 +72,7 @@ def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
             incomplete[group.key] = (f"CompositePodGroup {group.parent} not found: waiting for the "
                                      f"parent of PodGroup {group.key} to appear")
         elif parent[0].kind != "CompositePodGroup":
-            raise _fail(obj, "spec.parentCompositePodGroupName",
+            raise invalid(obj, "spec.parentCompositePodGroupName",
                         f"{group.parent} is a PodGroup, not a CompositePodGroup")
     resolved: dict[s.GroupKey, s.Group] = {}
     for key in sorted(groups):
@@ -81,7 +81,7 @@ def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
         chain = [key]
         while (up := groups[chain[-1]][0].parent) is not None:
             if up in chain:
-                raise _fail(groups[key][2], "spec.parentCompositePodGroupName",
+                raise invalid(groups[key][2], "spec.parentCompositePodGroupName",
                             f"cycle of parents: {' -> '.join([*chain, up])}")
             chain.append(up)
             if up in incomplete:
@@ -90,7 +90,7 @@ def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
             incomplete[key] = incomplete[chain[-1]]
             continue
         if len(chain) > MAX_DEPTH:
-            raise _fail(groups[key][2], "spec.parentCompositePodGroupName",
+            raise invalid(groups[key][2], "spec.parentCompositePodGroupName",
                         f"workload tree deeper than {MAX_DEPTH}: {' -> '.join(chain)}")
         priority = next((p for g in chain if (p := groups[g][1]) is not None), 0)
         group = groups[key][0]
@@ -107,24 +107,24 @@ def _resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
 
 def parse_pdb(obj: Obj) -> s.PodDisruptionBudget | None:
     """None for a budget without a selector: policy/v1 says it selects no pods."""
-    ns, name = _meta(obj, namespaced=True)
-    raw = _get(obj, "spec.selector", Mapping)
+    ns, name = name_of(obj, namespaced=True)
+    raw = get_field(obj, "spec.selector", Mapping)
     if raw is None:
         return None
-    allowed = _get(obj, "status.disruptionsAllowed", int, 0)
-    policy = _get(obj, "spec.unhealthyPodEvictionPolicy", str) or "IfHealthyBudget"
+    allowed = get_field(obj, "status.disruptionsAllowed", int, 0)
+    policy = get_field(obj, "spec.unhealthyPodEvictionPolicy", str) or "IfHealthyBudget"
     if policy not in UNHEALTHY_POLICIES:
-        raise _fail(obj, "spec.unhealthyPodEvictionPolicy",
+        raise invalid(obj, "spec.unhealthyPodEvictionPolicy",
                     f"must be one of {', '.join(UNHEALTHY_POLICIES)}, got {policy!r}")
     return s.PodDisruptionBudget(
         key=s.PdbKey(f"{ns}/{name}"), namespace=ns,
-        selector=_label_selector(obj, "spec.selector", raw),
+        selector=label_selector(obj, "spec.selector", raw),
         disruptions_allowed=allowed,
-        generation=_get(obj, "metadata.generation", int, 0),
-        observed_generation=_get(obj, "status.observedGeneration", int, 0),
+        generation=get_field(obj, "metadata.generation", int, 0),
+        observed_generation=get_field(obj, "status.observedGeneration", int, 0),
         unhealthy_policy=policy,
-        current_healthy=_get(obj, "status.currentHealthy", int, 0),
-        desired_healthy=_get(obj, "status.desiredHealthy", int, 0),
+        current_healthy=get_field(obj, "status.currentHealthy", int, 0),
+        desired_healthy=get_field(obj, "status.desiredHealthy", int, 0),
     )
 
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from decimal import Context
 from typing import Any
 
-from solver.model import snapshot as s
-from solver.model.errors import SnapshotInvalidError
-from solver.model.quantity import parse_quantity
+from solver.core import snapshot as s
+from solver.core.errors import SnapshotInvalidError
+from solver.core.quantity import parse_quantity
 
 COST_ANNOTATION = "gangplace.io/preemption-cost"
 # a workload's worth in the first tier (docs/design.md, "Objective"): on a standalone pod or a
@@ -39,7 +39,7 @@ MAX_VALUE = 10**6  # gangplace.io/value: with 10^4 workloads a priority's sum st
 INT32_MAX = 2**31 - 1
 
 
-def _ident(obj: Obj) -> str:
+def ident_of(obj: Obj) -> str:
     if type(obj) is dict and type(meta := obj.get("metadata")) is dict:  # the common case, cheaply
         kind, ns, name = obj.get("kind", "?"), meta.get("namespace") or "", meta.get("name", "?")
         if type(kind) is str and type(ns) is str and type(name) is str and (kind + ns + name).isascii():
@@ -64,23 +64,23 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _text(obj: Obj, field: str, raw: Any) -> str:
+def text_field(obj: Obj, field: str, raw: Any) -> str:
     """A string field: a str that UTF-8 can carry."""
     if type(raw) is str and raw.isascii():
         return raw
     if not isinstance(raw, str):
-        raise _fail(obj, field, f"expected a string, got {type(raw).__name__}")
+        raise invalid(obj, field, f"expected a string, got {type(raw).__name__}")
     if not _encodable(raw):
-        raise _fail(obj, field, "not valid Unicode (a lone surrogate)")
+        raise invalid(obj, field, "not valid Unicode (a lone surrogate)")
     return raw
 
 
-def _opt_text(obj: Obj, field: str, raw: Any) -> str:
+def opt_text_field(obj: Obj, field: str, raw: Any) -> str:
     """An optional string field: absent or null is ""; anything else must be a string."""
-    return "" if raw is None else _text(obj, field, raw)
+    return "" if raw is None else text_field(obj, field, raw)
 
 
-def _string_map(obj: Obj, field: str, raw: Any) -> dict[str, str]:
+def string_map_field(obj: Obj, field: str, raw: Any) -> dict[str, str]:
     """A map of strings to strings (labels, nodeSelector, matchLabels); absent is empty."""
     if raw is None:
         return {}
@@ -88,42 +88,42 @@ def _string_map(obj: Obj, field: str, raw: Any) -> dict[str, str]:
                                  for k, v in raw.items()):
         return dict(raw)
     if not isinstance(raw, Mapping):
-        raise _fail(obj, field, f"expected a map of strings, got {type(raw).__name__}")
+        raise invalid(obj, field, f"expected a map of strings, got {type(raw).__name__}")
     out = {}
     for k, v in raw.items():
-        out[_text(obj, f"{field}", k)] = _text(obj, f"{field}[{k}]", v)
+        out[text_field(obj, f"{field}", k)] = text_field(obj, f"{field}[{k}]", v)
     return out
 
 
-def _entry_map(obj: Obj, field: str, raw: Any, what: str) -> Mapping[str, Any]:
+def entry_map(obj: Obj, field: str, raw: Any, what: str) -> Mapping[str, Any]:
     """An entry of a list that must be an object."""
     if not isinstance(raw, Mapping):
-        raise _fail(obj, field, f"expected {what}, got {type(raw).__name__}")
+        raise invalid(obj, field, f"expected {what}, got {type(raw).__name__}")
     return raw
 
 
-def _fail(obj: Obj, field: str, reason: str) -> SnapshotInvalidError:
-    return SnapshotInvalidError(_ident(obj), field, reason)
+def invalid(obj: Obj, field: str, reason: str) -> SnapshotInvalidError:
+    return SnapshotInvalidError(ident_of(obj), field, reason)
 
 
 _PATHS: dict[str, tuple[str, ...]] = {}
 
 
-def _get(obj: Obj, path: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+def get_field(obj: Obj, path: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
     parts = _PATHS.get(path)
     if parts is None:
         parts = _PATHS[path] = tuple(path.split("."))
     cur: Any = obj
     for part in parts:
         if type(cur) is not dict and not isinstance(cur, Mapping):
-            raise _fail(obj, path, "expected an object")
+            raise invalid(obj, path, "expected an object")
         cur = cur.get(part)
         if cur is None:
             return default
     if type(cur) is kind or (kind is Mapping and type(cur) is dict):  # the common cases, cheaply
         return cur
     if not isinstance(cur, kind) or (kind is int and isinstance(cur, bool)):
-        raise _fail(obj, path, f"expected {getattr(kind, '__name__', kind)}, got {type(cur).__name__}")
+        raise invalid(obj, path, f"expected {getattr(kind, '__name__', kind)}, got {type(cur).__name__}")
     return cur
 
 
@@ -131,14 +131,14 @@ def workload_value(obj: Obj, below: str = "") -> int | None:
     """``gangplace.io/value`` on a pod or group: a decimal integer from 0 to ``MAX_VALUE``, or
     None when absent. ``below``: why the object is not a workload's root (then a value on it
     is refused with that reason), "" for a root."""
-    raw = _get(obj, "metadata.annotations", Mapping, {})
+    raw = get_field(obj, "metadata.annotations", Mapping, {})
     if VALUE_ANNOTATION not in raw:
         return None
     field, text = f"metadata.annotations[{VALUE_ANNOTATION}]", raw[VALUE_ANNOTATION]
     if not isinstance(text, str) or not text.isascii() or not text.isdigit() or int(text) > MAX_VALUE:
-        raise _fail(obj, field, f"must be an integer from 0 to {MAX_VALUE}, got {text!r}")
+        raise invalid(obj, field, f"must be an integer from 0 to {MAX_VALUE}, got {text!r}")
     if below:
-        raise _fail(obj, field, below)
+        raise invalid(obj, field, below)
     return int(text)
 
 
@@ -154,13 +154,14 @@ def quantity(obj: Obj, field: str, resource: str, raw: Any) -> int:
     try:
         value = parse_quantity(raw)
     except ValueError as exc:
-        raise _fail(obj, field, f"unparsable quantity {raw!r}") from exc
+        raise invalid(obj, field, f"unparsable quantity {raw!r}") from exc
     if value < 0:
-        raise _fail(obj, field, f"negative quantity {raw!r}")
+        raise invalid(obj, field, f"negative quantity {raw!r}")
     if resource == "cpu":
         value = value.scaleb(3, Context(prec=200))
     if value > MAX_QUANTITY:
-        raise _fail(obj, field, f"quantity {raw!r} is beyond {MAX_QUANTITY} base units (the most gangplace plans with)")
+        raise invalid(obj, field,
+                      f"quantity {raw!r} is beyond {MAX_QUANTITY} base units (the most gangplace plans with)")
     units = math.ceil(value)
     if type(raw) is str and len(_BASE_UNITS) < 65536:
         _BASE_UNITS[raw, resource == "cpu"] = units
@@ -171,30 +172,30 @@ def quantity(obj: Obj, field: str, resource: str, raw: Any) -> int:
 _BASE_UNITS: dict[tuple[str, bool], int] = {}
 
 
-def _strings(obj: Obj, field: str) -> list[str]:
+def string_list(obj: Obj, field: str) -> list[str]:
     """An optional list of strings at ``field``."""
     out: list[str] = []
-    for i, v in enumerate(_get(obj, field, list, [])):
+    for i, v in enumerate(get_field(obj, field, list, [])):
         if not isinstance(v, str):
-            raise _fail(obj, f"{field}[{i}]", f"expected a string, got {type(v).__name__}")
+            raise invalid(obj, f"{field}[{i}]", f"expected a string, got {type(v).__name__}")
         out.append(v)
     return out
 
 
-def _resources(obj: Obj, field: str, raw: Any) -> dict[str, int]:
+def resource_list(obj: Obj, field: str, raw: Any) -> dict[str, int]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise _fail(obj, field, "expected a map of resource quantities")
-    return {_text(obj, field, name): quantity(obj, f"{field}.{name}", name, q) for name, q in raw.items()}
+        raise invalid(obj, field, "expected a map of resource quantities")
+    return {text_field(obj, field, name): quantity(obj, f"{field}.{name}", name, q) for name, q in raw.items()}
 
 
-def _meta(obj: Obj, namespaced: bool) -> tuple[str, str]:
-    name = _get(obj, "metadata.name", str)
+def name_of(obj: Obj, namespaced: bool) -> tuple[str, str]:
+    name = get_field(obj, "metadata.name", str)
     if not name:
-        raise _fail(obj, "metadata.name", "missing")
-    _text(obj, "metadata.name", name)
-    ns = _text(obj, "metadata.namespace", _get(obj, "metadata.namespace", str, "")) if namespaced else ""
+        raise invalid(obj, "metadata.name", "missing")
+    text_field(obj, "metadata.name", name)
+    ns = text_field(obj, "metadata.namespace", get_field(obj, "metadata.namespace", str, "")) if namespaced else ""
     if namespaced and not ns:
         ns = "default"
     return ns, name
@@ -203,37 +204,37 @@ def _meta(obj: Obj, namespaced: bool) -> tuple[str, str]:
 # ---- selectors -------------------------------------------------------------------
 
 
-def _items(obj: Obj, field: str, raw: Any) -> list[Any]:
+def list_field(obj: Obj, field: str, raw: Any) -> list[Any]:
     """An optional list field: [] when absent."""
     if raw is None:
         return []
     if not isinstance(raw, list):
-        raise _fail(obj, field, "expected a list")
+        raise invalid(obj, field, "expected a list")
     return raw
 
 
-def _requirements(obj: Obj, field: str, raw: Any) -> tuple[s.SelectorRequirement, ...]:
+def requirements(obj: Obj, field: str, raw: Any) -> tuple[s.SelectorRequirement, ...]:
     out = []
-    for i, req in enumerate(_items(obj, field, raw)):
+    for i, req in enumerate(list_field(obj, field, raw)):
         op = req.get("operator") if isinstance(req, Mapping) else None
         if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-            raise _fail(obj, f"{field}[{i}].operator", f"unknown operator {op!r}")
+            raise invalid(obj, f"{field}[{i}].operator", f"unknown operator {op!r}")
         key = req.get("key")
         if not isinstance(key, str):
-            raise _fail(obj, f"{field}[{i}].key", "missing")
-        values = _items(obj, f"{field}[{i}].values", req.get("values"))
+            raise invalid(obj, f"{field}[{i}].key", "missing")
+        values = list_field(obj, f"{field}[{i}].values", req.get("values"))
         out.append(s.SelectorRequirement(key=key, operator=op, values=tuple(
-            _text(obj, f"{field}[{i}].values[{j}]", v) for j, v in enumerate(values))))
+            text_field(obj, f"{field}[{i}].values[{j}]", v) for j, v in enumerate(values))))
     return tuple(out)
 
 
-def _label_selector(obj: Obj, field: str, raw: Any) -> s.LabelSelector:
+def label_selector(obj: Obj, field: str, raw: Any) -> s.LabelSelector:
     if not isinstance(raw, Mapping):
-        raise _fail(obj, field, "expected a label selector")
+        raise invalid(obj, field, "expected a label selector")
     labels = raw.get("matchLabels") or {}
     if not isinstance(labels, Mapping):
-        raise _fail(obj, f"{field}.matchLabels", "expected a map")
+        raise invalid(obj, f"{field}.matchLabels", "expected a map")
     return s.LabelSelector(
         match_labels={str(k): str(v) for k, v in labels.items()},
-        match_expressions=_requirements(obj, f"{field}.matchExpressions", raw.get("matchExpressions")),
+        match_expressions=requirements(obj, f"{field}.matchExpressions", raw.get("matchExpressions")),
     )

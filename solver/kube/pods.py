@@ -6,49 +6,49 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from solver.core import snapshot as s
 from solver.kube.objects import (
     COST_ANNOTATION,
     INT32_MAX,
     MAX_COST,
     Obj,
-    _entry_map,
-    _fail,
-    _get,
-    _ident,
-    _items,
-    _label_selector,
-    _meta,
-    _opt_text,
-    _requirements,
-    _resources,
-    _string_map,
-    _strings,
-    _text,
+    entry_map,
+    get_field,
+    ident_of,
+    invalid,
+    label_selector,
+    list_field,
+    name_of,
+    opt_text_field,
+    requirements,
+    resource_list,
+    string_list,
+    string_map_field,
+    text_field,
     workload_value,
 )
-from solver.model import snapshot as s
 
 # ---- nodes -----------------------------------------------------------------------
 
 
 def parse_node(obj: Obj) -> s.Node:
-    _, name = _meta(obj, namespaced=False)
+    _, name = name_of(obj, namespaced=False)
     taints = []
-    for i, t in enumerate(_get(obj, "spec.taints", list, [])):
-        t = _entry_map(obj, f"spec.taints[{i}]", t, "a taint")
+    for i, t in enumerate(get_field(obj, "spec.taints", list, [])):
+        t = entry_map(obj, f"spec.taints[{i}]", t, "a taint")
         effect = t.get("effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            raise _fail(obj, f"spec.taints[{i}].effect", f"unknown effect {effect!r}")
+            raise invalid(obj, f"spec.taints[{i}].effect", f"unknown effect {effect!r}")
         tf = f"spec.taints[{i}]"
-        taints.append(s.Taint(key=_opt_text(obj, f"{tf}.key", t.get("key")),
-                              value=_opt_text(obj, f"{tf}.value", t.get("value")), effect=effect))
+        taints.append(s.Taint(key=opt_text_field(obj, f"{tf}.key", t.get("key")),
+                              value=opt_text_field(obj, f"{tf}.value", t.get("value")), effect=effect))
     return s.Node(
         name=s.NodeName(name),
-        labels=_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {})),
-        allocatable=_resources(obj, "status.allocatable", _get(obj, "status.allocatable", Mapping, {})),
+        labels=string_map_field(obj, "metadata.labels", get_field(obj, "metadata.labels", Mapping, {})),
+        allocatable=resource_list(obj, "status.allocatable", get_field(obj, "status.allocatable", Mapping, {})),
         taints=tuple(taints),
-        unschedulable=bool(_get(obj, "spec.unschedulable", bool, False)),
-        declared_features=frozenset(_strings(obj, "status.declaredFeatures")),
+        unschedulable=bool(get_field(obj, "spec.unschedulable", bool, False)),
+        declared_features=frozenset(string_list(obj, "status.declaredFeatures")),
     )
 
 
@@ -77,19 +77,19 @@ def _required_features(obj: Obj) -> tuple[str, ...]:
     if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
         out.add(USER_NAMESPACES_HOST_NETWORK)
     for kind in ("containers", "initContainers", "ephemeralContainers"):
-        for i, c in enumerate(_items(obj, f"spec.{kind}", spec.get(kind))):
+        for i, c in enumerate(list_field(obj, f"spec.{kind}", spec.get(kind))):
             if not isinstance(c, Mapping):
                 continue
             if kind != "ephemeralContainers":
                 rules = c.get("restartPolicyRules")
-                for j, rule in enumerate(_items(obj, f"spec.{kind}[{i}].restartPolicyRules", rules)):
+                for j, rule in enumerate(list_field(obj, f"spec.{kind}[{i}].restartPolicyRules", rules)):
                     if not isinstance(rule, Mapping):
-                        raise _fail(obj, f"spec.{kind}[{i}].restartPolicyRules[{j}]", "expected a rule")
+                        raise invalid(obj, f"spec.{kind}[{i}].restartPolicyRules[{j}]", "expected a rule")
                     if rule.get("action") == "RestartAllContainers":
                         out.add(RESTART_ALL_CONTAINERS)
-            for j, mount in enumerate(_items(obj, f"spec.{kind}[{i}].volumeMounts", c.get("volumeMounts"))):
+            for j, mount in enumerate(list_field(obj, f"spec.{kind}[{i}].volumeMounts", c.get("volumeMounts"))):
                 if not isinstance(mount, Mapping):
-                    raise _fail(obj, f"spec.{kind}[{i}].volumeMounts[{j}]", "expected a volume mount")
+                    raise invalid(obj, f"spec.{kind}[{i}].volumeMounts[{j}]", "expected a volume mount")
                 if mount.get("bindMountOptions"):
                     out.add(VOLUME_BIND_MOUNT_OPTIONS)
     return tuple(sorted(out))
@@ -100,12 +100,12 @@ def _required_features(obj: Obj) -> tuple[str, ...]:
 
 def _container_requests(obj: Obj, field: str, container: Any) -> dict[str, int]:
     """requests, falling back to limits per resource as API defaulting does."""
-    container = _entry_map(obj, field, container, "a container")
+    container = entry_map(obj, field, container, "a container")
     res = container.get("resources") or {}
     if not isinstance(res, Mapping):
-        raise _fail(obj, f"{field}.resources", f"expected an object, got {type(res).__name__}")
-    limits = _resources(obj, f"{field}.resources.limits", res.get("limits"))
-    requests = _resources(obj, f"{field}.resources.requests", res.get("requests"))
+        raise invalid(obj, f"{field}.resources", f"expected an object, got {type(res).__name__}")
+    limits = resource_list(obj, f"{field}.resources.limits", res.get("limits"))
+    requests = resource_list(obj, f"{field}.resources.requests", res.get("requests"))
     return {**limits, **requests}
 
 
@@ -126,7 +126,7 @@ def pod_requests(obj: Obj) -> dict[str, int]:
     sidecar init container 100m, then a regular init container 1000m:
     max(750 + 100, 1000 + 100) = 1100m.
     """
-    spec = _get(obj, "spec", Mapping, {})
+    spec = get_field(obj, "spec", Mapping, {})
     containers = spec.get("containers")
     if type(containers) is list and len(containers) == 1 and not spec.get("initContainers") \
             and spec.get("overhead") is None and spec.get("resources") is None and type(c0 := containers[0]) is dict \
@@ -144,11 +144,11 @@ def pod_requests(obj: Obj) -> dict[str, int]:
             _REQUESTS[key] = dict(total)
         return total
     total = {}
-    for i, c in enumerate(_items(obj, "spec.containers", spec.get("containers"))):
+    for i, c in enumerate(list_field(obj, "spec.containers", spec.get("containers"))):
         _add(total, _container_requests(obj, f"spec.containers[{i}]", c))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for i, c in enumerate(_items(obj, "spec.initContainers", spec.get("initContainers"))):
+    for i, c in enumerate(list_field(obj, "spec.initContainers", spec.get("initContainers"))):
         req = _container_requests(obj, f"spec.initContainers[{i}]", c)
         if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
             _add(sidecars, req)
@@ -162,7 +162,7 @@ def pod_requests(obj: Obj) -> dict[str, int]:
     for k, v in init_peak.items():
         total[k] = max(total.get(k, 0), v)
     total.update(_pod_level_requests(obj, spec, total))
-    _add(total, _resources(obj, "spec.overhead", spec.get("overhead")))
+    _add(total, resource_list(obj, "spec.overhead", spec.get("overhead")))
     total["pods"] = 1
     return total
 
@@ -181,9 +181,9 @@ def _pod_level_requests(obj: Obj, spec: Mapping[str, Any], containers: Mapping[s
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise _fail(obj, "spec.resources", f"expected an object, got {type(raw).__name__}")
-    requests = _resources(obj, "spec.resources.requests", raw.get("requests"))
-    limits = _resources(obj, "spec.resources.limits", raw.get("limits"))
+        raise invalid(obj, "spec.resources", f"expected an object, got {type(raw).__name__}")
+    requests = resource_list(obj, "spec.resources.requests", raw.get("requests"))
+    limits = resource_list(obj, "spec.resources.limits", raw.get("limits"))
     for res, amount in limits.items():
         if res not in requests and res not in containers:
             requests[res] = amount
@@ -192,35 +192,35 @@ def _pod_level_requests(obj: Obj, spec: Mapping[str, Any], containers: Mapping[s
 
 def _tolerations(obj: Obj) -> tuple[s.Toleration, ...]:
     out = []
-    for i, t in enumerate(_get(obj, "spec.tolerations", list, [])):
-        t = _entry_map(obj, f"spec.tolerations[{i}]", t, "a toleration")
+    for i, t in enumerate(get_field(obj, "spec.tolerations", list, [])):
+        t = entry_map(obj, f"spec.tolerations[{i}]", t, "a toleration")
         tf = f"spec.tolerations[{i}]"
         op = t.get("operator") or "Equal"
         if op not in ("Equal", "Exists"):
-            raise _fail(obj, f"{tf}.operator", f"unknown operator {op!r}")
+            raise invalid(obj, f"{tf}.operator", f"unknown operator {op!r}")
         effect = t.get("effect") or ""
         if effect not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"):
-            raise _fail(obj, f"{tf}.effect", f"unknown effect {effect!r}")
-        out.append(s.Toleration(key=_opt_text(obj, f"{tf}.key", t.get("key")), operator=op,
-                                value=_opt_text(obj, f"{tf}.value", t.get("value")), effect=effect))
+            raise invalid(obj, f"{tf}.effect", f"unknown effect {effect!r}")
+        out.append(s.Toleration(key=opt_text_field(obj, f"{tf}.key", t.get("key")), operator=op,
+                                value=opt_text_field(obj, f"{tf}.value", t.get("value")), effect=effect))
     return tuple(out)
 
 
-def _terms(obj: Obj, field: str, terms: list[Any]) -> tuple[s.NodeSelectorTerm, ...]:
+def node_selector_terms(obj: Obj, field: str, terms: list[Any]) -> tuple[s.NodeSelectorTerm, ...]:
     out = []
     for i, t in enumerate(terms):
         if not isinstance(t, Mapping):
-            raise _fail(obj, f"{field}[{i}]", "expected a node selector term")
+            raise invalid(obj, f"{field}[{i}]", "expected a node selector term")
         out.append(s.NodeSelectorTerm(
-            match_expressions=_requirements(obj, f"{field}[{i}].matchExpressions", t.get("matchExpressions")),
-            match_fields=_requirements(obj, f"{field}[{i}].matchFields", t.get("matchFields")),
+            match_expressions=requirements(obj, f"{field}[{i}].matchExpressions", t.get("matchExpressions")),
+            match_fields=requirements(obj, f"{field}[{i}].matchFields", t.get("matchFields")),
         ))
     return tuple(out)
 
 
 def _affinity_terms(obj: Obj) -> tuple[s.NodeSelectorTerm, ...]:
     field = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-    return _terms(obj, field, _get(obj, field, list, []))
+    return node_selector_terms(obj, field, get_field(obj, field, list, []))
 
 
 def _with_label_keys(obj: Obj, field: str, selector: s.LabelSelector | None, raw: Mapping[str, Any],
@@ -228,12 +228,12 @@ def _with_label_keys(obj: Obj, field: str, selector: s.LabelSelector | None, raw
     """matchLabelKeys (In) and mismatchLabelKeys (NotIn) merged with the pod's own label values,
     as kube-apiserver does at pod creation (applyLabelKeysToLabelSelector,
     pkg/registry/core/pod/strategy.go); keys the pod lacks are skipped; none with a nil selector."""
-    labels = _get(obj, "metadata.labels", Mapping, {})
+    labels = get_field(obj, "metadata.labels", Mapping, {})
     extra = []
     for name, op in zip(names, ("In", "NotIn"), strict=False):
-        for i, key in enumerate(_items(obj, f"{field}.{name}", raw.get(name))):
+        for i, key in enumerate(list_field(obj, f"{field}.{name}", raw.get(name))):
             if not isinstance(key, str) or not key:
-                raise _fail(obj, f"{field}.{name}[{i}]", "expected a label key")
+                raise invalid(obj, f"{field}.{name}[{i}]", "expected a label key")
             if key in labels:
                 extra.append(s.SelectorRequirement(key=key, operator=op, values=(str(labels[key]),)))
     if selector is None or not extra:
@@ -245,9 +245,9 @@ def _with_label_keys(obj: Obj, field: str, selector: s.LabelSelector | None, raw
 def _entries(obj: Obj, field: str, what: str) -> list[tuple[str, Mapping[str, Any]]]:
     """(path, entry) of an optional list field whose entries must be objects."""
     out = []
-    for i, raw in enumerate(_get(obj, field, list, [])):
+    for i, raw in enumerate(get_field(obj, field, list, [])):
         if not isinstance(raw, Mapping):
-            raise _fail(obj, f"{field}[{i}]", f"expected {what}")
+            raise invalid(obj, f"{field}[{i}]", f"expected {what}")
         out.append((f"{field}[{i}]", raw))
     return out
 
@@ -255,24 +255,24 @@ def _entries(obj: Obj, field: str, what: str) -> list[tuple[str, Mapping[str, An
 def _topology_key(obj: Obj, field: str, raw: Mapping[str, Any]) -> str:
     key = raw.get("topologyKey")
     if not isinstance(key, str) or not key:
-        raise _fail(obj, f"{field}.topologyKey", "missing")
+        raise invalid(obj, f"{field}.topologyKey", "missing")
     return key
 
 
 def _optional_selector(obj: Obj, field: str, raw: Any) -> s.LabelSelector | None:
     """None for an unset selector (a pod affinity term's or spread constraint's: it matches nothing)."""
-    return None if raw is None else _label_selector(obj, field, raw)
+    return None if raw is None else label_selector(obj, field, raw)
 
 
 def _int32(obj: Obj, field: str, raw: int) -> int:
     if not -INT32_MAX - 1 <= raw <= INT32_MAX:
-        raise _fail(obj, field, f"must be a 32-bit integer, got {raw}")
+        raise invalid(obj, field, f"must be a 32-bit integer, got {raw}")
     return raw
 
 
-def _positive_int32(obj: Obj, field: str, raw: Any) -> int:
+def positive_int32(obj: Obj, field: str, raw: Any) -> int:
     if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= 2**31 - 1:
-        raise _fail(obj, field, f"must be a positive 32-bit integer, got {raw!r}")
+        raise invalid(obj, field, f"must be a positive 32-bit integer, got {raw!r}")
     return raw
 
 
@@ -284,8 +284,8 @@ def _pod_affinity_terms(obj: Obj, ns: str, kind: str) -> tuple[s.PodAffinityTerm
                             "a pod affinity term"):
         key = _topology_key(obj, tf, raw)
         selector = _optional_selector(obj, f"{tf}.labelSelector", raw.get("labelSelector"))
-        names = [_text(obj, f"{tf}.namespaces[{j}]", n)
-                 for j, n in enumerate(_items(obj, f"{tf}.namespaces", raw.get("namespaces")))]
+        names = [text_field(obj, f"{tf}.namespaces[{j}]", n)
+                 for j, n in enumerate(list_field(obj, f"{tf}.namespaces", raw.get("namespaces")))]
         ns_selector = _optional_selector(obj, f"{tf}.namespaceSelector", raw.get("namespaceSelector"))
         if not names and ns_selector is None:
             names = [ns]
@@ -300,19 +300,19 @@ def _spread(obj: Obj) -> tuple[s.SpreadConstraint, ...]:
     ScheduleAnyway ones only score and are checked for shape, then left out."""
     out = []
     for cf, raw in _entries(obj, "spec.topologySpreadConstraints", "a topology spread constraint"):
-        skew = _positive_int32(obj, f"{cf}.maxSkew", raw.get("maxSkew"))
+        skew = positive_int32(obj, f"{cf}.maxSkew", raw.get("maxSkew"))
         key = _topology_key(obj, cf, raw)
         when = raw.get("whenUnsatisfiable")
         if when not in ("DoNotSchedule", "ScheduleAnyway"):
-            raise _fail(obj, f"{cf}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}")
+            raise invalid(obj, f"{cf}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}")
         min_domains = raw.get("minDomains")
         if min_domains is not None:
-            _positive_int32(obj, f"{cf}.minDomains", min_domains)
+            positive_int32(obj, f"{cf}.minDomains", min_domains)
         policies = {}
         for name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
             value = raw.get(name) or default
             if value not in ("Honor", "Ignore"):
-                raise _fail(obj, f"{cf}.{name}", f"must be Honor or Ignore, got {value!r}")
+                raise invalid(obj, f"{cf}.{name}", f"must be Honor or Ignore, got {value!r}")
             policies[name] = value == "Honor"
         selector = _with_label_keys(obj, cf, _optional_selector(obj, f"{cf}.labelSelector", raw.get("labelSelector")),
                                     raw, ("matchLabelKeys",))
@@ -332,7 +332,7 @@ def _disks(obj: Obj) -> tuple[s.Disk, ...]:
     PD by name, an EBS volume by ID (read-only or not), an iSCSI target by IQN, an RBD image by
     (monitor, pool, image) per monitor (pool defaults to "rbd", as the API server sets it)."""
     out = []
-    for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
+    for i, vol in enumerate(get_field(obj, "spec.volumes", list, [])):
         if type(vol) is not dict:
             continue  # the volume checks name it (kube/volumes.py)
         for source, id_field in DISK_SOURCES.items():
@@ -341,16 +341,16 @@ def _disks(obj: Obj) -> tuple[s.Disk, ...]:
                 continue
             field = f"spec.volumes[{i}].{source}"
             if type(raw) is not dict:
-                raise _fail(obj, field, "expected an object")
+                raise invalid(obj, field, "expected an object")
             read_only = raw.get("readOnly", False)
             if type(read_only) is not bool:
-                raise _fail(obj, f"{field}.readOnly", f"expected a boolean, got {type(read_only).__name__}")
-            name = _text(obj, f"{field}.{id_field}", raw.get(id_field))
+                raise invalid(obj, f"{field}.readOnly", f"expected a boolean, got {type(read_only).__name__}")
+            name = text_field(obj, f"{field}.{id_field}", raw.get(id_field))
             if source == "rbd":
-                pool = _opt_text(obj, f"{field}.pool", raw.get("pool")) or "rbd"
+                pool = opt_text_field(obj, f"{field}.pool", raw.get("pool")) or "rbd"
                 monitors = raw.get("monitors") or []
                 if type(monitors) is not list or any(type(m) is not str for m in monitors):
-                    raise _fail(obj, f"{field}.monitors", "expected a list of strings")
+                    raise invalid(obj, f"{field}.monitors", "expected a list of strings")
                 ids = frozenset(f"{m}/{pool}/{name}" for m in monitors)
             else:
                 ids = frozenset((name,))
@@ -371,56 +371,56 @@ def _host_ports(obj: Obj) -> tuple[s.HostPort, ...]:
         return ()  # no ports anywhere
     out = []
     for kind in ("containers", "initContainers"):
-        for i, c in enumerate(_items(obj, f"spec.{kind}", spec.get(kind))):
+        for i, c in enumerate(list_field(obj, f"spec.{kind}", spec.get(kind))):
             if not isinstance(c, Mapping) or (kind == "initContainers" and c.get("restartPolicy") != "Always"):
                 continue
-            for j, p in enumerate(_items(obj, f"spec.{kind}[{i}].ports", c.get("ports"))):
+            for j, p in enumerate(list_field(obj, f"spec.{kind}[{i}].ports", c.get("ports"))):
                 pf = f"spec.{kind}[{i}].ports[{j}]"
                 if not isinstance(p, Mapping):
-                    raise _fail(obj, pf, "expected a container port")
+                    raise invalid(obj, pf, "expected a container port")
                 name = "containerPort" if host_network and not p.get("hostPort") else "hostPort"
                 port = p.get(name) or 0
                 if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
-                    raise _fail(obj, f"{pf}.{name}", f"must be a port number, got {port!r}")
+                    raise invalid(obj, f"{pf}.{name}", f"must be a port number, got {port!r}")
                 protocol = p.get("protocol") or "TCP"
                 if protocol not in ("TCP", "UDP", "SCTP"):
-                    raise _fail(obj, f"{pf}.protocol", f"must be TCP, UDP or SCTP, got {protocol!r}")
+                    raise invalid(obj, f"{pf}.protocol", f"must be TCP, UDP or SCTP, got {protocol!r}")
                 ip = p.get("hostIP") or "0.0.0.0"
                 if not isinstance(ip, str):
-                    raise _fail(obj, f"{pf}.hostIP", "expected str")
+                    raise invalid(obj, f"{pf}.hostIP", "expected str")
                 if port:
                     out.append(s.HostPort(protocol=protocol, ip=ip, port=port))
     return tuple(sorted(set(out), key=lambda h: (h.protocol, h.ip, h.port)))
 
 
 def _cost(obj: Obj) -> int | None:
-    raw = _get(obj, "metadata.annotations", Mapping, {})
+    raw = get_field(obj, "metadata.annotations", Mapping, {})
     if COST_ANNOTATION not in raw:
         return None
     field = f"metadata.annotations[{COST_ANNOTATION}]"
     try:
         value = float(raw[COST_ANNOTATION])
     except (TypeError, ValueError) as exc:
-        raise _fail(obj, field, f"not a number: {raw[COST_ANNOTATION]!r}") from exc
+        raise invalid(obj, field, f"not a number: {raw[COST_ANNOTATION]!r}") from exc
     if not math.isfinite(value) or value < 0 or value > MAX_COST:
-        raise _fail(obj, field, f"must be a number from 0 to {MAX_COST}, got {raw[COST_ANNOTATION]!r}")
+        raise invalid(obj, field, f"must be a number from 0 to {MAX_COST}, got {raw[COST_ANNOTATION]!r}")
     return round(value * 1000)
 
 
-class _Priorities:
+class Priorities:
     def __init__(self, classes: Iterable[Obj]) -> None:
         self.values: dict[str, tuple[int, str | None]] = {}
         self.default: tuple[int, str | None] | None = None
         self.warnings: list[str] = []
         for obj in classes:
-            _, name = _meta(obj, namespaced=False)
-            value = _get(obj, "value", int)
+            _, name = name_of(obj, namespaced=False)
+            value = get_field(obj, "value", int)
             if value is None:
-                raise _fail(obj, "value", "missing")
+                raise invalid(obj, "value", "missing")
             _int32(obj, "value", value)
-            entry = (value, _get(obj, "preemptionPolicy", str))
+            entry = (value, get_field(obj, "preemptionPolicy", str))
             self.values[name] = entry
-            if _get(obj, "globalDefault", bool, False):
+            if get_field(obj, "globalDefault", bool, False):
                 self.default = entry
 
     def resolve(self, obj: Obj, spec_path: str,
@@ -428,13 +428,13 @@ class _Priorities:
         """(priority, preemptionPolicy) from spec.priority / priorityClassName / global default;
         ``spec``, when given, is the object at ``spec_path``."""
         if spec is None:
-            spec = _get(obj, spec_path, Mapping, {})
+            spec = get_field(obj, spec_path, Mapping, {})
         prio = _field(obj, spec, spec_path, "priority", int)
         if prio is not None:
             _int32(obj, f"{spec_path}.priority", prio)
         policy = _field(obj, spec, spec_path, "preemptionPolicy", str)
         if policy is not None and policy not in (s.PREEMPT_LOWER, s.PREEMPT_NEVER):
-            raise _fail(obj, f"{spec_path}.preemptionPolicy", f"unknown policy {policy!r}")
+            raise invalid(obj, f"{spec_path}.preemptionPolicy", f"unknown policy {policy!r}")
         class_name = _field(obj, spec, spec_path, "priorityClassName", str)
         entry = None
         if class_name:
@@ -443,11 +443,11 @@ class _Priorities:
                 # built-in classes upstream creates
                 entry = (2000001000 if class_name == "system-node-critical" else 2000000000, None)
             if entry is None and prio is None:
-                raise _fail(obj, f"{spec_path}.priorityClassName", f"PriorityClass {class_name!r} not found")
+                raise invalid(obj, f"{spec_path}.priorityClassName", f"PriorityClass {class_name!r} not found")
             if entry is None:
                 # deleted after admission: the scheduler reads only spec.priority (PodPriority,
                 # k8s.io/component-helpers/scheduling/corev1), so the object is planned as it is
-                self.warnings.append(f"{_ident(obj)}: {spec_path}.priorityClassName: PriorityClass "
+                self.warnings.append(f"{ident_of(obj)}: {spec_path}.priorityClassName: PriorityClass "
                                      f"{class_name!r} not found; {spec_path}.priority {prio} is used")
         elif prio is None:
             entry = self.default
@@ -459,16 +459,16 @@ class _Priorities:
 
 
 def _field(obj: Obj, section: Mapping[str, Any], prefix: str, key: str, kind: type, default: Any = None) -> Any:
-    """``_get(obj, f"{prefix}.{key}", kind, default)`` where ``section`` is the object at prefix."""
+    """``get_field(obj, f"{prefix}.{key}", kind, default)`` where ``section`` is the object at prefix."""
     value = section.get(key)
     if value is None:
         return default
     if type(value) is kind or (kind is Mapping and type(value) is dict):
         return value
-    return _get(obj, f"{prefix}.{key}", kind, default)
+    return get_field(obj, f"{prefix}.{key}", kind, default)
 
 
-def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
+def parse_pod(obj: Obj, priorities: Priorities) -> s.Pod | None:
     """None for a finished pod (phase Succeeded or Failed): it holds nothing."""
     raw_meta = obj.get("metadata")
     name, ns = (raw_meta.get("name"), raw_meta.get("namespace") or "default") if type(raw_meta) is dict \
@@ -477,15 +477,15 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
     if type(raw_meta) is dict and type(name) is str and name and name.isascii() and type(ns) is str and ns.isascii():
         meta = raw_meta
     else:
-        ns, name = _meta(obj, namespaced=True)  # the checking path names what is wrong
-        meta = _get(obj, "metadata", Mapping, {})
-    spec = _get(obj, "spec", Mapping, {})
-    status = _get(obj, "status", Mapping, {})
+        ns, name = name_of(obj, namespaced=True)  # the checking path names what is wrong
+        meta = get_field(obj, "metadata", Mapping, {})
+    spec = get_field(obj, "spec", Mapping, {})
+    status = get_field(obj, "status", Mapping, {})
     phase = _field(obj, status, "status", "phase", str, "")
     if phase in ("Succeeded", "Failed"):
         return None
     prio, policy = priorities.resolve(obj, "spec", spec)
-    group = _get(obj, "spec.schedulingGroup.podGroupName", str) if "schedulingGroup" in spec else None
+    group = get_field(obj, "spec.schedulingGroup.podGroupName", str) if "schedulingGroup" in spec else None
     start = _field(obj, status, "status", "startTime", str) \
         or _field(obj, meta, "metadata", "creationTimestamp", str, "")
     node = _field(obj, spec, "spec", "nodeName", str)
@@ -496,13 +496,14 @@ def parse_pod(obj: Obj, priorities: _Priorities) -> s.Pod | None:
         namespace=ns,
         name=name,
         uid=_field(obj, meta, "metadata", "uid", str, ""),
-        labels=_string_map(obj, "metadata.labels", _field(obj, meta, "metadata", "labels", Mapping, {})),
-        node=s.NodeName(_text(obj, "spec.nodeName", node)) if node else None,
+        labels=string_map_field(obj, "metadata.labels", _field(obj, meta, "metadata", "labels", Mapping, {})),
+        node=s.NodeName(text_field(obj, "spec.nodeName", node)) if node else None,
         requests=pod_requests(obj),
         group=s.GroupKey(f"{ns}/{group}") if group else None,
         priority=prio or 0,
         preemption_policy=policy or s.PREEMPT_LOWER,
-        node_selector=_string_map(obj, "spec.nodeSelector", _field(obj, spec, "spec", "nodeSelector", Mapping, {})),
+        node_selector=string_map_field(obj, "spec.nodeSelector",
+                                       _field(obj, spec, "spec", "nodeSelector", Mapping, {})),
         affinity_terms=_affinity_terms(obj) if affinity else (),
         tolerations=_tolerations(obj) if spec.get("tolerations") is not None else (),
         preemption_cost_milli=_cost(obj) if meta.get("annotations") is not None else None,
@@ -535,9 +536,9 @@ def _condition(obj: Obj, kind: str, reasons: tuple[str, ...] | None = None) -> b
     status = obj.get("status")
     if type(status) is dict and not status.get("conditions"):
         return False  # the common shape of a recorded pod: no conditions at all
-    for i, c in enumerate(_get(obj, "status.conditions", list, [])):
+    for i, c in enumerate(get_field(obj, "status.conditions", list, [])):
         if not isinstance(c, Mapping):
-            raise _fail(obj, f"status.conditions[{i}]", "expected a condition")
+            raise invalid(obj, f"status.conditions[{i}]", "expected a condition")
         if c.get("type") == kind and c.get("status") == "True" and (reasons is None or c.get("reason") in reasons):
             return True
     return False
@@ -548,9 +549,9 @@ def _scheduling_gates(obj: Obj) -> tuple[str, ...]:
     created with gates can have them (they can be removed, never added)."""
     out = []
     field = "spec.schedulingGates"
-    for i, gate in enumerate(_get(obj, field, list, [])):
+    for i, gate in enumerate(get_field(obj, field, list, [])):
         name = gate.get("name") if isinstance(gate, Mapping) else None
         if not isinstance(name, str) or not name:
-            raise _fail(obj, f"{field}[{i}].name", "missing")
+            raise invalid(obj, f"{field}[{i}].name", "missing")
         out.append(name)
     return tuple(out)

@@ -78,23 +78,23 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from solver.core import snapshot as s
+from solver.filters import selectors
 from solver.kube.objects import (
     INT32_MAX,
     Obj,
-    _fail,
-    _get,
-    _label_selector,
-    _meta,
-    _opt_text,
-    _requirements,
-    _string_map,
-    _strings,
-    _text,
+    get_field,
+    invalid,
+    label_selector,
+    name_of,
+    opt_text_field,
     quantity,
+    requirements,
+    string_list,
+    string_map_field,
+    text_field,
 )
-from solver.kube.pods import _terms
-from solver.model import selectors
-from solver.model import snapshot as s
+from solver.kube.pods import node_selector_terms
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ONCE_POD = "ReadWriteOncePod"  # an access mode: one pod at a time (VolumeRestrictions)
@@ -196,8 +196,8 @@ class Volumes:
         self.holders = self._once_pod_holders(by_kind.get("Pod", ()))
         self.required = frozenset(d for d in (_driver(o) for o in by_kind.get("CSIDriver", ())) if d)
         # drivers that opt into storage capacity tracking (CSIDriver spec.storageCapacity)
-        self.tracked = frozenset(_meta(o, namespaced=False)[1] for o in by_kind.get("CSIDriver", ())
-                                 if _get(o, "spec.storageCapacity", bool))
+        self.tracked = frozenset(name_of(o, namespaced=False)[1] for o in by_kind.get("CSIDriver", ())
+                                 if get_field(o, "spec.storageCapacity", bool))
         self.capacities = [_capacity(o) for o in by_kind.get("CSIStorageCapacity", ())]
         self.local: set[str] = set()  # the volumes local to one node (localize)
         self._served: dict[str, list[_Volume]] = {}  # claim key -> the volumes serving it (_serving)
@@ -248,7 +248,7 @@ class Volumes:
         """The pod's CSI volumes (driver, unique name), sorted, and the drivers among them whose
         CSIDriver prevents scheduling where a node lacks them (``getCSIDriverInfo``)."""
         out: set[tuple[str, str]] = set()
-        for vol in _get(obj, "spec.volumes", list, []):
+        for vol in get_field(obj, "spec.volumes", list, []):
             if not isinstance(vol, Mapping):
                 continue  # demand() names it for a pending pod; a running pod's is not counted
             ref = vol.get("persistentVolumeClaim")
@@ -285,7 +285,7 @@ class Volumes:
         translate, when some node has a CSINode (where upstream translates); else ""."""
         if not self.csi_nodes:
             return ""
-        for vol in _get(obj, "spec.volumes", list, []):
+        for vol in get_field(obj, "spec.volumes", list, []):
             if isinstance(vol, Mapping) and isinstance(why := _inline(obj, vol), str):
                 return f'running "NodeVolumeLimits" filter plugin: converting volume({vol.get("name", "")}) ' \
                        f"from inline to csi: {why}"
@@ -427,13 +427,13 @@ Demand = tuple[str, str, tuple[tuple[tuple[s.NodeSelectorTerm, ...], int, str], 
 def _claim_volumes(obj: Obj, name: str) -> Iterator[tuple[int, str, bool]]:
     """A pod's volumes that are claims: (number among its volumes, claim name, ephemeral). A
     generic ephemeral volume's claim is named ``<pod>-<volume>`` (ephemeral.VolumeClaimName)."""
-    for i, vol in enumerate(_get(obj, "spec.volumes", list, [])):
+    for i, vol in enumerate(get_field(obj, "spec.volumes", list, [])):
         if not isinstance(vol, Mapping):
-            raise _fail(obj, f"spec.volumes[{i}]", "expected a volume")
+            raise invalid(obj, f"spec.volumes[{i}]", "expected a volume")
         if isinstance(vol.get("persistentVolumeClaim"), Mapping):
             claim_name = vol["persistentVolumeClaim"].get("claimName")
             if not isinstance(claim_name, str) or not claim_name:
-                raise _fail(obj, f"spec.volumes[{i}].persistentVolumeClaim.claimName", "missing")
+                raise invalid(obj, f"spec.volumes[{i}].persistentVolumeClaim.claimName", "missing")
             yield i, claim_name, False
         elif vol.get("ephemeral") is not None:
             yield i, f"{name}-{vol.get('name', '')}", True
@@ -441,7 +441,7 @@ def _claim_volumes(obj: Obj, name: str) -> Iterator[tuple[int, str, bool]]:
 
 def _key(obj: Obj) -> str:
     """A namespaced object's ``namespace/name``."""
-    ns, name = _meta(obj, namespaced=True)
+    ns, name = name_of(obj, namespaced=True)
     return f"{ns}/{name}"
 
 
@@ -462,19 +462,19 @@ def _both(a: Terms | None, b: Terms) -> Terms:
 
 
 def _capacity(obj: Obj) -> _Capacity:
-    _meta(obj, namespaced=True)
-    name = _get(obj, "storageClassName", str)
+    name_of(obj, namespaced=True)
+    name = get_field(obj, "storageClassName", str)
     if not name:
-        raise _fail(obj, "storageClassName", "missing")
+        raise invalid(obj, "storageClassName", "missing")
     limit = None
     for field in ("maximumVolumeSize", "capacity"):
-        if _get(obj, field, (str, int, float)) is not None:
+        if get_field(obj, field, (str, int, float)) is not None:
             limit = quantity(obj, field, "storage", obj[field])
             break
-    raw = _get(obj, "nodeTopology", Mapping)
+    raw = get_field(obj, "nodeTopology", Mapping)
     where: tuple[s.NodeSelectorTerm, ...] | None = ()
     if raw is not None:  # only matching by label: a label selector as one node selector term
-        selector = _label_selector(obj, "nodeTopology", raw)
+        selector = label_selector(obj, "nodeTopology", raw)
         exprs = tuple(s.SelectorRequirement(key=k, operator="In", values=(v,))
                       for k, v in sorted(selector.match_labels.items()))
         exprs += selector.match_expressions
@@ -483,50 +483,50 @@ def _capacity(obj: Obj) -> _Capacity:
 
 
 def _claim(obj: Obj) -> _Claim:
-    ns, name = _meta(obj, namespaced=True)
-    annotations = _get(obj, "metadata.annotations", Mapping, {})
-    volume = _get(obj, "spec.volumeName", str) or ""
-    class_name = (_opt_text(obj, f"metadata.annotations[{BETA_CLASS}]", annotations[BETA_CLASS])
-                  if BETA_CLASS in annotations else _get(obj, "spec.storageClassName", str))
+    ns, name = name_of(obj, namespaced=True)
+    annotations = get_field(obj, "metadata.annotations", Mapping, {})
+    volume = get_field(obj, "spec.volumeName", str) or ""
+    class_name = (opt_text_field(obj, f"metadata.annotations[{BETA_CLASS}]", annotations[BETA_CLASS])
+                  if BETA_CLASS in annotations else get_field(obj, "spec.storageClassName", str))
     going = ""
-    if _get(obj, "status.phase", str) == "Lost":
+    if get_field(obj, "status.phase", str) == "Lost":
         going = f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{volume}"'
-    elif _get(obj, "metadata.deletionTimestamp", str):
+    elif get_field(obj, "metadata.deletionTimestamp", str):
         going = f'persistentvolumeclaim "{name}" is being deleted'
-    selected = _opt_text(obj, f"metadata.annotations[{SELECTED_NODE}]", annotations.get(SELECTED_NODE))
-    raw_selector = _get(obj, "spec.selector", Mapping)
+    selected = opt_text_field(obj, f"metadata.annotations[{SELECTED_NODE}]", annotations.get(SELECTED_NODE))
+    raw_selector = get_field(obj, "spec.selector", Mapping)
     return _Claim(key=f"{ns}/{name}", volume=volume, bound=bool(volume) and BIND_COMPLETED in annotations,
-                  selected=selected, mode=_get(obj, "spec.volumeMode", str) or "Filesystem",
-                  vac=_get(obj, "spec.volumeAttributesClassName", str) or "",
-                  selector=None if raw_selector is None else _label_selector(obj, "spec.selector", raw_selector),
-                  class_name=str(class_name or ""), modes=frozenset(_strings(obj, "spec.accessModes")),
+                  selected=selected, mode=get_field(obj, "spec.volumeMode", str) or "Filesystem",
+                  vac=get_field(obj, "spec.volumeAttributesClassName", str) or "",
+                  selector=None if raw_selector is None else label_selector(obj, "spec.selector", raw_selector),
+                  class_name=str(class_name or ""), modes=frozenset(string_list(obj, "spec.accessModes")),
                   size=_size(obj, "spec.resources.requests"), going=going)
 
 
 def _volume(obj: Obj) -> _Volume:
-    _, name = _meta(obj, namespaced=False)
-    annotations = _get(obj, "metadata.annotations", Mapping, {})
-    class_name = (_opt_text(obj, f"metadata.annotations[{BETA_CLASS}]", annotations[BETA_CLASS])
-                  if BETA_CLASS in annotations else _get(obj, "spec.storageClassName", str))
-    ref = _get(obj, "spec.claimRef", Mapping)
+    _, name = name_of(obj, namespaced=False)
+    annotations = get_field(obj, "metadata.annotations", Mapping, {})
+    class_name = (opt_text_field(obj, f"metadata.annotations[{BETA_CLASS}]", annotations[BETA_CLASS])
+                  if BETA_CLASS in annotations else get_field(obj, "spec.storageClassName", str))
+    ref = get_field(obj, "spec.claimRef", Mapping)
     field = "spec.nodeAffinity.required.nodeSelectorTerms"
     return _Volume(name=name, class_name=str(class_name or ""), size=_size(obj, "spec.capacity"),
-                   modes=frozenset(_strings(obj, "spec.accessModes")),
+                   modes=frozenset(string_list(obj, "spec.accessModes")),
                    claim=f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
-                   terms=_terms(obj, field, _get(obj, field, list, [])),
-                   available=not _get(obj, "metadata.deletionTimestamp", str),
-                   zones=_zone_terms(_get(obj, "metadata.labels", Mapping, {})), csi=_csi_source(obj),
-                   migrated=_persistent(obj), mode=_get(obj, "spec.volumeMode", str) or "Filesystem",
-                   vac=_get(obj, "spec.volumeAttributesClassName", str) or "",
-                   labels=_string_map(obj, "metadata.labels", _get(obj, "metadata.labels", Mapping, {})),
-                   phase_ok=(_get(obj, "status.phase", str) or "Available") == "Available")
+                   terms=node_selector_terms(obj, field, get_field(obj, field, list, [])),
+                   available=not get_field(obj, "metadata.deletionTimestamp", str),
+                   zones=_zone_terms(get_field(obj, "metadata.labels", Mapping, {})), csi=_csi_source(obj),
+                   migrated=_persistent(obj), mode=get_field(obj, "spec.volumeMode", str) or "Filesystem",
+                   vac=get_field(obj, "spec.volumeAttributesClassName", str) or "",
+                   labels=string_map_field(obj, "metadata.labels", get_field(obj, "metadata.labels", Mapping, {})),
+                   phase_ok=(get_field(obj, "status.phase", str) or "Available") == "Available")
 
 
 def _persistent(obj: Obj) -> tuple[str, str] | None:
     """A PersistentVolume's in-tree source as CSI migration counts it (driver, handle); None
     when it has none or the translation refuses it (``getCSIDriverInfo`` then counts nothing)."""
-    spec = _get(obj, "spec", Mapping, {})
-    labels = _get(obj, "metadata.labels", Mapping, {})
+    spec = get_field(obj, "spec", Mapping, {})
+    labels = get_field(obj, "metadata.labels", Mapping, {})
     for source in MIGRATION:
         if isinstance(spec.get(source), Mapping):
             found = _in_tree(obj, f"spec.{source}", source, spec[source], labels)
@@ -550,7 +550,7 @@ def _in_tree(obj: Obj, field: str, source: str, raw: Mapping[str, Any],
     PersistentVolume's ``labels``, None inline), or the translation's error."""
     driver = MIGRATION[source][1]
     if source == "awsElasticBlockStore":  # aws_ebs.go KubernetesVolumeIDToEBSVolumeID
-        volume_id = _text(obj, f"{field}.volumeID", raw.get("volumeID"))
+        volume_id = text_field(obj, f"{field}.volumeID", raw.get("volumeID"))
         if not volume_id.startswith("aws://"):
             return driver, volume_id
         path = volume_id[len("aws://"):].partition("/")[2].strip("/")
@@ -559,7 +559,7 @@ def _in_tree(obj: Obj, field: str, source: str, raw: Mapping[str, Any],
                     f"Invalid format for AWS volume ({volume_id})")
         return driver, path
     if source == "gcePersistentDisk":  # gce_pd.go: zonal, regional or unspecified
-        disk = _text(obj, f"{field}.pdName", raw.get("pdName"))
+        disk = text_field(obj, f"{field}.pdName", raw.get("pdName"))
         zones = str((labels or {}).get(BETA_ZONE) or (labels or {}).get(ZONE) or "").split("__")
         if len(zones) == 1:
             return driver, f"projects/UNSPECIFIED/zones/{zones[0] or 'UNSPECIFIED'}/disks/{disk}"
@@ -568,55 +568,56 @@ def _in_tree(obj: Obj, field: str, source: str, raw: Mapping[str, Any],
             return f"failed to get region from zones: {zones}"
         return driver, f"projects/UNSPECIFIED/regions/{regions.pop()}/disks/{disk}"
     if source == "azureDisk":  # azure_disk.go: only managed disks migrate
-        kind = _opt_text(obj, f"{field}.kind", raw.get("kind"))
+        kind = opt_text_field(obj, f"{field}.kind", raw.get("kind"))
         if raw.get("kind") is not None and kind.lower() != "managed":
             return f"kind({kind}) is not supported in csi migration"
-        return driver, _text(obj, f"{field}.diskURI", raw.get("diskURI"))
-    return driver, _text(obj, f"{field}.volumeID", raw.get("volumeID"))  # cinder, portworx
+        return driver, text_field(obj, f"{field}.diskURI", raw.get("diskURI"))
+    return driver, text_field(obj, f"{field}.volumeID", raw.get("volumeID"))  # cinder, portworx
 
 
 def _csi_source(obj: Obj) -> tuple[str, str] | None:
-    raw = _get(obj, "spec.csi", Mapping)
+    raw = get_field(obj, "spec.csi", Mapping)
     if raw is None:
         return None
-    driver = _text(obj, "spec.csi.driver", raw.get("driver"))
-    handle = _text(obj, "spec.csi.volumeHandle", raw.get("volumeHandle"))
+    driver = text_field(obj, "spec.csi.driver", raw.get("driver"))
+    handle = text_field(obj, "spec.csi.volumeHandle", raw.get("volumeHandle"))
     if not driver or not handle:
-        raise _fail(obj, "spec.csi.driver" if not driver else "spec.csi.volumeHandle", "missing")
+        raise invalid(obj, "spec.csi.driver" if not driver else "spec.csi.volumeHandle", "missing")
     return driver, handle
 
 
 def _driver(obj: Obj) -> str:
     """A CSIDriver's name when it sets preventPodSchedulingIfMissing, else ""."""
-    _, name = _meta(obj, namespaced=False)
-    prevent = _get(obj, "spec.preventPodSchedulingIfMissing", bool)
+    _, name = name_of(obj, namespaced=False)
+    prevent = get_field(obj, "spec.preventPodSchedulingIfMissing", bool)
     return name if prevent else ""
 
 
 def _csi_node(obj: Obj) -> tuple[str, frozenset[str], dict[str, int]]:
-    _, name = _meta(obj, namespaced=False)
+    _, name = name_of(obj, namespaced=False)
     drivers: set[str] = set()
     limits: dict[str, int] = {}
-    for i, d in enumerate(_get(obj, "spec.drivers", list, [])):
+    for i, d in enumerate(get_field(obj, "spec.drivers", list, [])):
         field = f"spec.drivers[{i}]"
         if not isinstance(d, Mapping):
-            raise _fail(obj, field, "expected a driver")
-        driver = _text(obj, f"{field}.name", d.get("name"))
+            raise invalid(obj, field, "expected a driver")
+        driver = text_field(obj, f"{field}.name", d.get("name"))
         drivers.add(driver)
         allocatable = d.get("allocatable")
         count = allocatable.get("count") if isinstance(allocatable, Mapping) else None
         if count is not None:
             if type(count) is not int or not 0 <= count <= INT32_MAX:
-                raise _fail(obj, f"{field}.allocatable.count", f"must be a 32-bit integer of at least 0, got {count!r}")
+                raise invalid(obj, f"{field}.allocatable.count",
+                              f"must be a 32-bit integer of at least 0, got {count!r}")
             limits[driver] = count
     return name, frozenset(drivers), limits
 
 
 def _attachment(obj: Obj) -> tuple[str, str, str]:
     """A VolumeAttachment's node, attacher and PersistentVolume ("" for each not set)."""
-    _meta(obj, namespaced=False)
-    return (_get(obj, "spec.nodeName", str) or "", _get(obj, "spec.attacher", str) or "",
-            _get(obj, "spec.source.persistentVolumeName", str) or "")
+    name_of(obj, namespaced=False)
+    return (get_field(obj, "spec.nodeName", str) or "", get_field(obj, "spec.attacher", str) or "",
+            get_field(obj, "spec.source.persistentVolumeName", str) or "")
 
 
 BETA_ZONE, BETA_REGION = "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region"
@@ -655,24 +656,24 @@ def _zone_terms(labels: Mapping[str, Any]) -> tuple[s.NodeSelectorTerm, ...]:
 
 
 def _class(obj: Obj) -> _Class:
-    _, name = _meta(obj, namespaced=False)
-    mode = _get(obj, "volumeBindingMode", str) or "Immediate"
+    _, name = name_of(obj, namespaced=False)
+    mode = get_field(obj, "volumeBindingMode", str) or "Immediate"
     if mode not in ("Immediate", "WaitForFirstConsumer"):
-        raise _fail(obj, "volumeBindingMode", f"must be Immediate or WaitForFirstConsumer, got {mode!r}")
+        raise invalid(obj, "volumeBindingMode", f"must be Immediate or WaitForFirstConsumer, got {mode!r}")
     topologies = []
-    for i, term in enumerate(_get(obj, "allowedTopologies", list, [])):
+    for i, term in enumerate(get_field(obj, "allowedTopologies", list, [])):
         field = f"allowedTopologies[{i}].matchLabelExpressions"
         raw = term.get("matchLabelExpressions") if isinstance(term, Mapping) else None
         # a topology selector term: each key's value In the list (MatchTopologySelectorTerms)
         exprs = [{"key": e.get("key"), "operator": "In", "values": e.get("values", [])}
                  for e in (raw or []) if isinstance(e, Mapping)]
-        topologies.append(s.NodeSelectorTerm(match_expressions=_requirements(obj, field, exprs)))
-    return _Class(name=name, provisioner=_get(obj, "provisioner", str) or "", wait=mode == "WaitForFirstConsumer",
+        topologies.append(s.NodeSelectorTerm(match_expressions=requirements(obj, field, exprs)))
+    return _Class(name=name, provisioner=get_field(obj, "provisioner", str) or "", wait=mode == "WaitForFirstConsumer",
                   topologies=tuple(topologies))
 
 
 def _size(obj: Obj, field: str) -> int:
-    raw: Any = _get(obj, field, Mapping, {})
+    raw: Any = get_field(obj, field, Mapping, {})
     return quantity(obj, f"{field}.storage", "storage", raw["storage"]) if "storage" in raw else 0
 
 
@@ -701,7 +702,7 @@ def prebind(by_kind: Mapping[str, Sequence[Obj]], bindings: Iterable[tuple[str, 
     nothing (the plan placed the pod where one serves it)."""
     vols = Volumes(by_kind)
     claims_obj = {_key(o): o for o in by_kind.get("PersistentVolumeClaim", ())}
-    volume_obj = {_meta(o, namespaced=False)[1]: o for o in by_kind.get("PersistentVolume", ())}
+    volume_obj = {name_of(o, namespaced=False)[1]: o for o in by_kind.get("PersistentVolume", ())}
     pods = {_key(o): o for o in by_kind.get("Pod", ())}
     taken: set[str] = set()
     out: list[VolumeBinding] = []

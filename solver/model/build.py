@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from solver.model import bounds, objective
+from solver.core.errors import ModelTooLargeError
+from solver.core.stopping import checkpoint
+from solver.model import objective
+from solver.model.bounds import floors
 from solver.model.constraints import DEFAULT_CONSTRAINTS
-from solver.model.errors import ModelTooLargeError
-from solver.model.problem import Problem
-from solver.model.stopping import checkpoint
 from solver.model.vars import PlacementVars
+from solver.problem.build import Problem
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -31,9 +32,9 @@ class BuiltModel:
     vars: PlacementVars
     stages: tuple[objective.Stage, ...]
     build_seconds: float
-    pdb_floor: bounds.PdbFloor | None = None  # proven floor on tier 3 when every pod is placed
-    # bounds.cost_floor(problem, violations) by violations, filled as they are computed
-    cost_floors: dict[int, bounds.CostFloor | None] = dataclasses.field(default_factory=dict)
+    pdb_floor: floors.PdbFloor | None = None  # proven floor on tier 3 when every pod is placed
+    # floors.cost_floor(problem, violations) by violations, filled as they are computed
+    cost_floors: dict[int, floors.CostFloor | None] = dataclasses.field(default_factory=dict)
 
     @property
     def variables(self) -> int:
@@ -45,14 +46,14 @@ class BuiltModel:
 
 
 # build_model's default: compute the floor
-_COMPUTE = bounds.PdbFloor(evictions=-1, violations=-1, evicted_pods=-1, plan=None)
+_COMPUTE = floors.PdbFloor(evictions=-1, violations=-1, evicted_pods=-1, plan=None)
 
 
 def build_model(problem: Problem, *, max_variables: int | None = None,
-                pdb_floor: bounds.PdbFloor | None = _COMPUTE,
-                cost_floors: Mapping[int, bounds.CostFloor | None] | None = None) -> BuiltModel:
+                pdb_floor: floors.PdbFloor | None = _COMPUTE,
+                cost_floors: Mapping[int, floors.CostFloor | None] | None = None) -> BuiltModel:
     """The model; ``pdb_floor`` and ``cost_floors`` (by violations) when the caller has them
-    already (``bounds.pdb_floor(problem)``, ``bounds.cost_floor(problem, violations)``)."""
+    already (``floors.pdb_floor(problem)``, ``floors.cost_floor(problem, violations)``)."""
     start = time.perf_counter()
     planned = sum(len(c) for c in problem.candidates)
     if max_variables is not None and planned > max_variables:
@@ -69,7 +70,7 @@ def build_model(problem: Problem, *, max_variables: int | None = None,
         stages=tuple(objective.stages(problem, vars)),
         build_seconds=0.0,
         pdb_floor=None if not vars.all_pdb_violations() else
-        bounds.pdb_floor(problem) if pdb_floor is _COMPUTE else pdb_floor,
+        floors.pdb_floor(problem) if pdb_floor is _COMPUTE else pdb_floor,
         cost_floors=dict(cost_floors or {}),
     )
     built = dataclasses.replace(built, build_seconds=time.perf_counter() - start)

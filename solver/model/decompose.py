@@ -12,7 +12,7 @@ Each domain has a bound, the best tiers any plan there may reach (lexicographica
 out. The plan's bound is the greatest left, so it is OPTIMAL exactly when no domain
 may beat it on any tier, firstAvailable included. Under strict budgets, a domain where
 the gang needs more budget-counted evictions than the budgets allow is proven empty
-by the floors, without a search (``bounds.strict_blocks``).
+by the floors, without a search (``floors.strict_blocks``).
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from solver.model import bounds, greedy, objective
-from solver.model import snapshot as s
-from solver.model.assignment import Assignment, score, trivial_bound
+from solver.baseline import greedy
+from solver.core import snapshot as s
+from solver.core.plan import FEASIBLE, OPTIMAL, Tiers
+from solver.model import objective
+from solver.model.bounds import floors
 from solver.model.build import BuiltModel, build_model
-from solver.model.plan import FEASIBLE, OPTIMAL, Tiers
-from solver.model.problem import Problem
 from solver.model.solve import SolveParams, SolveResult, StageReport, solve
+from solver.problem.assignment import Assignment, score, trivial_bound
+from solver.problem.build import Problem
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,7 +101,7 @@ class _ByDomain:
         self.values = list(self.subs)
         self.trivial = trivial_bound(problem)
         self.bounds: dict[str, Tiers] = dict.fromkeys(self.values, self.trivial)  # domain -> what it may reach
-        self.floors: dict[str, bounds.PdbFloor | None] = {}
+        self.floors: dict[str, floors.PdbFloor | None] = {}
         self.hints: dict[str, Assignment] = {}
         self.pending = list(self.values)  # domains whose groundwork is still to do
         self.tried: list[str] = []  # domains with a hint, in the order pass 1 takes them
@@ -125,13 +127,13 @@ class _ByDomain:
         while self.pending and time.perf_counter() < until and not (stop is not None and stop.is_set()):
             v = self.pending.pop(0)
             sub = self.subs[v]
-            if bounds.strict_blocks(sub):
+            if floors.strict_blocks(sub):
                 # strict: placing the gang here needs more budget-counted evictions than the
-                # budgets allow, so nothing is placed here in any plan (solver/model/bounds.py)
+                # budgets allow, so nothing is placed here in any plan (solver/model/bounds/floors.py)
                 self.bounds[v] = replace(trivial, satisfied=tuple((p, 0) for p, _ in trivial.satisfied), placed=0)
                 self.reports.append({"domain": v, "status": "UNPLACEABLE"})
                 continue
-            self.floors[v] = bounds.pdb_floor(sub)
+            self.floors[v] = floors.pdb_floor(sub)
             self.hints[v] = _better(sub, greedy.hint(sub), self.floors[v])
             self.tried.append(v)
         return any(v not in self.passed for v in self.tried)
@@ -189,9 +191,9 @@ class _ByDomain:
         greedy cost) first, each asked to beat the incumbent's cost or pruned by its floors."""
         problem = self.problem
         finalists = [v for v, (k, _) in self.first.items() if k == best13 and v not in self.costed]
-        # a proven floor on each finalist's cost (solver/model/bounds.py), when tiers 1-3 place every
+        # a proven floor on each finalist's cost (solver/model/bounds/floors.py), when tiers 1-3 place every
         # pod, while the search has time left (a finalist past it has no floor: bound 0)
-        costs: dict[str, bounds.CostFloor | None] = {}
+        costs: dict[str, floors.CostFloor | None] = {}
         for v in finalists:
             out_of_time = time.perf_counter() - self.start > self.params.time_limit or \
                 (self.params.stop is not None and self.params.stop.is_set())
@@ -251,12 +253,12 @@ class _ByDomain:
         )
 
 
-def _better(sub: Problem, hint: Assignment, floor: bounds.PdbFloor | None) -> Assignment:
+def _better(sub: Problem, hint: Assignment, floor: floors.PdbFloor | None) -> Assignment:
     """The floor's plan when it leads the greedy hint on the tiers."""
     return hint if floor is None or floor.plan is None else _better_plan(sub, hint, floor.plan)
 
 
-def _cannot_beat(incumbent: Tiers, cost: int | None, floor: bounds.PdbFloor | None) -> bool:
+def _cannot_beat(incumbent: Tiers, cost: int | None, floor: floors.PdbFloor | None) -> bool:
     """True when a domain with these floors (tiers 1-3 equal) cannot beat the incumbent."""
     if cost is None:
         return False
@@ -271,24 +273,24 @@ def _better_plan(sub: Problem, hint: Assignment, plan: Assignment) -> Assignment
     return plan if score(sub, plan) > score(sub, hint) else hint
 
 
-def _cost_floor(problem: Problem, sub: Problem, best13: Tiers) -> bounds.CostFloor | None:
+def _cost_floor(problem: Problem, sub: Problem, best13: Tiers) -> floors.CostFloor | None:
     """The domain's floor on cost at tiers 1-3 ``best13``, when those place every pending pod."""
     if best13.placed != sum(len(c.pods) for c in problem.classes):
         return None
-    return bounds.cost_floor(sub, best13.pdb_violations)
+    return floors.cost_floor(sub, best13.pdb_violations)
 
 
 class _Sizes:
     """Builds sub-models and remembers the largest and the total build time."""
 
-    def __init__(self, floors: dict[str, bounds.PdbFloor | None]) -> None:
+    def __init__(self, floors: dict[str, floors.PdbFloor | None]) -> None:
         self.variables = self.constraints = 0
         self.build_seconds = 0.0
         self.longest = 0.0
         self._floors = floors
 
     def build(self, sub: Problem, domain: str,
-              cost_floors: dict[int, bounds.CostFloor | None] | None = None) -> BuiltModel:
+              cost_floors: dict[int, floors.CostFloor | None] | None = None) -> BuiltModel:
         built = build_model(sub, pdb_floor=self._floors[domain], cost_floors=cost_floors)
         self.build_seconds += built.build_seconds
         self.longest = max(self.longest, built.build_seconds)

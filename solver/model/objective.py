@@ -24,10 +24,10 @@ from enum import Enum
 
 from ortools.sat.python import cp_model
 
-from solver.model.assignment import trivial_bound
-from solver.model.plan import TIER_NAMES, Tiers
-from solver.model.problem import MILLI, Problem
+from solver.core.plan import TIER_NAMES, Tiers
 from solver.model.vars import PlacementVars
+from solver.problem.assignment import trivial_bound
+from solver.problem.build import MILLI, Problem
 
 INT64_SAFE = 2**62
 

@@ -4,7 +4,7 @@ Each stage optimises one slice of the lexicographic objective (see
 ``solver.model.objective``), then fixes what it found before the next stage
 starts, with the previous solution as a complete hint.
 
-Proven floors (``solver.model.bounds``) end stages early once stage 1 has placed
+Proven floors (``solver.model.bounds.floors``) end stages early once stage 1 has placed
 every pod: a stage whose hinted plan already meets its floor is taken without a
 search (reported ``fromHint``), a search stops at the first solution that meets it,
 and the cost is searched alone down to its floor before the evicted pods are. The
@@ -23,10 +23,11 @@ from typing import TypedDict
 
 from ortools.sat.python import cp_model
 
-from solver.model import bounds, objective
-from solver.model.assignment import Assignment, evaluate, score, trivial_bound
+from solver.core.plan import FEASIBLE, OPTIMAL, UNKNOWN, Tiers
+from solver.model import objective
+from solver.model.bounds import floors
 from solver.model.build import BuiltModel
-from solver.model.plan import FEASIBLE, OPTIMAL, UNKNOWN, Tiers
+from solver.problem.assignment import Assignment, evaluate, score, trivial_bound
 
 # (stage name, the improving solution's tiers, their proven bounds): the tiers the stage decides,
 # in the plan's units and by the plan objective's names (objective.stage_values), e.g.
@@ -132,7 +133,7 @@ class _Staged:
         floor = self.built.pdb_floor
         if floor is not None and floor.plan is not None and \
                 (hint is None or _at_least_as_good(self.built, floor.plan, hint)):
-            hint = floor.plan  # the per-domain programs' plan leads on tiers 1-3 (solver/model/bounds.py)
+            hint = floor.plan  # the per-domain programs' plan leads on tiers 1-3 (solver/model/bounds/floors.py)
         if hint is not None:
             self.built.vars.hint(hint)
         self.lead = hint
@@ -186,7 +187,7 @@ class _Staged:
         return True
 
     def _take_lead(self, stage: objective.Stage, proven: int, floored: int | None) -> None:
-        """The hinted plan meets the stage's proven bound: no search (solver/model/bounds.py)."""
+        """The hinted plan meets the stage's proven bound: no search (solver/model/bounds/floors.py)."""
         self.reports.append({"stage": stage.name, "status": "OPTIMAL", "seconds": 0.0, "objective": float(proven),
                              "bound": float(proven), "fromHint": True,
                              **({"floor": floored} if floored is not None else {})})
@@ -342,7 +343,7 @@ def _at_least_as_good(built: BuiltModel, a: Assignment, b: Assignment) -> bool:
 
 def _floor(built: BuiltModel, stage: objective.Stage, found: Assignment | None
            ) -> tuple[int | None, Assignment | None]:
-    """A proven floor for this stage (solver/model/bounds.py) once the stages before it placed
+    """A proven floor for this stage (solver/model/bounds/floors.py) once the stages before it placed
     every pod: fixed as found, every plan this stage may return places them all too. With it,
     the programs' plan when it is at least as good as what was found."""
     if found is None or (stage.kind is not objective.StageKind.PDB and stage.cost is None):
@@ -354,7 +355,7 @@ def _floor(built: BuiltModel, stage: objective.Stage, found: Assignment | None
     # the PDB stage before this one is fixed: at most its violations
     violations = evaluate(built.problem, found).pdb_violations
     if violations not in built.cost_floors:
-        built.cost_floors[violations] = bounds.cost_floor(built.problem, violations)
+        built.cost_floors[violations] = floors.cost_floor(built.problem, violations)
     cost = built.cost_floors[violations]
     if cost is None:
         return None, None

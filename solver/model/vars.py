@@ -12,11 +12,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
-from solver.model import snapshot as s
-from solver.model.assignment import Assignment, evaluate
-from solver.model.dra import AllocKey, SharedOption
-from solver.model.problem import Problem
-from solver.model.workloads import PodClass
+from solver.core import snapshot as s
+from solver.problem.assignment import Assignment, evaluate
+from solver.problem.build import Problem
+from solver.problem.dra import AllocKey, SharedOption
+from solver.problem.workloads import PodClass
 
 LinearExpr = cp_model.LinearExprT
 

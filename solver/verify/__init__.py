@@ -3,9 +3,9 @@
 ``verify(snapshot, plan)`` recomputes every rule of docs/design.md from the
 snapshot and the plan alone and returns every violation it finds. It must not
 import the model builder, its variables, the greedy baseline or
-``solver.model.problem`` (import-linter enforces this): a bug in the
+``solver.problem.build`` (import-linter enforces this): a bug in the
 aggregated model cannot hide behind the same bug here. It shares only the
-snapshot types and the label/taint predicates of ``solver.model.selectors``.
+snapshot types and the label/taint predicates of ``solver.filters.selectors``.
 
 One ``check_*`` function per rule; each returns ``list[Violation]``.
 
@@ -16,10 +16,10 @@ rule in turn).
 
 from __future__ import annotations
 
-from solver.model import snapshot as s
-from solver.model.features import FeatureGates
-from solver.model.plan import Plan
-from solver.model.stopping import checkpoint
+from solver.core import snapshot as s
+from solver.core.features import FeatureGates
+from solver.core.plan import Plan
+from solver.core.stopping import checkpoint
 from solver.verify.dra import (
     Owner,
     check_allocated_claims,
@@ -34,7 +34,6 @@ from solver.verify.dra import (
     check_devices,
 )
 from solver.verify.rules import (
-    _satisfied_roots,
     check_admission,
     check_bindings,
     check_capacity,
@@ -51,16 +50,16 @@ from solver.verify.rules import (
     check_victims_necessary,
     check_volume_limits,
     check_volume_restrictions,
+    satisfied_roots,
 )
-from solver.verify.view import DEFAULT_GATES, _View
+from solver.verify.view import DEFAULT_GATES, View
 from solver.verify.violation import NEVER, Violation
 
 __all__ = [
     "NEVER",
     "Owner",
+    "View",
     "Violation",
-    "_View",
-    "_satisfied_roots",
     "check_admission",
     "check_allocated_claims",
     "check_bindings",
@@ -87,6 +86,7 @@ __all__ = [
     "check_victims_necessary",
     "check_volume_limits",
     "check_volume_restrictions",
+    "satisfied_roots",
     "verify",
 ]
 
@@ -96,7 +96,7 @@ def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False
     """Every rule the plan breaks; with ``strict_pdbs`` a PDB violation is one too. ``gates``
     are the scheduler's feature gates the plan was made under; without ``dra_preemption`` no
     evicted pod's devices go free."""
-    view = _View(snapshot, plan, gates, dra_preemption, strict_pdbs)
+    view = View(snapshot, plan, gates, dra_preemption, strict_pdbs)
     out: list[Violation] = []
     if strict_pdbs:
         out.extend(check_pdbs_strict(view))

@@ -8,14 +8,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from solver.model import cel, selectors
-from solver.model import snapshot as s
-from solver.model.plan import DeviceAllocation, PlanDevice
+from solver import cel
+from solver.core import snapshot as s
+from solver.core.plan import DeviceAllocation, PlanDevice
+from solver.filters import selectors
 from solver.verify import read
 from solver.verify.violation import NEVER, Violation
 
 if TYPE_CHECKING:
-    from solver.verify.view import _View
+    from solver.verify.view import View
 
 
 # ---- DRA ----------------------------------------------------------------------------
@@ -61,10 +62,10 @@ class _Resolved:
     sites: tuple[str, ...]  # where the claim gets allocated (a bound pod's node): All mode's reference
 
 
-class _DraView:
-    """Claims, devices and the plan's allocations, indexed once (part of ``_View``)."""
+class DraView:
+    """Claims, devices and the plan's allocations, indexed once (part of ``View``)."""
 
-    def __init__(self, view: _View) -> None:
+    def __init__(self, view: View) -> None:
         dra = view.snapshot.dra
         self.state = dra
         self.devices = dra.device_by_key()
@@ -198,7 +199,7 @@ class _DraView:
         self._matching: dict[tuple[s.SubRequest, str],
                              tuple[list[s.DeviceKey], list[tuple[s.DeviceKey, str]]]] = {}
 
-    def _owner(self, view: _View, a: DeviceAllocation) -> tuple[Owner | None, str]:
+    def _owner(self, view: View, a: DeviceAllocation) -> tuple[Owner | None, str]:
         """The owner of an allocation the plan must make, or None and why the allocation is not one."""
         if a.pod and a.pod_group:
             return None, f"names both pod {a.pod} and podGroup {a.pod_group}"
@@ -244,7 +245,7 @@ class _DraView:
                 self._selects[key] = f"does not compile: {e.reason}"
         return self._selects[key]
 
-    def reaches(self, view: _View, dev: s.Device, node_name: str) -> bool:
+    def reaches(self, view: View, dev: s.Device, node_name: str) -> bool:
         if dev.node is not None:
             return dev.node == node_name
         if dev.all_nodes:
@@ -274,7 +275,7 @@ class _DraView:
                 return f"breaks {origin} {e} ({result})", True
         return "", False
 
-    def matching(self, view: _View, sub: s.SubRequest,
+    def matching(self, view: View, sub: s.SubRequest,
                  node: str) -> tuple[list[s.DeviceKey], list[tuple[s.DeviceKey, str]]]:
         """Every device reachable from ``node`` that ``sub`` may take (class, selectors, taints),
         sorted, and the reachable devices on which a selector fails to evaluate (with why)."""
@@ -291,7 +292,7 @@ class _DraView:
             self._matching[key] = sorted(takes), sorted(broken)
         return self._matching[key]
 
-    def every(self, view: _View, sub: s.SubRequest, node: str) -> list[s.DeviceKey]:
+    def every(self, view: View, sub: s.SubRequest, node: str) -> list[s.DeviceKey]:
         """allocationMode All's devices reachable from ``node`` (validateDeviceRequest): those the
         class and selectors take that can hold the request on their own (static capacity),
         sorted; taints aside (a device with one not tolerated cannot be taken, and then All
@@ -303,7 +304,7 @@ class _DraView:
                 out.append(d.key)
         return sorted(out)
 
-    def power(self, view: _View, a: DeviceAllocation) -> float:
+    def power(self, view: View, a: DeviceAllocation) -> float:
         """Preemption power of an allocation's owner: its pending pod, or the group's bound pods."""
         if a.pod_group:
             pods = [p for p in view.members.get(s.GroupKey(a.pod_group), ()) if p.key in view.bound and p.node is None]
@@ -315,7 +316,7 @@ class _DraView:
         return max((view.power(p) for p in pods), default=NEVER)
 
 
-def check_device_allocations(view: _View) -> list[Violation]:
+def check_device_allocations(view: View) -> list[Violation]:
     """One allocation per request of every unallocated claim of each pending pod the plan binds
     (a shared claim: once for its PodGroup), none else; a firstAvailable entry of the request."""
     return list(view.dra.problems)
@@ -324,7 +325,7 @@ def check_device_allocations(view: _View) -> list[Violation]:
 RESERVED_FOR_MAX = 256  # resourceapi.ResourceClaimReservedForMaxSize
 
 
-def check_claim_reservations(view: _View) -> list[Violation]:
+def check_claim_reservations(view: View) -> list[Violation]:
     """Each binding adds its pod, or for a PodGroup's shared claim its PodGroup, to the
     reservedFor of every claim it uses that does not list it yet (PreBind's ``bindClaim``);
     kube-apiserver refuses a list of more than 256, so a plan may not need one."""
@@ -354,7 +355,7 @@ def check_claim_reservations(view: _View) -> list[Violation]:
     return out
 
 
-def check_allocated_claims(view: _View) -> list[Violation]:
+def check_allocated_claims(view: View) -> list[Violation]:
     """A pod bound with an already allocated claim lands where that allocation is usable."""
     out = []
     dv = view.dra
@@ -380,7 +381,7 @@ def check_allocated_claims(view: _View) -> list[Violation]:
     return out
 
 
-def check_devices(view: _View) -> list[Violation]:
+def check_devices(view: View) -> list[Violation]:
     """Each allocated device exists, matches its DeviceClass and request selectors (CEL), and
     its NoSchedule/NoExecute taints are tolerated by the request."""
     out = []
@@ -422,7 +423,7 @@ def check_devices(view: _View) -> list[Violation]:
     return out
 
 
-def check_device_reach(view: _View) -> list[Violation]:
+def check_device_reach(view: View) -> list[Violation]:
     """Each device is reachable from the pod's node; a shared claim's from every node where
     a pod using it is bound or keeps running."""
     out: list[Violation] = []
@@ -439,7 +440,7 @@ def check_device_reach(view: _View) -> list[Violation]:
     return out
 
 
-def check_device_counts(view: _View) -> list[Violation]:
+def check_device_counts(view: View) -> list[Violation]:
     """ExactCount: exactly ``count`` devices. All: exactly every device the request may take
     that is reachable from the node the claim is allocated on (at least one); for a shared
     claim, from the node of one of the pods the plan binds."""
@@ -476,7 +477,7 @@ def check_device_counts(view: _View) -> list[Violation]:
     return out
 
 
-def check_device_conflicts(view: _View) -> list[Violation]:
+def check_device_conflicts(view: View) -> list[Violation]:
     """No device is allocated twice: across the plan, and against existing allocations whose
     claims the plan does not free. An allowMultipleAllocations device may be shared, unless
     an existing allocation holds it whole (a result without a shareID)."""
@@ -493,7 +494,7 @@ def check_device_conflicts(view: _View) -> list[Violation]:
     return out
 
 
-def _counters_in_use(dv: _DraView) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], list[s.DeviceKey]]]:
+def _counters_in_use(dv: DraView) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], list[s.DeviceKey]]]:
     """Per counter of a counter set: what the devices in use at the end (the plan's, and those
     of allocations it does not free) consume, a device allocated several times once; and
     which devices those are."""
@@ -508,7 +509,7 @@ def _counters_in_use(dv: _DraView) -> tuple[dict[tuple[str, str], int], dict[tup
     return consumed, users
 
 
-def check_device_counters(view: _View) -> list[Violation]:
+def check_device_counters(view: View) -> list[Violation]:
     """Partitionable devices: per counter of a counter set (a pool's sharedCounters), the
     devices in use at the end consume no more than its amount."""
     counters = view.snapshot.dra.counters
@@ -565,7 +566,7 @@ def _whole(milli: int) -> int:
     return (milli + 999) // 1000
 
 
-def _capacity_in_use(dv: _DraView, key: s.DeviceKey) -> dict[str, int] | None:
+def _capacity_in_use(dv: DraView, key: s.DeviceKey) -> dict[str, int] | None:
     """What the plan's shares of an allowMultipleAllocations device and the existing shares it
     does not free consume, per capacity; None when a planned share does not fit on its own."""
     dev = dv.devices[key]
@@ -590,7 +591,7 @@ def _quantity_milli(text: str) -> Fraction | None:
         return None
 
 
-def check_device_capacity(view: _View) -> list[Violation]:
+def check_device_capacity(view: View) -> list[Violation]:
     """Consumable capacity (DRAConsumableCapacity): every request fits each device it gets on
     its own (the capacities it names exist, the requestPolicy holds, no more than the device
     has); a share of an allowMultipleAllocations device carries a shareID (unique on the
@@ -642,7 +643,7 @@ def check_device_capacity(view: _View) -> list[Violation]:
     return out
 
 
-def check_device_constraints(view: _View) -> list[Violation]:
+def check_device_constraints(view: View) -> list[Violation]:
     """matchAttribute: the devices of the listed requests (all when none are listed) share one
     value of the attribute; distinctAttribute: pairwise different values. A device without
     the attribute violates either."""
@@ -684,7 +685,7 @@ def check_device_constraints(view: _View) -> list[Violation]:
     return out
 
 
-def _needed_for_devices(view: _View, members: list[s.Pod], prio: int) -> bool:
+def needed_for_devices(view: View, members: list[s.Pod], prio: int) -> bool:
     """Putting the victim back keeps a claim of it held, and the plan gives one of that
     claim's devices to an owner that may preempt the victim; or the devices it would hold
     again push a counter of a partitionable device's set past its amount, and the plan gives a

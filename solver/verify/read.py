@@ -1,7 +1,7 @@
 """The verifier's own reading of the Kubernetes objects.
 
 The model reads a snapshot through ``solver.kube`` (and matches labels and taints with
-``solver.model.selectors``); the verifier must not, or a misreading there would pass here
+``solver.filters.selectors``); the verifier must not, or a misreading there would pass here
 too. This module reads what the node filters and the Eviction API look at straight from
 the object dicts, written from upstream's rules and tested against upstream's behaviour
 (tests/solver/test_verify_read.py), not against the parser:
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from solver.model.stopping import checkpoint
+from solver.core.stopping import checkpoint
 
 Obj = Mapping[str, Any]
 

@@ -7,14 +7,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from solver.model import snapshot as s
+from solver.core import snapshot as s
 from solver.verify import read
-from solver.verify.dra import _needed_for_devices
-from solver.verify.view import POD_ROOT, _View
+from solver.verify.dra import needed_for_devices
+from solver.verify.view import POD_ROOT, View
 from solver.verify.violation import Violation
 
 
-def check_bindings(view: _View) -> list[Violation]:
+def check_bindings(view: View) -> list[Violation]:
     out = []
     seen: set[str] = set()
     for b in view.plan.bindings:
@@ -38,7 +38,7 @@ def check_bindings(view: _View) -> list[Violation]:
     return out
 
 
-def check_admission(view: _View) -> list[Violation]:
+def check_admission(view: View) -> list[Violation]:
     """No pod of a workload that upstream's validatePodGroup refuses is bound."""
     out = []
     for root in sorted(view.planned_roots()):
@@ -57,16 +57,16 @@ def check_admission(view: _View) -> list[Violation]:
 # only the pod being placed).
 
 
-def _where_now(view: _View, pod: s.Pod) -> read.NodeFacts | None:
+def _where_now(view: View, pod: s.Pod) -> read.NodeFacts | None:
     name = view.bound.get(pod.key) or pod.node
     return view.node_facts.get(name) if name else None
 
 
-def _ns(view: _View, pod: s.Pod) -> Mapping[str, str]:
+def _ns(view: View, pod: s.Pod) -> Mapping[str, str]:
     return view.facts.namespace_labels(pod.namespace)
 
 
-def _selects(view: _View, term: read.PodTerm, pod: s.Pod) -> bool:
+def _selects(view: View, term: read.PodTerm, pod: s.Pod) -> bool:
     return read.term_selects(term, pod.namespace, view.labels(pod), _ns(view, pod))
 
 
@@ -74,7 +74,7 @@ def _same_domain(key: str, a: read.NodeFacts | None, b: read.NodeFacts | None) -
     return a is not None and b is not None and key in a.labels and a.labels[key] == b.labels.get(key)
 
 
-def _anti_conflict(view: _View, owner: s.Pod, other: s.Pod) -> bool:
+def _anti_conflict(view: View, owner: s.Pod, other: s.Pod) -> bool:
     """``owner``'s required anti-affinity refuses ``other`` where they now are."""
     terms = view.spec(owner).anti_affinity
     if owner.key == other.key or not terms:
@@ -83,17 +83,17 @@ def _anti_conflict(view: _View, owner: s.Pod, other: s.Pod) -> bool:
     return any(_same_domain(t.topology_key, a, b) and _selects(view, t, other) for t in terms)
 
 
-def _port_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
+def _port_conflict(view: View, a: s.Pod, b: s.Pod) -> bool:
     """One host port asked for by two pods on one node (NodePorts)."""
     return _on_one_node(view, a, b, view.spec(a).host_ports, view.spec(b).host_ports, read.ports_clash)
 
 
-def _disk_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
+def _disk_conflict(view: View, a: s.Pod, b: s.Pod) -> bool:
     """One inline disk two pods on one node may not share (VolumeRestrictions)."""
     return _on_one_node(view, a, b, view.spec(a).disks, view.spec(b).disks, read.disks_conflict)
 
 
-def _on_one_node(view: _View, a: s.Pod, b: s.Pod, mine: Sequence[Any], theirs: Sequence[Any],
+def _on_one_node(view: View, a: s.Pod, b: s.Pod, mine: Sequence[Any], theirs: Sequence[Any],
                  clash: Callable[[Any, Any], bool]) -> bool:
     """Two pods on one node, one thing of each clashing."""
     if a.key == b.key or not mine or not theirs:
@@ -102,12 +102,12 @@ def _on_one_node(view: _View, a: s.Pod, b: s.Pod, mine: Sequence[Any], theirs: S
     return na is not None and nb is not None and na.name == nb.name and any(clash(x, y) for x in mine for y in theirs)
 
 
-def _in_conflict(view: _View, a: s.Pod, b: s.Pod) -> bool:
+def _in_conflict(view: View, a: s.Pod, b: s.Pod) -> bool:
     return (_anti_conflict(view, a, b) or _anti_conflict(view, b, a) or _port_conflict(view, a, b)
             or _disk_conflict(view, a, b))
 
 
-def check_pod_anti_affinity(view: _View) -> list[Violation]:
+def check_pod_anti_affinity(view: View) -> list[Violation]:
     """InterPodAffinity (plugins/interpodaffinity/filtering.go): no bound pod's anti-affinity
     term matches another present pod in its domain (satisfyPodAntiAffinity), and no present
     pod's term matches a bound pod in its (satisfyExistingPodsAntiAffinity)."""
@@ -133,7 +133,7 @@ def check_pod_anti_affinity(view: _View) -> list[Violation]:
     return out
 
 
-def _spread_eligible(view: _View, c: read.Spread, owner: s.Pod, node: read.NodeFacts) -> bool:
+def _spread_eligible(view: View, c: read.Spread, owner: s.Pod, node: read.NodeFacts) -> bool:
     """The node is one of the constraint's domains for ``owner``: it has the key of every one of
     the owner's constraints (nodeLabelsMatchSpreadConstraints), and passes the owner's node
     affinity (nodeAffinityPolicy Honor) and taints (nodeTaintsPolicy Honor)."""
@@ -145,14 +145,14 @@ def _spread_eligible(view: _View, c: read.Spread, owner: s.Pod, node: read.NodeF
     return not c.honor_taints or read.taints_tolerated(spec, node)
 
 
-def _spread_matches(view: _View, c: read.Spread, owner: s.Pod, pod: s.Pod) -> bool:
+def _spread_matches(view: View, c: read.Spread, owner: s.Pod, pod: s.Pod) -> bool:
     """``pod`` counts toward ``owner``'s constraint: same namespace, not terminating, selected
     (countPodsMatchSelector, plugins/podtopologyspread/common.go)."""
     return c.selector is not None and pod.namespace == owner.namespace and not pod.terminating \
         and c.selector.matches(view.labels(pod))
 
 
-def _spread_counts(view: _View, c: read.Spread, owner: s.Pod, also: Iterable[s.Pod] = ()
+def _spread_counts(view: View, c: read.Spread, owner: s.Pod, also: Iterable[s.Pod] = ()
                    ) -> tuple[dict[str, int], int, set[str]]:
     """(matching pods per eligible domain of ``owner``'s constraint, the fewest: 0 below
     minDomains, the eligible nodes) on the end state, with ``also`` (evicted pods put back)
@@ -167,7 +167,7 @@ def _spread_counts(view: _View, c: read.Spread, owner: s.Pod, also: Iterable[s.P
     return counts, low, set(eligible)
 
 
-def _needed_for_spread(view: _View, members: list[s.Pod], prio: int) -> bool:
+def _needed_for_spread(view: View, members: list[s.Pod], prio: int) -> bool:
     """Put back, the victim would push a bound pod's domain past maxSkew, and that pod may
     preempt it (upstream's reprieve keeps only victims whose return passes every filter)."""
     for p in view.new_pods:
@@ -184,7 +184,7 @@ def _needed_for_spread(view: _View, members: list[s.Pod], prio: int) -> bool:
     return False
 
 
-def check_host_ports(view: _View) -> list[Violation]:
+def check_host_ports(view: View) -> list[Violation]:
     """NodePorts: no bound pod asks for a host port another present pod on its node holds."""
     out: list[Violation] = []
     on_node: dict[str, list[s.Pod]] = defaultdict(list)
@@ -200,7 +200,7 @@ def check_host_ports(view: _View) -> list[Violation]:
     return out
 
 
-def check_volume_restrictions(view: _View) -> list[Violation]:
+def check_volume_restrictions(view: View) -> list[Violation]:
     """VolumeRestrictions: no bound pod's inline disk conflicts with one of another present pod
     on its node (satisfyVolumeConflicts), and a bound pod's ReadWriteOncePod claim is used by no
     other pod present at the end (satisfyReadWriteOncePod)."""
@@ -221,7 +221,7 @@ def check_volume_restrictions(view: _View) -> list[Violation]:
     return out
 
 
-def check_static_volumes(view: _View) -> list[Violation]:
+def check_static_volumes(view: View) -> list[Violation]:
     """VolumeBinding (findMatchingVolumes, with each binding assumed as pods are scheduled):
     the bound pods' claims that only an available volume serves each get a volume of their own:
     of their class, access modes and size, not claimed by another claim, matching by node
@@ -254,7 +254,7 @@ def check_static_volumes(view: _View) -> list[Violation]:
             for i, (pod, c) in enumerate(asks) if not assign(i, set())]
 
 
-def check_volume_limits(view: _View) -> list[Violation]:
+def check_volume_limits(view: View) -> list[Violation]:
     """NodeVolumeLimits (csi.go Filter) on the end state, as the pods would be bound one at a
     time: a new pod's CSI driver that sets preventPodSchedulingIfMissing is on its node's
     CSINode; and on a node where new pods add a volume of a driver with a limit, the driver's
@@ -292,11 +292,11 @@ def check_volume_limits(view: _View) -> list[Violation]:
     return out
 
 
-def _matches_all(view: _View, terms: tuple[read.PodTerm, ...], pod: s.Pod) -> bool:
+def _matches_all(view: View, terms: tuple[read.PodTerm, ...], pod: s.Pod) -> bool:
     return all(_selects(view, t, pod) for t in terms)
 
 
-def check_pod_affinity(view: _View) -> list[Violation]:
+def check_pod_affinity(view: View) -> list[Violation]:
     """Required pod affinity, as the pods would be bound one at a time: each bound pod with
     terms has, in every term's domain, a pod already there matching all its terms; or it is
     the first such pod anywhere and matches its own terms (satisfyPodAffinity). The order is
@@ -348,7 +348,7 @@ def check_pod_affinity(view: _View) -> list[Violation]:
     return out
 
 
-def check_topology_spread(view: _View) -> list[Violation]:
+def check_topology_spread(view: View) -> list[Violation]:
     """PodTopologySpread DoNotSchedule (plugins/podtopologyspread/filtering.go), on the end
     state: for each bound pod's constraint, the matching pods in its domain exceed the fewest
     in any eligible domain (0 when there are fewer than minDomains) by at most maxSkew."""
@@ -375,7 +375,7 @@ def check_topology_spread(view: _View) -> list[Violation]:
     return out
 
 
-def check_evictions(view: _View) -> list[Violation]:
+def check_evictions(view: View) -> list[Violation]:
     out = []
     planned = view.planned_roots()
     evicted_units = set()
@@ -397,7 +397,7 @@ def check_evictions(view: _View) -> list[Violation]:
     return out
 
 
-def check_capacity(view: _View) -> list[Violation]:
+def check_capacity(view: View) -> list[Violation]:
     """Per node and resource requested by a pod bound there:
     Σ new pods + Σ running pods not evicted ≤ allocatable."""
     out = []
@@ -417,7 +417,7 @@ def check_capacity(view: _View) -> list[Violation]:
     return out
 
 
-def check_victims_necessary(view: _View) -> list[Violation]:
+def check_victims_necessary(view: View) -> list[Violation]:
     """Every evicted victim unit is necessary: on one of its nodes, putting it back
     overflows a resource for the new pods of higher priority there, and one of
     those may preempt it (kube-scheduler evicts only victims it cannot reprieve);
@@ -437,7 +437,7 @@ def check_victims_necessary(view: _View) -> list[Violation]:
                 continue
             for res in {r for p in members if p.node == node_name for r in view.req(p)}:
                 if view.facts.left_to_dra(res, node):
-                    continue  # its devices: _needed_for_devices
+                    continue  # its devices: needed_for_devices
                 demand = sum(view.req(p).get(res, 0) for p in higher)
                 if demand == 0:
                     continue
@@ -445,7 +445,7 @@ def check_victims_necessary(view: _View) -> list[Violation]:
                            if p.key not in view.evicted or view.victim_unit(p) == unit)
                 if demand + back > node.allocatable.get(res, 0):
                     necessary = True
-        necessary = necessary or _needed_for_devices(view, members, prio) or any(
+        necessary = necessary or needed_for_devices(view, members, prio) or any(
             _in_conflict(view, p, q) for q in members for p in view.new_pods
             if (view.spec(p).anti_affinity or view.spec(p).host_ports or view.spec(p).disks
                 or view.spec(q).anti_affinity)
@@ -457,7 +457,7 @@ def check_victims_necessary(view: _View) -> list[Violation]:
     return out
 
 
-def _group_state(view: _View) -> tuple[dict[str, int], dict[str, bool]]:
+def _group_state(view: View) -> tuple[dict[str, int], dict[str, bool]]:
     """new pods bound and gang rule per group, every group of the snapshot."""
     new: dict[str, int] = {}
     ok: dict[str, bool] = {}
@@ -481,7 +481,7 @@ def _group_state(view: _View) -> tuple[dict[str, int], dict[str, bool]]:
     return new, ok
 
 
-def _satisfied_roots(view: _View) -> dict[str, bool]:
+def satisfied_roots(view: View) -> dict[str, bool]:
     new, ok = _group_state(view)
     out = {}
     for root in view.planned_roots():
@@ -492,7 +492,7 @@ def _satisfied_roots(view: _View) -> dict[str, bool]:
     return out
 
 
-def check_gangs(view: _View) -> list[Violation]:
+def check_gangs(view: View) -> list[Violation]:
     out = []
     new, ok = _group_state(view)
     for key, group in view.groups.items():
@@ -502,7 +502,7 @@ def check_gangs(view: _View) -> list[Violation]:
     return out
 
 
-def check_topology(view: _View) -> list[Violation]:
+def check_topology(view: View) -> list[Violation]:
     out = []
     for key, group in view.groups.items():
         if group.topology_key is None:
@@ -519,14 +519,14 @@ def check_topology(view: _View) -> list[Violation]:
     return out
 
 
-def _budgets_of(view: _View, pod: s.Pod) -> list[read.Budget]:
+def _budgets_of(view: View, pod: s.Pod) -> list[read.Budget]:
     """The budgets of the pod's namespace whose selector selects it (getPodDisruptionBudgets)."""
     labels = view.labels(pod)
     return [b for b in view.facts.budgets
             if b.namespace == pod.namespace and b.selector is not None and b.selector.matches(labels)]
 
 
-def _evicted_by_pdb(view: _View) -> dict[str, int]:
+def _evicted_by_pdb(view: View) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for key in view.evicted:
         pod = view.pods.get(s.PodKey(key))
@@ -536,7 +536,7 @@ def _evicted_by_pdb(view: _View) -> dict[str, int]:
     return out
 
 
-def _eviction_api(view: _View) -> tuple[dict[str, int], list[Violation]]:
+def _eviction_api(view: View) -> tuple[dict[str, int], list[Violation]]:
     """Each eviction as the Eviction API takes it (eviction.go, EvictionREST.Create and
     checkAndDecrement): a pod in phase Pending (or being deleted) goes without a budget
     (canIgnorePDB); a pod two budgets select is refused (500); an unready pod goes without
@@ -569,7 +569,7 @@ def _eviction_api(view: _View) -> tuple[dict[str, int], list[Violation]]:
     return spent, refused
 
 
-def check_pdbs_strict(view: _View) -> list[Violation]:
+def check_pdbs_strict(view: View) -> list[Violation]:
     """Every eviction accepted by the Eviction API, and no budget spending more than
     disruptionsAllowed."""
     spent, refused = _eviction_api(view)
@@ -578,10 +578,10 @@ def check_pdbs_strict(view: _View) -> list[Violation]:
                       for b in view.facts.budgets if spent[b.key] > max(0, b.disruptions_allowed)]
 
 
-def check_objective(view: _View) -> list[Violation]:
+def check_objective(view: View) -> list[Violation]:
     out = []
     o = view.plan.objective
-    sat = _satisfied_roots(view)
+    sat = satisfied_roots(view)
     by_priority: defaultdict[int, int] = defaultdict(int)  # the satisfied workloads' values
     for root, ok in sat.items():
         by_priority[view.priority_of_root(root)] += view.facts.values.get(root, 1) * ok

@@ -5,20 +5,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 
-from solver.model import snapshot as s
-from solver.model.features import FeatureGates
-from solver.model.plan import Plan
+from solver.core import snapshot as s
+from solver.core.features import FeatureGates
+from solver.core.plan import Plan
 from solver.verify import read
-from solver.verify.dra import _DraView
+from solver.verify.dra import DraView
 from solver.verify.violation import NEVER
 
 DEFAULT_GATES = FeatureGates()  # frozen: one instance serves every default
 
 
 
-POD_ROOT = "Pod/"  # prefixes a standalone pod's key as its root (``_View.root``)
+POD_ROOT = "Pod/"  # prefixes a standalone pod's key as its root (``View.root``)
 
-class _View:
+class View:
     """The snapshot and plan, indexed once."""
 
     def __init__(self, snapshot: s.ClusterSnapshot, plan: Plan, gates: FeatureGates = DEFAULT_GATES,
@@ -62,7 +62,7 @@ class _View:
             if p.node:
                 self.running_on[p.node].append(p)
                 self.units[self.victim_unit(p)].append(p)
-        self.dra = _DraView(self)
+        self.dra = DraView(self)
 
     def spec(self, pod: s.Pod) -> read.PodFacts:
         """What the verifier read from the pod's own object."""

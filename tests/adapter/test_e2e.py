@@ -380,7 +380,7 @@ def test_a_group_shared_claim_with_two_requests_is_written_whole_and_named_in_th
 def test_a_replica_that_loses_its_lease_mid_plan_stops_before_binding(api: ApiServerDouble) -> None:
     from adapter.cache import WatchCache
     from adapter.controller import Executor
-    from solver.selection import select
+    from solver.kube.selection import select
 
     _cluster(api)
     cache = WatchCache(Cluster.at(api.url))

@@ -13,8 +13,11 @@ import pytest
 
 from adapter.cluster import Cluster
 from adapter.main import Adapter, dry_run, in_process, remote
-from solver import cli, grpc_convert, loader, server
+from solver import cli
 from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.kube import loader
+from solver.service import convert as grpc_convert
+from solver.service import server
 from tests.apiserver import ApiServerDouble
 
 DRIVER = "gpu.example.com"

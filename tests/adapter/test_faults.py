@@ -17,7 +17,7 @@ import grpc
 from adapter.cache import WatchCache
 from adapter.cluster import _BACKOFF, ATTEMPTS, Cluster
 from adapter.main import Adapter, in_process
-from solver.client import PlacementError
+from solver.service.client import PlacementError
 from tests.adapter.test_e2e import _bound, _calls, _cluster, _condition, _node_of, _run
 from tests.apiserver import ApiServerDouble
 from tests.builders import node, ours, pod, pod_group
@@ -222,7 +222,7 @@ def test_over_grpc_the_bad_object_is_read_from_the_errors_details_and_left_out(a
     """The same bad gang through a real solver service: the adapter finds Pod/default/bad-0 in
     the answer's google.rpc details (its message is not read) and places the good gang."""
     from adapter.main import remote
-    from solver import server
+    from solver.service import server
 
     _bad_and_good(api)
     running = server.start(server.ServerConfig(address="127.0.0.1:0", metrics_address=None))
@@ -239,7 +239,7 @@ def test_a_plan_the_solver_calls_its_own_bug_is_not_retried_until_the_cluster_ch
     """INTERNAL (a plan its verifier refused): no backoff loop asking the same question again;
     a change to the cluster asks again."""
     from solver import api as solver_api
-    from solver.rpc_errors import RemoteBugError
+    from solver.service.status import RemoteBugError
 
     _cluster(api)
     real = in_process(5.0)

@@ -17,7 +17,7 @@ from prometheus_client import generate_latest
 from adapter.cluster import Cluster
 from adapter.main import Adapter, in_process, serve_probes, stale_after
 from adapter.observe import Heartbeat
-from solver import telemetry
+from solver.service import telemetry
 from tests.apiserver import ApiServerDouble
 from tests.builders import gang_scenario, pdb
 

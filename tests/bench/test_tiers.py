@@ -9,7 +9,7 @@ import pytest
 
 from solver.bench import runner
 from solver.bench.tiers import ORDER, Decision, decide
-from solver.model.plan import Tiers
+from solver.core.plan import Tiers
 
 
 def row(satisfied: dict[str, int], placed: int, pdb: int, cost: float, evicted: int,

@@ -1,7 +1,7 @@
 """The greedy baseline against the real kube-scheduler 1.37.2, on small snapshots where
 upstream's choice is deterministic (no score ties): the same pods evicted, the same nodes.
 Each case pins one rule of upstream's workload-aware preemption that the baseline mirrors
-(solver/model/greedy.py names the upstream function)."""
+(solver/baseline/greedy.py names the upstream function)."""
 
 from __future__ import annotations
 

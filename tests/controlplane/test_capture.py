@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube, loader
+from solver import api, kube
 from solver.bench import upstream
+from solver.kube import loader
 from tests.builders import gang_scenario
 from tests.controlplane.conftest import Real
 

@@ -19,7 +19,7 @@ import pytest
 
 from adapter.cluster import Cluster, Refused
 from solver import kube
-from solver.model.problem import eviction_api
+from solver.problem.build import eviction_api
 from tests.builders import node, pod
 from tests.controlplane.conftest import NS, Real
 

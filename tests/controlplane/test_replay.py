@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube, loader
+from solver import api, kube
 from solver.bench import replay as replay_mod
+from solver.kube import loader
 from tests import dra_builders as dra
 from tests.builders import admitted, node, pdb, pod, pod_group
 from tests.controlplane import test_refusals_vs_upstream as refusals

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from solver import kube, loader
+from solver import kube
 from solver.bench import upstream
 from solver.bench.controlplane import ControlPlane
+from solver.kube import loader
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SHIPPED = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "tests" / "data" / "bench").glob("*.json"))

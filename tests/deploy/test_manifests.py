@@ -854,7 +854,7 @@ PROMQL_WORDS = {"sum", "rate", "increase", "absent", "max", "min", "avg", "count
 def _exported_metrics() -> set[str]:
     """Every sample name the solver's and the adapter's registries expose."""
     from adapter.observe import AdapterMetrics
-    from solver.server import Metrics
+    from solver.service.server import Metrics
 
     suffixes = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count",
                 "_created"), "info": ("_info",), "summary": ("_sum", "_count", "_created")}

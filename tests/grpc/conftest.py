@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from solver import server
+from solver.service import server
 
 
 @pytest.fixture()

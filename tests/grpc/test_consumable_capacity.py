@@ -8,10 +8,12 @@ from collections.abc import Callable
 import grpc
 import pytest
 
-from solver import client, grpc_convert, kube, server, verify
+from solver import kube, verify
+from solver.core import plan as p
+from solver.core import snapshot as s
 from solver.gen.gangplace.v1 import placement_pb2 as pb
-from solver.model import plan as p
-from solver.model import snapshot as s
+from solver.service import client, server
+from solver.service import convert as grpc_convert
 from tests.grpc.conftest import _target
 
 GIB = 1 << 30

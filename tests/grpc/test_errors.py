@@ -1,4 +1,4 @@
-"""Errors over gRPC by what the caller should do (solver.rpc_errors): bad input names the
+"""Errors over gRPC by what the caller should do (solver.service.status): bad input names the
 object and field in google.rpc details, a limit is RESOURCE_EXHAUSTED, a bug INTERNAL, and
 the client raises the matching class of the error tree, read from the details, not the text."""
 
@@ -12,11 +12,12 @@ import pytest
 from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from grpc_status import rpc_status  # type: ignore[import-untyped]
 
-from solver import api, client, server
+from solver import api
+from solver.core.errors import BugError, InputError, LimitError, ModelTooLargeError, UnavailableError
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
-from solver.model.errors import BugError, InputError, LimitError, ModelTooLargeError, UnavailableError
-from solver.rpc_errors import limit_reason
+from solver.service import client, server
+from solver.service.status import limit_reason
 from tests.builders import node, pod
 from tests.grpc.conftest import _target
 

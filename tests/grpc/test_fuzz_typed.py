@@ -23,10 +23,10 @@ from google.protobuf.descriptor import FieldDescriptor
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from solver import server
+from solver.core.errors import MAX_MESSAGE
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
-from solver.model.errors import MAX_MESSAGE
+from solver.service import server
 
 RACK = "topology.kubernetes.io/rack"
 

@@ -1,4 +1,4 @@
-"""The served solver's memory guard (issue 32, item 2; solver/memguard.py): a call that would
+"""The served solver's memory guard (issue 32, item 2; solver/service/memguard.py): a call that would
 not fit in the budget is refused before it is read, a call that runs the process past the
 budget is stopped, both RESOURCE_EXHAUSTED MEMORY with a short message, and the server goes
 on serving. Hostile clients: a message over the size limit, and several large ones at once."""
@@ -17,9 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 
-from solver import api, client, memguard, rpc_errors, server
+from solver import api
 from solver.bench import generate
-from solver.model.errors import MAX_MESSAGE
+from solver.core.errors import MAX_MESSAGE
+from solver.service import client, memguard, server
+from solver.service import status as rpc_errors
 
 MIB = 1 << 20
 

@@ -23,9 +23,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from prometheus_client.parser import text_string_to_metric_families
 
-from solver import server, telemetry
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+from solver.service import server, telemetry
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BODY = (ROOT / "examples" / "gang-preemption.yaml").read_bytes()

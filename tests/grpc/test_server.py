@@ -20,10 +20,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from solver import api, cli, client, kube, loader, rpc_errors, server, telemetry, verify
+from solver import api, cli, kube, verify
 from solver.bench import generate
+from solver.core.plan import Plan
 from solver.gen.gangplace.v1 import placement_pb2 as pb
-from solver.model.plan import Plan
+from solver.kube import loader
+from solver.service import client, server, telemetry
+from solver.service import status as rpc_errors
 from tests.grpc.conftest import _target
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -568,7 +571,7 @@ def test_a_cancelled_call_is_counted_cancelled_and_frees_its_slot(running: serve
 
 
 def test_the_client_sends_plan_options_and_refuses_those_the_wire_cannot_carry() -> None:
-    from solver.model.features import FeatureGates
+    from solver.core.features import FeatureGates
 
     gates = FeatureGates(pod_group_preemption_policy=True)
     req = client.PlacementClient.request(b"{}", api.PlanOptions(
@@ -657,12 +660,12 @@ def _one_class(expr: str, devices: int = 1) -> bytes:
 def test_the_servers_cel_cache_keeps_to_its_limit() -> None:
     # --cel-cache-mb: room for two compiled selectors; four requests with a new selector each
     # leave the last two in the cache, the first two dropped
-    from solver.model import cel
-    from solver.model.cel.cache import program_bytes
+    from solver import cel
+    from solver.cel.cache import program_bytes
 
     exprs = [f'device.driver == "d.example.com" && device.attributes["d.example.com"].v != {i}' for i in range(4)]
     program = cel._compile(exprs[0])
-    assert isinstance(program, cel._Program)
+    assert isinstance(program, cel.Program)
     one = program_bytes(program.runner.ast) + len(exprs[0])
     before = cel.cache_stats()
     cel._COMPILED.clear()

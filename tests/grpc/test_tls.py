@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from solver import client, server
+from solver.service import client, server
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BODY = (ROOT / "examples" / "gang-preemption.yaml").read_bytes()
@@ -111,7 +111,7 @@ def test_a_rotated_token_is_read_again(mtls: server.Running, pki: Path) -> None:
 
 def test_the_adapter_reaches_a_mutual_tls_solver_with_its_token(mtls: server.Running, pki: Path) -> None:
     from adapter.main import remote
-    from solver import loader
+    from solver.kube import loader
 
     docs = loader.read_documents(ROOT / "examples" / "gang-preemption.yaml")
     solve = remote(f"localhost:{mtls.port}", 5.0, tls_ca=str(pki / "ca.crt"), tls_cert=str(pki / "client.crt"),

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from solver import api, verify
-from solver.model.plan import Plan
+from solver.core.plan import Plan
 from tests import builders
 
 

@@ -5,11 +5,11 @@ pruning, one weighted objective with Python-integer weights (instances are
 tiny). Used by the property test to check the aggregated model's tiers.
 
 DRA (``_Dra``), written from docs/design.md and the resource.k8s.io/v1 semantics, not from
-``solver.model.dra``: one boolean per (claim owner, request, alternative, device), where an
+``solver.problem.dra``: one boolean per (claim owner, request, alternative, device), where an
 owner is a pending pod's unallocated per-pod claim, a PodGroup's shared claim, or a claim
 several pending pods name (allocated once, like a PodGroup's: upstream pins the pods after the
 first to the first one's allocation). It shares
-only ``solver.model.cel.selects`` (CEL) and the node/taint predicates of ``selectors``.
+only ``solver.cel.selects`` (CEL) and the node/taint predicates of ``selectors``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from solver.model import cel, selectors
-from solver.model import snapshot as s
+from solver import cel
+from solver.core import snapshot as s
+from solver.filters import selectors
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from solver import api, cli
-from solver.model.features import FeatureGates, parse_feature_gates
+from solver.core.features import FeatureGates, parse_feature_gates
 from tests.builders import composite, node, pod, pod_group, priority_class
 from tests.solver.conftest import run_plan
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from solver import cli, kube
-from solver.model.errors import SnapshotInvalidError
+from solver.core.errors import SnapshotInvalidError
 from tests.builders import RACK, ZONE, composite, node, pod, pod_group
 
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from solver import cli, client, loader, server
-from solver.model.errors import MAX_MESSAGE, InputError, SnapshotInvalidError, clip
+from solver import cli
+from solver.core.errors import MAX_MESSAGE, InputError, SnapshotInvalidError, clip
+from solver.kube import loader
+from solver.service import client, server
 
 
 def _bomb(levels: int, width: int = 10, text: int = 2000) -> str:

@@ -1,4 +1,4 @@
-"""The floors on PDB violations, cost and evicted pods (solver/model/bounds.py): never above
+"""The floors on PDB violations, cost and evicted pods (solver/model/bounds/floors.py): never above
 the optimum, met where they are exact, and the plan built from them valid.
 
 The naive model (tests/solver/naive.py) knows nothing of the floor's programs: on random
@@ -15,13 +15,14 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from solver import api, verify
+from solver.baseline import greedy
 from solver.bench import generate
-from solver.model import bounds, greedy
-from solver.model.assignment import evaluate
+from solver.model.bounds import floors
 from solver.model.build import build_model
-from solver.model.decode import make_plan
-from solver.model.problem import build_problem
 from solver.model.solve import SolveParams, solve
+from solver.plan.decode import make_plan
+from solver.problem.assignment import evaluate
+from solver.problem.build import build_problem
 from tests import builders as b
 from tests.solver.naive import naive_tiers
 
@@ -72,7 +73,7 @@ def single_gangs(draw: Any) -> list[Any]:
 def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[Any]) -> None:
     snap = b.snapshot(*objs)
     problem = build_problem(snap, pdb_policy="soft")
-    floor = bounds.pdb_floor(problem)
+    floor = floors.pdb_floor(problem)
     want = naive_tiers(snap)
     every = want.placed == sum(1 for p in snap.pods if p.node is None)
     event(f"floor applies: {floor is not None}; every pod placed: {every}")
@@ -82,7 +83,7 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
     assert floor.violations <= want.pdb_violations
     assert floor.evicted_pods <= want.evicted
     event(f"floor is the optimum: {floor.violations == want.pdb_violations}")
-    cost = bounds.cost_floor(problem, want.pdb_violations)
+    cost = floors.cost_floor(problem, want.pdb_violations)
     assert cost is not None and cost.cost <= want.cost_milli
     event(f"cost floor is the optimum: {cost.cost == want.cost_milli}")
     if cost.plan is not None:
@@ -115,7 +116,7 @@ def _composite_cluster() -> Any:
 def test_the_floor_is_the_proven_optimum_on_a_composite_of_rack_gangs() -> None:
     snap = _composite_cluster()
     problem = build_problem(snap, pdb_policy="soft")
-    floor = bounds.pdb_floor(problem)
+    floor = floors.pdb_floor(problem)
     assert floor is not None
     # the cheapest racks need 48 budget-counted pods out; the budgets allow 4 × 5 of them
     assert (floor.evictions, floor.violations) == (48, 28)
@@ -127,7 +128,7 @@ def test_the_floor_is_the_proven_optimum_on_a_composite_of_rack_gangs() -> None:
     assert floor.plan is not None
     assert evaluate(problem, floor.plan).pdb_violations == floor.violations
     # at those violations, the cost floor; CP-SAT proves 884000 optimal in about a minute
-    cost = bounds.cost_floor(problem, floor.violations)
+    cost = floors.cost_floor(problem, floor.violations)
     assert cost is not None and cost.cost == 763000
     assert floor.evicted_pods == 48
 
@@ -137,12 +138,12 @@ def test_no_floor_outside_its_shape() -> None:
            b.pod("bg").on("n0").cpu_m(3000).label("app", "db"),
            b.pod_group("a", 1).priority(100), b.pod("a-0").group("a").cpu_m(2000),
            b.pod_group("c", 1).priority(100), b.pod("c-0").group("c").cpu_m(2000)]
-    assert bounds.pdb_floor(build_problem(b.snapshot(*two), pdb_policy="soft")) is None  # two workloads
+    assert floors.pdb_floor(build_problem(b.snapshot(*two), pdb_policy="soft")) is None  # two workloads
     one = two[:5]
-    assert bounds.pdb_floor(build_problem(b.snapshot(*one), pdb_policy="soft")) is not None
-    assert bounds.pdb_floor(build_problem(b.snapshot(*one), pdb_policy="strict")) is None  # hard budgets
+    assert floors.pdb_floor(build_problem(b.snapshot(*one), pdb_policy="soft")) is not None
+    assert floors.pdb_floor(build_problem(b.snapshot(*one), pdb_policy="strict")) is None  # hard budgets
     mixed = one + [b.pod("a-1").group("a").cpu_m(1000)]
-    assert bounds.pdb_floor(build_problem(b.snapshot(*mixed), pdb_policy="soft")) is None  # two shapes
+    assert floors.pdb_floor(build_problem(b.snapshot(*mixed), pdb_policy="soft")) is None  # two shapes
 
 
 def test_the_rest_of_a_composite_is_not_spread_over_two_racks() -> None:
@@ -177,7 +178,7 @@ def test_host_ports_keep_the_floors_out_and_a_plan_is_taken_only_if_the_model_ac
         b.pod("bg0").on("n0").cpu_m(500).priority(0), port(b.pod("bg1").on("n1").cpu_m(500).priority(0)),
         b.pod_group("w0", 1).priority(20), port(b.pod("w0-0").group("w0").cpu_m(500)),
         b.pod("w0-run").group("w0").on("n0").cpu_m(500))
-    assert bounds.cost_floor(build_problem(snap, pdb_policy="soft"), 0) is None
+    assert floors.cost_floor(build_problem(snap, pdb_policy="soft"), 0) is None
     plan = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft"))
     assert verify.verify(snap, plan) == []
     o = plan.objective
@@ -192,8 +193,8 @@ def test_one_program_gives_every_count_the_rack_program_asks_for(nodes: list[lis
     """``_by_count`` (one program, its suffix minima) against ``_domain`` run per count."""
     names = [f"n{i}" for i in range(len(nodes))]
     options = {name: tuple((float(w), cap) for w, cap in opts) for name, opts in zip(names, nodes, strict=True)}
-    expected = [bounds._domain(names, options, j * pods)[0] if j else 0.0 for j in range(groups + 1)]
-    assert bounds._by_count(names, options, pods, groups) == expected
+    expected = [floors._domain(names, options, j * pods)[0] if j else 0.0 for j in range(groups + 1)]
+    assert floors._by_count(names, options, pods, groups) == expected
 
 
 def test_no_floor_when_a_gang_short_of_pods_can_place_none() -> None:
@@ -205,7 +206,7 @@ def test_no_floor_when_a_gang_short_of_pods_can_place_none() -> None:
             b.pod_group("w0", 2).priority(20).topology(b.RACK), b.pod("w0-0").group("w0").cpu_m(500),
             b.pdb("db", 0, app="db")]
     snap = b.snapshot(*objs)
-    assert bounds.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
+    assert floors.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
     plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
     assert plan.bindings == () and verify.verify(snap, plan) == []
 
@@ -224,6 +225,6 @@ def test_the_floor_lays_a_class_only_on_its_own_nodes() -> None:
             b.pod("w0-1").group("w0").cpu_m(500), _uses(b.pod("w0-run").group("w0").on("n0").cpu_m(500), "vol0"),
             driver, *_volume("vol0", "vol0"), b.pdb("db", 0, app="db")]
     snap = b.snapshot(*objs)
-    assert bounds.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
+    assert floors.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
     plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
     assert [x.pod for x in plan.bindings] == ["default/w0-1"] and verify.verify(snap, plan) == []

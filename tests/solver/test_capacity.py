@@ -1,4 +1,4 @@
-"""The first tier's bound from room alone (solver/model/capacity.py): exact on the shapes it is
+"""The first tier's bound from room alone (solver/model/bounds/room.py): exact on the shapes it is
 built for, an upper bound on every plan (the property tests compare it with the naive model),
 and what turns a many-workload plan's gap from the trivial bound into a measured one."""
 
@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from solver import api
-from solver.model import capacity
-from solver.model.problem import build_problem
+from solver.model.bounds import room
+from solver.problem.build import build_problem
 from tests.builders import node, pdb, pod, pod_group, snapshot
 
 
 def _bound(*objs: Any, policy: str = "soft") -> tuple[tuple[int, int], ...]:
-    return capacity.satisfied_bound(build_problem(snapshot(*objs), pdb_policy=policy))
+    return room.satisfied_bound(build_problem(snapshot(*objs), pdb_policy=policy))
 
 
 def _gang(name: str, pods: int, cpu_m: int, priority: int) -> list[Any]:

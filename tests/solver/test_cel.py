@@ -1,4 +1,4 @@
-"""solver.model.cel: DRA CEL selectors, with upstream's compile-time and run-time rules."""
+"""solver.cel: DRA CEL selectors, with upstream's compile-time and run-time rules."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from fractions import Fraction
 
 import pytest
 
-from solver.model import cel
-from solver.model.cel.cache import ByteLru
-from solver.model.errors import SolverError
-from solver.model.quantity import parse_quantity
-from solver.model.snapshot import Device, Version
+from solver import cel
+from solver.cel.cache import ByteLru
+from solver.core.errors import SolverError
+from solver.core.quantity import parse_quantity
+from solver.core.snapshot import Device, Version
 
 GPU = "gpu.example.com"
 A = f'device.attributes["{GPU}"]'

@@ -1,4 +1,4 @@
-"""solver.model.cel's bounds: the compiled-selector cache by bytes, and evaluation within the
+"""solver.cel's bounds: the compiled-selector cache by bytes, and evaluation within the
 plan's deadline."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import tracemalloc
 
 import pytest
 
-from solver import api, rpc_errors
-from solver.model import cel
-from solver.model.cel.cache import ByteLru, program_bytes
-from solver.model.errors import LimitError
-from solver.model.problem import build_problem
-from solver.model.snapshot import Device
+from solver import api, cel
+from solver.cel.cache import ByteLru, program_bytes
+from solver.core.errors import LimitError
+from solver.core.snapshot import Device
+from solver.problem.build import build_problem
+from solver.service import status as rpc_errors
 from tests.builders import node, pod, snapshot
 from tests.dra_builders import DRIVER, claim_template, device, device_class, request, resource_slice, with_claims
 

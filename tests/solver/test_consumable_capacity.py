@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from solver import api, kube
-from solver.model.errors import SnapshotInvalidError
+from solver.core.errors import SnapshotInvalidError
 from tests.builders import node, pod, snapshot
 from tests.dra_builders import DRIVER, claim, claim_template, device, device_class, request, resource_slice, with_claims
 from tests.solver.test_rules_dra import _naive_agrees, _plan

@@ -63,7 +63,7 @@ def test_a_stop_set_before_the_plan_starts_ends_it_at_the_first_checkpoint() -> 
     """The stop means the caller has gone: no phase runs on, and no plan is made."""
     import threading
 
-    from solver.model.stopping import Stopped
+    from solver.core.stopping import Stopped
 
     stop = threading.Event()
     stop.set()

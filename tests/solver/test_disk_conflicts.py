@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from solver import api, kube
-from solver.model.errors import SnapshotInvalidError
+from solver.core.errors import SnapshotInvalidError
 from tests.builders import node, pod, pod_group, snapshot
 from tests.solver.test_refusals import _plans as _plans_of
 from tests.solver.test_refusals import _refused

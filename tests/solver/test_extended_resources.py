@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from solver import api, kube, verify
+from solver.core import snapshot as s
 from solver.kube.dra import EXTENDED_CLAIM, extended_requests, extended_resource_classes
-from solver.model import snapshot as s
 from tests.builders import admitted, node, pod
 from tests.dra_builders import device_class, gpu_slice
 

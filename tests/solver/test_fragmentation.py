@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from solver import api, cli, kube
+from solver.baseline import fragment
+from solver.baseline.fragment import score, tie_order
+from solver.baseline.greedy import State
 from solver.bench import fgd
+from solver.core.errors import SnapshotInvalidError
 from solver.kube import expected as kexpected
-from solver.model import fragment
-from solver.model.errors import SnapshotInvalidError
-from solver.model.fragment import score, tie_order
-from solver.model.greedy import State
-from solver.model.problem import build_problem
+from solver.problem.build import build_problem
 
 MODELS = ("A", "B")
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from solver import api, cli, client, kube, server, verify
+from solver import api, cli, kube, verify
+from solver.service import client, server
 from tests.builders import node, pod, pod_group
 
 BOTH = pytest.mark.parametrize("baseline", [False, True], ids=["cp-sat", "baseline"])
@@ -81,7 +82,7 @@ def test_over_grpc_and_the_cli_the_same(tmp_path: Any) -> None:
 
 def test_a_pod_group_and_a_composite_of_one_name_are_refused_by_name() -> None:
     """Left as a clear refusal (not planned apart): gangplace keys a group tree by namespace/name."""
-    from solver.model.errors import SnapshotInvalidError
+    from solver.core.errors import SnapshotInvalidError
     from tests.builders import composite
 
     with pytest.raises(SnapshotInvalidError, match="share the name default/x"):

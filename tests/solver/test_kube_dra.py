@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from solver import kube
-from solver.model import snapshot as s
-from solver.model.errors import SnapshotInvalidError
+from solver.core import snapshot as s
+from solver.core.errors import SnapshotInvalidError
 
 GPU, NIC, LIC = "gpu.example.com", "nic.example.com", "lic.example.com"
 PCIE = "resource.kubernetes.io/pcieRoot"

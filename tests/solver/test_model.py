@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from solver.model.build import build_model
-from solver.model.problem import build_problem
+from solver.problem.build import build_problem
 from tests.builders import RACK, node, pod, pod_group, snapshot
 
 

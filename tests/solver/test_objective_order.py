@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 
 from solver import kube
+from solver.core.plan import Objective, Tiers
 from solver.model import objective
 from solver.model.build import build_model
-from solver.model.plan import Objective, Tiers
-from solver.model.problem import build_problem
+from solver.problem.build import build_problem
 from tests.builders import node, pdb, pod, pod_group
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from solver.model.build import build_model
-from solver.model.problem import build_problem
+from solver.problem.build import build_problem
 from tests.builders import node, pdb, pod, snapshot
 from tests.solver.conftest import run_plan
 

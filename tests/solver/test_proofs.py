@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import api, grpc_convert, verify
+from solver import api, verify
+from solver.core.plan import OPTIMAL, BudgetNeed, Tiers, WouldTake
 from solver.model import objective
-from solver.model.plan import OPTIMAL, BudgetNeed, Tiers, WouldTake
+from solver.service import convert as grpc_convert
 from tests.builders import RACK, node, pdb, pod, pod_group, snapshot
 from tests.dra_builders import (
     DRIVER,
@@ -99,7 +100,7 @@ def test_stage_cutoffs_key_on_the_kind_not_the_position() -> None:
     assert [k.value for k in objective.StageKind] == [
         "workloads+pods", "workloads", "pdbViolations", "preemptionCost+evictedPods", "preemptionCost",
         "evictedPods", "firstAvailable"]
-    from solver.model.plan import Tiers as T  # the tier every kind decides is one of Tiers' fields
+    from solver.core.plan import Tiers as T  # the tier every kind decides is one of Tiers' fields
     fields = set(T.__dataclass_fields__)
     assert all(set(tiers) <= fields for tiers in objective.STAGE_TIERS.values())
 
@@ -242,14 +243,14 @@ def test_a_deadline_too_short_for_a_model_plans_from_the_hint_and_says_so() -> N
 
 
 def test_a_floor_stopped_part_way_is_no_floor_and_a_plan_stopped_keeps_the_floor() -> None:
-    from solver.model import bounds
-    from solver.model.problem import build_problem
+    from solver.model.bounds import floors
+    from solver.problem.build import build_problem
 
     problem = build_problem(snapshot(*_budgeted_racks(0)), pdb_policy="soft")
-    whole = bounds.pdb_floor(problem)
+    whole = floors.pdb_floor(problem)
     assert whole is not None and whole.violations == 1 and whole.plan is not None
-    assert bounds.pdb_floor(problem, stop=lambda: True) is None  # never a floor over some domains
+    assert floors.pdb_floor(problem, stop=lambda: True) is None  # never a floor over some domains
     calls = iter(range(1000))
     # true only at the last check, after the programs: the floor stands, its plan is not built
-    late = bounds.pdb_floor(problem, stop=lambda: next(calls) >= 3)
+    late = floors.pdb_floor(problem, stop=lambda: next(calls) >= 3)
     assert late is not None and late.violations == whole.violations and late.plan is None

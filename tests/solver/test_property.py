@@ -21,10 +21,11 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from solver import api, verify
-from solver.model import capacity, greedy
-from solver.model.decode import make_plan
-from solver.model.features import FeatureGates
-from solver.model.problem import build_problem
+from solver.baseline import greedy
+from solver.core.features import FeatureGates
+from solver.model.bounds import room
+from solver.plan.decode import make_plan
+from solver.problem.build import build_problem
 from tests import builders as b
 from tests.dra_builders import (
     DRIVER,
@@ -521,7 +522,7 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     have_levels = tuple((p, n) for p, n in sorted(o.satisfied_by_priority.items(), reverse=True))
     assert have_levels == want.satisfied_by_priority
     problem = build_problem(snap, gates=gates, dra_preemption=dra_free, pdb_policy="soft")
-    assert _at_least(capacity.satisfied_bound(problem), want.satisfied_by_priority)
+    assert _at_least(room.satisfied_bound(problem), want.satisfied_by_priority)
     assert o.placed_pods == want.placed
     assert o.pdb_violations == want.pdb_violations
     assert round(o.preemption_cost * 1000) == want.cost_milli
@@ -551,7 +552,7 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
         want.satisfied_by_priority
     assert (o.placed_pods, o.pdb_violations, round(o.preemption_cost * 1000), o.evicted_pods) == \
         (want.placed, 0, want.cost_milli, want.evicted)
-    assert _at_least(capacity.satisfied_bound(build_problem(snap, pdb_policy="strict")), want.satisfied_by_priority)
+    assert _at_least(room.satisfied_bound(build_problem(snap, pdb_policy="strict")), want.satisfied_by_priority)
     baseline = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="strict"))
     assert verify.verify(snap, baseline, strict_pdbs=True) == []
 

@@ -1,4 +1,4 @@
-"""A pod left pending says why in kube-scheduler's words (solver/model/reasons.py): each
+"""A pod left pending says why in kube-scheduler's words (solver/plan/reasons.py): each
 node's first refusing filter counted by reason, then what preemption found; a gang puts the
 pod's words first and its own reason after ``preemption:``."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from solver import api, kube
-from solver.model.reasons import histogram
+from solver.plan.reasons import histogram
 from tests.builders import RACK, node, pdb, pod, pod_group
 from tests.solver import reason_cases
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from solver import api, verify
-from solver.model import selectors
-from solver.model.errors import SnapshotInvalidError
+from solver.core.errors import SnapshotInvalidError
+from solver.filters import selectors
 from tests.builders import node, pdb, pod, snapshot
 from tests.solver.test_verify_dra import plan as hand_plan
 

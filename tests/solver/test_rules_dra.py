@@ -300,7 +300,7 @@ def _naive_agrees(snap: Any, plan: Any) -> None:
 def test_the_shipped_dra_example_keeps_every_claim_on_one_root_and_evicts_one_pod() -> None:
     from pathlib import Path
 
-    from solver import loader
+    from solver.kube import loader
 
     snap = loader.load_snapshot(Path(__file__).resolve().parent.parent.parent / "examples" / "dra-gpus.yaml")
     plan = api.plan(snap)
@@ -333,7 +333,8 @@ def test_no_dra_preemption_keeps_every_held_device_held_as_upstream_plans() -> N
     # the shipped example places its trainers only by evicting a batch pod for its GPUs; upstream
     # 1.37's DRA plugin cannot free them (no PreFilterExtensions, KEP-5690), and neither can the
     # baseline, nor gangplace with --no-dra-preemption
-    from solver import api, loader, verify
+    from solver import api, verify
+    from solver.kube import loader
 
     snap = loader.load_snapshot(Path(__file__).resolve().parents[2] / "examples" / "dra-gpus.yaml")
     freed = api.plan(snap, api.PlanOptions())
@@ -550,7 +551,7 @@ def test_a_pod_a_full_claim_is_reserved_for_already_still_binds() -> None:
 
 
 def test_one_pod_naming_a_claim_twice_is_refused_naming_the_field() -> None:
-    from solver.model.errors import SnapshotInvalidError
+    from solver.core.errors import SnapshotInvalidError
 
     objs = [node("n1").cpu_m(4000), gpu_slice("n1", 1), GPU_CLASS, claim("c", request("gpu")),
             with_claims(pod("a").cpu_m(500), gpu="claim:c", dev="claim:c")]

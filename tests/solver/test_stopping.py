@@ -13,9 +13,14 @@ from typing import Any
 import grpc
 import pytest
 
-from solver import api, client, server
-from solver.model import bounds, build, greedy, problem, stopping, victims
-from solver.model.stopping import Stopped
+from solver import api
+from solver.baseline import greedy, victims
+from solver.core import stopping
+from solver.core.stopping import Stopped
+from solver.model import build
+from solver.model.bounds import floors
+from solver.problem import build as problem
+from solver.service import client, server
 from tests.builders import RACK, node, pod, pod_group, snapshot
 
 
@@ -47,7 +52,7 @@ def _stopping_in(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, stop: 
 @pytest.mark.parametrize("module, name, where", [
     (problem, "_candidate_nodes", "the candidate nodes"),
     (greedy, "hint", "the greedy walk"),
-    (bounds, "_node_costs", "the cost floor"),
+    (floors, "_node_costs", "the cost floor"),
     (victims, "classified_counts", "the victims' budgets"),
     (build, "build_model", "the model ("),  # the first constraint family's checkpoint
     (api, "solve", ("the cost floor", "the search")),  # the search prices its floor first, when it has one

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from solver import api, verify
-from solver.model.plan import Plan
+from solver.core.plan import Plan
 from tests import builders
 from tests.builders import RACK, node, pdb, pod, pod_group
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from solver import api, verify
-from solver.model import capacity
-from solver.model.errors import SnapshotInvalidError
-from solver.model.problem import build_problem
+from solver.core.errors import SnapshotInvalidError
+from solver.model.bounds import room
+from solver.problem.build import build_problem
 from tests.builders import composite, node, pod, pod_group, snapshot
 from tests.solver.conftest import run_plan
 
@@ -82,11 +82,11 @@ def test_the_verifier_reads_the_values_itself() -> None:
 def test_the_room_bound_weighs_values() -> None:
     # 1,000 millicores: at most three of the five fit (160 + 320 + 320), and at most 1,000
     # millicores' worth of them (each worth its millicores)
-    assert capacity.satisfied_bound(build_problem(snapshot(*_shares(True)))) == ((0, 1000),)
-    assert capacity.satisfied_bound(build_problem(snapshot(*_shares(False)))) == ((0, 3),)
+    assert room.satisfied_bound(build_problem(snapshot(*_shares(True)))) == ((0, 1000),)
+    assert room.satisfied_bound(build_problem(snapshot(*_shares(False)))) == ((0, 3),)
     # worth 10 each, 3 fit: 30
     objs = [node("n").cpu_m(1000), *(pod(f"p{i}").cpu_m(300).worth(10) for i in range(5))]
-    assert capacity.satisfied_bound(build_problem(snapshot(*objs))) == ((0, 30),)
+    assert room.satisfied_bound(build_problem(snapshot(*objs))) == ((0, 30),)
 
 
 @pytest.mark.parametrize(("where", "value", "message"), [

@@ -1,7 +1,7 @@
 """solver.verify's DRA checks, on snapshots built from the dataclasses and hand-written plans.
 
 One test per check: a correct plan verifies clean (``== []``), each broken one yields
-exactly the expected violation. Selectors are CEL, evaluated by ``solver.model.cel``.
+exactly the expected violation. Selectors are CEL, evaluated by ``solver.cel``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from solver import verify
-from solver.model import cel
-from solver.model import plan as pl
-from solver.model import snapshot as s
+from solver import cel, verify
+from solver.core import plan as pl
+from solver.core import snapshot as s
 from solver.verify import read
 
 GPU = "gpu.example.com"

@@ -1,4 +1,4 @@
-"""NodeVolumeLimits (solver/model/attach.py): a node attaches at most its CSINode's count of
+"""NodeVolumeLimits (solver/filters/attach.py): a node attaches at most its CSINode's count of
 CSI volumes per driver, each counted once, and a driver whose CSIDriver prevents scheduling
 where it is missing bars the nodes whose CSINode lacks it. Each case asserts the model's plan
 and the baseline's (both verified), the pending pod's reason in kube-scheduler's words, and
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from solver import api, kube
-from solver.model.errors import SnapshotInvalidError
+from solver.core.errors import SnapshotInvalidError
 from tests.builders import node, pod, pod_group, snapshot
 from tests.solver.test_refusals import _plans as _plans_of
 from tests.solver.test_refusals import _refused

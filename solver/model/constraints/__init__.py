@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from solver.model.constraints import capacity, devices, gang, interpod, pdb, preemption, symmetry, topology, volumes
-from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.problem.build import Problem
 
 Family = Callable[[Problem, PlacementVars], None]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from solver.model import snapshot as s
-from solver.model.problem import Problem
+from solver.core import snapshot as s
 from solver.model.vars import PlacementVars
-from solver.model.workloads import PodClass
+from solver.problem.build import Problem
+from solver.problem.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:

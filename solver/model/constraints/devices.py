@@ -37,13 +37,13 @@ from collections.abc import Callable
 
 from ortools.sat.python import cp_model
 
-from solver.model import consumable
-from solver.model import dra as dra_mod
-from solver.model import snapshot as s
-from solver.model.dra import AllocKey, MatchValue, Option, SharedOption
-from solver.model.problem import Problem
-from solver.model.stopping import checkpoint
+from solver.core import snapshot as s
+from solver.core.stopping import checkpoint
+from solver.filters import consumable
 from solver.model.vars import PlacementVars
+from solver.problem import dra as dra_mod
+from solver.problem.build import Problem
+from solver.problem.dra import AllocKey, MatchValue, Option, SharedOption
 
 # type -> (class, alloc var, its max, the (sub)request it is for)
 OnType = dict[int, list[tuple[int | None, cp_model.IntVar, int, s.SubRequest]]]

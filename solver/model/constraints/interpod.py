@@ -1,6 +1,6 @@
 """Inter-pod filters: required pod (anti-)affinity, topology spread (DoNotSchedule), host ports.
 
-Semantics and the upstream functions they mirror: ``solver.model.interpod``. With
+Semantics and the upstream functions they mirror: ``solver.filters.interpod``. With
 N[C, K, v] = Σ_{c ∈ C, n: K(n) = v} count[c, n] and present[C, K, v] ⇔ N[C, K, v] ≥ 1
 (one boolean per class set and domain, ``vars.present``), and run(v) the running pods not
 evicted there:
@@ -36,12 +36,12 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
-from solver.model import interpod as ip
-from solver.model import selectors
-from solver.model import snapshot as s
-from solver.model.problem import Problem
+from solver.core import snapshot as s
+from solver.filters import interpod as ip
+from solver.filters import selectors
 from solver.model.vars import PlacementVars
-from solver.model.workloads import PodClass
+from solver.problem.build import Problem
+from solver.problem.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:

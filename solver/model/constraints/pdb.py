@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.problem.build import Problem
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:

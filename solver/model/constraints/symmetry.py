@@ -21,9 +21,9 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
-from solver.model import snapshot as s
-from solver.model.problem import Problem, class_shape
+from solver.core import snapshot as s
 from solver.model.vars import PlacementVars
+from solver.problem.build import Problem, class_shape
 
 
 def _signature(problem: Problem, group: s.Group) -> tuple[object, ...] | None:

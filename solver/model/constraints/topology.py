@@ -1,6 +1,6 @@
 """Hard topology constraints: every pod under group g shares one value of key(g).
 
-Pruning (in ``solver.model.problem``, before variables exist): nodes without the label, nodes outside the
+Pruning (in ``solver.problem.build``, before variables exist): nodes without the label, nodes outside the
 domain that running members already fix, and domains that cannot hold a
 PodGroup's missing pods even after every eligible eviction are removed from the
 candidates of the classes under g. Then, with one boolean per remaining domain:
@@ -16,8 +16,8 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
-from solver.model.problem import Problem, topology_groups
 from solver.model.vars import PlacementVars
+from solver.problem.build import Problem, topology_groups
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:

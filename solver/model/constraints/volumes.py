@@ -1,5 +1,5 @@
-"""NodeVolumeLimits (solver/model/attach.py), and VolumeBinding's static local volumes
-(solver/model/localpv.py: per node, pool and size asked, ``Σ_c need(c)·count[c, n] ≤ have(n)``).
+"""NodeVolumeLimits (solver/filters/attach.py), and VolumeBinding's static local volumes
+(solver/filters/localpv.py: per node, pool and size asked, ``Σ_c need(c)·count[c, n] ≤ have(n)``).
 
 NodeVolumeLimits: per node and CSI driver with a limit,
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from solver.model import attach, localpv
-from solver.model import snapshot as s
-from solver.model.problem import Problem
+from solver.core import snapshot as s
+from solver.filters import attach, localpv
 from solver.model.vars import PlacementVars
-from solver.model.workloads import PodClass
+from solver.problem.build import Problem
+from solver.problem.workloads import PodClass
 
 
 def add(problem: Problem, vars: PlacementVars) -> None:

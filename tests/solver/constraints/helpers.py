@@ -17,8 +17,8 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from solver import kube
-from solver.model.problem import PdbPolicy, Problem, build_problem
 from solver.model.vars import PlacementVars
+from solver.problem.build import PdbPolicy, Problem, build_problem
 from tests.builders import NS, admitted
 
 Family = Callable[[Problem, PlacementVars], None]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.model.constraints import devices
-from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.problem.build import Problem
 from tests.builders import node, pod
 from tests.dra_builders import (
     DRIVER,

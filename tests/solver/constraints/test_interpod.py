@@ -8,8 +8,8 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.model.constraints import interpod
-from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.problem.build import Problem
 from tests.builders import node, pod, pod_group
 from tests.solver.constraints.helpers import (
     HOST,

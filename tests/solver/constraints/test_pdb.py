@@ -7,8 +7,8 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.model.constraints import pdb, preemption
-from solver.model.problem import PdbPolicy, Problem
 from solver.model.vars import PlacementVars
+from solver.problem.build import PdbPolicy, Problem
 from tests.builders import node, pod, pod_group
 from tests.builders import pdb as budget
 from tests.solver.constraints.helpers import (

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.model.constraints import preemption
-from solver.model.problem import Problem
 from solver.model.vars import PlacementVars
+from solver.problem.build import Problem
 from tests.builders import node, pod
 from tests.solver.constraints.helpers import (
     INFEASIBLE,
