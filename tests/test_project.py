@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +45,37 @@ def _tool(name: str) -> str:
 def test_layer_contracts_hold() -> None:
     result = subprocess.run([_tool("lint-imports")], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# (file, the import planted at its top, the contract it must break): the contracts are not
+# vacuous, each is seen to fail once its fault is put back, on a copy of the tree
+PLANTED = [
+    ("solver/verify/dra.py", "from solver.filters import selectors", "The verifier is a second reading"),
+    ("solver/verify/rules.py", "from solver.plan import decode", "The verifier is a second reading"),
+    ("solver/kube/pods.py", "from solver.problem import workloads", "kube reads objects and knows nothing"),
+    ("solver/core/snapshot.py", "from solver.filters import selectors", "The pipeline runs one way"),
+    ("solver/problem/build.py", "from solver.baseline import greedy", "The pipeline runs one way"),
+    ("solver/baseline/greedy.py", "import yaml", "The steps do no I/O"),
+    ("solver/core/plan.py", "import numpy", "core is the standard library only"),
+    ("solver/model/constraints/preemption.py", "from solver.model.constraints import interpod",
+     "The constraint families are independent"),
+]
+
+
+@pytest.mark.parametrize("path, planted, contract", PLANTED, ids=[f"{p[0]}:{p[1]}" for p in PLANTED])
+def test_a_planted_import_breaks_its_contract(tmp_path: Path, path: str, planted: str, contract: str) -> None:
+    for part in ("solver", "adapter"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    target = tmp_path / path
+    text = target.read_text()
+    head = text.index("from __future__ import annotations\n") + len("from __future__ import annotations\n")
+    target.write_text(text[:head] + planted + "  # noqa\n" + text[head:])
+    result = subprocess.run([_tool("lint-imports")], cwd=tmp_path, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert result.returncode != 0, result.stdout
+    broken = [line for line in result.stdout.splitlines() if " BROKEN" in line]
+    assert any(line.startswith(contract) for line in broken), result.stdout
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from solver import cel
 from solver.core import snapshot as s
 from solver.core.plan import DeviceAllocation, PlanDevice
-from solver.filters import selectors
 from solver.verify import read
 from solver.verify.violation import NEVER, Violation
 
@@ -250,12 +249,12 @@ class DraView:
             return dev.node == node_name
         if dev.all_nodes:
             return True
-        node = view.nodes.get(s.NodeName(node_name))
-        return node is not None and any(selectors.term_matches(t, node) for t in dev.node_selector)
+        node = view.node_facts.get(node_name)
+        return node is not None and any(read.term_holds(_term(t), node) for t in dev.node_selector)
 
     def untolerated(self, sub: s.SubRequest, dev: s.Device) -> list[s.Taint]:
         return [t for t in dev.taints if t.effect in ("NoSchedule", "NoExecute")
-                and not any(selectors.tolerates(tol, t) for tol in sub.tolerations)]
+                and not any(read.tolerated(_toleration(tol), (t.key, t.value, t.effect)) for tol in sub.tolerations)]
 
     def selector_failure(self, sub: s.SubRequest, dev: s.Device) -> tuple[str, bool]:
         """Why ``sub``'s class and selectors do not take ``dev`` ("" when they do), and whether
@@ -368,7 +367,9 @@ def check_allocated_claims(view: View) -> list[Violation]:
             claim = dv.state.claims.get(pc.claim)
             if claim is None or claim.allocation is None:
                 continue
-            if claim.allocation_nodes and not any(selectors.term_matches(t, node) for t in claim.allocation_nodes):
+            facts = view.node_facts.get(node.name)
+            if claim.allocation_nodes and not (facts is not None and any(read.term_holds(_term(t), facts)
+                                                                         for t in claim.allocation_nodes)):
                 out.append(Violation(rule="device-reach", subject=pod_key,
                                      detail=f"{_where(pc.name)}: node {node.name} is outside the allocation "
                                             f"nodeSelector of ResourceClaim {claim.key}"))
@@ -721,3 +722,14 @@ def needed_for_devices(view: View, members: list[s.Pod], prio: int) -> bool:
     return any(consumed[key] + extra > dv.state.counters.get(key[0], {}).get(key[1], 0)
                and any(dv.power(view, a) > prio for k in users[key] for a in dv.users.get(k, ()))
                for key, extra in back.items())
+
+
+# The DRA state names nodes and tolerations in the snapshot's words; the verifier judges them with
+# its own predicates (read.term_holds, read.tolerated), never the model's.
+def _term(term: s.NodeSelectorTerm) -> read.Term:
+    return (tuple((r.key, r.operator, tuple(r.values)) for r in term.match_expressions),
+            tuple((r.key, r.operator, tuple(r.values)) for r in term.match_fields))
+
+
+def _toleration(tol: s.Toleration) -> read.Toleration:
+    return (tol.key, tol.operator, tol.value, tol.effect)
