@@ -25,7 +25,7 @@ def _selector(i: int) -> str:
 
 def _size(expr: str) -> int:
     program = cel._compile(expr)
-    assert isinstance(program, cel._Program)
+    assert isinstance(program, cel.Program)
     return program_bytes(program.runner.ast) + len(expr)
 
 
@@ -68,7 +68,7 @@ def test_the_program_size_estimate_is_conservative(items: int) -> None:
         kept = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert isinstance(program, cel._Program)
+    assert isinstance(program, cel.Program)
     assert kept <= program_bytes(program.runner.ast) < 1.5 * kept + 30_000
 
 

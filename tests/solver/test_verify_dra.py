@@ -118,8 +118,8 @@ def plan(snap: s.ClusterSnapshot, bindings: Mapping[str, str], *allocations: pl.
                     objective=pl.Objective(satisfied_workloads=0, satisfied_by_priority={}, placed_pods=0,
                                            pdb_violations=0, preemption_cost=0, evicted_pods=0,
                                            preemption_cost_bound=0, gap=0))
-    view = verify._View(snap, draft)
-    sat = verify._satisfied_roots(view)
+    view = verify.View(snap, draft)
+    sat = verify.satisfied_roots(view)
     by_priority: dict[int, int] = defaultdict(int)
     for root, ok in sat.items():
         by_priority[view.priority_of_root(root)] += int(ok)
