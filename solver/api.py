@@ -20,7 +20,7 @@ from solver import verify as verify_mod
 from solver.baseline import greedy
 from solver.core import snapshot as s
 from solver.core import stopping
-from solver.core.errors import BugError, InputError
+from solver.core.errors import BugError, InputError, Kind
 from solver.core.features import FeatureGates, format_feature_gates
 from solver.core.plan import OPTIMAL, TIER_NAMES, BudgetNeed, Plan
 from solver.gcpause import without_gc
@@ -68,6 +68,8 @@ DEFAULT_GATES = FeatureGates()  # kube-scheduler 1.37's defaults (frozen: one sh
 
 
 class UnknownWorkloadError(InputError):
+    kind = Kind.NOT_FOUND
+
     def __init__(self, workload: str, root: str | None = None) -> None:
         self.workload = workload
         self.root = root

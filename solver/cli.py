@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from solver import api, kube
 from solver.baseline.fragment import tie_order
 from solver.bench import generate, plot, runner
-from solver.core.errors import BugError, SnapshotInvalidError, SolverError
+from solver.core.errors import Kind, SnapshotInvalidError, SolverError
 from solver.core.features import (
     GATE_NAMES,
     FeatureGateError,
@@ -790,6 +790,21 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# Exit codes, by what the caller should do (solver.core.errors.Kind): the one table the CLI
+# reads, documented in docs/cli.md. Anything outside the error tree is a bug (1).
+EXIT: dict[Kind, int] = {
+    Kind.BUG: 1,  # report it; a plan the verifier refused, here or on the server
+    Kind.INPUT: 2,  # fix the input or the arguments
+    Kind.NOT_FOUND: 2,
+    Kind.LIMIT: 2,  # a smaller input or a larger limit
+    Kind.SETUP: 2,  # install or build what the message names
+    Kind.BUSY: 3,  # retry later
+    Kind.UNAVAILABLE: 3,
+    Kind.STOPPED: 4,  # cancelled or past its deadline
+    Kind.DEADLINE: 4,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
@@ -811,15 +826,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replan(args)
         if hasattr(args, "func"):
             return int(args.func(args))
-    except BugError as exc:  # a plan the verifier refused, here or on the server
-        print(f"gangplace: internal error: {exc}", file=sys.stderr)
-        return 1
+    except SolverError as exc:
+        internal = "internal error: " if exc.kind is Kind.BUG else ""
+        print(f"gangplace: {internal}{exc}", file=sys.stderr)
+        return EXIT[exc.kind]
     except RecursionError:
         print(f"gangplace: {_input(args)}: input nested too deeply", file=sys.stderr)
-        return 2
-    except SolverError as exc:
-        print(f"gangplace: {exc}", file=sys.stderr)
-        return 2
+        return EXIT[Kind.INPUT]
     except OSError as exc:
         print(f"gangplace: {exc}", file=sys.stderr)
         return 2

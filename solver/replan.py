@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from solver.core import snapshot as s
-from solver.core.errors import SolverError
+from solver.core.errors import Kind, SolverError
 from solver.core.plan import Plan
 
 RACK = "topology.kubernetes.io/rack"
@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 
 class ShardError(SolverError):
-    pass
+    kind = Kind.INPUT  # a --shard that names no shard
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -353,3 +353,65 @@ def test_progress_lines_are_in_the_plan_units(tmp_path: Path, capsys: pytest.Cap
     lines = [m[1] for line in capsys.readouterr().err.splitlines() if (m := re.fullmatch(r" +\d+\.\d\ds (.*)", line))]
     assert lines[-2:] == ["preemptionCost: preemptionCost 404 (bound 404)",
                           "preemptionCost+evictedPods: preemptionCost 404, evictedPods 4 (bound 404, 4)"]
+
+
+# ---- what the caller should do: one exit code per kind of error (solver.cli.EXIT) -------------
+
+def _every_error_class() -> list[type]:
+    import importlib
+    import pkgutil
+
+    import solver
+    from solver.core.errors import SolverError
+
+    for info in pkgutil.walk_packages(solver.__path__, "solver."):
+        if not info.name.startswith("solver.gen"):
+            importlib.import_module(info.name)
+    seen: list[type] = []
+    todo: list[type] = [SolverError]
+    while todo:
+        cls = todo.pop()
+        seen.append(cls)
+        todo.extend(cls.__subclasses__())
+    return seen[1:]
+
+
+def test_every_error_class_has_a_kind_and_a_class_without_one_is_refused() -> None:
+    from solver.core.errors import Kind, SolverError
+
+    classes = _every_error_class()
+    assert len(classes) > 30
+    assert all(isinstance(cls.kind, Kind) for cls in classes)  # type: ignore[attr-defined]  # every class has one
+    with pytest.raises(TypeError, match="an error class must have a kind"):
+        type("Homeless", (SolverError,), {})
+
+
+def test_the_exit_table_covers_every_kind_and_retry_later_and_stopped_are_their_own() -> None:
+    from solver.core.errors import Kind
+
+    assert set(cli.EXIT) == set(Kind)
+    assert cli.EXIT[Kind.BUG] == 1 and cli.EXIT[Kind.INPUT] == 2 and cli.EXIT[Kind.LIMIT] == 2
+    assert cli.EXIT[Kind.BUSY] == cli.EXIT[Kind.UNAVAILABLE] == 3
+    assert cli.EXIT[Kind.STOPPED] == cli.EXIT[Kind.DEADLINE] == 4
+
+
+def test_a_server_that_is_down_exits_retry_later(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert cli.main(["solve", str(EXAMPLE), "--server", f"127.0.0.1:{port}", "-o", "-"]) == 3
+    assert capsys.readouterr().err.startswith("gangplace: UNAVAILABLE")
+
+
+def test_a_stopped_plan_exits_stopped(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from solver.core.stopping import Stopped
+
+    def stopped(*_args: object, **_kwargs: object) -> object:
+        raise Stopped("the search")
+
+    monkeypatch.setattr(cli.api, "plan", stopped)
+    assert cli.main(["solve", str(EXAMPLE), "-o", "-"]) == 4
+    assert capsys.readouterr().err == ("gangplace: stopped during the search: the caller cancelled or its deadline "
+                                       "passed\n")

@@ -72,10 +72,10 @@ from pathlib import Path
 from typing import Any
 
 from solver.bench import generate
-from solver.core.errors import SolverError
+from solver.core.errors import InputError
 
 
-class TraceError(SolverError, ValueError):
+class TraceError(InputError, ValueError):
     """Bad trace input, naming the file, the row and the column."""
 
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solver.core.errors import SolverError
+from solver.core.errors import SetupError
 
 K8S_VERSION = "v1.37.2"
 ETCD_VERSION = "v3.7.3"
@@ -64,7 +64,7 @@ CONTROLLERS = ("resourceclaim-controller", "garbage-collector-controller", "name
                "podgroup-protection-controller", "disruption-controller", "persistentvolume-binder-controller")
 
 
-class ControlPlaneError(SolverError):
+class ControlPlaneError(SetupError):
     """The control plane could not be had: binaries missing, a component that would not start."""
 
 

@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import numpy
 
 from solver.bench import gorand
-from solver.core.errors import SolverError
+from solver.core.errors import InputError
 from solver.core.snapshot import ExpectedPod, SubRequest
 from solver.kube.objects import VALUE_ANNOTATION
 from solver.problem.build import DEFAULT_PDB_POLICY, PdbPolicy
@@ -63,7 +63,7 @@ WORKLOADS_DIR = "csv"
 RESULTS_DIR = "fgd-expected-results"
 
 
-class FgdError(SolverError, ValueError):
+class FgdError(InputError, ValueError):
     """Bad trace input, naming the file and row."""
 
 

@@ -14,14 +14,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from solver.core.errors import SolverError
+from solver.core.errors import SetupError
 
 SOURCE = Path(__file__).with_name("gorand") / "main.go"
 BUILD_SECONDS = 300
 RUN_SECONDS = 120
 
 
-class GoRandError(SolverError, ValueError):
+class GoRandError(SetupError, ValueError):
     """Go's draws could not be had: no ``go`` to build the program, or the program failed."""
 
 

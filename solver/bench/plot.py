@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from solver.bench import tiers
-from solver.core.errors import SolverError
+from solver.core.errors import SetupError
 
 
-class PlotUnavailableError(SolverError):
+class PlotUnavailableError(SetupError):
     def __init__(self) -> None:
         super().__init__("--plot needs matplotlib: pip install -e '.[bench]'")
 

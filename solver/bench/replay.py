@@ -53,7 +53,7 @@ from typing import Any
 
 from solver.bench import upstream
 from solver.bench.controlplane import ControlPlane
-from solver.core.errors import SolverError
+from solver.core.errors import Kind, SolverError
 
 Obj = dict[str, Any]
 
@@ -64,6 +64,8 @@ GATES = {"PodGroupPreemptionPolicy": False}
 class ReplayError(SolverError):
     """The replay could not be staged: a budget whose recorded status the API server does not
     take as observed, or a plan that binds a pod the snapshot does not hold pending."""
+
+    kind = Kind.INPUT
 
 
 @dataclass

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from solver.bench.controlplane import ControlPlane
-from solver.core.errors import SolverError
+from solver.core.errors import Kind, SolverError
 
 if TYPE_CHECKING:
     from solver.core.plan import PlanDevice
@@ -108,6 +108,8 @@ def _each(fn: Any, items: Iterable[Any]) -> None:
 
 class LoadError(SolverError):
     """The real API server refused an object of the snapshot (the message names it)."""
+
+    kind = Kind.INPUT
 
 
 class Rest:

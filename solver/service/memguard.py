@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from solver.core.errors import LimitError
+
 MIB = 1 << 20
 PER_INPUT = 20  # bytes of peak per request byte: the worst measured is 16.5
 PER_CALL = 48 * MIB  # a model, CP-SAT's arenas and the verifier, on top of the input's share
@@ -95,10 +97,10 @@ def trim() -> None:
         _TRIM(0)
 
 
-class OverBudget(Exception):
+class OverBudget(LimitError):
     """A call refused at admission: ``need`` bytes estimated, ``free`` left of ``budget``;
     ``never`` when it would not fit beside the ``idle`` server (the floor: its caches, imports
-    and the resident size before the first call) either."""
+    and the resident size before the first call) either: a limit; else the server is busy."""
 
     def __init__(self, need: int, free: int, budget: int, idle: int) -> None:
         self.need, self.free, self.budget = need, free, budget

@@ -47,7 +47,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from solver import api, cel
 from solver.cel import CelInterrupted
 from solver.core import stopping
-from solver.core.errors import BugError, InputError, LimitError, SolverError, StoppedError
+from solver.core.errors import BugError, InputError, Kind, LimitError, SolverError, StoppedError
 from solver.core.features import FeatureGateError, parse_feature_gates
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
@@ -167,7 +167,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         """Bytes that are no SolveRequest are bad input, not a server error (grpc's own
         deserializer would answer INTERNAL)."""
         if isinstance(request, _Malformed):
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"request: not a SolveRequest: {request.reason}")
+            _abort(context, Kind.INPUT, f"request: not a SolveRequest: {request.reason}")
 
     def _admitted(self, method: str, rid: str, context: grpc.ServicerContext) -> _Admission:
         return _Admission(self, method, rid, context)
@@ -186,7 +186,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                                     "needBytes": exc.need, "freeBytes": exc.free}))
             # one that could fit once the running calls end is "busy" (retry later); one that would
             # not fit an idle server is over a limit (a smaller input or a larger budget)
-            context.abort_with_status(rpc_errors.status(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc),
+            context.abort_with_status(rpc_errors.answer(Kind.LIMIT if exc.never else Kind.BUSY, str(exc),
                                                         reason=memguard.REASON if exc.never else rpc_errors.BUSY))
             raise AssertionError("unreachable") from exc
         try:
@@ -198,8 +198,8 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         """Answer a call the memory guard stopped (nothing when it did not)."""
         if ticket.stopped_at:
             self.metrics.memory_refusals.labels("running").inc()
-            context.abort_with_status(rpc_errors.status(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
+            context.abort_with_status(rpc_errors.answer(
+                Kind.LIMIT,
                 f"stopped while {where}: the server's resident size reached {ticket.stopped_at >> 20} MiB, over its "
                 f"{self.guard.budget >> 20} MiB budget, and this was the largest call running",
                 reason=memguard.REASON))
@@ -226,7 +226,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             stopped = False
         if stopped or stop.is_set() or not context.is_active():
             self._over_memory(context, ticket, "reading the request")
-            _abort(context, grpc.StatusCode.CANCELLED, "the call ended while the request was read")
+            _abort(context, Kind.STOPPED, "the call ended while the request was read")
         try:
             options = api.PlanOptions(
                 workload=request.workload or None, time_limit=o.time_limit_seconds or self.config.default_time_limit,
@@ -241,7 +241,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         remaining = context.time_remaining()
         if remaining is not None and remaining < 1e9:  # no deadline reads as ~9e18 s
             if remaining <= MARGIN:  # reading the request used the deadline up: no plan could reach the caller
-                _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED,
+                _abort(context, Kind.DEADLINE,
                        f"the deadline passed while the request was read ({time.perf_counter() - start:.2f} s)")
             limit = max(0.05, min(limit, remaining - MARGIN))
             options = dataclasses.replace(options, time_limit=limit)
@@ -265,7 +265,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                                  "seconds": round(time.perf_counter() - start, 3),
                                  **({"residentBytes": ticket.stopped_at} if ticket.stopped_at else {})}))
             self._over_memory(context, ticket, where)
-            _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED, message)
+            _abort(context, Kind.DEADLINE if expired else Kind.STOPPED, message)
         self.metrics.plans.labels(plan.status).inc()
         LOG.info(json.dumps({"event": "solved", "requestId": rid, "nodes": len(snapshot.nodes),
                              "pods": len(snapshot.pods), "status": plan.status,
@@ -302,9 +302,8 @@ class _Admission:
         m = self.s.metrics
         if not self.s._slots.acquire(blocking=False):
             LOG.warning(json.dumps({"event": "rejected", "requestId": self.rid, "reason": "busy"}))
-            self.context.abort_with_status(rpc_errors.status(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, f"{self.s.config.max_inflight} solves in flight; retry later",
-                reason=rpc_errors.BUSY))
+            self.context.abort_with_status(rpc_errors.answer(
+                Kind.BUSY, f"{self.s.config.max_inflight} solves in flight; retry later"))
         m.in_flight.inc()
         self.start = time.perf_counter()
         LOG.info(json.dumps({"event": "admitted", "requestId": self.rid, "method": self.method}))
@@ -318,23 +317,22 @@ class _Admission:
 
 
 def _refuse(context: grpc.ServicerContext, exc: BaseException, rid: str, message: str | None = None) -> NoReturn:
-    """Answer ``exc`` by its class in the error tree (``solver.service.status``): bad input with the
-    object and field at fault in ``google.rpc`` details, a limit as RESOURCE_EXHAUSTED, anything
-    else as INTERNAL, logged with the request id (a bug, the verifier's refusal included)."""
+    """Answer ``exc`` by its kind (``solver.service.status.CODES``): bad input with the object and
+    field at fault in ``google.rpc`` details, a limit with its reason; a bug, or anything outside
+    the error tree, as INTERNAL, logged with the request id (the verifier's refusal included)."""
     if isinstance(exc, RecursionError):
         exc = RequestTooDeepError()
     if isinstance(exc, InputError):
-        code = grpc.StatusCode.NOT_FOUND if isinstance(exc, api.UnknownWorkloadError) else \
-            grpc.StatusCode.INVALID_ARGUMENT
-        context.abort_with_status(rpc_errors.status(code, message or str(exc), obj=exc.obj, field=exc.field,
+        context.abort_with_status(rpc_errors.answer(exc.kind, message or str(exc), obj=exc.obj, field=exc.field,
                                                     description=str(getattr(exc, "reason", "")) or str(exc)))
     elif isinstance(exc, LimitError):
-        context.abort_with_status(rpc_errors.status(grpc.StatusCode.RESOURCE_EXHAUSTED, message or str(exc),
-                                                    reason=rpc_errors.limit_reason(exc)))
+        context.abort_with_status(rpc_errors.answer(exc.kind, message or str(exc), reason=rpc_errors.limit_reason(exc)))
+    elif isinstance(exc, SolverError) and exc.kind is not Kind.BUG:
+        context.abort_with_status(rpc_errors.answer(exc.kind, message or str(exc)))
     LOG.error(json.dumps({"event": "internal", "requestId": rid, "error": str(exc) if isinstance(exc, SolverError)
                           else repr(exc)}))
     detail = f"{exc} (request {rid})" if isinstance(exc, BugError) else f"internal error, please report (request {rid})"
-    context.abort(grpc.StatusCode.INTERNAL, detail)  # raises
+    context.abort_with_status(rpc_errors.answer(Kind.BUG, detail))  # raises
     raise AssertionError("unreachable")
 
 
@@ -343,8 +341,8 @@ class RequestTooDeepError(InputError):
         super().__init__("request: nested too deeply")
 
 
-def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> Any:
-    context.abort(code, message)  # raises
+def _abort(context: grpc.ServicerContext, kind: Kind, message: str) -> Any:
+    context.abort_with_status(rpc_errors.answer(kind, message))  # raises
     raise AssertionError("unreachable")
 
 

@@ -1,16 +1,19 @@
 """Errors over gRPC: the error tree of ``solver.core.errors`` as status codes with
 ``google.rpc`` details, and back.
 
-The server answers each class with one code, and a bad input also with the object and field
-at fault, as a ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer (AIP-193):
+The server answers each kind of error (``solver.core.errors.Kind``) with one code, the table
+``CODES``, and a bad input also with the object and field at fault, as a ``google.rpc.Status``
+in the ``grpc-status-details-bin`` trailer (AIP-193):
 
-    InputError             INVALID_ARGUMENT (NOT_FOUND: an unknown workload) +
-                           ResourceInfo (the object: Kind, namespace/name) and
-                           BadRequest (its field, and what is wrong)
-    LimitError             RESOURCE_EXHAUSTED + ErrorInfo (reason, e.g. MODEL_TOO_LARGE)
-    (the server is busy)   RESOURCE_EXHAUSTED + ErrorInfo (reason BUSY)
-    StoppedError           DEADLINE_EXCEEDED or CANCELLED
-    BugError, the rest     INTERNAL
+    Kind.INPUT             INVALID_ARGUMENT + ResourceInfo (the object: Kind, namespace/name)
+    Kind.NOT_FOUND         NOT_FOUND          and BadRequest (its field, and what is wrong)
+    Kind.LIMIT             RESOURCE_EXHAUSTED + ErrorInfo (reason, e.g. MODEL_TOO_LARGE, MEMORY)
+    Kind.BUSY              RESOURCE_EXHAUSTED + ErrorInfo (reason BUSY, or MEMORY)
+    Kind.UNAVAILABLE       UNAVAILABLE
+    Kind.STOPPED           CANCELLED
+    Kind.DEADLINE          DEADLINE_EXCEEDED
+    Kind.SETUP             FAILED_PRECONDITION
+    Kind.BUG, the rest     INTERNAL
 
 and the client turns a failed call into the matching class again (``from_rpc``), with the
 object and field read from the details, never from the message: the adapter leaves that
@@ -25,10 +28,32 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]  # googleapis-common-protos: no types
 from grpc_status import rpc_status  # type: ignore[import-untyped]  # grpcio-status: no types
 
-from solver.core.errors import BugError, InputError, LimitError, SolverError, StoppedError, UnavailableError
+from solver.core.errors import BugError, InputError, Kind, LimitError, SolverError, StoppedError, UnavailableError
 
 DOMAIN = "gangplace.io"
 BUSY = "BUSY"  # ErrorInfo.reason of a RESOURCE_EXHAUSTED answered because every slot is taken
+
+
+CODES: dict[Kind, grpc.StatusCode] = {
+    Kind.INPUT: grpc.StatusCode.INVALID_ARGUMENT,
+    Kind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Kind.LIMIT: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Kind.BUSY: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Kind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    Kind.STOPPED: grpc.StatusCode.CANCELLED,
+    Kind.DEADLINE: grpc.StatusCode.DEADLINE_EXCEEDED,
+    Kind.SETUP: grpc.StatusCode.FAILED_PRECONDITION,
+    Kind.BUG: grpc.StatusCode.INTERNAL,
+}
+
+
+def answer(kind: Kind, message: str, *, obj: str = "", field: str = "", reason: str = "",
+           description: str = "") -> grpc.Status:
+    """The status a ``kind`` of error is answered with (``CODES``), with its details; a busy
+    server says ``BUSY`` unless a ``reason`` is given."""
+    if kind is Kind.BUSY and not reason:
+        reason = BUSY
+    return status(CODES[kind], message, obj=obj, field=field, reason=reason, description=description)
 
 
 def limit_reason(exc: LimitError) -> str:
@@ -66,25 +91,37 @@ class PlacementError(SolverError):
         self.obj, self.field, self.reason = obj, field, reason
         super().__init__(f"{code.name}: {details}")
 
+    kind = Kind.BUG  # a code this client does not know
+
 
 class RemoteInputError(PlacementError, InputError):
     """INVALID_ARGUMENT or NOT_FOUND: the input is at fault (``obj`` and ``field`` say where)."""
+
+    kind = Kind.INPUT
 
 
 class RemoteLimitError(PlacementError, LimitError):
     """RESOURCE_EXHAUSTED over a configured limit: a smaller input or a larger limit."""
 
+    kind = Kind.LIMIT
+
 
 class RemoteUnavailableError(PlacementError, UnavailableError):
     """UNAVAILABLE, or RESOURCE_EXHAUSTED because the server is busy: retry later."""
+
+    kind = Kind.UNAVAILABLE
 
 
 class RemoteStoppedError(PlacementError, StoppedError):
     """DEADLINE_EXCEEDED or CANCELLED."""
 
+    kind = Kind.STOPPED
+
 
 class RemoteBugError(PlacementError, BugError):
     """INTERNAL: a bug on the server (a plan that failed its verifier, or an exception)."""
+
+    kind = Kind.BUG
 
 
 def from_rpc(exc: grpc.RpcError) -> PlacementError:

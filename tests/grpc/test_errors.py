@@ -127,3 +127,13 @@ def test_an_empty_typed_cluster_is_refused(running: server.Running) -> None:
             stub.Solve(pb.SolveRequest(state=pb.ClusterState()), timeout=30)
     assert raw.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
     assert "no Node and no Pod to plan" in raw.value.details()  # type: ignore[attr-defined]
+
+
+def test_every_kind_of_error_has_one_status_code() -> None:
+    from solver.core.errors import Kind
+    from solver.service import status
+
+    assert set(status.CODES) == set(Kind)
+    assert status.CODES[Kind.INPUT] == grpc.StatusCode.INVALID_ARGUMENT
+    assert status.CODES[Kind.BUSY] == status.CODES[Kind.LIMIT] == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert status.CODES[Kind.BUG] == grpc.StatusCode.INTERNAL
