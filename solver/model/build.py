@@ -18,7 +18,7 @@ from solver.core.errors import ModelTooLargeError
 from solver.core.stopping import checkpoint
 from solver.model import objective
 from solver.model.bounds import floors
-from solver.model.constraints import DEFAULT_CONSTRAINTS
+from solver.model.constraints import capacity, devices, gang, interpod, pdb, preemption, symmetry, topology, volumes
 from solver.model.vars import PlacementVars
 from solver.problem.build import Problem
 
@@ -45,6 +45,21 @@ class BuiltModel:
         return len(self.model.proto.constraints)
 
 
+def constrain(problem: Problem, vars: PlacementVars) -> None:
+    """Every constraint family, in the order their results flow (constraints/__init__.py);
+    a stop is seen between families."""
+    checkpoint("the model (devices)")
+    devices.add(problem, vars)
+    checkpoint("the model (interpod)")
+    conflicts = interpod.add(problem, vars)
+    checkpoint("the model (preemption)")
+    preemption.add(problem, vars, conflicts)
+    for name, family in (("topology", topology.add), ("capacity", capacity.add), ("volumes", volumes.add),
+                         ("gang", gang.add), ("pdb", pdb.add), ("symmetry", symmetry.add)):
+        checkpoint(f"the model ({name})")
+        family(problem, vars)
+
+
 # build_model's default: compute the floor
 _COMPUTE = floors.PdbFloor(evictions=-1, violations=-1, evicted_pods=-1, plan=None)
 
@@ -60,9 +75,7 @@ def build_model(problem: Problem, *, max_variables: int | None = None,
         raise ModelTooLargeError(planned, max_variables)
     model = cp_model.CpModel()
     vars = PlacementVars(problem, model)
-    for name, family in DEFAULT_CONSTRAINTS:
-        checkpoint(f"the model ({name})")
-        family(problem, vars)
+    constrain(problem, vars)
     built = BuiltModel(
         problem=problem,
         model=model,

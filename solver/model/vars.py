@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
@@ -19,6 +20,21 @@ from solver.problem.dra import AllocKey, SharedOption
 from solver.problem.workloads import PodClass
 
 LinearExpr = cp_model.LinearExprT
+
+
+@dataclass(slots=True)
+class Conflicts:
+    """What ``constraints/interpod.py`` hands ``constraints/preemption.py`` (its return value,
+    the builder passes it on): per victim unit, the literals any one of which makes its
+    eviction necessary besides capacity and devices (an inter-pod conflict with, or a spread
+    constraint of, a pod that may preempt it); and the units whose eviction needs necessity
+    rows whatever lands beside them (in some conflict or spread count)."""
+
+    needs: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)
+    forced: set[int] = field(default_factory=set)
+
+    def need(self, unit: int, literal: cp_model.IntVar) -> None:
+        self.needs.setdefault(unit, []).append(literal)
 
 
 class PlacementVars:
@@ -52,11 +68,6 @@ class PlacementVars:
         self._landed: dict[tuple[int, str, str], cp_model.IntVar] = {}
         self._labels = {n.name: n.labels for n in problem.nodes}
         self._grouped: dict[tuple[int, str], dict[str, list[tuple[s.NodeName, cp_model.IntVar]]]] = {}
-        # unit -> literals any one of which makes its eviction necessary besides capacity and
-        # devices (an inter-pod conflict with a pod that may preempt it); units whose eviction
-        # needs necessity rows whatever lands beside them (constraints/preemption.py)
-        self.conflict_needs: dict[int, list[cp_model.IntVar]] = {}
-        self.forced_rows: set[int] = set()
         self._create_counts()
 
     # ---- creation ----------------------------------------------------------------

@@ -115,6 +115,17 @@ def test_an_anti_affinity_conflict_makes_its_victim_necessary(baseline: bool) ->
 
 
 @BOTH
+def test_a_conflict_is_a_reason_even_where_a_pod_that_may_not_preempt_lands_beside_the_victim(
+        baseline: bool) -> None:
+    # "q" (below "low") may land on n0 too, so low's eviction gets necessity rows: the conflict
+    # with p must be one of its reasons (interpod hands it to preemption), or p waits
+    plan, _ = run_plan(node("n0"), pod("low").on("n0").cpu_m(500).priority(1).label("app", "x"),
+                       anti(pod("p").cpu_m(1000).priority(100), term(HOST, app="x")),
+                       pod("q").cpu_m(500).priority(0), baseline_only=baseline)
+    assert bindings(plan) == {"p": "n0", "q": "n0"} and [e.pod for e in plan.evictions] == ["default/low"]
+
+
+@BOTH
 def test_a_conflict_with_a_pod_that_may_not_be_preempted_is_never_a_reason(baseline: bool) -> None:
     # "p" never preempts: the conflicting pod stays, so p waits for another node
     plan, _ = run_plan(node("n0"), node("n1").cpu_m(500),

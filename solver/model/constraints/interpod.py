@@ -24,10 +24,10 @@ evicted there:
       present[c, K, v] ⇒ cnt[v] ≤ min + maxSkew.
 
 Every present literal of a class that may preempt a conflicting unit is a reason its
-eviction is necessary (``vars.conflict_needs``), and so is a counted victim whose return
+eviction is necessary (``Conflicts.needs``, returned for ``preemption``), and so is a counted victim whose return
 would break a spread constraint of such a class in its domain (``spread_needs``); a unit in
 any conflict or spread count gets necessity rows whatever lands beside it
-(``vars.forced_rows``).
+(``Conflicts.forced``).
 """
 
 from __future__ import annotations
@@ -39,26 +39,29 @@ from ortools.sat.python import cp_model
 from solver.core import snapshot as s
 from solver.filters import interpod as ip
 from solver.filters import selectors
-from solver.model.vars import PlacementVars
+from solver.model.vars import Conflicts, PlacementVars
 from solver.problem.build import Problem
 from solver.problem.workloads import PodClass
 
 
-def add(problem: Problem, vars: PlacementVars) -> None:
+def add(problem: Problem, vars: PlacementVars) -> Conflicts:
+    """The inter-pod rules; returns the evictions they make necessary, for ``preemption.add``."""
+    conflicts = Conflicts()
     has_ports = any(selectors.exclusive(c.pods[0]) for c in problem.classes)
     if not problem.interpod.active and not has_ports:
-        return
-    ctx = _Context(problem, vars)
+        return conflicts
+    ctx = _Context(problem, vars, conflicts)
     ctx.anti_affinity()
     if has_ports:
         ctx.host_ports()
     ctx.affinity()
     ctx.spread()
+    return conflicts
 
 
 class _Context:
-    def __init__(self, problem: Problem, vars: PlacementVars) -> None:
-        self.problem, self.vars, self.model = problem, vars, vars.model
+    def __init__(self, problem: Problem, vars: PlacementVars, conflicts: Conflicts) -> None:
+        self.problem, self.vars, self.model, self.conflicts = problem, vars, vars.model, conflicts
         self.nodes = {n.name: n for n in problem.nodes}
         self.unit_of: dict[str, int] = {p.key: u.index for u in problem.units for p in u.members}
         self.running = [p for u in problem.units for p in u.members if p.node is not None]
@@ -86,9 +89,9 @@ class _Context:
         u = self.unit_of[pod.key]
         unit = self.problem.units[u]
         self.model.add_implication(self.vars.present((cls,), key, value), self.vars.evicts(u))
-        self.vars.forced_rows.add(u)  # an ineligible class's conflict is no reason to evict
+        self.conflicts.forced.add(u)  # an ineligible class's conflict is no reason to evict
         if self.problem.eligible(self.problem.classes[cls], unit):
-            self.vars.conflict_needs.setdefault(u, []).append(self.vars.landed(cls, key, value))
+            self.conflicts.need(u, self.vars.landed(cls, key, value))
 
     def domain_of(self, pod: s.Pod, key: str) -> str | None:
         return self.nodes[pod.node].labels.get(key) if pod.node else None
@@ -201,7 +204,7 @@ class _Context:
                 for q in self.running:
                     if q.node in eligible and self.ip.matches(matcher, q):
                         counted[self.nodes[q.node].labels[key]].append(q)
-                        self.vars.forced_rows.add(self.unit_of[q.key])
+                        self.conflicts.forced.add(self.unit_of[q.key])
                 counts: dict[str, cp_model.LinearExprT] = {}
                 most = 0
                 for value in domains:
@@ -247,4 +250,4 @@ class _Context:
                 need = self.model.new_bool_var(f"need_spread[{unit.key},{cls.index},{value}]")
                 self.model.add_implication(need, self.vars.landed(cls.index, key, value))
                 self.model.add(back[value] >= low + constraint.max_skew + 1).only_enforce_if(need)
-                self.vars.conflict_needs.setdefault(u, []).append(need)
+                self.conflicts.need(u, need)

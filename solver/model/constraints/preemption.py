@@ -28,12 +28,15 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.core import snapshot as s
-from solver.model.vars import PlacementVars
+from solver.model.vars import Conflicts, PlacementVars
 from solver.problem.build import Problem
 from solver.problem.workloads import PodClass
 
 
-def add(problem: Problem, vars: PlacementVars) -> None:
+def add(problem: Problem, vars: PlacementVars, conflicts: Conflicts | None = None) -> None:
+    """Eviction literals and their necessity rows; ``conflicts`` is what ``interpod.add``
+    returned (None: a model without inter-pod rules)."""
+    conflicts = conflicts or Conflicts()
     on_node = vars.classes_by_node()
     by_type = _device_takers(problem, vars)
     candidates: set[int] = {u for u, _ in vars.evictions()}  # device holders (constraints/devices.py)
@@ -46,12 +49,12 @@ def add(problem: Problem, vars: PlacementVars) -> None:
     nodes = {n.name: n for n in problem.nodes}
     for u in sorted(candidates):
         if not _may_host_ineligible(problem, u, on_node) and not _devices_to_ineligible(problem, u, by_type) \
-                and u not in vars.conflict_needs and u not in vars.forced_rows:
+                and u not in conflicts.needs and u not in conflicts.forced:
             continue
         needs = [lit for node in sorted(problem.units[u].usage)
                  for lit in _need_literals(problem, vars, u, nodes[node], on_node.get(node, []))]
         needs += _device_need_literals(problem, vars, u, by_type)
-        needs += vars.conflict_needs.get(u, [])
+        needs += conflicts.needs.get(u, [])
         evict = vars.evicts(u)
         if needs:
             vars.model.add_bool_or(needs).only_enforce_if(evict)

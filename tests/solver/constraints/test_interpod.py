@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from solver.model.constraints import interpod
+from solver.model import build
+from solver.model.constraints import interpod, preemption
 from solver.model.vars import PlacementVars
 from solver.problem.build import Problem
 from tests.builders import node, pod, pod_group
@@ -23,6 +24,7 @@ from tests.solver.constraints.helpers import (
     problem_of,
     solve,
     spread,
+    term,
     unit,
 )
 
@@ -198,3 +200,18 @@ def test_two_pods_with_one_host_port_do_not_share_a_node() -> None:
 
     assert solve(problem, [interpod.add], demand).status == INFEASIBLE
     assert solve(problem, [], demand).status == OPTIMAL
+
+
+def test_the_conflicts_interpod_returns_are_what_makes_preemption_allow_the_eviction() -> None:
+    # "q" (below "low") may land on n0, so low's eviction needs a reason: capacity gives none
+    # (everything fits), the anti-affinity conflict with p does, but only as interpod hands it on
+    problem = problem_of(node("n0"), pod("low").on("n0").cpu_m(500).priority(1).label("app", "x"),
+                         anti(pod("p").cpu_m(1000).priority(100), term(HOST, app="x")), pod("q").cpu_m(500).priority(0))
+    p = cls(problem, "p")
+
+    def demand(model: cp_model.CpModel, v: PlacementVars) -> None:
+        model.add(at(v, p, "n0") == 1)
+
+    assert solve(problem, [build.constrain], demand).status == OPTIMAL
+    dropped = solve(problem, [interpod.add, preemption.add], demand)  # the handoff left out
+    assert dropped.status == INFEASIBLE
