@@ -109,6 +109,9 @@ class _ByDomain:
         self.costed: set[str] = set()  # finalists pass 2 has tried
         self.sizes = _Sizes(self.floors)
         self.first: dict[str, tuple[Tiers, bool]] = {}  # domain -> (tiers 1-3, proven)
+        # pass 1's models of the domains that may still be finalists (their tiers 1-3 are the best
+        # so far): solve leaves a model as built, so pass 2 solves it again instead of rebuilding
+        self.models: dict[str, BuiltModel] = {}
         self.incumbent: tuple[int, int] | None = None  # (stage-1 value, PDB violations) of the best domain so far
         self.reports: list[StageReport] = []
         self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
@@ -165,8 +168,8 @@ class _ByDomain:
             if share is None:
                 break
             self.passed.add(v)
-            result = solve(self.sizes.build(self.subs[v], v), share, hint=self.hints[v], upto_cost=True,
-                           stage_cutoff=self.pdb_cutoff)
+            built = self.sizes.build(self.subs[v], v)
+            result = solve(built, share, hint=self.hints[v], upto_cost=True, stage_cutoff=self.pdb_cutoff)
             if result.pruned:
                 self.drop(v)
                 self.reports.append({"domain": v, "status": "PRUNED", "tier": 3})
@@ -176,6 +179,9 @@ class _ByDomain:
                 continue
             found = score(problem, result.assignment)
             self.first[v] = (found.head, result.bound.head == found.head)
+            self.models[v] = built
+            best_head = max(head for head, _ in self.first.values())
+            self.models = {d: m for d, m in self.models.items() if self.first[d][0] == best_head}
             if found > score(problem, self.hints[v]):
                 self.hints[v] = result.assignment  # pass 2 starts from what pass 1 found
             # the incumbent is the returned solution itself: its stage-1 value and its own violations
@@ -217,8 +223,12 @@ class _ByDomain:
                 self.drop(v)
                 self.reports.append({"domain": v, "status": "PRUNED", "tier": 4, "floor": self.cost_floors[v]})
                 continue  # proven by its floors: at best as costly as the incumbent
-            result = solve(self.sizes.build(self.subs[v], v, {best13.pdb_violations: costs[v]}), share,
-                           hint=self.hints[v], cost_cutoff=cutoff)
+            built = self.models.pop(v, None)
+            if built is None:
+                built = self.sizes.build(self.subs[v], v, {best13.pdb_violations: costs[v]})
+            else:
+                built.cost_floors[best13.pdb_violations] = costs[v]
+            result = solve(built, share, hint=self.hints[v], cost_cutoff=cutoff)
             self.reports.append({"domain": v, "status": "PRUNED" if result.pruned else result.status,
                                  "seconds": round(result.solve_seconds, 4)})
             if result.pruned:

@@ -96,14 +96,13 @@ def solve(
     earlier stages found, by kind. A stage made infeasible by either marks the result
     ``pruned``.
     """
-    run = _Staged(built, params, stop if stop is not None else params.stop)
+    run = _Staged(built, built.model.clone(), params, stop if stop is not None else params.stop)
     run.start_from(hint)
     for i, stage in enumerate(built.stages):
         if upto_cost and stage.cost is not None:
             break
         if not run.stage(i, stage, cost_cutoff, stage_cutoff):
             break
-    built.model.clear_objective()  # type: ignore[no-untyped-call]  # ortools 9.15 leaves it unannotated
     return run.result()
 
 
@@ -112,8 +111,11 @@ class _Staged:
     each stage reported. ``stage`` decides one stage: pruned by a cutoff, taken from the hinted
     plan when that meets a proven bound, or searched (the cost first, down to its floor)."""
 
-    def __init__(self, built: BuiltModel, params: SolveParams, stop: threading.Event | None) -> None:
-        self.built, self.model, self.params, self.stop = built, built.model, params, stop
+    def __init__(self, built: BuiltModel, model: cp_model.CpModel, params: SolveParams,
+                 stop: threading.Event | None) -> None:
+        # ``model`` is a clone of ``built.model``: the stages add rows, objectives and hints to
+        # it, and ``built`` stays as it was built, to be solved again (decompose's cost pass)
+        self.built, self.model, self.params, self.stop = built, model, params, stop
         self.start = time.perf_counter()
         self.checked: dict[int, tuple[Assignment, bool]] = {}  # id(plan) -> (plan, does the model accept it)
         self.current: Assignment | None = None  # the stages' solution so far
@@ -135,7 +137,7 @@ class _Staged:
                 (hint is None or _at_least_as_good(self.built, floor.plan, hint)):
             hint = floor.plan  # the per-domain programs' plan leads on tiers 1-3 (solver/model/bounds/floors.py)
         if hint is not None:
-            self.built.vars.hint(hint)
+            self.built.vars.hint(hint, self.model)
         self.lead = hint
 
     def result(self) -> SolveResult:
@@ -155,7 +157,7 @@ class _Staged:
         floored, better = _floor(self.built, stage, self.current)
         if better is not None:
             self.lead = better  # the programs' plan leads: the cost stage starts from it
-            self.built.vars.hint(better)
+            self.built.vars.hint(better, self.model)
         if limit is not None and floored is not None and floored > limit and stage.cost is None:
             self.reports.append({"stage": stage.name, "status": "INFEASIBLE", "seconds": 0.0, "floor": floored})
             self.pruned, self.all_optimal = True, False  # proven by the floor, without a search
@@ -163,9 +165,9 @@ class _Staged:
         if limit is not None:
             self.model.add(stage.expr <= limit)
             cut = True
-        proven = _proven_by(self.built, stage, self.lead, floored)
+        proven = _proven_by(self.built, self.model, stage, self.lead, floored)
         if proven is not None and (limit is None or proven <= limit) and \
-                _holds(self.built, self.lead, self.params, self.checked):
+                _holds(self.model, self.lead, self.params, self.checked):
             self._take_lead(stage, proven, floored)
             return True
         remaining = self.params.time_limit - (time.perf_counter() - self.start)
@@ -271,7 +273,7 @@ class _Staged:
         self.bounds.append(objective.StageBound(stage, found, bound))
         self.model.add(stage.expr >= found if stage.maximize else stage.expr <= found)
         if self.lead is not None and _at_least_as_good(self.built, self.lead, self.current):
-            self.built.vars.hint(self.lead)  # the baseline still leads on the tiers below
+            self.built.vars.hint(self.lead, self.model)  # the baseline still leads on the tiers below
         else:
             self.lead = self.current
             self._hint_values(values)
@@ -363,7 +365,8 @@ def _floor(built: BuiltModel, stage: objective.Stage, found: Assignment | None
     return cost.cost, better
 
 
-def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | None, floor: int | None
+def _proven_by(built: BuiltModel, model: cp_model.CpModel, stage: objective.Stage, lead: Assignment | None,
+               floor: int | None
                ) -> int | None:
     """The stage's value when the hinted plan meets a proven bound on it, else None: every pod
     placed and every workload satisfied for the first stage, the floor for the others."""
@@ -371,7 +374,7 @@ def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | Non
         return None
     kind = stage.kind
     if kind in objective.TIER1_KINDS:
-        return _hinted_value(built.model, stage.expr) if _places_every_pod(built, lead) else None
+        return _hinted_value(model, stage.expr) if _places_every_pod(built, lead) else None
     if floor is None:
         return None
     ev = evaluate(built.problem, lead)
@@ -385,7 +388,7 @@ def _proven_by(built: BuiltModel, stage: objective.Stage, lead: Assignment | Non
     return stage.weights[0] * ev.cost_milli + ev.evicted_pods if ev.evicted_pods <= pods else None
 
 
-def _holds(built: BuiltModel, lead: Assignment | None, params: SolveParams,
+def _holds(model: cp_model.CpModel, lead: Assignment | None, params: SolveParams,
            checked: dict[int, tuple[Assignment, bool]]) -> bool:
     """Does the model accept the hinted plan as it stands? CP-SAT with every hinted variable
     fixed to its hint: a plan is taken without a search only when the model agrees it is one."""
@@ -396,7 +399,7 @@ def _holds(built: BuiltModel, lead: Assignment | None, params: SolveParams,
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = params.workers
         solver.parameters.max_time_in_seconds = max(0.05, params.time_limit / 10)
-        checked[id(lead)] = (lead, solver.solve(built.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE))
+        checked[id(lead)] = (lead, solver.solve(model) in (cp_model.OPTIMAL, cp_model.FEASIBLE))
     return checked[id(lead)][1]
 
 

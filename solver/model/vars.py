@@ -265,10 +265,12 @@ class PlacementVars:
                         shared.setdefault(i, {})[AllocKey(o.slot, o.alt, o.value, t)] = n
         return Assignment(counts=counts, evicted=evicted, devices=devices, shared=shared)
 
-    def hint(self, assignment: Assignment) -> None:
-        """Hint the model with ``assignment``, completely: counts, evictions, devices, and the
-        gang and domain literals it implies."""
-        model, problem = self.model, self.problem
+    def hint(self, assignment: Assignment, model: cp_model.CpModel | None = None) -> None:
+        """Hint the model (or ``model``, a clone of it: the variables are the same indices) with
+        ``assignment``, completely: counts, evictions, devices, and the gang and domain literals
+        it implies."""
+        model = model if model is not None else self.model
+        problem = self.problem
         model.proto.clear_solution_hint()
         for placed, var in self.counts():
             model.add_hint(var, assignment.counts.get(placed, 0))
@@ -279,7 +281,7 @@ class PlacementVars:
             for alloc, var in by_key.items():
                 model.add_hint(var, took.get(alloc, 0))
         for i, options in self._shared_alloc.items():
-            self._hint_shared(options, assignment.shared.get(i, {}))
+            self._hint_shared(model, options, assignment.shared.get(i, {}))
         ev = evaluate(problem, assignment)
         for group, var in self._ok.items():
             model.add_hint(var, int(ev.ok.get(group, False)))
@@ -296,7 +298,7 @@ class PlacementVars:
         for (g, value), var in self._in_domain.items():
             model.add_hint(var, int((g, value) in used))
 
-    def _hint_shared(self, options: dict[SharedOption, dict[int, cp_model.IntVar]],
+    def _hint_shared(self, model: cp_model.CpModel, options: dict[SharedOption, dict[int, cp_model.IntVar]],
                      took_all: Mapping[AllocKey, int]) -> None:
         repeats = Counter((o.slot, o.alt, o.value) for o in options)
         for o, by_type in options.items():
@@ -304,4 +306,4 @@ class PlacementVars:
             # All mode repeats (slot, alt, value) per reachable set: hint the one the assignment took
             mine = repeats[o.slot, o.alt, o.value] == 1 or set(took) == set(by_type)
             for t, var in by_type.items():
-                self.model.add_hint(var, took.get(t, 0) if mine else 0)
+                model.add_hint(var, took.get(t, 0) if mine else 0)

@@ -52,3 +52,17 @@ def test_a_baseline_at_every_trivial_bound_is_optimal_without_a_model() -> None:
     plan = api.plan(snapshot(*tight))
     assert (plan.status, plan.stats["solver"]) == ("OPTIMAL", "cp-sat")
     assert plan.objective.evicted_pods == 1 and len({b.node for b in plan.bindings}) == 1  # one node freed holds both
+
+
+def test_solve_leaves_its_built_model_as_it_found_it_so_it_can_be_solved_again() -> None:
+    from solver.baseline import greedy
+    from solver.model.solve import SolveParams, solve
+
+    built = build_model(build_problem(snapshot(*_cluster(8))))
+    before = str(built.model.proto)
+    params = SolveParams(time_limit=10, workers=1, seed=0)
+    first = solve(built, params, hint=greedy.hint(built.problem))
+    assert str(built.model.proto) == before  # no stage's rows, objective or hint left behind
+    again = solve(built, params, hint=greedy.hint(built.problem))
+    assert first.status == again.status == "OPTIMAL"
+    assert first.assignment == again.assignment
