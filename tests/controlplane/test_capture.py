@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _recipe() -> list[str]:
-    """The command README.md gives, word for word (a test keeps them the same)."""
-    text = (ROOT / "README.md").read_text()
+    """The command docs/cli.md gives, word for word (a test keeps them the same)."""
+    text = (ROOT / "docs" / "cli.md").read_text()
     line = next(ln for ln in text.splitlines() if ln.startswith("kubectl get ") and "-o json" in ln)
     return line.split(">")[0].split()
 
