@@ -36,7 +36,7 @@ other pods: upstream's queue tried it after them, so its words are about that cl
 node's victims there are the running pods it may preempt that the plan keeps, and the pods
 the plan places at a lower priority (upstream may preempt a pod it bound before).
 
-The reasons read the greedy's state (``greedy.State``) for the running pods' requests,
+The reasons read the greedy's state (``baseline.state.State``) for the running pods' requests,
 devices and inter-pod rules, so they judge a node as the baseline does. Pure: no I/O.
 """
 
@@ -46,7 +46,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from solver.baseline.greedy import State, state_of
+from solver.baseline.greedy import state_of
+from solver.baseline.state import State
 from solver.core import snapshot as s
 from solver.core.stopping import checkpoint
 from solver.filters import attach, localpv, selectors

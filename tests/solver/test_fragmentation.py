@@ -17,7 +17,7 @@ import pytest
 from solver import api, cli, kube
 from solver.baseline import fragment
 from solver.baseline.fragment import score, tie_order
-from solver.baseline.greedy import State
+from solver.baseline.state import State
 from solver.bench import fgd
 from solver.core.errors import SnapshotInvalidError
 from solver.kube import expected as kexpected

@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from solver import api
-from solver.baseline import greedy, victims
+from solver.baseline import greedy, preempt, victims
 from solver.core import stopping
 from solver.core.stopping import Stopped
 from solver.model import build
@@ -81,7 +81,7 @@ def test_the_walks_reprieves_stop_between_victims(monkeypatch: pytest.MonkeyPatc
         stop.set()
         return set()
 
-    monkeypatch.setattr(greedy, "pdb_violating", classified)
+    monkeypatch.setattr(preempt, "pdb_violating", classified)
     with pytest.raises(Stopped) as err:
         api.plan(_case(), api.PlanOptions(time_limit=30, decompose=False, stop=stop))
     assert err.value.where == "the greedy walk (reprieves)"
