@@ -55,7 +55,7 @@ TIERS: list[tuple[str, tuple[str, ...]]] = [
     ("adapter/", ("adapter",)),  # the adapter on the API server double
     ("grpc/test_fuzz_typed.py", ("service", "fuzz")),
     ("grpc/", ("service",)),  # real gRPC servers on loopback
-    ("solver/test_property.py", ("property",)),  # Hypothesis against the naive model
+    ("pipeline/test_property.py", ("property",)),  # Hypothesis against the naive model
     ("test_fuzz.py", ("fuzz",)),
     ("test_project.py", ("lint",)),  # mypy, ruff, import-linter, the lock
 ]

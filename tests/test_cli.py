@@ -57,7 +57,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 ])
 def test_bad_arguments_exit_2_before_any_work(argv: list[str], what: str, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    # the solve options are PlanOptions' to check: tests/solver/test_bad_input.py
+    # the solve options are PlanOptions' to check: tests/kube/test_bad_input.py
     with pytest.raises(SystemExit) as done:
         cli.main([str(tmp_path / a) if a == "x.json" else a for a in argv])
     assert done.value.code == 2

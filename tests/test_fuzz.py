@@ -126,6 +126,7 @@ def _mutate(draw: Any, docs: list[Any]) -> str:
 
 @settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@pytest.mark.slow
 @given(data=st.data())
 def test_a_mutated_example_ends_in_a_plan_or_one_message(data: Any, tmp_path_factory: pytest.TempPathFactory,
                                                          capsys: pytest.CaptureFixture[str]) -> None:

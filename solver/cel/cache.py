@@ -26,7 +26,7 @@ DEFAULT_LIMIT = 256 * 1024 * 1024  # bytes: --cel-cache-mb 256
 # garbage collected) on selectors from 40 characters to 10 KiB of every grammar shape:
 # 22 KB for ``device.driver == "x"`` (23 nodes), 670-740 bytes a node past a few hundred nodes
 # (12.0 MB for 17,821 nodes). The estimate is above every measurement
-# (tests/solver/test_cel.py, test_the_program_size_estimate_is_conservative).
+# (tests/cel/test_cel.py, test_the_program_size_estimate_is_conservative).
 PROGRAM_BASE_BYTES = 24 * 1024
 PROGRAM_NODE_BYTES = 768
 ERROR_BYTES = 1024  # a cached CelError, besides its expression's text

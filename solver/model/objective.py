@@ -3,7 +3,7 @@
 The tiers and their order are ``plan.Tiers``'s (satisfied workloads by priority, pods placed,
 PDB violations, preemption cost in thousandths, evicted pods); the stages below optimise
 them in that order, and ``STAGE_TIERS`` says which tiers each stage decides
-(tests/solver/test_objective_order.py holds the two together).
+(tests/model/test_objective_order.py holds the two together).
 
 Implementation: staged solves. Stage 1 maximises tiers 1+2 as one weighted sum,
 stage 2 minimises tier 3 with stage 1's value fixed, stage 3 minimises tiers

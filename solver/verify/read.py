@@ -4,7 +4,7 @@ The model reads a snapshot through ``solver.kube`` (and matches labels and taint
 ``solver.filters.selectors``); the verifier must not, or a misreading there would pass here
 too. This module reads what the node filters and the Eviction API look at straight from
 the object dicts, written from upstream's rules and tested against upstream's behaviour
-(tests/solver/test_verify_read.py), not against the parser:
+(tests/verify/test_verify_read.py), not against the parser:
 
 - quantities (apimachinery ``resource.Quantity``: ``MilliValue`` for cpu, ``Value`` else,
   both rounded up) and a pod's effective request (component-helpers ``PodRequests``:

@@ -196,6 +196,7 @@ def test_bench_cancel_after_times_each_cancel_until_the_slot_is_free(capsys: pyt
         cli.main(["bench", str(example), "--cancel-after", "soon"])
 
 
+@pytest.mark.slow
 def test_bench_served_memory_reads_each_requests_peak_from_its_own_server(
         capsys: pytest.CaptureFixture[str]) -> None:
     """One served process per case and form: the request's size, the idle and peak resident

@@ -338,7 +338,7 @@ def test_a_claim_two_pods_name_is_allocated_once_and_reserved_for_both(
         real: Real, adapter_kubeconfig: Path) -> None:
     """Two gangplace pods name one ResourceClaim: the adapter writes its allocation once,
     reserved for both (kube-apiserver accepts it), and binds both beside the device."""
-    from tests.solver.test_rules_dra import _named_by_two
+    from tests.pipeline.test_rules_dra import _named_by_two
 
     for obj in _named_by_two(node("n1").cpu_m(4000), node("n2").cpu_m(4000), slices=[gpu_slice("n1", 1)]):
         real.put(ours(obj) if obj.obj["kind"] == "Pod" else obj.build())
@@ -376,7 +376,7 @@ def test_admin_access_results_are_written_as_kube_apiserver_takes_them(
 def extended_resource_case(put: Callable[[dict[str, Any]], None]) -> None:
     """A DeviceClass serving example.com/gpu (DRAExtendedResource), two GPUs on n2, and a pod
     asking for two in its container requests; no node advertises the resource."""
-    from tests.solver.test_extended_resources import asking, gpu_class
+    from tests.pipeline.test_extended_resources import asking, gpu_class
 
     for obj in (node("n1").build(), node("n2").build(), gpu_slice("n2", 2).build(), gpu_class(), ours(asking("p", 2))):
         put(obj)
@@ -402,7 +402,7 @@ def test_shares_of_one_device_are_written_with_their_share_ids_and_consumed_capa
         real: Real, adapter_kubeconfig: Path) -> None:
     """DRAConsumableCapacity: two pods' claims share n1's one GPU; kube-apiserver accepts each
     result's shareID and consumedCapacity as the adapter writes them."""
-    from tests.solver.test_consumable_capacity import shared_case
+    from tests.pipeline.test_consumable_capacity import shared_case
 
     for obj in shared_case("16e9", None):
         real.put(ours(obj) if obj.obj["kind"] == "Pod" else obj.build())
@@ -428,7 +428,7 @@ def test_a_claim_waiting_for_its_pod_gets_what_volume_bindings_prebind_writes(
     binds the claim), or, for a class that provisions, the claim's selected-node annotation
     starts provisioning there. Without it the kubelet would wait for the claim forever. The
     adapter writes both, as the real API server takes them."""
-    from tests.solver.test_refusals import _class, _local_claims, _local_pv, _with_claim
+    from tests.pipeline.test_refusals import _class, _local_claims, _local_pv, _with_claim
 
     for obj in (node("n1").cpu_m(2000).build(), node("n2").cpu_m(4000).build(),
                 _class("local", "WaitForFirstConsumer"),

@@ -6,7 +6,7 @@ capture would), gangplace's rule (``problem.eviction_api`` and the budget's allo
 whether a strict plan may evict the pod, and the adapter's ``Cluster.evict`` asks the real
 Eviction API. Both must agree, and agree with the case's expectation. A budget whose status
 lags its spec (429) is not staged here: the disruption controller catches up within a
-moment, so the window cannot be held open; tests/solver/test_refusals.py covers it.
+moment, so the window cannot be held open; tests/pipeline/test_refusals.py covers it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A pending pod's reason is kube-scheduler's, word for word: the sixteen pods of
-tests/solver/reason_cases.py, left pending by the real kube-scheduler 1.37.2, carry in their
+tests/plan/reason_cases.py, left pending by the real kube-scheduler 1.37.2, carry in their
 PodScheduled condition exactly what gangplace's plan (and its baseline) says of them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from solver import api, kube
 from solver.bench import upstream
 from tests.builders import admitted
-from tests.solver import reason_cases
+from tests.plan import reason_cases
 
 
 def test_every_pending_pod_is_told_what_the_real_scheduler_tells_it() -> None:
@@ -25,7 +25,7 @@ def test_every_pending_pod_is_told_what_the_real_scheduler_tells_it() -> None:
 def test_a_pod_left_out_by_the_others_is_told_what_the_real_scheduler_tells_it() -> None:
     """Three alike replicas, room for two: the one left (whichever the queue took last, upstream)
     is told of the cluster with the other two bound, in kube-scheduler's words."""
-    from tests.solver import test_pooled
+    from tests.pipeline import test_pooled
 
     docs = admitted([o.build() for o in test_pooled.left_out_by_the_plan()])
     snap = kube.snapshot_from_objects(docs)

@@ -1,5 +1,5 @@
 """What the real kube-scheduler 1.37.2 refuses, gangplace refuses: small snapshots (from
-tests/solver/test_refusals.py) whose one pending pod the real scheduler binds to one node, or
+tests/pipeline/test_refusals.py) whose one pending pod the real scheduler binds to one node, or
 leaves pending; gangplace's plan and its baseline must do the same."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from solver import api, kube
 from solver.bench import upstream
 from tests.builders import admitted, node, pod
-from tests.solver import test_dra_upstream_cases as dra_cases
-from tests.solver import test_refusals as cases
+from tests.pipeline import test_dra_upstream_cases as dra_cases
+from tests.pipeline import test_refusals as cases
 
 
 def _docs(*objs: Any) -> list[dict[str, Any]]:
@@ -60,7 +60,7 @@ def _once_pod_in_use() -> list[dict[str, Any]]:
 def _extended_resource() -> list[dict[str, Any]]:
     # example.com/gpu, advertised by no node, served by a DeviceClass: the devices are on n2
     from tests.dra_builders import gpu_slice
-    from tests.solver.test_extended_resources import asking, gpu_class
+    from tests.pipeline.test_extended_resources import asking, gpu_class
 
     return _docs(node("n1"), node("n2"), gpu_slice("n2", 2), gpu_class(), asking("p", 2))
 
@@ -68,7 +68,7 @@ def _extended_resource() -> list[dict[str, Any]]:
 def _device_taint_rule() -> list[dict[str, Any]]:
     # n1 is the emptier node, but a DeviceTaintRule taints its GPU: the claim goes to n2's
     from tests.dra_builders import claim_template, gpu_slice, request, with_claims
-    from tests.solver.test_rules_dra import GPU_CLASS, _taint_rule
+    from tests.pipeline.test_rules_dra import GPU_CLASS, _taint_rule
 
     return _docs(node("n1"), node("n2").cpu_m(2000), gpu_slice("n1", 1), gpu_slice("n2", 1), GPU_CLASS,
                  claim_template("one", request("gpu", count=1)), with_claims(pod("p").cpu_m(500), gpu="one"),
@@ -78,7 +78,7 @@ def _device_taint_rule() -> list[dict[str, Any]]:
 def _partitioned(count: int) -> list[dict[str, Any]]:
     # one GPU as a whole device and two halves sharing a 40Gi counter: two fit, three never do
     from tests.dra_builders import claim_template, request, with_claims
-    from tests.solver.test_rules_dra import GPU_CLASS, _partitioned_gpu
+    from tests.pipeline.test_rules_dra import GPU_CLASS, _partitioned_gpu
 
     return _docs(node("n1"), *_partitioned_gpu("n1"), GPU_CLASS, claim_template("some", request("gpu", count=count)),
                  with_claims(pod("p").cpu_m(500), gpu="some"))
@@ -101,7 +101,7 @@ def _runtime_overhead() -> list[dict[str, Any]]:
 def _volume_limit() -> list[dict[str, Any]]:
     # n1 is the emptier node, but its CSINode allows one volume of the driver and a running
     # pod's holds it: p's new volume goes to n2 (no CSINode: no limit)
-    from tests.solver.test_volume_limits import _csi_node, _uses, _volume
+    from tests.pipeline.test_volume_limits import _csi_node, _uses, _volume
 
     return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 1), *_volume("old", "h1"), *_volume("new", "h2"),
                  _uses(pod("r").on("n1").cpu_m(100), "old"), _uses(pod("p").cpu_m(500), "new"))
@@ -109,7 +109,7 @@ def _volume_limit() -> list[dict[str, Any]]:
 
 def _volume_held() -> list[dict[str, Any]]:
     # the same, but p asks the volume n1 holds already: it adds none, and n1 takes it
-    from tests.solver.test_volume_limits import _csi_node, _uses, _volume
+    from tests.pipeline.test_volume_limits import _csi_node, _uses, _volume
 
     return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 1), *_volume("old", "h1"),
                  _uses(pod("r").on("n1").cpu_m(100), "old"), _uses(pod("p").cpu_m(500), "old"))
@@ -117,7 +117,7 @@ def _volume_held() -> list[dict[str, Any]]:
 
 def _driver_missing() -> list[dict[str, Any]]:
     # the CSIDriver asks for itself on the node: n1 has no CSINode, so p goes to n2, whose has it
-    from tests.solver.test_volume_limits import DRIVER, _csi_node, _uses, _volume
+    from tests.pipeline.test_volume_limits import DRIVER, _csi_node, _uses, _volume
 
     driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
               "spec": {"preventPodSchedulingIfMissing": True}}
@@ -129,7 +129,7 @@ def _in_tree(pending_disk: str) -> list[dict[str, Any]]:
     # n1, the emptier node, may attach one ebs.csi.aws.com volume and a running pod's inline EBS
     # volume (aws://us-east-1a/vol-1) holds it; p asks an inline EBS volume: a new one goes to n2
     # (no CSINode), vol-1 (the same volume, CSI migration's handle drops the zone) stays on n1
-    from tests.solver.test_volume_limits import EBS, _csi_node, _ebs, _inline
+    from tests.pipeline.test_volume_limits import EBS, _csi_node, _ebs, _inline
 
     return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 1, driver=EBS),
                  _inline(pod("r").on("n1").cpu_m(100), a=_ebs("aws://us-east-1a/vol-1")),
@@ -139,7 +139,7 @@ def _in_tree(pending_disk: str) -> list[dict[str, Any]]:
 def _in_tree_persistent() -> list[dict[str, Any]]:
     # the running pod's claim is bound to a GCE PD PersistentVolume in a zone; p asks the same
     # disk inline, which CSI migration names without the zone: a second volume, so n2
-    from tests.solver.test_volume_limits import _csi_node, _gce_pd, _inline, _uses
+    from tests.pipeline.test_volume_limits import _csi_node, _gce_pd, _inline, _uses
 
     return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 1, driver="pd.csi.storage.gke.io"),
                  *_gce_pd("disk", "d1", "europe-west1-b"), _uses(pod("r").on("n1").cpu_m(100), "disk"),
@@ -149,7 +149,7 @@ def _in_tree_persistent() -> list[dict[str, Any]]:
 def _untranslatable() -> list[dict[str, Any]]:
     # an inline Azure Disk that is not managed: the translation fails on n1 (a CSINode), and the
     # Filter's error ends the attempt, so p stays pending though n2 has no CSINode
-    from tests.solver.test_volume_limits import _csi_node, _inline
+    from tests.pipeline.test_volume_limits import _csi_node, _inline
 
     disk = {"azureDisk": {"diskName": "d", "diskURI": "https://acct.blob.core.windows.net/vhds/d.vhd", "kind": "Shared"}}
     return _docs(node("n1"), node("n2").cpu_m(2000), _csi_node("n1", 4, driver="disk.csi.azure.com"),
@@ -159,8 +159,8 @@ def _untranslatable() -> list[dict[str, Any]]:
 def _disk(read_only: bool) -> list[dict[str, Any]]:
     # n1, the emptier node, runs a pod mounting GCE PD d1: p mounting it too goes to n2, unless
     # both mount it read-only (VolumeRestrictions)
-    from tests.solver.test_disk_conflicts import gce
-    from tests.solver.test_volume_limits import _inline
+    from tests.pipeline.test_disk_conflicts import gce
+    from tests.pipeline.test_volume_limits import _inline
 
     return _docs(node("n1"), node("n2").cpu_m(2000), _inline(pod("r").on("n1").cpu_m(100), a=gce("d1", read_only)),
                  _inline(pod("p").cpu_m(500), a=gce("d1", read_only)))
@@ -168,7 +168,7 @@ def _disk(read_only: bool) -> list[dict[str, Any]]:
 
 def _one_local_volume() -> list[dict[str, Any]]:
     # n1's one local volume serves p's claim and q's: p (stronger) takes it, q finds none left
-    from tests.solver.test_refusals import _local_claims, _local_pv
+    from tests.pipeline.test_refusals import _local_claims, _local_pv
 
     return _docs(node("n1"), node("n2").cpu_m(1000), cases._class("local", "WaitForFirstConsumer"),
                  _local_pv("pv-1", "n1"), *_local_claims("data-p", "data-q"),
@@ -179,14 +179,14 @@ def _one_local_volume() -> list[dict[str, Any]]:
 def _claim_not_made() -> list[dict[str, Any]]:
     # p names a ResourceClaim that does not exist: held before scheduling; q is scheduled
     from tests.dra_builders import gpu_slice, with_claims
-    from tests.solver.test_rules_dra import GPU_CLASS
+    from tests.pipeline.test_rules_dra import GPU_CLASS
 
     return _docs(node("n1").cpu_m(4000), gpu_slice("n1", 1), GPU_CLASS,
                  with_claims(pod("p").cpu_m(500), gpu="claim:nope"), pod("q").cpu_m(100))
 
 
 def _consumable(*asks: str | None) -> list[dict[str, Any]]:
-    from tests.solver.test_consumable_capacity import shared_case
+    from tests.pipeline.test_consumable_capacity import shared_case
 
     return _docs(*shared_case(*asks))
 

@@ -28,7 +28,7 @@ from solver.kube import loader
 from tests import dra_builders as dra
 from tests.builders import admitted, node, pdb, pod, pod_group
 from tests.controlplane import test_refusals_vs_upstream as refusals
-from tests.solver import test_refusals as cases
+from tests.pipeline import test_refusals as cases
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 Objs = list[dict[str, Any]]

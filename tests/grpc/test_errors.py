@@ -84,6 +84,7 @@ def test_a_plan_the_verifier_refuses_is_a_bug_not_bad_input(running: server.Runn
     assert err.value.code == grpc.StatusCode.INTERNAL and not isinstance(err.value, InputError)
 
 
+@pytest.mark.slow
 def test_a_busy_server_is_unavailable_for_now(running: server.Running) -> None:
     """max_inflight 1: a second call while one runs is RESOURCE_EXHAUSTED, reason BUSY: retry."""
     import threading
