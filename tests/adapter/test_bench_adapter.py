@@ -21,6 +21,7 @@ def _bench() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pdbs", ["loose", "generated"])
 def test_the_bench_binds_the_gang_evicting_only_what_the_verified_plan_planned(pdbs: str) -> None:
     r = _bench().run_once(64, pdbs, limit=10.0)

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 import grpc
+import pytest
 
 from adapter.cache import WatchCache
 from adapter.cluster import _BACKOFF, ATTEMPTS, Cluster
@@ -151,6 +152,7 @@ def _lease(api: ApiServerDouble, holder: str, renew_time: str, duration: int = 1
              "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration, "renewTime": renew_time}})
 
 
+@pytest.mark.slow
 def test_a_lease_is_judged_expired_by_observed_time_not_by_comparing_clocks(api: ApiServerDouble) -> None:
     # the healthy leader renews, but its clock is 60 s behind ours: its renewTime always looks a
     # minute old. The record keeps changing, so it is not expired.
@@ -188,6 +190,7 @@ def test_a_lease_is_judged_expired_by_observed_time_not_by_comparing_clocks(api:
     assert elector.try_acquire_or_renew()
 
 
+@pytest.mark.slow
 def test_a_renewal_that_hangs_ends_leadership_at_the_renew_deadline(api: ApiServerDouble) -> None:
     import threading
     import time as _time

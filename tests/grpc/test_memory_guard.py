@@ -152,6 +152,7 @@ def _status_mib(pid: int, field: str) -> float:
         return int(next(line.split()[1] for line in fh if line.startswith(field + ":"))) / 1024
 
 
+@pytest.mark.slow
 def test_many_large_calls_at_once_are_each_answered_and_the_server_stays_within_its_budget() -> None:
     """Eight clients at once against a served solver whose budget cannot take LARGE: each gets
     an answer (a plan, BUSY or MEMORY), none a broken connection, the server serves on, and its

@@ -404,6 +404,7 @@ def test_an_expiring_deadline_returns_the_best_plan_so_far(running: server.Runni
     assert verify.verify(loader.snapshot_from_bytes(body), plan) == []
 
 
+@pytest.mark.slow
 def test_overload_is_refused_while_the_admitted_solve_finishes(running: server.Running) -> None:
     body = _hard()
     results: list[Any] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -68,6 +69,7 @@ def single_gangs(draw: Any) -> list[Any]:
     return objs
 
 
+@pytest.mark.slow
 @given(single_gangs())
 @settings(max_examples=150)
 def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[Any]) -> None:
@@ -113,6 +115,7 @@ def _composite_cluster() -> Any:
     return b.snapshot(*generate.generate(spec))
 
 
+@pytest.mark.slow
 def test_the_floor_is_the_proven_optimum_on_a_composite_of_rack_gangs() -> None:
     snap = _composite_cluster()
     problem = build_problem(snap, pdb_policy="soft")
