@@ -30,7 +30,7 @@ from adapter.command import register as register
 from adapter.controller import Executor, Outcome, gone
 from adapter.leader import LeaderElector
 from adapter.observe import AdapterMetrics, Endpoint, Heartbeat
-from solver import api, kube
+from solver import api, reading
 from solver.core.errors import BugError, InputError, SolverError
 from solver.core.plan import Plan
 from solver.core.snapshot import ExpectedPod, GroupKey
@@ -70,7 +70,7 @@ def in_process(time_limit: float = 10.0, pdb_policy: PdbPolicy = DEFAULT_PDB_POL
     options = api.PlanOptions(time_limit=time_limit, pdb_policy=pdb_policy, expected=expected)
 
     def solve(objects: list[Obj]) -> Plan:
-        return api.plan(kube.snapshot_from_objects(objects), options)
+        return api.plan(reading.read(objects), options)
     return solve
 
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapter.cluster import Cluster
 from adapter.main import Adapter, in_process
-from solver import kube
+from solver import reading
 from solver.bench.generate import NS, GenerateSpec, generate
 from solver.core.plan import Plan
 from solver.kube.selection import select
@@ -135,8 +135,8 @@ def run_once(nodes: int, pdbs: str, limit: float = 10.0, seed: int = 0, timeout:
         api.stop()
     violations = []
     for _, _, objs, plan in solves:
-        snapshot = kube.snapshot_from_objects(select(objs, "gangplace").objects)
-        violations += [str(v) for v in verify(snapshot, plan, strict_pdbs=True)]
+        snapshot = reading.read(select(objs, "gangplace").objects)
+        violations += [str(v) for v in verify(snapshot.facts, snapshot, plan, strict_pdbs=True)]
     solve_end = solves[-1][1]
     last_evicted = max((r.at for r in evictions), default=solve_end)
     seconds = {

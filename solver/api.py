@@ -1,4 +1,4 @@
-"""plan(snapshot, options) -> Plan: the one pipeline behind every entry point.
+"""plan(reading, options) -> Plan: the one pipeline behind every entry point.
 
 problem -> greedy hint -> (done, when the hint meets every tier's trivial bound) ->
 build_model -> staged solve -> decode -> verify. ``baseline_only`` answers with the
@@ -41,6 +41,7 @@ from solver.problem.build import (
     build_problem,
     root_of,
 )
+from solver.reading import Reading
 
 
 class PlanInvalidError(BugError):
@@ -133,7 +134,7 @@ class PlanOptions:
     expected: tuple[s.ExpectedPod, ...] = ()
 
 
-def select_workload(snapshot: s.ClusterSnapshot, workload: str) -> s.ClusterSnapshot:
+def select_workload(snapshot: Reading, workload: str) -> Reading:
     """Drop every pending pod outside ``workload``: they hold nothing, so nothing else changes.
     A name that is both a root group and a pending pod outside any group names the group."""
     tree = snapshot.tree
@@ -153,7 +154,7 @@ def reaches_ideal(problem: Problem, assignment: Assignment) -> bool:
     return score(problem, assignment) == trivial_bound(problem)
 
 
-def plan(snapshot: s.ClusterSnapshot, options: PlanOptions = PlanOptions()) -> Plan:
+def plan(snapshot: Reading, options: PlanOptions = PlanOptions()) -> Plan:
     """The plan, verified. Once ``options.stop`` is set (the caller has gone) every phase ends
     at its next checkpoint with ``stopping.Stopped`` (a CEL evaluation with CelInterrupted):
     no plan. The time limit, not the stop, is how a caller asks for the best plan so far; CEL
@@ -206,7 +207,7 @@ class _Deadline:
             (self.stop is not None and self.stop.is_set())
 
 
-def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
+def _plan(snapshot: Reading, options: PlanOptions) -> Plan:
     if options.workload:
         snapshot = select_workload(snapshot, options.workload)
     start = time.perf_counter()
@@ -282,8 +283,8 @@ def _plan(snapshot: s.ClusterSnapshot, options: PlanOptions) -> Plan:
         stats["cut"] = cut
     stopping.checkpoint("decoding")
     verify_start = time.perf_counter()
-    violations = verify_mod.verify(snapshot, result, strict_pdbs=options.pdb_policy == "strict", gates=options.gates,
-                                   dra_preemption=options.dra_preemption)
+    violations = verify_mod.verify(snapshot.facts, snapshot, result, strict_pdbs=options.pdb_policy == "strict",
+                                   gates=options.gates, dra_preemption=options.dra_preemption)
     if violations:
         raise PlanInvalidError(violations)
     phases["verify"] = time.perf_counter() - verify_start
@@ -386,7 +387,7 @@ class Explanation:
                 "evictions": list(self.evictions), "proven": self.proven, "reason": self.reason}
 
 
-def explain(snapshot: s.ClusterSnapshot, workload: str, options: PlanOptions = PlanOptions()) -> Explanation:
+def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions()) -> Explanation:
     """Plan ``workload`` alone under the options' policy and under soft budgets: when soft
     places it, the budgets its plan breaks (allowed now, evicted by it) are the least
     relaxation that lets it in, proven so when the soft plan's PDB tier is proven. Each plan

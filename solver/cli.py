@@ -31,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
-from solver import api, kube
+from solver import api, kube, reading
 from solver.baseline.fragment import tie_order
 from solver.bench import generate, plot, runner
 from solver.core.errors import Kind, SnapshotInvalidError, SolverError
@@ -41,9 +41,9 @@ from solver.core.features import (
     FeatureGates,
     parse_feature_gates,
 )
-from solver.core.snapshot import ClusterSnapshot
 from solver.kube import loader
 from solver.problem.build import DEFAULT_PDB_POLICY, PDB_POLICIES
+from solver.reading import Reading
 
 
 def _pdb_policy_arg(p: argparse.ArgumentParser) -> None:
@@ -364,7 +364,7 @@ def _delays(text: str) -> list[float]:
 
 
 def _bench_cases(args: argparse.Namespace) -> list[runner.Case]:
-    cases = [runner.Case(name=path.stem, load=functools.partial(loader.load_snapshot, path),
+    cases = [runner.Case(name=path.stem, load=functools.partial(reading.load, path),
                          objects=functools.partial(loader.read_documents, path))
              for arg in args.snapshots for path in loader.snapshot_files(Path(arg))]
     suites = [runner.SUITES[s] for s in args.suite]
@@ -376,8 +376,8 @@ def _bench_cases(args: argparse.Namespace) -> list[runner.Case]:
     return cases
 
 
-def _built_snapshot(build: Callable[[], runner.Objects]) -> ClusterSnapshot:
-    return kube.snapshot_from_objects(build())
+def _built_snapshot(build: Callable[[], runner.Objects]) -> Reading:
+    return reading.read(build())
 
 
 def _progress(done: int, total: int, name: str) -> None:
@@ -677,11 +677,11 @@ def _read_snapshot(source: str, scheduler_name: str | None = None) -> Any:
     """The snapshot at ``source`` (- : standard input); one with no Node and no Pod is an error
     naming it, with the kinds it did hold."""
     if scheduler_name is not None:
-        snapshot = kube.snapshot_from_objects(_documents(source, scheduler_name))
+        snapshot = reading.read(_documents(source, scheduler_name))
     elif source == "-":
-        snapshot = loader.snapshot_from_bytes(sys.stdin.buffer.read(), source="<stdin>")
+        snapshot = reading.from_bytes(sys.stdin.buffer.read(), source="<stdin>")
     else:
-        snapshot = loader.load_snapshot(_one_case(source))
+        snapshot = reading.load(_one_case(source))
     if why := loader.nothing_to_plan(snapshot):
         raise SnapshotInvalidError("<stdin>" if source == "-" else source, "", why)
     return snapshot
@@ -720,7 +720,7 @@ def _replan(args: argparse.Namespace) -> int:
 
         controlplane.find_binaries()  # ControlPlaneError: exit 2 saying how to build them
     for path in mine:
-        snapshot = loader.load_snapshot(path)
+        snapshot = reading.load(path)
         plan = api.plan(snapshot, options)
         body = replan.report(str(path), snapshot, plan)
         if args.upstream:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from solver import kube
-from solver.core.snapshot import ClusterSnapshot
+from solver import reading
+from solver.reading import Reading
+from solver.verify.read import Facts
 
 RACK = "topology.kubernetes.io/rack"
 ZONE = "topology.kubernetes.io/zone"
@@ -249,9 +250,15 @@ def admitted(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return objects
 
 
-def snapshot(*objects: Any) -> ClusterSnapshot:
-    """Objects or builders -> ClusterSnapshot through the real parser (pods ``admitted``)."""
-    return kube.snapshot_from_objects(admitted([o.build() if isinstance(o, _Builder) else o for o in objects]))
+def snapshot(*objects: Any) -> Reading:
+    """Objects or builders -> the snapshot through the real parser (pods ``admitted``), with the
+    verifier's facts from the same objects (``solver.reading``)."""
+    return reading.read(admitted([o.build() if isinstance(o, _Builder) else o for o in objects]))
+
+
+def facts_and(reading: Reading) -> tuple[Facts, Reading]:
+    """A reading's facts and the reading itself: ``verify.verify``'s first two arguments."""
+    return reading.facts, reading
 
 
 def ours(builder: Any) -> dict[str, Any]:

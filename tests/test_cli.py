@@ -238,7 +238,7 @@ def test_every_output_is_checked_before_any_work(argv: list[str], flag: str, tar
     in one line naming the flag (as spelled) and the path."""
     from solver.bench import fgd, generate, runner
 
-    for module, name in ((cli.api, "plan"), (cli.api, "explain"), (cli.loader, "load_snapshot"),
+    for module, name in ((cli.api, "plan"), (cli.api, "explain"), (cli.reading, "load"),
                          (runner, "run"), (fgd, "load_nodes"), (generate, "generate"), (cli, "_write_list")):
         monkeypatch.setattr(module, name, _no_work)
     (tmp_path / "file").write_text("")

@@ -10,8 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from solver import api
-from solver.kube import loader
+from solver import api, reading
 from tests.conftest import schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,13 +22,13 @@ def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
 
 @pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_example_plan_matches_and_carries_its_version(example: Path) -> None:
-    plan = api.plan(loader.load_snapshot(example)).to_dict()
+    plan = api.plan(reading.load(example)).to_dict()
     assert (plan["apiVersion"], plan["kind"]) == ("gangplace.io/v1alpha1", "Plan")
     assert schema_errors(plan) == []
 
 
 def test_the_schema_refuses_what_it_should() -> None:
-    plan = api.plan(loader.load_snapshot(ROOT / "examples" / "gang-preemption.yaml")).to_dict()
+    plan = api.plan(reading.load(ROOT / "examples" / "gang-preemption.yaml")).to_dict()
     unversioned = {k: v for k, v in plan.items() if k != "apiVersion"}
     assert schema_errors(unversioned) == ["(plan): 'apiVersion' is a required property"]
     wrong = json.loads(json.dumps(plan))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from solver import api, cli, replan
+from solver import api, cli, reading, replan
 from solver.kube import loader
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ def test_a_bad_shard_is_an_error(text: str, reason: str) -> None:
 
 def test_the_dra_example_report_gives_admissions_evictions_and_fragmentation() -> None:
     path = ROOT / "examples" / "dra-gpus.yaml"
-    snap = loader.load_snapshot(path)
+    snap = reading.load(path)
     body = replan.report("dra-gpus", snap, api.plan(snap))
     assert body["admitted"] == ["default/trainer"] and body["notAdmitted"] == {}
     assert body["evictions"] == ["default/infer-b"] and body["preemptionCost"] == 11.0 and body["gap"] == 0.0

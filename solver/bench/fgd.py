@@ -743,16 +743,16 @@ def planner(*, baseline: bool = False, time_limit: float = 10.0, check: bool = T
     """gangplace (``api.plan``), or its upstream-greedy baseline, as a policy; ``check``: every
     plan passes the verifier. The protocol has no budgets (and nothing is preempted), so both
     PDB policies give the same plans. ``expected`` and ``seed`` as ``PlanOptions``'s."""
-    from solver import api, kube, verify
+    from solver import api, reading, verify
 
     options = api.PlanOptions(time_limit=time_limit, baseline_only=baseline, pdb_policy=pdb_policy,
                               expected=tuple(expected), seed=seed)
 
     def place(objs: list[dict[str, Any]]) -> dict[str, tuple[str, list[int]]]:
-        snap = kube.snapshot_from_objects(objs)
+        snap = reading.read(objs)
         plan = api.plan(snap, options)
         if check:
-            problems = verify.verify(snap, plan)
+            problems = verify.verify(snap.facts, snap, plan)
             if problems:
                 raise FgdError(f"the plan fails the verifier: {problems[0]}")
         gpus: dict[str, list[int]] = {}

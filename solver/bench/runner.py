@@ -20,7 +20,7 @@ from typing import Any
 from solver import api, verify
 from solver.bench import alibaba, generate, memory, tiers, upstream
 from solver.core.errors import SolverError
-from solver.core.snapshot import ClusterSnapshot
+from solver.reading import Reading
 
 Objects = list[dict[str, Any]]
 
@@ -89,7 +89,7 @@ def alibaba_suite(trace_dir: Path) -> tuple[tuple[str, Callable[[], Objects]], .
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Case:
     name: str
-    load: Callable[[], ClusterSnapshot]
+    load: Callable[[], Reading]
     objects: Callable[[], Objects] | None = None  # the Kubernetes objects, for the real scheduler
 
 
@@ -121,7 +121,7 @@ def _tiers(plan: Any) -> dict[str, Any]:
             "evictedPods": o.evicted_pods, "firstAvailable": o.first_available}
 
 
-def run_upstream(case: Case, snap: ClusterSnapshot, options: api.PlanOptions, up: Upstream) -> dict[str, Any]:
+def run_upstream(case: Case, snap: Reading, options: api.PlanOptions, up: Upstream) -> dict[str, Any]:
     """The real kube-scheduler's outcome on the case, scored on the same snapshot."""
     from solver import kube
 
@@ -163,7 +163,8 @@ def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream 
                                           gates=options.gates, dra_preemption=options.dra_preemption))
     base_seconds = time.perf_counter() - start
     strict = options.pdb_policy == "strict"
-    ok = not verify.verify(snap, plan, strict_pdbs=strict) and not verify.verify(snap, base, strict_pdbs=strict)
+    ok = not verify.verify(snap.facts, snap, plan, strict_pdbs=strict) and \
+        not verify.verify(snap.facts, snap, base, strict_pdbs=strict)
     mine, theirs = _tiers(plan), _tiers(base)
     ratio = (mine["preemptionCost"] / theirs["preemptionCost"]) if theirs["preemptionCost"] else None
     better = plan.objective.tiers > base.objective.tiers

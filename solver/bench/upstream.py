@@ -769,5 +769,5 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
         DeviceAllocation(pod="" if is_group else owner, pod_group=owner if is_group else "", claim=entry,
                          request=request, devices=tuple(devices))
         for (owner, is_group, entry, request), devices in sorted(by_request.items())))
-    violations = verify.verify(snapshot, plan, gates=gates, dra_preemption=dra_preemption)
+    violations = verify.verify(snapshot.facts, snapshot, plan, gates=gates, dra_preemption=dra_preemption)
     return Scored(plan=plan, violations=[str(v) for v in violations], unplanned=unplanned)

@@ -487,7 +487,8 @@ class WaitingPod:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterSnapshot:
-    """Nodes, pods, workload trees and budgets, sorted by name."""
+    """Nodes, pods, workload trees and budgets, sorted by name. The verifier reads the same
+    objects its own way (``solver.reading.Reading`` holds both)."""
 
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
@@ -501,9 +502,6 @@ class ClusterSnapshot:
     # what was read but is incomplete and planned around, one sentence naming the object each
     # (a running pod whose PodGroup is gone, a PriorityClass deleted after admission)
     warnings: tuple[str, ...] = ()
-    # the verifier's own reading of the objects (solver.verify.read.Facts), made beside this
-    # snapshot from the same objects; opaque here: the model never reads it
-    verifier_facts: object = field(default=None, repr=False, compare=False)
     _tree: WorkloadTree | None = field(default=None, init=False, repr=False, compare=False)
     _nodes: Mapping[NodeName, Node] | None = field(default=None, init=False, repr=False, compare=False)
 

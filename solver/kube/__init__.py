@@ -56,7 +56,6 @@ from solver.kube.objects import (
 )
 from solver.kube.pods import PREEMPTION_REASONS, Priorities, parse_node, parse_pod, pod_requests
 from solver.kube.volumes import Volumes
-from solver.verify import read as verify_read
 
 __all__ = [
     "COST_ANNOTATION",
@@ -81,6 +80,7 @@ __all__ = [
     "parse_resource_slice",
     "pod_requests",
     "quantity",
+    "read_objects",
     "snapshot_from_objects",
 ]
 
@@ -161,6 +161,14 @@ class _RuntimeClasses:
 
 
 def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
+    """The snapshot of ``objects`` (every field checked; SnapshotInvalidError names the first
+    object and field at fault)."""
+    return read_objects(objects)[0]
+
+
+def read_objects(objects: Iterable[Any]) -> tuple[s.ClusterSnapshot, list[Obj]]:
+    """The snapshot of ``objects``, and the objects it read (of the kinds it reads, each once),
+    for a second reader of the same objects (``solver.reading``: the verifier's)."""
     by_kind: dict[str, list[Obj]] = defaultdict(list)
     skipped: Counter[str] = Counter()
     seen: set[str] = set()
@@ -242,7 +250,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         _, name = name_of(obj, namespaced=False)
         namespaces[name] = {"kubernetes.io/metadata.name": name,
                             **string_map_field(obj, "metadata.labels", get_field(obj, "metadata.labels", Mapping, {}))}
-    return s.ClusterSnapshot(
+    snapshot = s.ClusterSnapshot(
         nodes=nodes,
         pods=tuple(sorted(pods, key=lambda p: p.key)),
         groups=groups,
@@ -252,5 +260,5 @@ def snapshot_from_objects(objects: Iterable[Any]) -> s.ClusterSnapshot:
         namespace_labels=dict(sorted(namespaces.items())),
         waiting=tuple(sorted(waiting, key=lambda w: w.pod)),
         warnings=tuple(warnings) + tuple(dra.warnings),
-        verifier_facts=verify_read.read(o for objs in by_kind.values() for o in objs),
     )
+    return snapshot, [o for objs in by_kind.values() for o in objs]

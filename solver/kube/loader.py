@@ -23,10 +23,8 @@ from typing import Any
 
 import yaml
 
-from solver import kube
 from solver.core.errors import SnapshotInvalidError
 from solver.core.snapshot import ClusterSnapshot, ExpectedPod
-from solver.gcpause import without_gc
 from solver.kube.expected import expected_pods
 
 SUFFIXES = (".json", ".yaml", ".yml")
@@ -149,12 +147,6 @@ def documents_from_bytes(data: bytes, source: str = "request") -> list[Any]:
     return parse_documents(text, source, "json" if text.lstrip()[:1] in ("{", "[") else "yaml")
 
 
-def snapshot_from_bytes(data: bytes, source: str = "request") -> ClusterSnapshot:
-    """A snapshot sent as bytes (gRPC): a JSON List or multi-document YAML (JSON is YAML)."""
-    with without_gc():
-        return kube.snapshot_from_objects(documents_from_bytes(data, source))
-
-
 def nothing_to_plan(snapshot: ClusterSnapshot) -> str:
     """Why ``snapshot`` holds nothing to plan ("" when it holds a Node or a Pod): an empty or
     comment-only input is bad input for the CLI and the service alike, never an empty plan."""
@@ -172,12 +164,12 @@ def snapshot_files(path: Path) -> list[Path]:
     return [path]
 
 
-def load_snapshot(path: str | Path) -> ClusterSnapshot:
-    with without_gc():
-        docs: list[Any] = []
-        for file in snapshot_files(Path(path)):
-            docs.extend(read_documents(file))
-        return kube.snapshot_from_objects(docs)
+def load_documents(path: str | Path) -> list[Any]:
+    """The documents of a snapshot file, or of every snapshot file of a directory."""
+    docs: list[Any] = []
+    for file in snapshot_files(Path(path)):
+        docs.extend(read_documents(file))
+    return docs
 
 
 def load_expected_pods(path: str | None) -> tuple[ExpectedPod, ...]:

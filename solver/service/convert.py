@@ -18,7 +18,7 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
-from solver import api, kube
+from solver import api, kube, reading
 from solver.core import plan as p
 from solver.core import snapshot as s
 from solver.core.errors import InputError, SnapshotInvalidError
@@ -27,6 +27,7 @@ from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.kube import expected, loader
 from solver.kube.volumes import BIND_COMPLETED, SELECTED_NODE
 from solver.problem.build import DEFAULT_PDB_POLICY, PdbPolicy
+from solver.reading import Reading
 
 CPU = "cpu"
 
@@ -93,11 +94,11 @@ def options_to_proto(options: api.PlanOptions) -> pb.SolveOptions:
 # ---- request -> snapshot ------------------------------------------------------------------
 
 
-def snapshot_from_request(request: pb.SolveRequest) -> s.ClusterSnapshot:
+def snapshot_from_request(request: pb.SolveRequest) -> Reading:
     which = request.WhichOneof("cluster")
     if which == "kubernetes_objects":
         try:
-            return loader.snapshot_from_bytes(request.kubernetes_objects)
+            return reading.from_bytes(request.kubernetes_objects)
         except SnapshotInvalidError as exc:
             raise RequestInvalidError(f"kubernetes_objects: {exc.where}", exc.reason, obj=exc.obj,
                                       field=exc.field) from exc
@@ -105,7 +106,7 @@ def snapshot_from_request(request: pb.SolveRequest) -> s.ClusterSnapshot:
         raise RequestInvalidError("cluster", "set state or kubernetes_objects")
     objects, origin = objects_from_state(request.state)
     try:
-        return kube.snapshot_from_objects(objects)
+        return reading.read(objects)
     except SnapshotInvalidError as exc:
         where = origin.get(exc.obj)
         path = f"{where} ({exc.obj})" if where else exc.obj

@@ -1,11 +1,12 @@
 """The independent plan checker: the specification, written without the model.
 
-``verify(snapshot, plan)`` recomputes every rule of docs/design.md from the
-snapshot and the plan alone and returns every violation it finds. It must not
-import the model builder, its variables, the greedy baseline or
-``solver.problem.build`` (import-linter enforces this): a bug in the
-aggregated model cannot hide behind the same bug here. It shares only the
-snapshot types and the label/taint predicates of ``solver.filters.selectors``.
+``verify(facts, snapshot, plan)`` recomputes every rule of docs/design.md from its own
+reading of the objects (``facts``: ``read.read(objects)``, made beside the snapshot by
+``solver.reading``), the snapshot and the plan, and returns every violation it finds. It
+imports nothing of kube, the filters, the problem, the baseline, the model or the plan
+(import-linter enforces this, indirect imports included): a bug in the aggregated model cannot
+hide behind the same bug here. It shares only the snapshot's types and the CEL runtime
+(``solver.cel``) that evaluates DRA selectors.
 
 One ``check_*`` function per rule; each returns ``list[Violation]``.
 
@@ -33,6 +34,7 @@ from solver.verify.dra import (
     check_device_reach,
     check_devices,
 )
+from solver.verify.read import Facts
 from solver.verify.rules import (
     check_admission,
     check_bindings,
@@ -57,6 +59,7 @@ from solver.verify.violation import NEVER, Violation
 
 __all__ = [
     "NEVER",
+    "Facts",
     "Owner",
     "View",
     "Violation",
@@ -91,12 +94,13 @@ __all__ = [
 ]
 
 
-def verify(snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False,
+def verify(facts: Facts, snapshot: s.ClusterSnapshot, plan: Plan, *, strict_pdbs: bool = False,
            gates: FeatureGates = DEFAULT_GATES, dra_preemption: bool = True) -> list[Violation]:
-    """Every rule the plan breaks; with ``strict_pdbs`` a PDB violation is one too. ``gates``
-    are the scheduler's feature gates the plan was made under; without ``dra_preemption`` no
+    """Every rule the plan breaks, judged on the verifier's own ``facts`` of the objects the
+    snapshot was read from; with ``strict_pdbs`` a PDB violation is one too. ``gates`` are
+    the scheduler's feature gates the plan was made under; without ``dra_preemption`` no
     evicted pod's devices go free."""
-    view = View(snapshot, plan, gates, dra_preemption, strict_pdbs)
+    view = View(facts, snapshot, plan, gates, dra_preemption, strict_pdbs)
     out: list[Violation] = []
     if strict_pdbs:
         out.extend(check_pdbs_strict(view))

@@ -21,13 +21,10 @@ POD_ROOT = "Pod/"  # prefixes a standalone pod's key as its root (``View.root``)
 class View:
     """The snapshot and plan, indexed once."""
 
-    def __init__(self, snapshot: s.ClusterSnapshot, plan: Plan, gates: FeatureGates = DEFAULT_GATES,
-                 dra_preemption: bool = True, strict_pdbs: bool = False) -> None:
+    def __init__(self, facts: read.Facts, snapshot: s.ClusterSnapshot, plan: Plan,
+                 gates: FeatureGates = DEFAULT_GATES, dra_preemption: bool = True, strict_pdbs: bool = False) -> None:
         self.snapshot = snapshot
-        if not isinstance(snapshot.verifier_facts, read.Facts):
-            raise ValueError("the verifier reads the objects itself: build the snapshot with "
-                             "solver.kube.snapshot_from_objects")
-        self.facts: read.Facts = snapshot.verifier_facts
+        self.facts = facts
         self.node_facts = self.facts.nodes
         self._requests: dict[int, dict[str, int]] = {}
         self.strict_pdbs = strict_pdbs  # evictions go through the Eviction API (and count as it spends)

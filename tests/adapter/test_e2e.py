@@ -32,6 +32,7 @@ import pytest
 from adapter.cluster import Cluster
 from adapter.controller import CONDITION
 from adapter.main import Adapter, dry_run, in_process
+from solver import reading
 from tests.apiserver import ApiServerDouble, Request
 from tests.builders import RACK, gang_scenario, node, ours, pdb, pod, pod_group
 
@@ -338,7 +339,6 @@ def test_dra_claims_are_created_from_templates_and_allocated_before_binding(api:
 def test_a_group_shared_claim_with_two_requests_is_written_whole_and_named_in_the_group_status(
         api: ApiServerDouble) -> None:
     from adapter.cache import WatchCache
-    from solver import kube
     from tests.dra_builders import DRIVER, claim_template, device_class, gpu_slice, group_claims, request, with_claims
 
     api.put(node("n0").rack("r0").cpu_m(8000).build())
@@ -369,7 +369,7 @@ def test_a_group_shared_claim_with_two_requests_is_written_whole_and_named_in_th
     cache.start()
     try:
         assert cache.wait_synced(10)
-        snap = kube.snapshot_from_objects(cache.objects())
+        snap = reading.read(cache.objects())
     finally:
         cache.stop()
     uses = {c.name: (c.claim, c.shared_by) for c in snap.dra.pod_claims["default/train-0"]}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from solver import api, cli, kube
+from solver import api, cli, reading
 from solver.baseline import fragment
 from solver.baseline.fragment import score, tie_order
 from solver.baseline.state import State
@@ -67,7 +67,7 @@ def test_the_models_fragmentation_is_the_papers_measure_on_random_states(
                 cluster.place(f"q{len(cluster.where)}", st.node.name, t, room)
         probe = fgd.Task(name="p", cpu_milli=1, memory_mib=1, num_gpu=0, gpu_milli=0)
         objs, _ = fgd.objects(cluster, [(f"p{i}", probe) for i in range(len(cluster.nodes))])
-        state = State(build_problem(kube.snapshot_from_objects(objs), expected=mix))  # type: ignore[arg-type]
+        state = State(build_problem(reading.read(objs), expected=mix))  # type: ignore[arg-type]
         frag = state.frag
         assert frag is not None
         for st in cluster.nodes:
@@ -186,7 +186,7 @@ def test_an_unknown_device_class_is_refused_when_the_devices_are_read() -> None:
     objs, _ = fgd.objects(cluster, [("t", fgd.Task(name="t", cpu_milli=1, memory_mib=1, num_gpu=1, gpu_milli=500))])
     pods = kexpected.expected_pods([[{"name": "e", "weight": 1, "device": {"deviceClassName": "nope"}}]])
     with pytest.raises(SnapshotInvalidError, match=r"expected pod e: device\.deviceClassName: DeviceClass 'nope' not found"):
-        api.plan(kube.snapshot_from_objects(objs), api.PlanOptions(expected=pods))
+        api.plan(reading.read(objs), api.PlanOptions(expected=pods))
     with pytest.raises(api.OptionError, match=r"expected\[0\].weight"):
         api.PlanOptions(expected=(pods[0].__class__(name="e", weight=0.0),))
 

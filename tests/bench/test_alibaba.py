@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from solver import api, kube, verify
+from solver import api, reading, verify
 from solver.bench.alibaba import (
     GPU_COUNT,
     GPU_MILLI,
@@ -214,9 +214,9 @@ def test_load_trace_reads_the_csv_files(tmp_path: Path) -> None:
 
 def test_converted_snapshot_plans_and_verifies() -> None:
     conv = _convert()
-    snap = kube.snapshot_from_objects(conv.objects)
+    snap = reading.read(conv.objects)
     plan = api.plan(snap, api.PlanOptions(time_limit=10))
-    assert verify.verify(snap, plan) == []
+    assert verify.verify(snap.facts, snap, plan) == []
     assert plan.status == "OPTIMAL"
     (workload,) = plan.workloads
     assert workload.name == "trace/trace-gang" and workload.satisfied and workload.priority == 1000

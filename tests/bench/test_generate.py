@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from solver import api, cli, kube, verify
+from solver import api, cli, reading, verify
 from solver.bench import runner
 from solver.bench.generate import GenerateSpec, contention, gang_scheduling, generate, podgroup_preemption
 
@@ -22,10 +22,10 @@ def test_same_seed_same_snapshot_other_seed_other_snapshot() -> None:
 
 
 def test_generated_snapshot_places_the_gang_in_one_rack_optimally() -> None:
-    snap = kube.snapshot_from_objects(generate(SMALL))
+    snap = reading.read(generate(SMALL))
     plan = api.plan(snap, api.PlanOptions(time_limit=60))
     assert plan.status == "OPTIMAL"
-    assert verify.verify(snap, plan) == []
+    assert verify.verify(snap.facts, snap, plan) == []
     assert plan.objective.satisfied_workloads == 1 and plan.objective.placed_pods == 8
     assert len({b.node for b in plan.bindings}) >= 1
     assert list(plan.workloads[0].groups[0].domain) == ["topology.kubernetes.io/rack"]
@@ -50,14 +50,14 @@ def test_the_recorded_mini_suite_is_what_its_builders_write_today() -> None:
 
 
 def test_gang_scheduling_shape_is_gangs_of_three_on_empty_nodes() -> None:
-    snap = kube.snapshot_from_objects(gang_scheduling(nodes=10, gangs=4, size=3))
+    snap = reading.read(gang_scheduling(nodes=10, gangs=4, size=3))
     assert len(snap.nodes) == 10 and all(n.allocatable["cpu"] == 4000 for n in snap.nodes)
     assert all(p.node is None for p in snap.pods) and len(snap.pods) == 12
     assert sorted((g.key, g.min_count) for g in snap.groups) == [(f"bench/gang-{i:04d}", 3) for i in range(4)]
 
 
 def test_podgroup_preemption_shape_fills_every_node_with_victim_groups() -> None:
-    snap = kube.snapshot_from_objects(podgroup_preemption(nodes=5, groups=5, group_size=2, mode="all", preemptors=2))
+    snap = reading.read(podgroup_preemption(nodes=5, groups=5, group_size=2, mode="all", preemptors=2))
     running = [p for p in snap.pods if p.node is not None]
     # group g runs on nodes g and g+1 (mod 5): each node holds 2 pods of 2 cpu, full
     assert sorted((p.group.split("/")[1], p.node) for p in running if p.group)[:4] == [
@@ -65,7 +65,7 @@ def test_podgroup_preemption_shape_fills_every_node_with_victim_groups() -> None
         ("victims-0001", "node-00001"), ("victims-0001", "node-00002")]
     assert all(p.requests["cpu"] == 2000 for p in running)
     assert all(g.disruption_all for g in snap.groups if g.key.startswith("bench/victims"))
-    single = kube.snapshot_from_objects(podgroup_preemption(nodes=5, groups=5, group_size=2, mode="single"))
+    single = reading.read(podgroup_preemption(nodes=5, groups=5, group_size=2, mode="single"))
     assert not any(g.disruption_all for g in single.groups)
     with pytest.raises(ValueError, match="mode must be"):
         podgroup_preemption(mode="some")
@@ -74,7 +74,7 @@ def test_podgroup_preemption_shape_fills_every_node_with_victim_groups() -> None
 def test_contention_asks_130_percent_of_what_can_fit_in_many_gangs() -> None:
     objs = contention(nodes=256, workloads=30, seed=2)
     assert json.dumps(objs) == json.dumps(contention(nodes=256, workloads=30, seed=2))
-    snap = kube.snapshot_from_objects(objs)
+    snap = reading.read(objs)
     pending = [p for p in snap.pods if p.node is None]
     cpu = sum(n.allocatable["cpu"] for n in snap.nodes)
     free = cpu - sum(p.requests["cpu"] for p in snap.pods if p.node)

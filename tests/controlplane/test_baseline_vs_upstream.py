@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube
+from solver import api, kube, reading
 from solver.bench import upstream
 from tests.builders import RACK, ZONE, admitted, composite, node, pdb, pod, pod_group, priority_class
 
@@ -159,7 +159,7 @@ CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
 def test_the_baseline_evicts_and_binds_what_the_real_scheduler_does(name: str) -> None:
     build, evicted, bindings = CASES[name]
     docs = admitted(build())
-    snap = kube.snapshot_from_objects(docs)
+    snap = reading.read(docs)
     base = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="soft"))  # upstream deletes its victims
     assert ({e.pod for e in base.evictions}, {b.pod: b.node for b in base.bindings}) == (evicted, bindings)
     if name == "never retried":  # the model reaches the same end in one joint plan

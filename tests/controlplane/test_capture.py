@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube
+from solver import api, reading
 from solver.bench import upstream
-from solver.kube import loader
 from tests.builders import gang_scenario
 from tests.controlplane.conftest import Real
 
@@ -48,10 +47,10 @@ def test_the_readme_recipe_captures_a_snapshot_that_plans_like_the_objects(real:
     out = subprocess.run([_kubectl(), "--kubeconfig", str(real.plane.admin_kubeconfig), *argv[1:]],
                          capture_output=True, check=False, timeout=60)
     assert out.returncode == 0, out.stderr.decode()
-    captured = loader.snapshot_from_bytes(out.stdout, source="kubectl")
+    captured = reading.from_bytes(out.stdout, source="kubectl")
     # the API server adds defaults, namespaces and its own priority classes: the plan's tiers
     # and bindings are what the objects alone give
-    want = api.plan(kube.snapshot_from_objects(objects)).to_dict()
+    want = api.plan(reading.read(objects)).to_dict()
     got = api.plan(captured).to_dict()
     assert got["bindings"] == want["bindings"] and got["evictions"] == want["evictions"]
     assert got["objective"] == want["objective"]
@@ -69,7 +68,7 @@ def test_raw_api_lists_are_read(real: Real) -> None:
         rest.close()
     assert nodes["kind"] == "NodeList" and "kind" not in nodes["items"][0]
     assert groups["kind"] == "PodGroupList" and "apiVersion" not in groups["items"][0]
-    snap = loader.snapshot_from_bytes(json.dumps({"kind": "List", "apiVersion": "v1",
+    snap = reading.from_bytes(json.dumps({"kind": "List", "apiVersion": "v1",
                                                   "items": [nodes, pods, groups]}).encode())
     assert sorted(n.name for n in snap.nodes) == ["n0", "n1", "n2"]
     assert sorted(p.name for p in snap.pods) == ["keep", "low-a", "low-b", "train-0", "train-1", "vip"]

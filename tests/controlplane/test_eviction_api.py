@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from adapter.cluster import Cluster, Refused
-from solver import kube
+from solver import reading
 from solver.problem.build import eviction_api
 from tests.builders import node, pod
 from tests.controlplane.conftest import NS, Real
@@ -66,7 +66,7 @@ def test_strict_evicts_exactly_what_the_eviction_api_accepts(real: Real, adapter
     read = _observed(real, [b["metadata"]["name"] for b in budgets])
     if len(read) == 1:  # the controller counts the unready pod out of currentHealthy
         assert read[0]["status"]["currentHealthy"] == int(ready)
-    snap = kube.snapshot_from_objects([real.get("/api/v1/nodes/n1"), real.pod("v"), *read])
+    snap = reading.read([real.get("/api/v1/nodes/n1"), real.pod("v"), *read])
     victim = next(p for p in snap.pods if p.name == "v")
     refusal, counted = eviction_api(victim, snap.pdbs)
     allowed = {b.key: b.allowed for b in snap.pdbs}

@@ -4,7 +4,7 @@ PodScheduled condition exactly what gangplace's plan (and its baseline) says of 
 
 from __future__ import annotations
 
-from solver import api, kube
+from solver import api, kube, reading
 from solver.bench import upstream
 from tests.builders import admitted
 from tests.plan import reason_cases
@@ -12,7 +12,7 @@ from tests.plan import reason_cases
 
 def test_every_pending_pod_is_told_what_the_real_scheduler_tells_it() -> None:
     docs = admitted([o.build() if hasattr(o, "build") else o for o in reason_cases.cluster()])
-    snap = kube.snapshot_from_objects(docs)
+    snap = reading.read(docs)
     for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
         plan = api.plan(snap, options)
         assert not plan.bindings
@@ -28,7 +28,7 @@ def test_a_pod_left_out_by_the_others_is_told_what_the_real_scheduler_tells_it()
     from tests.pipeline import test_pooled
 
     docs = admitted([o.build() for o in test_pooled.left_out_by_the_plan()])
-    snap = kube.snapshot_from_objects(docs)
+    snap = reading.read(docs)
     for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
         plan = api.plan(snap, options)
         assert [w.reason for w in plan.workloads if not w.satisfied] == [test_pooled.LEFT_OUT]

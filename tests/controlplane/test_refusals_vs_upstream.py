@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube
+from solver import api, kube, reading
 from solver.bench import upstream
 from tests.builders import admitted, node, pod
 from tests.pipeline import test_dra_upstream_cases as dra_cases
@@ -227,7 +227,7 @@ CASES = {
 def test_gangplace_binds_what_the_real_scheduler_binds(name: str) -> None:
     build, bindings = CASES[name]
     docs = build()
-    snap = kube.snapshot_from_objects(docs)
+    snap = reading.read(docs)
     for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
         assert {b.pod: b.node for b in api.plan(snap, options).bindings} == bindings
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube
+from solver import api, kube, reading
 from solver.bench import replay as replay_mod
 from solver.kube import loader
 from tests import dra_builders as dra
@@ -151,7 +151,7 @@ _replays: dict[tuple[Any, ...], replay_mod.ReplayResult] = {}  # one replay per 
 
 def _plan(docs: Objs, planner: str, policy: str) -> Any:
     options = api.PlanOptions(time_limit=10, pdb_policy=policy, baseline_only=planner == "baseline")
-    return api.plan(kube.snapshot_from_objects(docs), options)
+    return api.plan(reading.read(docs), options)
 
 
 @pytest.mark.parametrize(("case", "planner", "policy"), PARAMS, ids=[" / ".join(p) for p in PARAMS])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from solver import kube
+from solver import kube, reading
 from solver.bench import upstream
 from solver.bench.controlplane import ControlPlane
 from solver.kube import loader
@@ -57,7 +57,7 @@ def test_the_real_scheduler_places_the_gang_by_preempting_the_whole_infer_group(
     # workload-aware preemption takes the `all` group whole, and two batch pods
     assert outcome.deleted == ["default/batch-1", "default/batch-2", "default/infer-0", "default/infer-1"]
     assert outcome.podgroup_attempts >= 1 and outcome.podgroup_attempt_seconds_mean is not None
-    scored = upstream.score(kube.snapshot_from_objects(docs), outcome)
+    scored = upstream.score(reading.read(docs), outcome)
     assert scored.violations == [] and scored.unplanned == []
     o = scored.plan.objective
     assert (o.satisfied_workloads, o.placed_pods, o.pdb_violations, o.preemption_cost, o.evicted_pods) == \
@@ -67,7 +67,7 @@ def test_the_real_scheduler_places_the_gang_by_preempting_the_whole_infer_group(
 def test_a_run_that_splits_a_victim_unit_is_named() -> None:
     docs = kube.flatten(loader.read_documents(ROOT / "examples" / "gang-preemption.yaml"))
     outcome = upstream.SchedulerRun(bindings={}, deleted=["default/infer-0"], seconds_to_last_binding=0.0, settled=True)
-    scored = upstream.score(kube.snapshot_from_objects(docs), outcome)
+    scored = upstream.score(reading.read(docs), outcome)
     assert scored.unplanned == ["deleted part of victim unit default/infer (not default/infer-1)"]
 
 
@@ -145,7 +145,7 @@ def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(cas
     docs = build()
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
     assert outcome.bindings == bindings
-    scored = upstream.score(kube.snapshot_from_objects(docs), outcome)
+    scored = upstream.score(reading.read(docs), outcome)
     assert scored.violations == [] and scored.unplanned == []
     got = sorted((a.pod, a.claim, d.device) for a in scored.plan.device_allocations for d in a.devices)
     if case == "consumable capacity, two shares":  # the verifier recomputed what each share consumes

@@ -8,12 +8,13 @@ from collections.abc import Callable
 import grpc
 import pytest
 
-from solver import kube, verify
+from solver import reading, verify
 from solver.core import plan as p
 from solver.core import snapshot as s
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.service import client, server
 from solver.service import convert as grpc_convert
+from tests.builders import facts_and
 from tests.grpc.conftest import _target
 
 GIB = 1 << 30
@@ -36,7 +37,7 @@ def _state(pods: int) -> pb.ClusterState:
 
 
 def _snapshot(state: pb.ClusterState) -> s.ClusterSnapshot:
-    return kube.snapshot_from_objects(grpc_convert.objects_from_state(state)[0])
+    return reading.read(grpc_convert.objects_from_state(state)[0])
 
 
 def test_typed_state_carries_capacity_policies_requests_and_shares_as_kubernetes_objects() -> None:
@@ -91,7 +92,7 @@ def test_an_unset_policy_part_is_left_out() -> None:
 def test_two_pods_share_one_device_by_its_capacity(running: server.Running) -> None:
     with client.PlacementClient(_target(running)) as c:
         plan = c.solve(_state(2))
-    assert plan.status == "OPTIMAL" and verify.verify(_snapshot(_state(2)), plan) == []
+    assert plan.status == "OPTIMAL" and verify.verify(*facts_and(_snapshot(_state(2))), plan) == []
     assert {b.pod: b.node for b in plan.bindings} == {"d/p0": "n1", "d/p1": "n1"}
     devices = [d for a in plan.device_allocations for d in a.devices]
     assert sorted(a.pod for a in plan.device_allocations) == ["d/p0", "d/p1"]
@@ -105,7 +106,7 @@ def test_a_third_share_does_not_fit(running: server.Running) -> None:
     """3 × 15Gi > 40Gi: exactly two of the three pods get a share."""
     with client.PlacementClient(_target(running)) as c:
         plan = c.solve(_state(3))
-    assert plan.status == "OPTIMAL" and verify.verify(_snapshot(_state(3)), plan) == []
+    assert plan.status == "OPTIMAL" and verify.verify(*facts_and(_snapshot(_state(3))), plan) == []
     assert len(plan.bindings) == 2 and {b.node for b in plan.bindings} == {"n1"}
     devices = [d for a in plan.device_allocations for d in a.devices]
     assert sorted(a.pod for a in plan.device_allocations) == sorted(b.pod for b in plan.bindings)
@@ -123,7 +124,7 @@ def test_an_existing_share_holds_its_capacity(running: server.Running) -> None:
                                        consumed_capacity={"memory": "15Gi"})]))
     with client.PlacementClient(_target(running)) as c:
         plan = c.solve(state)
-    assert plan.status == "OPTIMAL" and verify.verify(_snapshot(state), plan) == []
+    assert plan.status == "OPTIMAL" and verify.verify(*facts_and(_snapshot(state)), plan) == []
     assert len(plan.bindings) == 1 and plan.evictions == ()
     (alloc,) = plan.device_allocations
     (device,) = alloc.devices
@@ -232,7 +233,7 @@ def test_admin_access_travels_both_ways_and_takes_a_held_device(running: server.
         allocation=[pb.AllocatedDevice(request="gpu", driver=DRIVER, pool="n1", device="gpu-0")]))
     with client.PlacementClient(_target(running)) as c:
         plan = c.solve(state)
-    assert verify.verify(_snapshot(state), plan) == []
+    assert verify.verify(*facts_and(_snapshot(state)), plan) == []
     (alloc,) = plan.device_allocations
     assert [(d.device, d.admin_access) for d in alloc.devices] == [("gpu-0", True)]
     msg = grpc_convert.plan_to_proto(plan)

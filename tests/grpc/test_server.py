@@ -20,13 +20,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from solver import api, cli, kube, verify
+from solver import api, cli, reading, verify
 from solver.bench import generate
 from solver.core.plan import Plan
 from solver.gen.gangplace.v1 import placement_pb2 as pb
-from solver.kube import loader
 from solver.service import client, server, telemetry
 from solver.service import status as rpc_errors
+from tests.builders import facts_and
 from tests.grpc.conftest import _target
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -47,13 +47,13 @@ def _hard() -> bytes:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_solve_and_stream_give_the_in_process_plan(running: server.Running, example: Path) -> None:
-    snap = loader.load_snapshot(example)
+    snap = reading.load(example)
     local = api.plan(snap)
     with client.PlacementClient(_target(running)) as c:
         remote = c.solve(example.read_bytes())
         events = list(c.solve_stream(example.read_bytes()))
     assert _without_stats(remote) == _without_stats(local)
-    assert verify.verify(snap, remote) == []
+    assert verify.verify(snap.facts, snap, remote) == []
     *progress, final = events
     assert isinstance(final, type(local)) and _without_stats(final) == _without_stats(local)
     assert all(isinstance(p, client.Progress) and p.seconds >= 0 for p in progress)
@@ -401,7 +401,7 @@ def test_an_expiring_deadline_returns_the_best_plan_so_far(running: server.Runni
         plan = c.solve(body, api.PlanOptions(time_limit=60), deadline=3.0)
     assert time.perf_counter() - start < 3.0
     assert plan.status == "FEASIBLE" and plan.objective.placed_pods == 20
-    assert verify.verify(loader.snapshot_from_bytes(body), plan) == []
+    assert verify.verify(*facts_and(reading.from_bytes(body)), plan) == []
 
 
 @pytest.mark.slow
@@ -504,7 +504,7 @@ def test_a_15000_node_cluster_is_accepted(running: server.Running) -> None:
     with client.PlacementClient(_target(running)) as c:
         plan = c.solve(body, api.PlanOptions(time_limit=60))
     assert plan.status == "OPTIMAL" and plan.stats["nodes"] == 15000 and plan.objective.placed_pods == 3
-    assert verify.verify(kube.snapshot_from_objects(objs), plan) == []
+    assert verify.verify(*facts_and(reading.read(objs)), plan) == []
 
 
 def test_cli_solve_with_server_writes_the_in_process_plan(running: server.Running, tmp_path: Path) -> None:

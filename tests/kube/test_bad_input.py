@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from solver import cli, kube
+from solver import cli, reading
 from solver.core.errors import SnapshotInvalidError
 from tests.builders import RACK, ZONE, composite, node, pod, pod_group
 
@@ -319,11 +319,11 @@ def test_a_typed_api_list_gives_its_items_their_kind_and_api_version() -> None:
     bare.pop("kind")
     bare.pop("apiVersion")
     listed = {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": [bare]}
-    snap = kube.snapshot_from_objects([listed, pod("p").build()])
+    snap = reading.read([listed, pod("p").build()])
     assert [n.name for n in snap.nodes] == ["n1"] and [p.name for p in snap.pods] == ["p"]
     # an item of a plain List still needs its own kind
     with pytest.raises(SnapshotInvalidError, match="kind: missing"):
-        kube.snapshot_from_objects([{"apiVersion": "v1", "kind": "List", "items": [bare]}])
+        reading.read([{"apiVersion": "v1", "kind": "List", "items": [bare]}])
 
 
 def test_a_device_attribute_named_by_a_number_is_refused() -> None:
@@ -334,4 +334,4 @@ def test_a_device_attribute_named_by_a_number_is_refused() -> None:
                        "devices": [{"name": "d", "attributes": {7: {"int": 1}}}]}}
     with pytest.raises(SnapshotInvalidError, match=r"ResourceSlice/s: spec\.devices\[0\]\.attributes\[7\]: "
                                                    "a name must be a string, got int"):
-        kube.snapshot_from_objects([node("n1").build(), slice_])
+        reading.read([node("n1").build(), slice_])

@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from solver import cli
+from solver import cli, reading
 from solver.core.errors import MAX_MESSAGE, InputError, SnapshotInvalidError, clip
 from solver.kube import loader
 from solver.service import client, server
@@ -34,7 +34,7 @@ def test_aliases_that_expand_past_a_few_times_the_input_are_refused(tmp_path: Pa
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     text = _bomb(5)
     with pytest.raises(SnapshotInvalidError, match=r"YAML aliases expand past \d+ bytes") as err:
-        loader.snapshot_from_bytes(text.encode())
+        reading.from_bytes(text.encode())
     assert err.value.obj == "request"
     # 10**5 strings: far under the node limit; the byte budget is what catches them
     path = tmp_path / "bomb.yaml"
@@ -56,7 +56,7 @@ items:
   metadata: {name: n2, labels: *rack}
   status: {allocatable: *room}
 """
-    assert [n.name for n in loader.snapshot_from_bytes(text.encode()).nodes] == ["n1", "n2"]
+    assert [n.name for n in reading.from_bytes(text.encode()).nodes] == ["n1", "n2"]
 
 
 def test_the_budget_is_a_few_times_the_input() -> None:
@@ -75,7 +75,7 @@ def test_a_huge_value_is_cut_in_the_message_and_the_field_still_named(tmp_path: 
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     body = _huge_annotation(5_000_000)
     with pytest.raises(SnapshotInvalidError) as err:
-        loader.snapshot_from_bytes(body)
+        reading.from_bytes(body)
     message = str(err.value)
     assert len(message.encode()) <= MAX_MESSAGE
     assert message.startswith("Pod/default/p: metadata.annotations[gangplace.io/preemption-cost]: must be a number")

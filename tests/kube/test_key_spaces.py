@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, cli, kube, verify
+from solver import api, cli, reading, verify
 from solver.service import client, server
 from tests.builders import node, pod, pod_group
 
@@ -17,12 +17,12 @@ BOTH = pytest.mark.parametrize("baseline", [False, True], ids=["cp-sat", "baseli
 
 
 def _snap(*objs: Any) -> Any:
-    return kube.snapshot_from_objects([o.build() if hasattr(o, "build") else o for o in objs])
+    return reading.read([o.build() if hasattr(o, "build") else o for o in objs])
 
 
 def _plan(snap: Any, **options: Any) -> Any:
     plan = api.plan(snap, api.PlanOptions(time_limit=10, **options))
-    assert verify.verify(snap, plan) == []
+    assert verify.verify(snap.facts, snap, plan) == []
     return plan
 
 

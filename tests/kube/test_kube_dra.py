@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from solver import kube
+from solver import reading
 from solver.core import snapshot as s
 from solver.core.errors import SnapshotInvalidError
 
@@ -286,7 +286,7 @@ EXPECTED = s.DraState(
 
 
 def test_dra_objects_become_the_exact_dra_state() -> None:
-    snap = kube.snapshot_from_objects(_docs())
+    snap = reading.read(_docs())
     assert snap.dra.devices == EXPECTED.devices
     assert snap.dra.classes == EXPECTED.classes
     assert snap.dra.claims == EXPECTED.claims
@@ -303,7 +303,7 @@ def test_the_group_status_names_the_generated_shared_claim() -> None:
     docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                  "metadata": {"name": "pg-fabric-abc", "namespace": "team"},
                  "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "nic"}}]}}})
-    dra = kube.snapshot_from_objects(docs).dra
+    dra = reading.read(docs).dra
     assert "team/pg#fabric" not in dra.claims
     assert dra.pod_claims["team/w-0"][0] == s.PodClaim(name="fabric", claim=s.ClaimKey("team/pg-fabric-abc"),
                                                        shared_by="team/pg")
@@ -314,7 +314,7 @@ def test_a_pending_pod_uses_its_generated_claim_when_it_exists() -> None:
     w0 = next(d for d in docs if d["metadata"]["name"] == "w-0")
     w0["status"]["resourceClaimStatuses"] = [{"name": "gpus", "resourceClaimName": "trainer-gpus-x7k2"},
                                              {"name": "fabric"}]
-    dra = kube.snapshot_from_objects(docs).dra
+    dra = reading.read(docs).dra
     assert dra.pod_claims["team/w-0"][-1] == s.PodClaim(name="gpus", claim=s.ClaimKey("team/trainer-gpus-x7k2"))
     assert "team/w-0#gpus" not in dra.claims
 
@@ -323,7 +323,7 @@ def test_an_entry_that_needs_no_claim_is_left_out() -> None:
     docs = _docs()
     trainer = next(d for d in docs if d["metadata"]["name"] == "trainer")
     trainer["status"]["resourceClaimStatuses"] = [{"name": "gpus"}]
-    dra = kube.snapshot_from_objects(docs).dra
+    dra = reading.read(docs).dra
     assert "team/trainer" not in dra.pod_claims
 
 
@@ -332,7 +332,7 @@ def test_per_device_node_selection() -> None:
     docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "mixed"},
                  "spec": {"driver": "x.example.com", "pool": {"name": "p"}, "perDeviceNodeSelection": True,
                           "devices": [{"name": "a", "nodeName": "n2"}, {"name": "b", "allNodes": True}]}})
-    devices = {d.name: d for d in kube.snapshot_from_objects(docs).dra.devices if d.driver == "x.example.com"}
+    devices = {d.name: d for d in reading.read(docs).dra.devices if d.driver == "x.example.com"}
     assert (devices["a"].node, devices["a"].all_nodes) == ("n2", False)
     assert (devices["b"].node, devices["b"].all_nodes) == (None, True)
 
@@ -476,7 +476,7 @@ def test_bad_dra_input_names_the_object_and_the_field(kind: str, name: str, edit
     docs = copy.deepcopy(_docs())
     edit(_find(docs, kind, name))
     with pytest.raises(SnapshotInvalidError) as exc:
-        kube.snapshot_from_objects(docs)
+        reading.read(docs)
     assert str(exc.value) == message
 
 
@@ -492,7 +492,7 @@ def test_a_pending_pod_naming_a_missing_claim_is_held_and_the_rest_planned(entry
     docs = copy.deepcopy(_docs())
     w0 = _find(docs, "Pod", "w-0")
     w0["spec"]["resourceClaims"] = [*w0["spec"]["resourceClaims"], entry]
-    snap = kube.snapshot_from_objects(docs)
+    snap = reading.read(docs)
     assert [(h.pod, h.reason) for h in snap.waiting] == [("team/w-0", why)]
     assert "team/w-0" not in {p.key for p in snap.pods}
     assert any(p.node is None for p in snap.pods)  # the other pending pods are planned
@@ -505,7 +505,7 @@ def test_a_pending_pod_naming_a_claim_being_deleted_is_held() -> None:
     w0 = _find(docs, "Pod", "w-0")
     named = next(e["resourceClaimName"] for e in w0["spec"]["resourceClaims"] if e.get("resourceClaimName"))
     _find(docs, "ResourceClaim", named)["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
-    snap = kube.snapshot_from_objects(docs)
+    snap = reading.read(docs)
     assert (("team/w-0", f'resourceclaim "{named}" is being deleted') in
             [(h.pod, h.reason) for h in snap.waiting])
 
@@ -517,7 +517,7 @@ def test_a_device_published_by_two_slices_of_one_pool_is_an_error() -> None:
     twin["spec"]["devices"] = twin["spec"]["devices"][:1]
     docs.append(twin)
     with pytest.raises(SnapshotInvalidError) as exc:
-        kube.snapshot_from_objects(docs)
+        reading.read(docs)
     assert str(exc.value) == (f"ResourceSlice/n1-gpus-more: spec.devices[0].name: device {GPU}/n1/gpu-0 "
                               "is also published by ResourceSlice/n1-gpus")
 
@@ -528,4 +528,4 @@ def test_an_older_generation_may_repeat_a_device() -> None:
     old["metadata"]["name"] = "n1-gpus-old"
     old["spec"]["pool"]["generation"] = 2
     docs.append(old)
-    assert kube.snapshot_from_objects(docs).dra.devices == EXPECTED.devices
+    assert reading.read(docs).dra.devices == EXPECTED.devices

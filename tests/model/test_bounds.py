@@ -90,7 +90,7 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
     event(f"cost floor is the optimum: {cost.cost == want.cost_milli}")
     if cost.plan is not None:
         event("cost plan built")
-        assert verify.verify(snap, make_plan(problem, cost.plan, stats={})) == []
+        assert verify.verify(snap.facts, snap, make_plan(problem, cost.plan, stats={})) == []
         got = evaluate(problem, cost.plan)
         # it may break more budgets than the optimum, never beat it
         assert got.placed == want.placed
@@ -100,7 +100,7 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
     if floor.plan is not None:
         event("plan built")
         plan = make_plan(problem, floor.plan, stats={})
-        assert verify.verify(snap, plan) == []
+        assert verify.verify(snap.facts, snap, plan) == []
         assert evaluate(problem, floor.plan).placed == want.placed
     # the solver with the floor in its PDB stage still finds the naive model's tiers
     o = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft")).objective
@@ -164,7 +164,7 @@ def test_the_rest_of_a_composite_is_not_spread_over_two_racks() -> None:
     snap = b.snapshot(*objs)
     problem = build_problem(snap, pdb_policy="soft")
     for assignment in (greedy.hint(problem), greedy.baseline(problem)):
-        assert verify.verify(snap, make_plan(problem, assignment, stats={})) == []
+        assert verify.verify(snap.facts, snap, make_plan(problem, assignment, stats={})) == []
     o = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft")).objective
     assert (o.placed_pods, o.pdb_violations, o.evicted_pods) == (4, 1, 1)
 
@@ -183,7 +183,7 @@ def test_host_ports_keep_the_floors_out_and_a_plan_is_taken_only_if_the_model_ac
         b.pod("w0-run").group("w0").on("n0").cpu_m(500))
     assert floors.cost_floor(build_problem(snap, pdb_policy="soft"), 0) is None
     plan = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft"))
-    assert verify.verify(snap, plan) == []
+    assert verify.verify(snap.facts, snap, plan) == []
     o = plan.objective
     assert (plan.status, o.placed_pods, o.evicted_pods, o.preemption_cost) == ("OPTIMAL", 1, 1, 1.0)
 
@@ -211,7 +211,7 @@ def test_no_floor_when_a_gang_short_of_pods_can_place_none() -> None:
     snap = b.snapshot(*objs)
     assert floors.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
     plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
-    assert plan.bindings == () and verify.verify(snap, plan) == []
+    assert plan.bindings == () and verify.verify(snap.facts, snap, plan) == []
 
 
 def test_the_floor_lays_a_class_only_on_its_own_nodes() -> None:
@@ -230,4 +230,4 @@ def test_the_floor_lays_a_class_only_on_its_own_nodes() -> None:
     snap = b.snapshot(*objs)
     assert floors.pdb_floor(build_problem(snap, pdb_policy="soft")) is None
     plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
-    assert [x.pod for x in plan.bindings] == ["default/w0-1"] and verify.verify(snap, plan) == []
+    assert [x.pod for x in plan.bindings] == ["default/w0-1"] and verify.verify(snap.facts, snap, plan) == []

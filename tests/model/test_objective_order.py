@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from solver import kube
+from solver import reading
 from solver.core.plan import Objective, Tiers
 from solver.model import objective
 from solver.model.build import build_model
@@ -24,7 +24,7 @@ def test_the_stages_decide_the_tiers_in_the_order_tiers_compares_them(soft: bool
     objs = [node("n0").cpu_m(2000).build(), pod("low").on("n0").cpu_m(2000).priority(1).label("app", "a").build(),
             pdb("a", 0, app="a").build(), pod_group("g", 1).priority(100).build(),
             pod("g-0").group("g").cpu_m(1000).priority(100).build()]
-    problem = build_problem(kube.snapshot_from_objects(objs), pdb_policy="soft" if soft else "strict")
+    problem = build_problem(reading.read(objs), pdb_policy="soft" if soft else "strict")
     stages = list(build_model(problem).stages)
     order = [f.name for f in dataclasses.fields(Tiers)]
     decided = _fields_in_stage_order(stages)

@@ -62,7 +62,7 @@ def _plan(*objs: Any, **options: Any) -> tuple[Any, dict[str, Any]]:
     snap = snapshot(*objs)
     opts = api.PlanOptions(**{"time_limit": 30, **options})
     plan = api.plan(snap, opts)
-    assert verify.verify(snap, plan, strict_pdbs=opts.pdb_policy == "strict") == []
+    assert verify.verify(snap.facts, snap, plan, strict_pdbs=opts.pdb_policy == "strict") == []
     return plan, plan.to_dict()
 
 

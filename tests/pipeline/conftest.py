@@ -13,7 +13,7 @@ def run_plan(*objects: Any, **options: Any) -> tuple[Plan, dict[str, Any]]:
     snap = builders.snapshot(*objects)
     opts = api.PlanOptions(**options)
     plan = api.plan(snap, opts)
-    assert verify.verify(snap, plan, strict_pdbs=opts.pdb_policy == "strict", gates=opts.gates) == []
+    assert verify.verify(snap.facts, snap, plan, strict_pdbs=opts.pdb_policy == "strict", gates=opts.gates) == []
     return plan, plan.to_dict()
 
 

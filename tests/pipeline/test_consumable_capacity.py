@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube
+from solver import api, reading
 from solver.core.errors import SnapshotInvalidError
 from tests.builders import node, pod, snapshot
 from tests.dra_builders import DRIVER, claim, claim_template, device, device_class, request, resource_slice, with_claims
@@ -172,7 +172,7 @@ def test_a_bad_request_policy_names_its_field(capacity: dict[str, Any], field: s
     d = device("gpu-0")
     d["capacity"] = {"memory": capacity}
     with pytest.raises(SnapshotInvalidError) as err:
-        kube.snapshot_from_objects([node("n0").obj, resource_slice("n0-gpus", [d], node="n0").obj])
+        reading.read([node("n0").obj, resource_slice("n0-gpus", [d], node="n0").obj])
     assert field in str(err.value) and why in str(err.value)
 
 
@@ -180,11 +180,11 @@ def test_a_bad_capacity_request_or_consumed_amount_names_its_field() -> None:
     bad = request("gpu")
     bad["exactly"]["capacity"] = {"requests": {"memory": "-1Gi"}}
     with pytest.raises(SnapshotInvalidError, match=r"capacity\.requests\[memory\].*negative"):
-        kube.snapshot_from_objects([GPU_CLASS.obj, claim_template("t", bad).obj])
+        reading.read([GPU_CLASS.obj, claim_template("t", bad).obj])
     held = _held_share(10)[0]
     held.obj["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = ["10Gi"]
     with pytest.raises(SnapshotInvalidError, match=r"consumedCapacity.*expected a map"):
-        kube.snapshot_from_objects([GPU_CLASS.obj, held.obj])
+        reading.read([GPU_CLASS.obj, held.obj])
 
 
 def test_the_plan_of_one_snapshot_names_the_same_shares_every_time() -> None:
@@ -266,11 +266,11 @@ def test_a_shareable_device_freed_from_a_whole_allocation_is_taken_with_a_share_
     from solver import verify
 
     data = Path(__file__).resolve().parents[1] / "data" / "property" / "freed-whole-allocation-of-a-shareable-device.json"
-    snap = kube.snapshot_from_objects(json.loads(data.read_text()))
+    snap = reading.read(json.loads(data.read_text()))
     for options in (api.PlanOptions(time_limit=10, pdb_policy="soft"), api.PlanOptions(baseline_only=True,
                                                                                      pdb_policy="soft")):
         plan = api.plan(snap, options)
-        assert verify.verify(snap, plan) == []
+        assert verify.verify(snap.facts, snap, plan) == []
         assert all(d.share_id for a in plan.device_allocations for d in a.devices)
     assert {b.pod: b.node for b in api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft")).bindings} == {
         "default/w1": "n1"}

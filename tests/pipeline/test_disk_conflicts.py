@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube
+from solver import api, reading
 from solver.core.errors import SnapshotInvalidError
 from tests.builders import node, pod, pod_group, snapshot
 from tests.pipeline.test_refusals import _plans as _plans_of
@@ -98,4 +98,4 @@ def test_a_lower_priority_pod_holding_the_disk_is_preempted() -> None:
 def test_a_bad_disk_is_refused_naming_the_field(volume: dict[str, Any], message: str) -> None:
     p = _inline(pod("p").cpu_m(100), a=volume)
     with pytest.raises(SnapshotInvalidError, match=message):
-        kube.snapshot_from_objects([node("n1").build(), p.build()])
+        reading.read([node("n1").build(), p.build()])

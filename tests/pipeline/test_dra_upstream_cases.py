@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube, verify
+from solver import api, reading, verify
 
 CASES_DIR = Path(__file__).resolve().parents[1] / "data" / "dra_upstream"
 
@@ -64,9 +64,9 @@ def load(name: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("baseline", [False, True], ids=["model", "baseline"])
 def test_gangplace_does_what_the_real_scheduler_did(name: str, baseline: bool) -> None:
-    snap = kube.snapshot_from_objects(load(name))
+    snap = reading.read(load(name))
     plan = api.plan(snap, api.PlanOptions(time_limit=10, baseline_only=baseline))
-    assert verify.verify(snap, plan) == []
+    assert verify.verify(snap.facts, snap, plan) == []
     bindings, devices = CASES[name]
     assert {b.pod: b.node for b in plan.bindings} == bindings
     assert [(d.device, d.consumed) for a in plan.device_allocations for d in a.devices] == devices
@@ -76,7 +76,7 @@ def test_gangplace_does_what_the_real_scheduler_did(name: str, baseline: bool) -
 def test_a_pod_the_allocator_aborts_for_says_which_device_broke_which_selector(name: str) -> None:
     """Upstream's Filter error names the selector and the device (allocateDevice's
     ``selector #%d on device %s: CEL runtime error``); the plan's reason does too."""
-    snap = kube.snapshot_from_objects(load(name))
+    snap = reading.read(load(name))
     plan = api.plan(snap, api.PlanOptions(time_limit=10))
     assert [w.reason for w in plan.workloads] == [
         'running "DynamicResources" filter plugin: claim e0: selector #0 on device gpu.example.com/n1/gpu-0: '

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube, verify
+from solver import api, reading, verify
 from solver.core import snapshot as s
 from solver.kube.dra import EXTENDED_CLAIM, extended_requests, extended_resource_classes
 from tests.builders import admitted, node, pod
@@ -34,11 +34,11 @@ def asking(name: str, gpus: int, resource: str = GPU) -> Any:
 
 
 def _plans(objs: list[Any]) -> dict[str, tuple[dict[str, str], list[str]]]:
-    snap = kube.snapshot_from_objects(admitted([o.build() if hasattr(o, "build") else o for o in objs]))
+    snap = reading.read(admitted([o.build() if hasattr(o, "build") else o for o in objs]))
     out = {}
     for name, options in (("model", api.PlanOptions(time_limit=10)), ("baseline", api.PlanOptions(baseline_only=True))):
         plan = api.plan(snap, options)
-        assert verify.verify(snap, plan, strict_pdbs=True) == []
+        assert verify.verify(snap.facts, snap, plan, strict_pdbs=True) == []
         out[name] = ({b.pod.split("/")[1]: b.node for b in plan.bindings},
                      sorted(f"{a.pod.split('/')[1]}:{a.request}:{d.device}" for a in plan.device_allocations
                             for d in a.devices))
@@ -121,7 +121,7 @@ def test_requests_are_made_as_upstream_makes_them(containers: list[int], inits: 
 
 
 def test_the_claim_is_named_for_the_pod() -> None:
-    snap = kube.snapshot_from_objects(admitted([o.build() if hasattr(o, "build") else o for o in
+    snap = reading.read(admitted([o.build() if hasattr(o, "build") else o for o in
                                                 [node("n1"), gpu_slice("n1", 1), gpu_class(), asking("p", 1)]]))
     assert snap.dra.pod_claims["default/p"] == (s.PodClaim(name=EXTENDED_CLAIM,
                                                            claim=s.ClaimKey(f"default/p#{EXTENDED_CLAIM}")),)

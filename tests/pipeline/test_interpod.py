@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from solver import api, verify
-from tests.builders import RACK, ZONE, node, pdb, pod, pod_group, snapshot
+from tests.builders import RACK, ZONE, facts_and, node, pdb, pod, pod_group, snapshot
 from tests.pipeline.conftest import run_plan
 
 BOTH = pytest.mark.parametrize("baseline", [False, True], ids=["cp-sat", "baseline"])
@@ -246,7 +246,7 @@ def test_the_verifier_catches_each_broken_rule() -> None:
 
     loose = api.plan(snapshot(*objs(False)), api.PlanOptions())
     assert set(bindings(loose).values()) == {"n0"}
-    rules = {v.rule for v in verify.verify(snapshot(*objs(True)), loose)}
+    rules = {v.rule for v in verify.verify(*facts_and(snapshot(*objs(True))), loose)}
     assert rules == {"pod-anti-affinity", "host-port"}
 
 

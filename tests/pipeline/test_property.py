@@ -499,7 +499,7 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     gates = FeatureGates(pod_group_preemption_policy=gate)
     plan = api.plan(snap, api.PlanOptions(time_limit=60, gates=gates, dra_preemption=dra_free, pdb_policy="soft"))
     assert plan.status == "OPTIMAL"
-    assert verify.verify(snap, plan, gates=gates, dra_preemption=dra_free) == []
+    assert verify.verify(snap.facts, snap, plan, gates=gates, dra_preemption=dra_free) == []
     want = naive_tiers(snap, group_policy_gate=gate, dra_preemption=dra_free)
     event(f"held pods: {min(len(plan.held), 1)}")
     rules = [p for p in snap.pods if p.pod_affinity or p.pod_anti_affinity or p.spread or p.host_ports]
@@ -534,7 +534,7 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     assert whole.objective.tiers == o.tiers
     # the greedy baseline is a valid plan, never better than the optimum
     base = make_plan(problem, greedy.baseline(problem), stats={})
-    assert verify.verify(snap, base, gates=gates, dra_preemption=False) == []  # upstream frees no device
+    assert verify.verify(snap.facts, snap, base, gates=gates, dra_preemption=False) == []  # upstream frees no device
     assert base.objective.tiers <= o.tiers
 
 
@@ -544,7 +544,7 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
     snap = b.snapshot(*objs)
     plan = api.plan(snap, api.PlanOptions(time_limit=60))  # strict: the default
     assert plan.status == "OPTIMAL"
-    assert verify.verify(snap, plan, strict_pdbs=True) == []
+    assert verify.verify(snap.facts, snap, plan, strict_pdbs=True) == []
     want = naive_tiers(snap, strict_pdbs=True)
     event(f"pdbs: {min(len(snap.pdbs), 1)}")
     o = plan.objective
@@ -554,7 +554,7 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
         (want.placed, 0, want.cost_milli, want.evicted)
     assert _at_least(room.satisfied_bound(build_problem(snap, pdb_policy="strict")), want.satisfied_by_priority)
     baseline = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="strict"))
-    assert verify.verify(snap, baseline, strict_pdbs=True) == []
+    assert verify.verify(snap.facts, snap, baseline, strict_pdbs=True) == []
 
 
 def _at_least(bound: tuple[tuple[int, int], ...], best: tuple[tuple[int, int], ...]) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, verify
+from solver import api, reading, verify
 from solver.core.errors import SnapshotInvalidError
 from solver.filters import selectors
 from tests.builders import node, pdb, pod, snapshot
@@ -22,7 +22,7 @@ def _plans(*objs: Any) -> dict[str, dict[str, str]]:
     out = {}
     for name, options in (("model", api.PlanOptions(time_limit=10)), ("baseline", api.PlanOptions(baseline_only=True))):
         plan = api.plan(snap, options)
-        assert verify.verify(snap, plan, strict_pdbs=True) == []
+        assert verify.verify(snap.facts, snap, plan, strict_pdbs=True) == []
         out[name] = {b.pod.split("/")[1]: b.node for b in plan.bindings}
     return out
 
@@ -30,7 +30,7 @@ def _plans(*objs: Any) -> dict[str, dict[str, str]]:
 def _refused(objs: list[Any], bindings: dict[str, str]) -> list[str]:
     """The verifier's rules broken by a plan with these bindings."""
     snap = snapshot(*objs)
-    return sorted({v.rule for v in verify.verify(snap, hand_plan(snap, {f"default/{p}": n for p, n in bindings.items()}))})
+    return sorted({v.rule for v in verify.verify(snap.facts, snap, hand_plan(snap, {f"default/{p}": n for p, n in bindings.items()}))})
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -107,7 +107,7 @@ def _strict(objs: list[Any]) -> dict[str, tuple[dict[str, str], list[str]]]:
     out = {}
     for name, options in (("model", api.PlanOptions(time_limit=10)), ("baseline", api.PlanOptions(baseline_only=True))):
         plan = api.plan(snap, options)
-        assert verify.verify(snap, plan, strict_pdbs=True) == []
+        assert verify.verify(snap.facts, snap, plan, strict_pdbs=True) == []
         out[name] = ({b.pod.split("/")[1]: b.node for b in plan.bindings}, [e.pod.split("/")[1] for e in plan.evictions])
     return out
 
@@ -116,7 +116,7 @@ def _strict_refusals(objs: list[Any]) -> list[str]:
     """What the verifier says of the plan that evicts v for p, under strict budgets."""
     snap = snapshot(*objs)
     draft = hand_plan(snap, {"default/p": "n1"}, evict=["default/v"])
-    return sorted(f"{v.rule}: {v.subject}" for v in verify.verify(snap, draft, strict_pdbs=True)
+    return sorted(f"{v.rule}: {v.subject}" for v in verify.verify(snap.facts, snap, draft, strict_pdbs=True)
                   if v.rule in ("eviction-api", "pdb"))
 
 
@@ -531,7 +531,6 @@ def test_prebind_gives_each_claim_the_smallest_volume_left_or_its_provisioning_n
     PreBind): p's 4Gi claim the 5Gi volume, q's the 20Gi one (the 5Gi one is p's), r's claim
     of a provisioning class its node, and so does e's generic ephemeral volume's claim
     (``e-scratch``); a claim already bound gets nothing."""
-    from solver import kube
     from solver.kube.volumes import prebind
     from tests.builders import admitted
 
@@ -548,7 +547,7 @@ def test_prebind_gives_each_claim_the_smallest_volume_left_or_its_provisioning_n
     by_kind: dict[str, list[Any]] = {}
     for o in docs:
         by_kind.setdefault(o["kind"], []).append(o)
-    nodes = {n.name: n for n in kube.snapshot_from_objects(docs).nodes}
+    nodes = {n.name: n for n in reading.read(docs).nodes}
     got = prebind(by_kind, [("default/p", "n1"), ("default/q", "n1"), ("default/r", "n1"), ("default/s", "n1"),
                             ("default/e", "n1")], nodes)
     assert [(b.claim, b.volume, b.node) for b in got] == [("a", "pv-small", ""), ("b", "pv-big", ""), ("c", "", "n1"),

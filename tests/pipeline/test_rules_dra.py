@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, verify
+from solver import api, reading, verify
 from tests.builders import RACK, node, pod, pod_group, snapshot
 from tests.dra_builders import (
     DRIVER,
@@ -36,9 +36,9 @@ def _plan(*objs: Any) -> tuple[dict[str, str], list[str], list[dict[str, Any]], 
     # the CP-SAT model decides (no shortcut through a baseline at the trivial bound)
     plan = api.plan(snap, api.PlanOptions(time_limit=30, ideal_shortcut=False))
     assert plan.stats["solver"] == "cp-sat"
-    assert verify.verify(snap, plan) == []
+    assert verify.verify(snap.facts, snap, plan) == []
     base = api.plan(snap, api.PlanOptions(baseline_only=True))  # the greedy handles devices too
-    assert verify.verify(snap, base) == []
+    assert verify.verify(snap.facts, snap, base) == []
     assert plan.objective.tiers >= base.objective.tiers
     allocs = [dict(d.to_dict().items()) for d in plan.device_allocations]
     return {b.pod: b.node for b in plan.bindings}, [e.pod for e in plan.evictions], allocs, plan
@@ -300,11 +300,10 @@ def _naive_agrees(snap: Any, plan: Any) -> None:
 def test_the_shipped_dra_example_keeps_every_claim_on_one_root_and_evicts_one_pod() -> None:
     from pathlib import Path
 
-    from solver.kube import loader
 
-    snap = loader.load_snapshot(Path(__file__).resolve().parent.parent.parent / "examples" / "dra-gpus.yaml")
+    snap = reading.load(Path(__file__).resolve().parent.parent.parent / "examples" / "dra-gpus.yaml")
     plan = api.plan(snap)
-    assert plan.status == "OPTIMAL" and verify.verify(snap, plan) == []
+    assert plan.status == "OPTIMAL" and verify.verify(snap.facts, snap, plan) == []
     assert plan.objective.placed_pods == 4 and plan.objective.evicted_pods == 1
     assert plan.objective.preemption_cost == 11.0
     # gpu-node-2 (all free) takes two trainers, gpu-node-1 its free pci0, gpu-node-0 the root freed
@@ -334,17 +333,16 @@ def test_no_dra_preemption_keeps_every_held_device_held_as_upstream_plans() -> N
     # 1.37's DRA plugin cannot free them (no PreFilterExtensions, KEP-5690), and neither can the
     # baseline, nor gangplace with --no-dra-preemption
     from solver import api, verify
-    from solver.kube import loader
 
-    snap = loader.load_snapshot(Path(__file__).resolve().parents[2] / "examples" / "dra-gpus.yaml")
+    snap = reading.load(Path(__file__).resolve().parents[2] / "examples" / "dra-gpus.yaml")
     freed = api.plan(snap, api.PlanOptions())
     assert freed.objective.placed_pods == 4 and [e.pod for e in freed.evictions] == ["default/infer-b"]
     for options in (api.PlanOptions(dra_preemption=False), api.PlanOptions(baseline_only=True)):
         plan = api.plan(snap, options)
         assert plan.bindings == () and plan.evictions == () and plan.device_allocations == ()
-        assert verify.verify(snap, plan, dra_preemption=False) == []
+        assert verify.verify(snap.facts, snap, plan, dra_preemption=False) == []
     # the freeing plan breaks the rule it does not follow
-    assert [v.rule for v in verify.verify(snap, freed, dra_preemption=False)] != []
+    assert [v.rule for v in verify.verify(snap.facts, snap, freed, dra_preemption=False)] != []
 
 
 def test_pods_of_one_class_may_take_different_first_available_entries_on_one_node() -> None:
@@ -365,7 +363,7 @@ def test_pods_of_one_class_may_take_different_first_available_entries_on_one_nod
         assert "fromBaseline" not in plan.stats  # the model itself places both
         assert {b.pod: b.node for b in plan.bindings} == {"default/g-0": "n0", "default/g-1": "n0"}
         assert sorted((a.request, len(a.devices)) for a in plan.device_allocations) == [("r/a", 1), ("r/b", 2)]
-        assert verify.verify(snap, plan) == []
+        assert verify.verify(snap.facts, snap, plan) == []
 
 
 def _named_by_two(*nodes: Any, slices: list[Any]) -> list[Any]:
@@ -400,7 +398,7 @@ def test_the_verifier_wants_one_allocation_reachable_from_every_pod_naming_the_c
     a, b = "default/a", "default/b"
 
     def broken(bindings: dict[str, str], *allocs: Any) -> list[str]:
-        return sorted({v.rule for v in verify.verify(snap, plan(snap, bindings, *allocs))})
+        return sorted({v.rule for v in verify.verify(snap.facts, snap, plan(snap, bindings, *allocs))})
 
     assert broken({a: "n1", b: "n1"}, alloc(a, "gpu", "gpu", f"{DRIVER}/n1/gpu-0")) == []
     # b's node does not reach a's allocation
@@ -430,7 +428,7 @@ def test_any_pod_naming_a_claim_several_name_may_be_the_one_that_preempts_for_it
     snap = snapshot(*objs)
     hand = plan(snap, {"default/a": "n1", "default/b": "n1"}, alloc("default/a", "gpu", "gpu", f"{DRIVER}/n1/gpu-0"),
                 evict=["default/r"])
-    assert verify.verify(snap, hand) == []
+    assert verify.verify(snap.facts, snap, hand) == []
     assert _plan(*objs)[:2] == ({"default/a": "n1", "default/b": "n1"}, ["default/r"])
     objs[-1] = with_claims(pod("b").cpu_m(500).priority(100).never_preempt(), dev="claim:c")
     assert _plan(*objs)[:2] == ({}, [])
@@ -462,7 +460,7 @@ def test_a_claims_reservations_stop_at_256_consumers() -> None:
     from tests.verify.test_verify_dra import plan as hand
 
     snap = snapshot(*_reserved_for(255))
-    assert sorted({v.rule for v in verify.verify(snap, hand(snap, {"default/p0": "n1", "default/p1": "n1"}))}) == [
+    assert sorted({v.rule for v in verify.verify(snap.facts, snap, hand(snap, {"default/p0": "n1", "default/p1": "n1"}))}) == [
         "claim-reservations"]
 
 
@@ -491,7 +489,7 @@ def test_admin_access_takes_a_device_in_use_and_uses_nothing_up() -> None:
         (f"default/m{i}", [{"driver": DRIVER, "pool": "n1", "device": "gpu-0", "adminAccess": True}]) for i in (1, 2)]
     snap = snapshot(*objs)
     plain = alloc("default/m1", "gpu", "gpu", f"{DRIVER}/n1/gpu-0")
-    assert sorted({v.rule for v in verify.verify(snap, plan(snap, {"default/m1": "n1"}, plain))}) == [
+    assert sorted({v.rule for v in verify.verify(snap.facts, snap, plan(snap, {"default/m1": "n1"}, plain))}) == [
         "device-allocation", "device-conflict"]
     # an ordinary request waits for the GPU; once held by an admin result only, it takes it
     ordinary = [*objs[:5], claim_template("one", request("gpu")), with_claims(pod("p").cpu_m(500), gpu="one")]
@@ -572,7 +570,7 @@ def test_a_claim_two_pods_name_is_preempted_for_by_the_one_placed_when_the_other
     data = Path(__file__).resolve().parents[1] / "data" / "property" / "claim-several-name-preempted-for-by-the-one-placed.json"
     snap = snapshot(*json.loads(data.read_text()))
     plan = api.plan(snap, api.PlanOptions(time_limit=30))
-    assert verify.verify(snap, plan, strict_pdbs=True) == []
+    assert verify.verify(snap.facts, snap, plan, strict_pdbs=True) == []
     assert (plan.status, dict(plan.objective.satisfied_by_priority)) == ("OPTIMAL", {20: 1})
     assert [(b.pod, b.node) for b in plan.bindings] == [("default/w1", "n1")]
     assert [e.pod for e in plan.evictions] == ["default/bg3"]

@@ -103,7 +103,7 @@ def test_the_verifier_stops_between_its_rules(monkeypatch: pytest.MonkeyPatch) -
     snap = _case()
     plan = api.plan(snap, api.PlanOptions(time_limit=30))
     with stopping.watching(stop), pytest.raises(Stopped, match="verifying"):
-        verify.verify(snap, plan)
+        verify.verify(snap.facts, snap, plan)
     assert rules == ["bindings"]
 
 

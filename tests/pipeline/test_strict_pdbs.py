@@ -29,7 +29,7 @@ def _plan(objs: list[object], **options: object) -> Plan:
     opts = api.PlanOptions(**options)  # type: ignore[arg-type]
     plan = api.plan(snap, opts)
     assert plan.stats["pdbPolicy"] == opts.pdb_policy
-    assert verify.verify(snap, plan, strict_pdbs=opts.pdb_policy == "strict") == []
+    assert verify.verify(snap.facts, snap, plan, strict_pdbs=opts.pdb_policy == "strict") == []
     return plan
 
 
@@ -83,8 +83,8 @@ def test_strict_in_the_per_rack_decomposition() -> None:
 def test_the_verifier_flags_a_violation_only_when_strict() -> None:
     snap = builders.snapshot(*_guarded(1))
     soft = api.plan(snap, api.PlanOptions(pdb_policy="soft"))
-    assert verify.verify(snap, soft) == []
-    assert [(v.rule, v.subject) for v in verify.verify(snap, soft, strict_pdbs=True)] == [("pdb", "default/db")]
+    assert verify.verify(snap.facts, snap, soft) == []
+    assert [(v.rule, v.subject) for v in verify.verify(snap.facts, snap, soft, strict_pdbs=True)] == [("pdb", "default/db")]
 
 
 def test_a_reason_names_five_budgets_then_counts_the_rest() -> None:
@@ -121,7 +121,7 @@ def test_the_naive_model_weighs_a_pod_two_budgets_select_twice() -> None:
     data = Path(__file__).resolve().parents[1] / "data" / "property" / "two-budgets-over-the-victims-soft.json"
     snap = builders.snapshot(*json.loads(data.read_text()))
     plan = api.plan(snap, api.PlanOptions(time_limit=30, pdb_policy="soft"))
-    assert verify.verify(snap, plan) == []
+    assert verify.verify(snap.facts, snap, plan) == []
     want = naive_tiers(snap)
     assert (plan.objective.placed_pods, plan.objective.pdb_violations, plan.objective.evicted_pods) == (2, 6, 3)
     assert (want.placed, want.pdb_violations, want.evicted) == (2, 6, 3)

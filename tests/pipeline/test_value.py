@@ -74,9 +74,9 @@ def test_alike_pods_of_other_values_are_other_classes() -> None:
 def test_the_verifier_reads_the_values_itself() -> None:
     snap = snapshot(*_shares(True))
     plan = api.plan(snap, api.PlanOptions())
-    assert verify.verify(snap, plan) == []
+    assert verify.verify(snap.facts, snap, plan) == []
     counted = replace(plan, objective=replace(plan.objective, satisfied_by_priority={0: 2}))
-    assert [(v.rule, v.subject) for v in verify.verify(snap, counted)] == [("objective", "satisfiedByPriority")]
+    assert [(v.rule, v.subject) for v in verify.verify(snap.facts, snap, counted)] == [("objective", "satisfiedByPriority")]
 
 
 def test_the_room_bound_weighs_values() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from solver import api, kube
+from solver import api, reading
 from solver.core.errors import SnapshotInvalidError
 from tests.builders import node, pod, pod_group, snapshot
 from tests.pipeline.test_refusals import _plans as _plans_of
@@ -125,7 +125,7 @@ def test_a_bad_count_is_refused_naming_the_field(count: object, message: str) ->
     bad = _csi_node("n1", 1)
     bad["spec"]["drivers"][0]["allocatable"]["count"] = count
     with pytest.raises(SnapshotInvalidError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        kube.snapshot_from_objects([node("n1").build(), bad])
+        reading.read([node("n1").build(), bad])
 
 
 def test_evicting_frees_no_volume_slot() -> None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from solver import api, kube
+from solver import api, reading
 from solver.plan.reasons import histogram
 from tests.builders import RACK, node, pdb, pod, pod_group
 from tests.plan import reason_cases
 
 
 def _reasons(objs: list[object], **options: object) -> dict[str, str]:
-    snap = kube.snapshot_from_objects([o.build() if hasattr(o, "build") else o for o in objs])
+    snap = reading.read([o.build() if hasattr(o, "build") else o for o in objs])
     plan = api.plan(snap, api.PlanOptions(time_limit=10, **options))  # type: ignore[arg-type]
     assert not plan.bindings
     return {w.name: w.reason for w in plan.workloads if not w.satisfied}
@@ -42,7 +42,7 @@ def test_a_gang_says_which_pod_finds_no_node_then_why_preemption_did_not_help() 
                           "evict without displacing a higher tier or evicting beyond the disruptionsAllowed of "
                           "PodDisruptionBudget default/db (0 allowed)")
     # soft budgets: the same gang is placed, evicting db
-    snap = kube.snapshot_from_objects([o.build() for o in objs])
+    snap = reading.read([o.build() for o in objs])
     assert [b.pod for b in api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft")).bindings] == [
         "default/g-0"]
 

@@ -15,6 +15,7 @@ import pytest
 from solver import cel, verify
 from solver.core import plan as pl
 from solver.core import snapshot as s
+from solver.reading import Reading
 from solver.verify import read
 
 GPU = "gpu.example.com"
@@ -65,11 +66,10 @@ def claim(key: str, *requests: s.Request, constraints: tuple[s.Constraint, ...] 
 
 
 def snapshot(nodes: Sequence[s.Node], pods: Sequence[s.Pod], devices: Sequence[s.Device], claims: Sequence[s.Claim],
-             pod_claims: Mapping[str, Sequence[s.PodClaim]], groups: Sequence[s.Group] = ()) -> s.ClusterSnapshot:
+             pod_claims: Mapping[str, Sequence[s.PodClaim]], groups: Sequence[s.Group] = ()) -> Reading:
     dra = s.DraState(devices=tuple(devices), classes={"gpu": s.DeviceClass(name="gpu", selectors=(IS_GPU,))},
                      claims={c.key: c for c in claims}, pod_claims={k: tuple(v) for k, v in pod_claims.items()})
-    return s.ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods), groups=tuple(groups), dra=dra,
-                             verifier_facts=_facts(nodes, pods))
+    return Reading(nodes=tuple(nodes), pods=tuple(pods), groups=tuple(groups), dra=dra, facts=_facts(nodes, pods))
 
 
 def _facts(nodes: Sequence[s.Node], pods: Sequence[s.Pod]) -> read.Facts:
@@ -118,7 +118,7 @@ def plan(snap: s.ClusterSnapshot, bindings: Mapping[str, str], *allocations: pl.
                     objective=pl.Objective(satisfied_workloads=0, satisfied_by_priority={}, placed_pods=0,
                                            pdb_violations=0, preemption_cost=0, evicted_pods=0,
                                            preemption_cost_bound=0, gap=0))
-    view = verify.View(snap, draft)
+    view = verify.View(snap.facts, snap, draft)
     sat = verify.satisfied_roots(view)
     by_priority: dict[int, int] = defaultdict(int)
     for root, ok in sat.items():
@@ -132,7 +132,7 @@ def plan(snap: s.ClusterSnapshot, bindings: Mapping[str, str], *allocations: pl.
 
 
 def problems(snap: s.ClusterSnapshot, p: pl.Plan) -> list[str]:
-    return [str(v) for v in verify.verify(snap, p)]
+    return [str(v) for v in verify.verify(snap.facts, snap, p)]
 
 
 P, Q = "default/p", "default/q"
@@ -480,9 +480,9 @@ def test_match_attribute_over_the_listed_requests() -> None:
         ("device-constraint: default/p: claim gpus: matchAttribute gpu.example.com/model: the devices differ: "
          "gpu.example.com/n1/gpu-0='a100', gpu.example.com/n1/gpu-1='h100'")]
     no_class = s.DeviceClass(name="gpu")  # lets the NIC in, which has no GPU model
-    bare = s.ClusterSnapshot(nodes=snap.nodes, pods=snap.pods, dra=s.DraState(
+    bare = Reading(nodes=snap.nodes, pods=snap.pods, dra=s.DraState(
         devices=snap.dra.devices, classes={"gpu": no_class}, claims=snap.dra.claims, pod_claims=snap.dra.pod_claims),
-        verifier_facts=snap.verifier_facts)
+        facts=snap.facts)
     lacking = [alloc(P, "gpus", "a", f"{N1}/gpu-0"), alloc(P, "gpus", "b", f"{NIC}/n1/nic-0"),
                alloc(P, "gpus", "c", f"{N1}/gpu-2")]
     assert problems(bare, plan(bare, {P: "n1"}, *lacking)) == [

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from solver import kube, verify
+from solver import reading, verify
 from solver.kube import pods as kube_pods
 from solver.verify import read
 from tests.builders import node, pod
@@ -122,11 +122,11 @@ def test_the_verifier_catches_a_plan_from_a_parser_that_misreads(monkeypatch: py
     verifier, reading the objects itself, refuses the binding the bug allowed."""
     objs = [node("n1").cpu_m(2000).build(), pod("p").cpu_m(500).build()]
     objs[1]["spec"]["resources"] = {"requests": {"cpu": "3"}}
-    good = kube.snapshot_from_objects(objs)
+    good = reading.read(objs)
     assert good.pods[0].requests["cpu"] == 3000
     monkeypatch.setattr(kube_pods, "_pod_level_requests", lambda obj, spec, containers: {})
-    misread = kube.snapshot_from_objects(objs)
+    misread = reading.read(objs)
     assert misread.pods[0].requests["cpu"] == 500
     binding = hand_plan(misread, {"default/p": "n1"})
-    assert verify.verify(good, binding) == verify.verify(misread, binding)
-    assert [(v.rule, v.subject) for v in verify.verify(misread, binding)] == [("capacity", "n1/cpu")]
+    assert verify.verify(good.facts, good, binding) == verify.verify(misread.facts, misread, binding)
+    assert [(v.rule, v.subject) for v in verify.verify(misread.facts, misread, binding)] == [("capacity", "n1/cpu")]

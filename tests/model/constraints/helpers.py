@@ -16,7 +16,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from solver import kube
+from solver import reading
 from solver.model.vars import PlacementVars
 from solver.problem.build import PdbPolicy, Problem, build_problem
 from tests.builders import NS, admitted
@@ -32,7 +32,7 @@ HOST = "kubernetes.io/hostname"
 def problem_of(*objects: Any, pdb_policy: PdbPolicy = "strict") -> Problem:
     """Builders or dicts -> Problem; group pods get their root group's priority."""
     objs = admitted([o.build() if hasattr(o, "build") else o for o in objects])
-    return build_problem(kube.snapshot_from_objects(objs), pdb_policy=pdb_policy)
+    return build_problem(reading.read(objs), pdb_policy=pdb_policy)
 
 
 def cls(problem: Problem, pod_name: str) -> int:

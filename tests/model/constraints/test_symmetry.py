@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from solver import reading
 from solver.model.constraints import gang, symmetry, topology
 from solver.model.vars import PlacementVars
 from solver.problem.build import Problem
@@ -122,13 +123,13 @@ def test_a_sibling_kept_off_by_a_host_port_does_not_hold_back_its_twin() -> None
 def test_the_whole_pipeline_places_the_sibling_whose_twin_cannot_go() -> None:
     """The same cluster through api.plan: the model itself proves b-0 placed (before the fix
     it proved nothing placeable and the baseline's plan came back, status FEASIBLE)."""
-    from solver import api, kube
+    from solver import api
     from tests.builders import admitted
 
     objs = admitted([o.build() for o in (node("n1"), host_port(pod("guard").on("n1").priority(1000), 80),
                                          composite("job").priority(100), pod_group("a", 1).parent("job"),
                                          pod_group("b", 1).parent("job"), host_port(pod("a-0").group("a"), 80),
                                          pod("b-0").group("b"))])
-    plan = api.plan(kube.snapshot_from_objects(objs))
+    plan = api.plan(reading.read(objs))
     assert plan.status == "OPTIMAL" and not plan.stats.get("fromBaseline")
     assert [(b.pod, b.node) for b in plan.bindings] == [("default/b-0", "n1")]
