@@ -129,7 +129,7 @@ class Executor:
             victim = pods.get(e.pod)
             ns, name = e.pod.split("/", 1)
             if victim is not None:
-                self._event(ns, victim, "Preempted", f"Preempted by gangplace to place a gang (cost {e.cost:g})",
+                self.event(ns, victim, "Preempted", f"Preempted by gangplace to place a gang (cost {e.cost:g})",
                             "Normal", "Preempting")
             try:
                 if self.pdb_policy == "soft":
@@ -191,7 +191,7 @@ class Executor:
             if now is None or now.get("spec", {}).get("nodeName") != b.node:
                 return False
         if b.pod in pods:
-            self._event(ns, pods[b.pod], "Scheduled", f"Successfully assigned {b.pod} to {b.node}", "Normal",
+            self.event(ns, pods[b.pod], "Scheduled", f"Successfully assigned {b.pod} to {b.node}", "Normal",
                         "Binding")
         return True
 
@@ -262,7 +262,7 @@ class Executor:
                     for k, p in pods.items():
                         if _pending(p) and p.get("spec", {}).get("schedulingGroup", {}).get("podGroupName") == name \
                                 and k.split("/")[0] == ns:
-                            self._event(ns, p, "FailedScheduling", cond["message"], "Warning", "Scheduling")
+                            self.event(ns, p, "FailedScheduling", cond["message"], "Warning", "Scheduling")
 
     def _unschedulable(self, plan: Plan, pods: dict[str, Obj], written: list[tuple[str, str, str, str, str]]) -> None:
         """Every pending pod of a workload the plan leaves out gets ``PodScheduled=False``,
@@ -451,7 +451,7 @@ class Executor:
             "reservedFor": [{"resource": "pods", "name": name, "uid": uid}]})
         self.cluster.set_pod_extended_claim(ns, name, {"resourceClaimName": claim_name, "requestMappings": mappings})
 
-    def _event(self, ns: str, obj: Obj, reason: str, note: str, type_: str, action: str) -> None:
+    def event(self, ns: str, obj: Obj, reason: str, note: str, type_: str, action: str) -> None:
         try:
             self.cluster.event(namespace=ns, regarding=obj, reason=reason, note=note, type_=type_, action=action)
         except Exception as exc:  # an event is best effort, as upstream's recorder

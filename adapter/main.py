@@ -220,7 +220,7 @@ class Adapter:
             drop |= {_ident(o) for o in objects if o.get("kind") == "Pod" and isinstance(o.get("spec"), dict)
                      and o["spec"].get("nodeName") == rest}
         if target is not None:
-            self.executor._event(rest.split("/")[0] if rest.count("/") else "default", target, "FailedScheduling",
+            self.executor.event(rest.split("/")[0] if rest.count("/") else "default", target, "FailedScheduling",
                                  f"gangplace left {bad} out: {why}", "Warning", "Scheduling")
         return [o for o in objects if _ident(o) not in drop]
 

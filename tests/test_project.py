@@ -167,3 +167,19 @@ def test_every_type_ignore_names_its_code_and_a_reason() -> None:
             if "type: ignore" in line and not re.search(r"# type: ignore\[[\w\-, ]+\]\s+#\s*\S", line):
                 bare.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert bare == []
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    """A name a sibling imports is public: ``from x import _y`` is how a private helper leaks
+    into another room (issue 48 counted 87 such names)."""
+    import ast
+
+    leaks = []
+    for path in sorted((ROOT / "solver").rglob("*.py")) + sorted((ROOT / "adapter").rglob("*.py")):
+        if "gen" in path.relative_to(ROOT).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("solver", "adapter"):
+                leaks += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert leaks == []

@@ -40,7 +40,7 @@ def _node_score(state: State, cls: PodClass, node: s.NodeName) -> int:
     requests, 50 + (50 + balance with the pod - balance without it) / 2 (balanced_allocation.go,
     balancedResourceScorer; a pod without requests scores 0)."""
     alloc = state.nodes[node].allocatable
-    running, new, nonzero = state.running_on(node), state._new.get(node, {}), state.nonzero_on(node)
+    running, new, nonzero = state.running_on(node), state.new_requests.get(node, {}), state.nonzero_on(node)
     least, weights = 0, 0
     with_pod, without = [], []
     for res, default in NON_ZERO_DEFAULTS:

@@ -34,7 +34,8 @@ class State:
         # its victims was evicted; a sub-problem of one domain so pays only for the nodes it touches
         self._base_running = _base_running(problem)
         self._running: dict[s.NodeName, dict[str, int]] = {}
-        self._new: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # of the pods placed
+        # requests of the pods placed, per node (fill.py reads them for the node scores)
+        self.new_requests: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         # what the non-zero defaults add to those requests, for the node scores (baseline only)
         self._unit_nonzero, self._base_nonzero = _base_nonzero(problem) if spread else ([], {})
         self._nonzero: dict[s.NodeName, dict[str, int]] = {}
@@ -83,7 +84,7 @@ class State:
                     nonzero[res] += sign * amount
 
     def _bump_class(self, cls: int, node: s.NodeName, n: int) -> None:
-        new = self._new[node]
+        new = self.new_requests[node]
         requests = self.problem.classes[cls].requests
         for res, amount in requests.items():
             new[res] += amount * n
@@ -164,7 +165,7 @@ class State:
     def used(self, node: s.NodeName, res: str, *, placed: bool = True) -> int:
         """Requests on ``node`` of placed pods (unless ``placed`` is False) and running pods left."""
         running = self.running_on(node).get(res, 0)
-        return running + self._new[node].get(res, 0) if placed else running
+        return running + self.new_requests[node].get(res, 0) if placed else running
 
     def nonzero_used(self, node: s.NodeName, res: str) -> int:
         """``used`` as the node scores count it: a pod without a cpu or memory request counts
@@ -258,7 +259,7 @@ class State:
 
     def _requests_room(self, cls: PodClass, node: s.NodeName, running: Mapping[str, int]) -> int:
         """How many more pods of ``cls`` fit in the allocatable less ``running`` and the pods placed."""
-        alloc, new = self.nodes[node].allocatable, self._new.get(node)
+        alloc, new = self.nodes[node].allocatable, self.new_requests.get(node)
         most = len(cls.pods)
         for res, amount in cls.requests.items():
             free = alloc.get(res, 0) - running.get(res, 0) - (new.get(res, 0) if new else 0)
@@ -335,7 +336,7 @@ class State:
         return False
 
     def free_requests(self, node: s.NodeName, resources: Iterable[str]) -> dict[str, int]:
-        alloc, running, new = self.nodes[node].allocatable, self.running_on(node), self._new.get(node)
+        alloc, running, new = self.nodes[node].allocatable, self.running_on(node), self.new_requests.get(node)
         return {r: alloc.get(r, 0) - running.get(r, 0) - (new.get(r, 0) if new else 0) for r in resources}
 
     def placement(self, c: int, node: s.NodeName) -> tuple[int, Take | None] | None:
@@ -369,7 +370,7 @@ class State:
         it: on the FGD GPU-sharing protocol (openb, 130 %, seed 42, a tenth of the nodes) devices
         first allocated 95.5 % of the GPU milli, cpu and memory only 90.5 % (docs/fgd.md)."""
         alloc = self.nodes[node].allocatable
-        running, new = self.running_on(node), self._new.get(node)
+        running, new = self.running_on(node), self.new_requests.get(node)
         score = 0.0
         for res in ("cpu", "memory"):
             total = alloc.get(res, 0)

@@ -197,7 +197,7 @@ def replay(objects: Iterable[Mapping[str, Any]], plan: Any, *, strict: bool, set
         raise ReplayError(f"the plan binds pods the snapshot does not hold pending: {', '.join(unknown)}")
     plane = ControlPlane.start(api_gates=GATES)
     rest = upstream.Rest(plane)
-    watcher: upstream._Watch | None = None
+    watcher: upstream.Watch | None = None
     try:
         loaded, pending = upstream.load_background(rest, docs)
         _check_budgets(rest, docs)
@@ -205,7 +205,7 @@ def replay(objects: Iterable[Mapping[str, Any]], plan: Any, *, strict: bool, set
         upstream.own_volumes(rest, docs)
         plane.start_controller_manager(CONTROLLERS)
         rv = rest.call("GET", "/api/v1/pods", query=[("limit", "1")])["metadata"]["resourceVersion"]
-        watcher = upstream._Watch(rest, rv)
+        watcher = upstream.Watch(rest, rv)
         watcher.start()
         evicted, refused = [], {}
         for key in victims:
@@ -217,7 +217,7 @@ def replay(objects: Iterable[Mapping[str, Any]], plan: Any, *, strict: bool, set
         claims = _allocated_claims(docs)
         notes = [f"not gone after eviction: {k}" for k in _wait_gone(rest, evicted, claims, timeout=30)]
         by_key = {_key(p): p for p in pending}
-        upstream._each(rest.create, [pin(by_key[k], n) for k, n in sorted(planned.items())])
+        upstream.each_in_parallel(rest.create, [pin(by_key[k], n) for k, n in sorted(planned.items())])
         plane.start_scheduler(GATES)
         settled = upstream.wait_until_settled(plane, watcher, set(planned), settle=settle,
                                               deadline=time.monotonic() + timeout, until_bound=True)

@@ -97,7 +97,7 @@ DEFAULT_TIMEOUT = 300.0  # seconds a run may take at most, settled or not (--ups
 WRITERS = 16  # concurrent creates while loading: a snapshot of 100k pods loads in minutes, not hours
 
 
-def _each(fn: Any, items: Iterable[Any]) -> None:
+def each_in_parallel(fn: Any, items: Iterable[Any]) -> None:
     """``fn`` over ``items`` on WRITERS threads; the first error is raised."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -275,14 +275,14 @@ def load_background(rest: Rest, objects: list[Obj], *, status: bool = True) -> t
             if kind == "Node":
                 body["status"] = o.get("status", {})  # a node's status is kept on create
             pairs.append((o, body))
-        _each(create, pairs)
+        each_in_parallel(create, pairs)
     pending, running = [], []
     for o in by_kind.get("Pod", []):
         if not o.get("spec", {}).get("nodeName"):
             pending.append(o)
         elif (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
             running.append((o, prepare_pod(o, classes, loaded.priority_classes, rest, None)))
-    _each(lambda pair: create_running_pod(rest, *pair), running)
+    each_in_parallel(lambda pair: create_running_pod(rest, *pair), running)
     loaded.running.extend(_key(o) for o, _ in running)
     return loaded, [prepare_pod(o, classes, loaded.priority_classes, rest, "default-scheduler") for o in pending]
 
@@ -388,7 +388,7 @@ def read_allocations(rest: Rest, bound: Iterable[str], before: Iterable[str] = (
     return out
 
 
-class _Watch(threading.Thread):
+class Watch(threading.Thread):
     """Pods as the API server reports them, from a resourceVersion on: binding and deletion
     times, without listing every pod again and again."""
 
@@ -517,14 +517,14 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         own_volumes(rest, docs)
         plane.start_controller_manager(CONTROLLERS)
         rv = rest.call("GET", "/api/v1/pods", query=[("limit", "1")])["metadata"]["resourceVersion"]
-        watcher = _Watch(rest, rv)
+        watcher = Watch(rest, rv)
         watcher.start()
         if pending_first:
-            _each(rest.create, pending)
+            each_in_parallel(rest.create, pending)
         plane.start_scheduler(scheduler_gates)
         start = time.monotonic()
         if not pending_first:
-            _each(rest.create, pending)
+            each_in_parallel(rest.create, pending)
         pending_keys = {_key(o) for o in pending}
         settled = wait_until_settled(plane, watcher, pending_keys, settle=settle, deadline=start + timeout,
                                      report=report)
@@ -554,7 +554,7 @@ class MetricsSource(Protocol):
 
 
 class WatchState(Protocol):
-    """What the pod watch has seen so far (a _Watch): bindings, deletions and the time
+    """What the pod watch has seen so far (a Watch): bindings, deletions and the time
     (``time.monotonic``) of the last of either."""
 
     bound: dict[str, tuple[str, float]]
