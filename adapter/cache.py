@@ -48,10 +48,15 @@ class WatchCache:
             t.start()
             self._threads.append(t)
 
-    def stop(self) -> None:
+    def stop(self, join: float = 0.0) -> None:
+        """End the watches; with ``join``, wait up to that many seconds for their threads (a
+        watch blocked on a quiet stream ends at its timeout)."""
         self._stop.set()
         with self._lock:
             self._lock.notify_all()
+        deadline = time.monotonic() + join
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
 
     @property
     def synced(self) -> bool:

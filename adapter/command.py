@@ -5,6 +5,7 @@ when it is not; only running the command imports :mod:`adapter.main`.
 
     gangplace adapter (--kubeconfig PATH | --in-cluster | --api-server URL)
                       (--solver HOST:PORT | --in-process) [--scheduler-name NAME] [--dry-run]
+                      [--advise HOST:PORT]
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def arguments(p: argparse.ArgumentParser, *, required: bool = True) -> None:
                    help="the pods expected to arrive, with weights (docs/fragmentation.md): each pod goes where "
                         "it leaves the devices least fragmented for them")
     p.add_argument("--dry-run", action="store_true", help="print the plan it would carry out, write nothing")
+    p.add_argument("--advise", metavar="HOST:PORT",
+                   help="advise kube-scheduler instead of scheduling: keep a plan of the pods of --scheduler-name "
+                        "(default-scheduler for the plugin) from the watch, replan on every change, and answer the "
+                        "Advise RPC on HOST:PORT from it; bind, evict and write nothing")
     p.add_argument("--metrics-port", type=port_arg, default=0, metavar="PORT",
                    help="serve /metrics, /healthz and /readyz on PORT (0, the default: none)")
     p.add_argument("--metrics-host", default="0.0.0.0", metavar="HOST", help="address to serve them on (0.0.0.0)")

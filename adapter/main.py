@@ -350,12 +350,30 @@ def main(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if args.advise:
+        return advise(adapter, args.advise, stop)
     endpoint = serve_probes(adapter, args.metrics_host, args.metrics_port) if args.metrics_port else None
     try:
         adapter.run(stop)
     finally:
         if endpoint is not None:
             endpoint.stop()
+    return 0
+
+
+def advise(adapter: Adapter, address: str, stop: threading.Event) -> int:
+    """``--advise``: the watch, a plan per change, and the Advise RPC on ``address`` until ``stop``."""
+    from adapter.advise import Advisor, serve
+
+    advisor = Advisor(adapter.cache, adapter.solve, scheduler_name=adapter.scheduler_name)
+    adapter.cache.start()
+    server, port = serve(advisor, address)
+    LOG.info(json.dumps({"event": "advising", "address": address, "port": port}))
+    try:
+        advisor.run(stop)
+    finally:
+        server.stop(1).wait()
+        adapter.cache.stop(join=5.0)
     return 0
 
 

@@ -69,6 +69,36 @@ PLAN_STATUS_INFEASIBLE: PlanStatus
 PLAN_STATUS_UNKNOWN: PlanStatus
 PLAN_STATUS_INVALID: PlanStatus
 
+class AdviseRequest(_message.Message):
+    __slots__ = ("kind", "namespace", "name", "min_resource_version")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MIN_RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    namespace: str
+    name: str
+    min_resource_version: str
+    def __init__(self, kind: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., min_resource_version: _Optional[str] = ...) -> None: ...
+
+class AdviseResponse(_message.Message):
+    __slots__ = ("planned", "bindings", "evictions", "reason", "status", "age_seconds", "resource_version")
+    PLANNED_FIELD_NUMBER: _ClassVar[int]
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    EVICTIONS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    AGE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    planned: bool
+    bindings: _containers.RepeatedCompositeFieldContainer[Binding]
+    evictions: _containers.RepeatedCompositeFieldContainer[Eviction]
+    reason: str
+    status: str
+    age_seconds: float
+    resource_version: str
+    def __init__(self, planned: _Optional[bool] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., reason: _Optional[str] = ..., status: _Optional[str] = ..., age_seconds: _Optional[float] = ..., resource_version: _Optional[str] = ...) -> None: ...
+
 class SolveRequest(_message.Message):
     __slots__ = ("state", "kubernetes_objects", "workload", "options", "request_id")
     STATE_FIELD_NUMBER: _ClassVar[int]

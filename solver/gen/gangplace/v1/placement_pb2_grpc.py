@@ -44,6 +44,11 @@ class PlacementServiceStub:
                 request_serializer=gangplace_dot_v1_dot_placement__pb2.SolveRequest.SerializeToString,
                 response_deserializer=gangplace_dot_v1_dot_placement__pb2.SolveEvent.FromString,
                 _registered_method=True)
+        self.Advise = channel.unary_unary(
+                '/gangplace.v1.PlacementService/Advise',
+                request_serializer=gangplace_dot_v1_dot_placement__pb2.AdviseRequest.SerializeToString,
+                response_deserializer=gangplace_dot_v1_dot_placement__pb2.AdviseResponse.FromString,
+                _registered_method=True)
 
 
 class PlacementServiceServicer:
@@ -63,6 +68,15 @@ class PlacementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Advise(self, request, context):
+        """What the current plan says of one workload, answered at once from the plan an advisor keeps
+        for the cluster it watches (`gangplace adapter --advise`): a scheduling cycle asks, it never
+        waits on a solve. A server that only solves answers UNIMPLEMENTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -75,6 +89,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.SolveStream,
                     request_deserializer=gangplace_dot_v1_dot_placement__pb2.SolveRequest.FromString,
                     response_serializer=gangplace_dot_v1_dot_placement__pb2.SolveEvent.SerializeToString,
+            ),
+            'Advise': grpc.unary_unary_rpc_method_handler(
+                    servicer.Advise,
+                    request_deserializer=gangplace_dot_v1_dot_placement__pb2.AdviseRequest.FromString,
+                    response_serializer=gangplace_dot_v1_dot_placement__pb2.AdviseResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -131,6 +150,33 @@ class PlacementService:
             '/gangplace.v1.PlacementService/SolveStream',
             gangplace_dot_v1_dot_placement__pb2.SolveRequest.SerializeToString,
             gangplace_dot_v1_dot_placement__pb2.SolveEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Advise(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gangplace.v1.PlacementService/Advise',
+            gangplace_dot_v1_dot_placement__pb2.AdviseRequest.SerializeToString,
+            gangplace_dot_v1_dot_placement__pb2.AdviseResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,185 @@
+"""Advice for kube-scheduler (issue 49): the current plan, ready before a scheduling cycle asks.
+
+An ``Advisor`` keeps the cluster from its own watch (the adapter's ``WatchCache``), plans every
+pending workload of the scheduler it advises whenever the cluster changes (one plan at a time; a
+change during a plan starts the next one), and answers ``Advise`` from the latest plan at once:
+the workload's pods and nodes, the plan's victims on those nodes, the plan's status and age, and
+the resourceVersion of the workload's object the plan was made from. It binds, evicts and
+writes nothing: kube-scheduler does, through the gangplace plugin, which treats an answer that
+is not ``planned`` (or older than its own deadline) as no advice and does what upstream would.
+
+A workload is named as the plan names it: the root PodGroup or CompositePodGroup, or a pod
+outside any group ("Pod"), by namespace and name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from adapter.cache import WatchCache
+from solver.core.errors import SolverError
+from solver.core.plan import Plan
+from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+from solver.kube.selection import GROUP_KINDS, groups_of, pending, select, tree_of
+from solver.kube.selection import key as key_of
+
+LOG = logging.getLogger("gangplace.adapter.advise")
+Obj = dict[str, Any]
+Solve = Callable[[list[Obj]], Plan]
+
+
+@dataclass(frozen=True, slots=True)
+class Advised:
+    """One plan and what it was made from: per workload ("Kind/ns/name"), its pending pods and
+    the resourceVersion of its object."""
+
+    plan: Plan
+    made: float  # time.monotonic() when the plan was made
+    pods: dict[str, list[str]] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+def workloads_of(objects: Iterable[Obj]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Per workload ("Kind/ns/name"), its pending pods ("ns/name") and its object's resourceVersion:
+    a grouped pod under its tree's root, a pod outside any group alone."""
+    objs = list(objects)
+    groups = groups_of(objs)
+    tree = tree_of(groups)
+    pods: dict[str, list[str]] = {}
+    versions: dict[str, str] = {}
+    for obj in objs:
+        kind, meta = obj.get("kind"), obj.get("metadata") or {}
+        if kind in GROUP_KINDS:
+            versions[f"{kind}/{key_of(obj)}"] = str(meta.get("resourceVersion", ""))
+        if kind != "Pod" or not pending(obj):
+            continue
+        group = (obj.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
+        if not group:
+            name = f"Pod/{key_of(obj)}"
+            versions[name] = str(meta.get("resourceVersion", ""))
+            pods.setdefault(name, []).append(key_of(obj))
+            continue
+        leaf = f"{meta.get('namespace', '')}/{group}"
+        if leaf not in tree:
+            continue
+        root = tree.root(leaf)  # type: ignore[arg-type]  # a GroupKey is a str
+        pods.setdefault(f"{groups[root]['kind']}/{root}", []).append(key_of(obj))
+    return pods, versions
+
+
+def _newer_or_same(have: str, want: str) -> bool:
+    """resourceVersions compare as integers (etcd revisions); anything else must be equal."""
+    if not want:
+        return True
+    if have.isdigit() and want.isdigit():
+        return int(have) >= int(want)
+    return have == want
+
+
+class Advisor:
+    def __init__(self, cache: WatchCache, solve: Solve, *, scheduler_name: str = "default-scheduler",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.cache = cache
+        self.solve = solve
+        self.scheduler_name = scheduler_name
+        self.clock = clock
+        self.current: Advised | None = None
+        self.plans = 0  # plans made, for tests and metrics
+        self._lock = threading.Lock()
+
+    # ---- planning --------------------------------------------------------------------------
+    def plan_once(self) -> Advised | None:
+        """Plan what the cache holds now and make it the current advice (None when no workload
+        is ready; the advice before stays)."""
+        objects = self.cache.objects()
+        sel = select(objects, self.scheduler_name)
+        if not sel.ready:
+            return None
+        try:
+            plan = self.solve(sel.objects)
+        except SolverError as exc:  # the advice before stays; the next change tries again
+            LOG.warning(json.dumps({"event": "advise-solve-failed", "error": str(exc)}))
+            return None
+        pods, versions = workloads_of(sel.objects)
+        advised = Advised(plan=plan, made=self.clock(), pods=pods, versions=versions)
+        with self._lock:
+            self.current = advised
+            self.plans += 1
+        LOG.info(json.dumps({"event": "advised", "status": plan.status, "workloads": len(pods)}))
+        return advised
+
+    def run(self, stop: threading.Event, *, wait: float = 1.0) -> None:
+        """Replan on every change the watch sees, until ``stop``."""
+        self.cache.wait_synced()
+        seen = -1
+        while not stop.is_set():
+            generation = self.cache.wait_change(seen, wait)
+            if generation == seen:
+                continue
+            seen = generation
+            self.plan_once()
+
+    # ---- answering -------------------------------------------------------------------------
+    def advise(self, kind: str, namespace: str, name: str, min_resource_version: str = "") -> pb.AdviseResponse:
+        """What the current plan says of one workload, from memory: never a solve."""
+        with self._lock:
+            advised = self.current
+        workload = f"{kind}/{namespace}/{name}"
+        if advised is None:
+            return pb.AdviseResponse(planned=False, reason="no plan yet")
+        plan = advised.plan
+        out = pb.AdviseResponse(planned=False, status=plan.status, age_seconds=round(self.clock() - advised.made, 3),
+                                resource_version=advised.versions.get(workload, ""))
+        verdict = next((w for w in plan.workloads if f"{w.kind}/{w.name}" == workload), None)
+        mine = set(advised.pods.get(workload, ()))
+        bindings = [b for b in plan.bindings if b.pod in mine]
+        if workload not in advised.versions:
+            out.reason = f"{workload} is not in the plan"
+        elif not _newer_or_same(advised.versions[workload], min_resource_version):
+            out.reason = (f"the plan was made from {workload} at resourceVersion {advised.versions[workload]}, "
+                          f"before {min_resource_version}")
+        elif verdict is not None and not verdict.satisfied:
+            out.reason = verdict.reason or "not placed by the plan"
+        elif not bindings:
+            out.reason = "the plan binds none of its pods"
+        else:
+            nodes = {b.node for b in bindings}
+            out.planned = True
+            out.bindings.extend(pb.Binding(pod=b.pod, node=b.node) for b in bindings)
+            out.evictions.extend(pb.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group)
+                                 for e in plan.evictions if e.node in nodes)
+        return out
+
+
+class AdviseService(pb_grpc.PlacementServiceServicer):
+    """``PlacementService`` with ``Advise`` only: ``Solve`` stays with ``gangplace serve``."""
+
+    def __init__(self, advisor: Advisor) -> None:
+        self.advisor = advisor
+
+    def Advise(self, request: pb.AdviseRequest, context: grpc.ServicerContext) -> pb.AdviseResponse:
+        if request.kind not in (*GROUP_KINDS, "Pod") or not request.name:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"kind: one of PodGroup, CompositePodGroup, Pod, with a name (got {request.kind!r}, "
+                          f"{request.name!r})")
+        return self.advisor.advise(request.kind, request.namespace, request.name, request.min_resource_version)
+
+
+def serve(advisor: Advisor, address: str = "127.0.0.1:0") -> tuple[grpc.Server, int]:
+    """A gRPC server answering ``Advise`` from ``advisor``, started; and its port."""
+    from concurrent import futures
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    pb_grpc.add_PlacementServiceServicer_to_server(AdviseService(advisor), server)  # type: ignore[no-untyped-call]  # protoc's output is untyped
+    port = server.add_insecure_port(address)
+    server.start()
+    return server, port

@@ -1,0 +1,157 @@
+"""The advisor (issue 49, the plan ready before the cycle asks): it watches the API server double,
+plans on every change, and answers ``Advise`` from memory, over a real gRPC server on loopback.
+Exact answers: the gang's pods on the verified plan's nodes, its victims, and no advice where the
+plan has none (not planned yet, a newer object than the plan saw, a workload it does not hold)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from adapter.advise import Advisor, serve, workloads_of
+from adapter.cache import WatchCache
+from adapter.cluster import Cluster
+from adapter.main import in_process
+from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
+from tests.apiserver import ApiServerDouble
+from tests.builders import gang_scenario, ours, pod
+
+
+@pytest.fixture()
+def advisor(api: ApiServerDouble) -> Iterator[Advisor]:
+    gang_scenario(api.put)
+    cache = WatchCache(Cluster.at(api.url))
+    cache.start()
+    assert cache.wait_synced(10)
+    yield Advisor(cache, in_process(5.0), scheduler_name="gangplace")
+    cache.stop()
+
+
+def _ask(advisor: Advisor, kind: str = "PodGroup", name: str = "train", rv: str = "") -> pb.AdviseResponse:
+    return advisor.advise(kind, "default", name, rv)
+
+
+def test_no_advice_before_the_first_plan(advisor: Advisor) -> None:
+    answer = _ask(advisor)
+    assert not answer.planned and answer.reason == "no plan yet" and list(answer.bindings) == []
+
+
+def test_the_gang_is_advised_onto_the_plans_nodes_with_its_victims(advisor: Advisor, api: ApiServerDouble) -> None:
+    advised = advisor.plan_once()
+    assert advised is not None and advised.plan.status == "OPTIMAL"
+    answer = _ask(advisor)
+    # the plan (verified by api.plan): both gang pods on n1 once low-b is gone (builders.gang_scenario)
+    assert answer.planned and answer.status == "OPTIMAL"
+    assert {(b.pod, b.node) for b in answer.bindings} == {("default/train-0", "n1"), ("default/train-1", "n1")}
+    assert [(e.pod, e.node) for e in answer.evictions] == [("default/low-b", "n1")]
+    assert answer.resource_version == api.get("podgroups", "default", "train")["metadata"]["resourceVersion"]
+    assert 0 <= answer.age_seconds < 60
+
+
+def test_a_newer_object_than_the_plan_saw_gets_no_advice(advisor: Advisor) -> None:
+    advisor.plan_once()
+    seen = _ask(advisor).resource_version
+    assert _ask(advisor, rv=seen).planned
+    newer = str(int(seen) + 1)
+    answer = _ask(advisor, rv=newer)
+    assert not answer.planned
+    assert answer.reason == f"the plan was made from PodGroup/default/train at resourceVersion {seen}, before {newer}"
+
+
+def test_a_workload_the_plan_does_not_hold_gets_no_advice(advisor: Advisor) -> None:
+    advisor.plan_once()
+    answer = _ask(advisor, name="other")
+    assert not answer.planned and answer.reason == "PodGroup/default/other is not in the plan"
+    assert not _ask(advisor, kind="Pod", name="low-a").planned  # running: not a workload of the plan
+
+
+def test_the_advisor_replans_when_the_watch_sees_a_change(advisor: Advisor, api: ApiServerDouble) -> None:
+    stop = threading.Event()
+    worker = threading.Thread(target=advisor.run, args=(stop,), kwargs={"wait": 0.1}, daemon=True)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not _ask(advisor).planned:
+            assert time.monotonic() < deadline, "no plan from the watch"
+            time.sleep(0.05)
+        before = advisor.plans
+        api.put(ours(pod("solo").cpu_m(500).priority(50)))  # a standalone pending pod of ours
+        while not _ask(advisor, kind="Pod", name="solo").planned:
+            assert time.monotonic() < deadline, "the change was not planned"
+            time.sleep(0.05)
+        assert advisor.plans > before
+        assert [b.pod for b in _ask(advisor, kind="Pod", name="solo").bindings] == ["default/solo"]
+    finally:
+        stop.set()
+        worker.join(10)
+
+
+def test_advise_over_grpc_answers_from_memory_and_refuses_a_bad_kind(advisor: Advisor) -> None:
+    advisor.plan_once()
+    server, port = serve(advisor)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.PlacementServiceStub(channel)
+            answer = stub.Advise(pb.AdviseRequest(kind="PodGroup", namespace="default", name="train"), timeout=5)
+            assert answer == _ask(advisor).__class__.FromString(answer.SerializeToString())
+            assert answer.planned and {b.node for b in answer.bindings} == {"n1"}
+            with pytest.raises(grpc.RpcError) as err:
+                stub.Advise(pb.AdviseRequest(kind="Deployment", namespace="default", name="x"), timeout=5)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            with pytest.raises(grpc.RpcError) as err:  # the advisor does not solve
+                stub.Solve(pb.SolveRequest(), timeout=5)
+            assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    finally:
+        server.stop(0)
+
+
+def test_workloads_are_named_by_their_root_and_a_pod_alone_by_itself() -> None:
+    from tests.builders import pod_group
+
+    group = pod_group("train", 2).build()
+    group["metadata"]["resourceVersion"] = "7"
+    objs = [group, ours(pod("train-0").group("train")), ours(pod("solo")), pod("ran").on("n0").build()]
+    pods, versions = workloads_of(objs)
+    assert pods == {"PodGroup/default/train": ["default/train-0"], "Pod/default/solo": ["default/solo"]}
+    assert versions["PodGroup/default/train"] == "7"
+
+
+def test_the_adapter_command_advises_on_the_address_it_is_given(api: ApiServerDouble) -> None:
+    """``gangplace adapter --advise HOST:PORT``: the watch, a plan, the RPC; SIGTERM ends it with 0."""
+    import socket
+    import subprocess
+    import sys
+
+    gang_scenario(api.put)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "solver.cli", "adapter", "--api-server", api.url, "--in-process",
+                             "--scheduler-name", "gangplace", "--advise", f"127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.PlacementServiceStub(channel)
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    answer = stub.Advise(pb.AdviseRequest(kind="PodGroup", namespace="default", name="train"),
+                                         timeout=2, wait_for_ready=True)
+                except grpc.RpcError:
+                    answer = None
+                if answer is not None and answer.planned:
+                    break
+                assert time.monotonic() < deadline and proc.poll() is None, "no advice from the command"
+                time.sleep(0.2)
+        assert {(b.pod, b.node) for b in answer.bindings} == {("default/train-0", "n1"), ("default/train-1", "n1")}
+        assert not any(verb in ("POST", "PUT", "PATCH", "DELETE") and "/leases" not in path
+                       for verb, path, _ in list(api.calls)), "the advisor wrote to the cluster"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()
