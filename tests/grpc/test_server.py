@@ -24,6 +24,7 @@ from solver import api, cli, reading, verify
 from solver.bench import generate
 from solver.core.plan import Plan
 from solver.gen.gangplace.v1 import placement_pb2 as pb
+from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.service import client, server, telemetry
 from solver.service import status as rpc_errors
 from tests.builders import facts_and
@@ -387,7 +388,7 @@ def test_health_and_reflection_answer(running: server.Running) -> None:
     files = [descriptor_pb2.FileDescriptorProto.FromString(b)
              for b in described.file_descriptor_response.file_descriptor_proto]
     assert files[0].name == "gangplace/v1/placement.proto"
-    assert [m.name for m in files[0].service[0].method] == ["Solve", "SolveStream"]
+    assert [m.name for m in files[0].service[0].method] == ["Solve", "SolveStream", "Advise"]  # Advise: the adapter answers it
     (own,) = [descriptor_pb2.FileDescriptorProto.FromString(b)
               for b in itself.file_descriptor_response.file_descriptor_proto]
     assert (own.package, own.service[0].method[0].input_type) == (
@@ -682,3 +683,12 @@ def test_the_servers_cel_cache_keeps_to_its_limit() -> None:
     finally:
         run.stop(5)
         cel.set_cache_limit(before.limit)
+
+
+def test_a_solving_server_answers_advise_unimplemented(running: server.Running) -> None:
+    """Advise is the adapter's (``gangplace adapter --advise``, tests/adapter/test_advise.py): a
+    server that only solves keeps no plan to advise from."""
+    with grpc.insecure_channel(f"127.0.0.1:{running.port}") as ch, pytest.raises(grpc.RpcError) as err:
+        pb_grpc.PlacementServiceStub(ch).Advise(pb.AdviseRequest(kind="PodGroup", namespace="d", name="g"),
+                                                timeout=5)
+    assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
