@@ -1,0 +1,270 @@
+// Package plugin is gangplace inside kube-scheduler 1.37 (issue 49): a plugin on the PodGroup
+// extension points that takes gangplace's plan from an advisor (`gangplace adapter --advise`)
+// and falls back to upstream's behaviour whenever there is no advice in time.
+//
+//   - PreFilter: a planned pod is restricted to its planned node; any other pod, or a pod the
+//     advisor does not answer for within the deadline, keeps every node (upstream's own filters
+//     decide, as without the plugin).
+//   - PlacementGenerate (TopologyAwareWorkloadScheduling): the plan's nodes for the group as the
+//     first placement, then upstream's TopologyPlacementGenerator's placements (a profile takes one
+//     generator, so this one replaces it and returns what it would besides).
+//   - PlacementScore: the plan's placement scores MaxScore, every other 0, so upstream's scorers
+//     rank those as they would.
+//   - PodGroupPostFilter: the plan's victims are evicted (the Eviction API under the strict PDB
+//     policy, a delete under soft) and its pods nominated to their planned nodes; without advice
+//     it answers Unschedulable, so the next plugin (DefaultPreemption) preempts as upstream does.
+//
+// A scheduling cycle never waits on a solve: Advise answers from the advisor's current plan,
+// and each call is bounded by the plugin's deadline (timeoutMilliseconds).
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/topologyaware"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	pb "gangplace.local/kubescheduler/gangplacev1"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration profile.
+const Name = "Gangplace"
+
+// PlannedPlacement names the placement made of the plan's nodes.
+const PlannedPlacement = "gangplace"
+
+// DefaultTimeout bounds one Advise call when the args set none.
+const DefaultTimeout = 50 * time.Millisecond
+
+// Args are the plugin's pluginConfig args.
+type Args struct {
+	// Address of the advisor (`gangplace adapter --advise HOST:PORT`).
+	Address string `json:"address"`
+	// TimeoutMilliseconds bounds each Advise call (50 when 0): past it, upstream's behaviour.
+	TimeoutMilliseconds int `json:"timeoutMilliseconds"`
+	// PdbPolicy is the policy the advisor plans with: "strict" (the default) evicts through the
+	// Eviction API, "soft" deletes victims as DefaultPreemption does.
+	PdbPolicy string `json:"pdbPolicy"`
+}
+
+// Advisor is the one call the plugin makes (a gRPC client in production, a fake in tests).
+type Advisor interface {
+	Advise(ctx context.Context, in *pb.AdviseRequest, opts ...grpc.CallOption) (*pb.AdviseResponse, error)
+}
+
+// Evictor removes a victim; the plugin's own under the PDB policy, a fake in tests.
+type Evictor func(ctx context.Context, namespace, name string) error
+
+// Gangplace is the plugin.
+type Gangplace struct {
+	args     Args
+	timeout  time.Duration
+	advisor  Advisor
+	evict    Evictor
+	upstream fwk.PlacementGeneratePlugin // TopologyPlacementGenerator, for what it would return
+}
+
+var (
+	_ fwk.PreFilterPlugin          = &Gangplace{}
+	_ fwk.PlacementGeneratePlugin  = &Gangplace{}
+	_ fwk.PlacementScorePlugin     = &Gangplace{}
+	_ fwk.PodGroupPostFilterPlugin = &Gangplace{}
+)
+
+// New is the plugin's factory (frameworkruntime.PluginFactory).
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args := Args{}
+	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
+		return nil, fmt.Errorf("%s args: %w", Name, err)
+	}
+	if args.Address == "" {
+		return nil, fmt.Errorf("%s args: address: the advisor's HOST:PORT is required", Name)
+	}
+	conn, err := grpc.NewClient(args.Address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("%s args: address: %w", Name, err)
+	}
+	upstream, err := topologyaware.New(ctx, nil, h, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	if err != nil {
+		return nil, err
+	}
+	return NewWith(args, pb.NewPlacementServiceClient(conn), clientEvictor(h, args.PdbPolicy), upstream)
+}
+
+// NewWith builds the plugin from its parts.
+func NewWith(args Args, advisor Advisor, evict Evictor, upstream fwk.PlacementGeneratePlugin) (*Gangplace, error) {
+	switch args.PdbPolicy {
+	case "":
+		args.PdbPolicy = "strict"
+	case "strict", "soft":
+	default:
+		return nil, fmt.Errorf("%s args: pdbPolicy: strict or soft, got %q", Name, args.PdbPolicy)
+	}
+	timeout := DefaultTimeout
+	if args.TimeoutMilliseconds > 0 {
+		timeout = time.Duration(args.TimeoutMilliseconds) * time.Millisecond
+	}
+	return &Gangplace{args: args, timeout: timeout, advisor: advisor, evict: evict, upstream: upstream}, nil
+}
+
+func clientEvictor(h fwk.Handle, policy string) Evictor {
+	return func(ctx context.Context, namespace, name string) error {
+		if policy == "soft" {
+			return h.ClientSet().CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		return h.ClientSet().PolicyV1().Evictions(namespace).Evict(ctx, &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	}
+}
+
+// Name returns the plugin's name.
+func (g *Gangplace) Name() string { return Name }
+
+// advise is the advice for one workload, or nil: not planned, or no answer within the deadline.
+func (g *Gangplace) advise(ctx context.Context, kind, namespace, name string) *pb.AdviseResponse {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	answer, err := g.advisor.Advise(ctx, &pb.AdviseRequest{Kind: kind, Namespace: namespace, Name: name})
+	if err != nil {
+		klog.FromContext(ctx).V(3).Info("no advice, upstream's behaviour", "workload", kind+"/"+namespace+"/"+name,
+			"err", err)
+		return nil
+	}
+	if !answer.GetPlanned() {
+		klog.FromContext(ctx).V(4).Info("not planned, upstream's behaviour", "workload", kind+"/"+namespace+"/"+name,
+			"reason", answer.GetReason())
+		return nil
+	}
+	return answer
+}
+
+func groupKind(pg fwk.PodGroupInfo) string {
+	if pg.GetType() == fwk.CompositePodGroupKeyType {
+		return "CompositePodGroup"
+	}
+	return "PodGroup"
+}
+
+// ---- PreFilter ---------------------------------------------------------------------------------
+
+// PreFilter restricts a planned pod to its planned node.
+func (g *Gangplace) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	answer := g.advise(ctx, "Pod", pod.Namespace, pod.Name)
+	if answer == nil {
+		return nil, nil
+	}
+	key := pod.Namespace + "/" + pod.Name
+	for _, b := range answer.GetBindings() {
+		if b.GetPod() != key {
+			continue
+		}
+		for _, n := range nodes {
+			if n.Node() != nil && n.Node().Name == b.GetNode() {
+				return &fwk.PreFilterResult{NodeNames: sets.New(b.GetNode())}, nil
+			}
+		}
+		return nil, nil // the planned node is gone: upstream's choice
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: the plugin keeps no state to update.
+func (g *Gangplace) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// ---- PlacementGenerate and PlacementScore ------------------------------------------------------
+
+// GeneratePlacements puts the plan's nodes first, then what upstream's generator gives.
+func (g *Gangplace) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycleState, pg fwk.PodGroupInfo, parent *fwk.Placement) (*fwk.GeneratePlacementsResult, *fwk.Status) {
+	result := &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{parent}}
+	if g.upstream != nil {
+		var status *fwk.Status
+		result, status = g.upstream.GeneratePlacements(ctx, state, pg, parent)
+		if !status.IsSuccess() {
+			return result, status
+		}
+	}
+	answer := g.advise(ctx, groupKind(pg), pg.GetNamespace(), pg.GetName())
+	if answer == nil {
+		return result, nil
+	}
+	want := sets.New[string]()
+	for _, b := range answer.GetBindings() {
+		want.Insert(b.GetNode())
+	}
+	planned := &fwk.Placement{Name: PlannedPlacement}
+	for _, n := range parent.Nodes {
+		if n.Node() != nil && want.Has(n.Node().Name) {
+			planned.Nodes = append(planned.Nodes, n)
+		}
+	}
+	if len(planned.Nodes) != want.Len() { // a planned node is not in the parent placement: no advice
+		return result, nil
+	}
+	return &fwk.GeneratePlacementsResult{Placements: append([]*fwk.Placement{planned}, result.Placements...)}, nil
+}
+
+// ScorePlacement ranks the plan's placement first.
+func (g *Gangplace) ScorePlacement(_ context.Context, _ fwk.PlacementCycleState, _ fwk.PodGroupInfo, placement *fwk.PodGroupAssignments) (int64, *fwk.Status) {
+	if placement != nil && placement.Placement != nil && placement.Name == PlannedPlacement {
+		return fwk.MaxScore, nil
+	}
+	return fwk.MinScore, nil
+}
+
+// PlacementScoreExtensions returns nil: the scores are in range already.
+func (g *Gangplace) PlacementScoreExtensions() fwk.PlacementScoreExtensions { return nil }
+
+// ---- PodGroupPostFilter ------------------------------------------------------------------------
+
+// PodGroupPostFilter evicts the plan's victims and nominates its pods to their planned nodes.
+func (g *Gangplace) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleState, pg fwk.PodGroupInfo, _ fwk.PodGroupSchedulingFunc) (*fwk.PodGroupPostFilterResult, *fwk.Status) {
+	answer := g.advise(ctx, groupKind(pg), pg.GetNamespace(), pg.GetName())
+	if answer == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "gangplace: no plan for the pod group")
+	}
+	evicted := 0
+	for _, e := range answer.GetEvictions() {
+		namespace, name, ok := splitKey(e.GetPod())
+		if !ok {
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gangplace: victim %q: not namespace/name", e.GetPod()))
+		}
+		if err := g.evict(ctx, namespace, name); err != nil {
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gangplace: evicting %s: %v", e.GetPod(), err))
+		}
+		evicted++
+	}
+	nominations := map[types.NamespacedName]*fwk.NominatingInfo{}
+	for _, b := range answer.GetBindings() {
+		namespace, name, ok := splitKey(b.GetPod())
+		if !ok {
+			continue
+		}
+		nominations[types.NamespacedName{Namespace: namespace, Name: name}] = &fwk.NominatingInfo{
+			NominatedNodeName: b.GetNode(), NominatingMode: fwk.ModeOverride}
+	}
+	return &fwk.PodGroupPostFilterResult{NominatingInfos: nominations},
+		fwk.NewStatus(fwk.Success, fmt.Sprintf("gangplace: evicted %d victims of the plan", evicted))
+}
+
+func splitKey(key string) (string, string, bool) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:], i > 0 && i < len(key)-1
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,266 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	pb "gangplace.local/kubescheduler/gangplacev1"
+)
+
+// fakeAdvisor answers from a map "Kind/ns/name" -> advice; err for every call when set.
+type fakeAdvisor struct {
+	advice map[string]*pb.AdviseResponse
+	err    error
+	asked  []string
+}
+
+func (f *fakeAdvisor) Advise(_ context.Context, in *pb.AdviseRequest, _ ...grpc.CallOption) (*pb.AdviseResponse, error) {
+	key := in.GetKind() + "/" + in.GetNamespace() + "/" + in.GetName()
+	f.asked = append(f.asked, key)
+	if f.err != nil {
+		return nil, f.err
+	}
+	if a, ok := f.advice[key]; ok {
+		return a, nil
+	}
+	return &pb.AdviseResponse{Planned: false, Reason: key + " is not in the plan"}, nil
+}
+
+type group struct {
+	name string
+	kind fwk.EntityKeyType
+}
+
+func (g group) GetUnscheduledPods() []*v1.Pod                               { return nil }
+func (g group) GetName() string                                             { return g.name }
+func (g group) GetNamespace() string                                        { return "default" }
+func (g group) GetType() fwk.EntityKeyType                                  { return g.kind }
+func (g group) GetKey() string                                              { return "default/" + g.name }
+func (g group) GetPodGroup() *schedulingv1beta1.PodGroup                    { return nil }
+func (g group) GetCompositePodGroup() *schedulingv1alpha3.CompositePodGroup { return nil }
+func (g group) GetChildren() []fwk.PodGroupInfo                             { return nil }
+
+func nodes(names ...string) []fwk.NodeInfo {
+	out := []fwk.NodeInfo{}
+	for _, n := range names {
+		info := framework.NewNodeInfo()
+		info.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		out = append(out, info)
+	}
+	return out
+}
+
+func names(infos []fwk.NodeInfo) []string {
+	out := []string{}
+	for _, n := range infos {
+		out = append(out, n.Node().Name)
+	}
+	return out
+}
+
+func gang() *pb.AdviseResponse {
+	return &pb.AdviseResponse{Planned: true, Status: "OPTIMAL",
+		Bindings:  []*pb.Binding{{Pod: "default/train-0", Node: "n1"}, {Pod: "default/train-1", Node: "n2"}},
+		Evictions: []*pb.Eviction{{Pod: "default/low-b", Node: "n1", Cost: 101}}}
+}
+
+func newPlugin(t *testing.T, advisor Advisor, evict Evictor, upstream fwk.PlacementGeneratePlugin) *Gangplace {
+	t.Helper()
+	g, err := NewWith(Args{Address: "unused"}, advisor, evict, upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func pod(name string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+}
+
+func TestPreFilterRestrictsAPlannedPodToItsNode(t *testing.T) {
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"Pod/default/train-1": gang()}}
+	g := newPlugin(t, advisor, nil, nil)
+	result, status := g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n0", "n1", "n2"))
+	if !status.IsSuccess() || result == nil || result.NodeNames.UnsortedList()[0] != "n2" || result.NodeNames.Len() != 1 {
+		t.Fatalf("want only n2, got %v %v", result, status)
+	}
+}
+
+func TestPreFilterKeepsEveryNodeWithoutAdviceOrWhenThePlannedNodeIsGone(t *testing.T) {
+	for name, advisor := range map[string]*fakeAdvisor{
+		"advisor down": {err: errors.New("connection refused")},
+		"not planned":  {advice: map[string]*pb.AdviseResponse{}},
+		"node gone":    {advice: map[string]*pb.AdviseResponse{"Pod/default/train-1": gang()}},
+	} {
+		g := newPlugin(t, advisor, nil, nil)
+		result, status := g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n0", "n1"))
+		if !status.IsSuccess() || result != nil {
+			t.Errorf("%s: want every node (nil result, success), got %v %v", name, result, status)
+		}
+	}
+}
+
+type fixedGenerator struct{ placements []*fwk.Placement }
+
+func (f fixedGenerator) Name() string { return "TopologyPlacementGenerator" }
+func (f fixedGenerator) GeneratePlacements(context.Context, fwk.PodGroupCycleState, fwk.PodGroupInfo, *fwk.Placement) (*fwk.GeneratePlacementsResult, *fwk.Status) {
+	return &fwk.GeneratePlacementsResult{Placements: f.placements}, nil
+}
+
+func TestThePlannedPlacementComesFirstThenUpstreamsAndScoresHighest(t *testing.T) {
+	all := nodes("n0", "n1", "n2", "n3")
+	upstream := fixedGenerator{[]*fwk.Placement{{Name: "rack-a", Nodes: all[:2]}, {Name: "rack-b", Nodes: all[2:]}}}
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}
+	g := newPlugin(t, advisor, nil, upstream)
+	result, status := g.GeneratePlacements(context.Background(), nil, group{"train", fwk.PodGroupKeyType},
+		&fwk.Placement{Nodes: all})
+	if !status.IsSuccess() || len(result.Placements) != 3 {
+		t.Fatalf("want 3 placements, got %v %v", result, status)
+	}
+	first := result.Placements[0]
+	if first.Name != PlannedPlacement || len(first.Nodes) != 2 || names(first.Nodes)[0] != "n1" || names(first.Nodes)[1] != "n2" {
+		t.Fatalf("want the plan's nodes n1, n2 first, got %s %v", first.Name, names(first.Nodes))
+	}
+	if result.Placements[1].Name != "rack-a" || result.Placements[2].Name != "rack-b" {
+		t.Fatalf("upstream's placements must follow in its order")
+	}
+	for i, want := range []int64{fwk.MaxScore, fwk.MinScore, fwk.MinScore} {
+		score, _ := g.ScorePlacement(context.Background(), nil, nil, &fwk.PodGroupAssignments{Placement: result.Placements[i]})
+		if score != want {
+			t.Errorf("placement %d scored %d, want %d", i, score, want)
+		}
+	}
+}
+
+func TestWithoutAdviceThePlacementsAreUpstreams(t *testing.T) {
+	all := nodes("n0", "n1", "n2")
+	upstream := fixedGenerator{[]*fwk.Placement{{Name: "rack-a", Nodes: all}}}
+	for name, advisor := range map[string]*fakeAdvisor{
+		"advisor down":      {err: errors.New("deadline exceeded")},
+		"not planned":       {advice: map[string]*pb.AdviseResponse{}},
+		"planned node gone": {advice: map[string]*pb.AdviseResponse{"CompositePodGroup/default/train": {Planned: true, Bindings: []*pb.Binding{{Pod: "default/p", Node: "n9"}}}}},
+	} {
+		g := newPlugin(t, advisor, nil, upstream)
+		result, status := g.GeneratePlacements(context.Background(), nil, group{"train", fwk.CompositePodGroupKeyType},
+			&fwk.Placement{Nodes: all})
+		if !status.IsSuccess() || len(result.Placements) != 1 || result.Placements[0].Name != "rack-a" {
+			t.Errorf("%s: want upstream's placements alone, got %v", name, result)
+		}
+		if advisor.asked[0] != "CompositePodGroup/default/train" {
+			t.Errorf("%s: asked %v", name, advisor.asked)
+		}
+	}
+}
+
+func TestPostFilterEvictsThePlansVictimsAndNominatesItsPods(t *testing.T) {
+	var evicted []string
+	evict := func(_ context.Context, ns, name string) error { evicted = append(evicted, ns+"/"+name); return nil }
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}
+	g := newPlugin(t, advisor, evict, nil)
+	result, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil)
+	if !status.IsSuccess() {
+		t.Fatalf("want success, got %v", status)
+	}
+	if len(evicted) != 1 || evicted[0] != "default/low-b" {
+		t.Fatalf("want low-b evicted, got %v", evicted)
+	}
+	want := map[string]string{"train-0": "n1", "train-1": "n2"}
+	if len(result.NominatingInfos) != len(want) {
+		t.Fatalf("want %d nominations, got %v", len(want), result.NominatingInfos)
+	}
+	for name, node := range want {
+		info := result.NominatingInfos[types.NamespacedName{Namespace: "default", Name: name}]
+		if info == nil || info.NominatedNodeName != node || info.NominatingMode != fwk.ModeOverride {
+			t.Errorf("%s: want nominated to %s, got %v", name, node, info)
+		}
+	}
+}
+
+func TestPostFilterLeavesTheGroupToDefaultPreemptionWithoutAdviceOrWhenAnEvictionIsRefused(t *testing.T) {
+	refuse := func(context.Context, string, string) error { return errors.New("429: the PDB allows no disruption") }
+	for name, g := range map[string]*Gangplace{
+		"no advice":        newPlugin(t, &fakeAdvisor{err: errors.New("unavailable")}, refuse, nil),
+		"eviction refused": newPlugin(t, &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}, refuse, nil),
+	} {
+		result, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil)
+		if status.Code() != fwk.Unschedulable || result != nil {
+			t.Errorf("%s: want Unschedulable (the next plugin preempts), got %v %v", name, result, status)
+		}
+	}
+}
+
+// slowAdvisor is a real gRPC server on loopback that answers only after a delay.
+type slowAdvisor struct {
+	pb.UnimplementedPlacementServiceServer
+	delay time.Duration
+}
+
+func (s *slowAdvisor) Advise(context.Context, *pb.AdviseRequest) (*pb.AdviseResponse, error) {
+	time.Sleep(s.delay)
+	return gang(), nil
+}
+
+func TestASlowAdvisorIsNoAdviceWithinTheDeadline(t *testing.T) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := grpc.NewServer()
+	pb.RegisterPlacementServiceServer(server, &slowAdvisor{delay: 2 * time.Second})
+	go func() { _ = server.Serve(listener) }()
+	defer server.Stop()
+	conn, err := grpc.NewClient(listener.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	g, err := NewWith(Args{Address: listener.Addr().String(), TimeoutMilliseconds: 100}, pb.NewPlacementServiceClient(conn), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	result, status := g.PreFilter(context.Background(), nil, pod("train-0"), nodes("n1"))
+	took := time.Since(start)
+	if result != nil || !status.IsSuccess() {
+		t.Fatalf("a slow advisor must give upstream's behaviour, got %v %v", result, status)
+	}
+	if took > time.Second {
+		t.Fatalf("the cycle waited %v for the advisor, past its 100 ms deadline", took)
+	}
+	fast := &slowAdvisor{delay: 0}
+	server2 := grpc.NewServer()
+	pb.RegisterPlacementServiceServer(server2, fast)
+	listener2, _ := net.Listen("tcp", "127.0.0.1:0")
+	go func() { _ = server2.Serve(listener2) }()
+	defer server2.Stop()
+	conn2, _ := grpc.NewClient(listener2.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer conn2.Close()
+	g2, _ := NewWith(Args{Address: "x", TimeoutMilliseconds: 2000}, pb.NewPlacementServiceClient(conn2), nil, nil)
+	result, _ = g2.PreFilter(context.Background(), nil, pod("train-0"), nodes("n1"))
+	if result == nil || !result.NodeNames.Has("n1") {
+		t.Fatalf("a prompt advisor over gRPC restricts the pod to n1, got %v", result)
+	}
+}
+
+func TestArgsAreChecked(t *testing.T) {
+	if _, err := NewWith(Args{Address: "a", PdbPolicy: "lenient"}, nil, nil, nil); err == nil {
+		t.Fatal("an unknown pdbPolicy must be refused")
+	}
+	g, err := NewWith(Args{Address: "a"}, nil, nil, nil)
+	if err != nil || g.args.PdbPolicy != "strict" || g.timeout != DefaultTimeout {
+		t.Fatalf("defaults: strict and %v, got %v %v", DefaultTimeout, g, err)
+	}
+}
