@@ -19,8 +19,8 @@ directory and compares bytes.
 from __future__ import annotations
 
 import argparse
-import os
 import filecmp
+import os
 import re
 import shutil
 import subprocess

@@ -2,7 +2,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
@@ -70,22 +69,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 for mark in marks:
                     item.add_marker(mark)
                 break
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup``: every control-plane test on one worker (the control plane is a
-    session fixture, one per worker), every other test free. xdist's own grouping, by an
-    ``xdist_group`` mark, renames the test ids, which pytest 9 ignores (it reads ``_id``):
-    so the group is read from where the test lives, like the markers above."""
-    if config.getoption("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadGroupScheduling
-
-    class ByTier(LoadGroupScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return "controlplane" if nodeid.startswith("tests/controlplane/") else nodeid
-
-    return ByTier(config, log)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
