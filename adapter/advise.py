@@ -9,7 +9,8 @@ writes nothing: kube-scheduler does, through the gangplace plugin, which treats 
 is not ``planned`` (or older than its own deadline) as no advice and does what upstream would.
 
 A workload is named as the plan names it: the root PodGroup or CompositePodGroup, or a pod
-outside any group ("Pod"), by namespace and name.
+outside any group ("Pod"), by namespace and name. A pending pod of a group may be named too
+("Pod"), as kube-scheduler's per-pod extension points know it: the answer is its workload's.
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ class Advised:
     made: float  # time.monotonic() when the plan was made
     pods: dict[str, list[str]] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+
+    def workload_of(self, kind: str, namespace: str, name: str) -> str:
+        """The workload a request names: itself, or a grouped pod's workload."""
+        named = f"{kind}/{namespace}/{name}"
+        if kind == "Pod" and named not in self.versions:
+            pod = f"{namespace}/{name}"
+            return next((w for w, pods in self.pods.items() if pod in pods), named)
+        return named
 
 
 def workloads_of(objects: Iterable[Obj]) -> tuple[dict[str, list[str]], dict[str, str]]:
@@ -133,9 +142,9 @@ class Advisor:
         """What the current plan says of one workload, from memory: never a solve."""
         with self._lock:
             advised = self.current
-        workload = f"{kind}/{namespace}/{name}"
         if advised is None:
             return pb.AdviseResponse(planned=False, reason="no plan yet")
+        workload = advised.workload_of(kind, namespace, name)
         plan = advised.plan
         out = pb.AdviseResponse(planned=False, status=plan.status, age_seconds=round(self.clock() - advised.made, 3),
                                 resource_version=advised.versions.get(workload, ""))
