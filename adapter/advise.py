@@ -32,6 +32,7 @@ from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.kube.selection import GROUP_KINDS, groups_of, pending, select, tree_of
 from solver.kube.selection import key as key_of
+from solver.service.server import ListenError
 
 LOG = logging.getLogger("gangplace.adapter.advise")
 Obj = dict[str, Any]
@@ -189,6 +190,9 @@ def serve(advisor: Advisor, address: str = "127.0.0.1:0") -> tuple[grpc.Server, 
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     pb_grpc.add_PlacementServiceServicer_to_server(AdviseService(advisor), server)  # type: ignore[no-untyped-call]  # protoc's output is untyped
-    port = server.add_insecure_port(address)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as exc:  # grpc's word for an address it cannot parse or bind
+        raise ListenError("--advise", address, str(exc).split(";")[0]) from None
     server.start()
     return server, port

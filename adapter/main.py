@@ -364,10 +364,15 @@ def main(args: argparse.Namespace) -> int:
 def advise(adapter: Adapter, address: str, stop: threading.Event) -> int:
     """``--advise``: the watch, a plan per change, and the Advise RPC on ``address`` until ``stop``."""
     from adapter.advise import Advisor, serve
+    from solver.service.server import ListenError
 
     advisor = Advisor(adapter.cache, adapter.solve, scheduler_name=adapter.scheduler_name)
+    try:
+        server, port = serve(advisor, address)  # first: a bad address is said before any watch starts
+    except ListenError as exc:  # as `gangplace serve` says it: the flag, the address, why
+        print(f"gangplace: --advise {address}: {exc.reason}", file=sys.stderr)
+        return 2
     adapter.cache.start()
-    server, port = serve(advisor, address)
     LOG.info(json.dumps({"event": "advising", "address": address, "port": port}))
     try:
         advisor.run(stop)

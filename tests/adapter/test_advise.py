@@ -165,3 +165,14 @@ def test_a_grouped_pod_named_alone_is_answered_with_its_workloads_advice(advisor
     gang = _ask(advisor)
     assert answer.planned and (answer.bindings, answer.evictions) == (gang.bindings, gang.evictions)
     assert {(b.pod, b.node) for b in answer.bindings} == {("default/train-0", "n1"), ("default/train-1", "n1")}
+
+
+def test_an_address_the_advisor_cannot_listen_on_is_exit_2_naming_the_flag(api: ApiServerDouble) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "solver.cli", "adapter", "--api-server", api.url, "--in-process",
+                           "--advise", "127.0.0.1:notaport"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == ("gangplace: --advise 127.0.0.1:notaport: "
+                                            "Failed to bind to address 127.0.0.1:notaport")
