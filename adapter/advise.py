@@ -27,7 +27,7 @@ import grpc
 
 from adapter.cache import WatchCache
 from solver.core.errors import SolverError
-from solver.core.plan import Plan
+from solver.core.plan import Binding, Plan, WorkloadVerdict
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.kube.selection import GROUP_KINDS, groups_of, pending, select, tree_of
@@ -41,20 +41,38 @@ Solve = Callable[[list[Obj]], Plan]
 
 @dataclass(frozen=True, slots=True)
 class Advised:
-    """One plan and what it was made from: per workload ("Kind/ns/name"), its pending pods and
-    the resourceVersion of its object."""
+    """One plan, indexed once when it is made so that each answer is a few look-ups: per
+    workload ("Kind/ns/name") its object's resourceVersion, its verdict and its bindings; per
+    pending pod its workload; per node the plan's evictions there."""
 
     plan: Plan
     made: float  # time.monotonic() when the plan was made
-    pods: dict[str, list[str]] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    owner: dict[str, str] = field(default_factory=dict)  # pending pod "ns/name" -> its workload
+    verdicts: dict[str, WorkloadVerdict] = field(default_factory=dict)
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    evictions: dict[str, list[int]] = field(default_factory=dict)  # node -> the plan's victims there, by index
+
+    @classmethod
+    def of(cls, plan: Plan, made: float, objects: Iterable[Obj]) -> Advised:
+        pods, versions = workloads_of(objects)
+        owner = {pod: workload for workload, members in pods.items() for pod in members}
+        bindings: dict[str, list[Binding]] = {}
+        for b in plan.bindings:
+            if b.pod in owner:
+                bindings.setdefault(owner[b.pod], []).append(b)
+        evictions: dict[str, list[int]] = {}
+        for i, e in enumerate(plan.evictions):
+            evictions.setdefault(e.node, []).append(i)
+        return cls(plan=plan, made=made, versions=versions, owner=owner,
+                   verdicts={f"{w.kind}/{w.name}": w for w in plan.workloads}, bindings=bindings,
+                   evictions=evictions)
 
     def workload_of(self, kind: str, namespace: str, name: str) -> str:
         """The workload a request names: itself, or a grouped pod's workload."""
         named = f"{kind}/{namespace}/{name}"
         if kind == "Pod" and named not in self.versions:
-            pod = f"{namespace}/{name}"
-            return next((w for w, pods in self.pods.items() if pod in pods), named)
+            return self.owner.get(f"{namespace}/{name}", named)
         return named
 
 
@@ -119,12 +137,11 @@ class Advisor:
         except SolverError as exc:  # the advice before stays; the next change tries again
             LOG.warning(json.dumps({"event": "advise-solve-failed", "error": str(exc)}))
             return None
-        pods, versions = workloads_of(sel.objects)
-        advised = Advised(plan=plan, made=self.clock(), pods=pods, versions=versions)
+        advised = Advised.of(plan, self.clock(), sel.objects)
         with self._lock:
             self.current = advised
             self.plans += 1
-        LOG.info(json.dumps({"event": "advised", "status": plan.status, "workloads": len(pods)}))
+        LOG.info(json.dumps({"event": "advised", "status": plan.status, "workloads": len(advised.bindings)}))
         return advised
 
     def run(self, stop: threading.Event, *, wait: float = 1.0) -> None:
@@ -149,9 +166,8 @@ class Advisor:
         plan = advised.plan
         out = pb.AdviseResponse(planned=False, status=plan.status, age_seconds=round(self.clock() - advised.made, 3),
                                 resource_version=advised.versions.get(workload, ""))
-        verdict = next((w for w in plan.workloads if f"{w.kind}/{w.name}" == workload), None)
-        mine = set(advised.pods.get(workload, ()))
-        bindings = [b for b in plan.bindings if b.pod in mine]
+        verdict = advised.verdicts.get(workload)
+        bindings = advised.bindings.get(workload, [])
         if workload not in advised.versions:
             out.reason = f"{workload} is not in the plan"
         elif not _newer_or_same(advised.versions[workload], min_resource_version):
@@ -162,11 +178,11 @@ class Advisor:
         elif not bindings:
             out.reason = "the plan binds none of its pods"
         else:
-            nodes = {b.node for b in bindings}
             out.planned = True
             out.bindings.extend(pb.Binding(pod=b.pod, node=b.node) for b in bindings)
+            victims = sorted(i for node in {b.node for b in bindings} for i in advised.evictions.get(node, ()))
             out.evictions.extend(pb.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group)
-                                 for e in plan.evictions if e.node in nodes)
+                                 for e in (plan.evictions[i] for i in victims))  # in the plan's order
         return out
 
 

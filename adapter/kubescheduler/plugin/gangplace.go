@@ -21,6 +21,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -261,10 +262,6 @@ func (g *Gangplace) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleS
 }
 
 func splitKey(key string) (string, string, bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], i > 0 && i < len(key)-1
-		}
-	}
-	return "", "", false
+	namespace, name, found := strings.Cut(key, "/")
+	return namespace, name, found && namespace != "" && name != ""
 }

@@ -213,21 +213,27 @@ func (s *slowAdvisor) Advise(context.Context, *pb.AdviseRequest) (*pb.AdviseResp
 	return gang(), nil
 }
 
-func TestASlowAdvisorIsNoAdviceWithinTheDeadline(t *testing.T) {
+// serve starts a real gRPC advisor on loopback answering after delay; its client, closed with the test.
+func serve(t *testing.T, delay time.Duration) Advisor {
+	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	server := grpc.NewServer()
-	pb.RegisterPlacementServiceServer(server, &slowAdvisor{delay: 2 * time.Second})
+	pb.RegisterPlacementServiceServer(server, &slowAdvisor{delay: delay})
 	go func() { _ = server.Serve(listener) }()
-	defer server.Stop()
+	t.Cleanup(server.Stop)
 	conn, err := grpc.NewClient(listener.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	g, err := NewWith(Args{Address: listener.Addr().String(), TimeoutMilliseconds: 100}, pb.NewPlacementServiceClient(conn), nil, nil)
+	t.Cleanup(func() { _ = conn.Close() })
+	return pb.NewPlacementServiceClient(conn)
+}
+
+func TestASlowAdvisorIsNoAdviceWithinTheDeadline(t *testing.T) {
+	g, err := NewWith(Args{Address: "x", TimeoutMilliseconds: 100}, serve(t, 2*time.Second), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,16 +246,11 @@ func TestASlowAdvisorIsNoAdviceWithinTheDeadline(t *testing.T) {
 	if took > time.Second {
 		t.Fatalf("the cycle waited %v for the advisor, past its 100 ms deadline", took)
 	}
-	fast := &slowAdvisor{delay: 0}
-	server2 := grpc.NewServer()
-	pb.RegisterPlacementServiceServer(server2, fast)
-	listener2, _ := net.Listen("tcp", "127.0.0.1:0")
-	go func() { _ = server2.Serve(listener2) }()
-	defer server2.Stop()
-	conn2, _ := grpc.NewClient(listener2.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	defer conn2.Close()
-	g2, _ := NewWith(Args{Address: "x", TimeoutMilliseconds: 2000}, pb.NewPlacementServiceClient(conn2), nil, nil)
-	result, _ = g2.PreFilter(context.Background(), nil, pod("train-0"), nodes("n1"))
+	prompt, err := NewWith(Args{Address: "x", TimeoutMilliseconds: 2000}, serve(t, 0), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, _ = prompt.PreFilter(context.Background(), nil, pod("train-0"), nodes("n1"))
 	if result == nil || !result.NodeNames.Has("n1") {
 		t.Fatalf("a prompt advisor over gRPC restricts the pod to n1, got %v", result)
 	}
