@@ -3,8 +3,9 @@
 An ``Advisor`` keeps the cluster from its own watch (the adapter's ``WatchCache``), plans every
 pending workload of the scheduler it advises whenever the cluster changes (one plan at a time; a
 change during a plan starts the next one), and answers ``Advise`` from the latest plan at once:
-the workload's pods and nodes, the plan's victims on those nodes, the plan's status and age, and
-the resourceVersion of the workload's object the plan was made from. It binds, evicts and
+the workload's pods and nodes, the plan's victims on those nodes, the plan's status, how long the
+cluster has been ahead of it (its age), whether it considered the workload at all, and the
+resourceVersion of the workload's object the plan was made from. It binds, evicts and
 writes nothing: kube-scheduler does, through the gangplace plugin, which treats an answer that
 is not ``planned`` (or older than its own deadline) as no advice and does what upstream would.
 
@@ -32,7 +33,7 @@ from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.kube.selection import GROUP_KINDS, groups_of, pending, select, tree_of
 from solver.kube.selection import key as key_of
-from solver.service.server import ListenError
+from solver.service.server import ListenError, ServerConfig, TokenCheck, credentials
 
 LOG = logging.getLogger("gangplace.adapter.advise")
 Obj = dict[str, Any]
@@ -47,6 +48,7 @@ class Advised:
 
     plan: Plan
     made: float  # time.monotonic() when the plan was made
+    generation: int = 0  # the watch cache's generation the plan was made from
     versions: dict[str, str] = field(default_factory=dict)
     owner: dict[str, str] = field(default_factory=dict)  # pending pod "ns/name" -> its workload
     verdicts: dict[str, WorkloadVerdict] = field(default_factory=dict)
@@ -54,7 +56,7 @@ class Advised:
     evictions: dict[str, list[int]] = field(default_factory=dict)  # node -> the plan's victims there, by index
 
     @classmethod
-    def of(cls, plan: Plan, made: float, objects: Iterable[Obj]) -> Advised:
+    def of(cls, plan: Plan, made: float, objects: Iterable[Obj], generation: int = 0) -> Advised:
         pods, versions = workloads_of(objects)
         owner = {pod: workload for workload, members in pods.items() for pod in members}
         bindings: dict[str, list[Binding]] = {}
@@ -64,7 +66,7 @@ class Advised:
         evictions: dict[str, list[int]] = {}
         for i, e in enumerate(plan.evictions):
             evictions.setdefault(e.node, []).append(i)
-        return cls(plan=plan, made=made, versions=versions, owner=owner,
+        return cls(plan=plan, made=made, generation=generation, versions=versions, owner=owner,
                    verdicts={f"{w.kind}/{w.name}": w for w in plan.workloads}, bindings=bindings,
                    evictions=evictions)
 
@@ -128,7 +130,7 @@ class Advisor:
     def plan_once(self) -> Advised | None:
         """Plan what the cache holds now and make it the current advice (None when no workload
         is ready; the advice before stays)."""
-        objects = self.cache.objects()
+        generation, objects = self.cache.snapshot()
         sel = select(objects, self.scheduler_name)
         if not sel.ready:
             return None
@@ -137,7 +139,7 @@ class Advisor:
         except SolverError as exc:  # the advice before stays; the next change tries again
             LOG.warning(json.dumps({"event": "advise-solve-failed", "error": str(exc)}))
             return None
-        advised = Advised.of(plan, self.clock(), sel.objects)
+        advised = Advised.of(plan, self.clock(), sel.objects, generation)
         with self._lock:
             self.current = advised
             self.plans += 1
@@ -164,7 +166,9 @@ class Advisor:
             return pb.AdviseResponse(planned=False, reason="no plan yet")
         workload = advised.workload_of(kind, namespace, name)
         plan = advised.plan
-        out = pb.AdviseResponse(planned=False, status=plan.status, age_seconds=round(self.clock() - advised.made, 3),
+        behind = self.cache.behind_since(advised.generation)
+        out = pb.AdviseResponse(planned=False, status=plan.status, covered=workload in advised.versions,
+                                age_seconds=0.0 if behind is None else round(max(0.0, self.clock() - behind), 3),
                                 resource_version=advised.versions.get(workload, ""))
         verdict = advised.verdicts.get(workload)
         bindings = advised.bindings.get(workload, [])
@@ -200,15 +204,24 @@ class AdviseService(pb_grpc.PlacementServiceServicer):
         return self.advisor.advise(request.kind, request.namespace, request.name, request.min_resource_version)
 
 
-def serve(advisor: Advisor, address: str = "127.0.0.1:0") -> tuple[grpc.Server, int]:
-    """A gRPC server answering ``Advise`` from ``advisor``, started; and its port."""
+def serve(advisor: Advisor, config: ServerConfig | str = "127.0.0.1:0") -> tuple[grpc.Server, int]:
+    """A gRPC server answering ``Advise`` from ``advisor`` on ``config.address`` (TLS when it names
+    a certificate, mTLS with a client CA, a bearer token with a token file, as `gangplace serve`
+    checks them), started; and its port."""
     from concurrent import futures
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    if isinstance(config, str):
+        config = ServerConfig(address=config)
+    address = config.address
+    checks: list[grpc.ServerInterceptor] = [TokenCheck(config.token_file)] if config.token_file else []
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), interceptors=checks)
     pb_grpc.add_PlacementServiceServicer_to_server(AdviseService(advisor), server)  # type: ignore[no-untyped-call]  # protoc's output is untyped
     try:
-        port = server.add_insecure_port(address)
-    except RuntimeError as exc:  # grpc's word for an address it cannot parse or bind
+        if config.tls_cert:
+            port = server.add_secure_port(address, credentials(config))
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError as exc:  # grpc's word for an address it cannot parse or bind, or unusable PEM
         raise ListenError("--advise", address, str(exc).split(";")[0]) from None
     server.start()
     return server, port

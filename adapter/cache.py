@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,6 +38,9 @@ class WatchCache:
         self._lock = threading.Condition()
         self._synced: set[str] = set()
         self.generation = 0
+        # (generation, time.monotonic()) of the latest changes, for how long a plan made from an
+        # older generation has been behind (``behind_since``)
+        self._stamps: deque[tuple[int, float]] = deque(maxlen=4096)
         self.relists = 0
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -83,8 +87,21 @@ class WatchCache:
 
     # ---- reads ---------------------------------------------------------------------------
     def objects(self) -> list[Obj]:
+        return self.snapshot()[1]
+
+    def snapshot(self) -> tuple[int, list[Obj]]:
+        """The objects and the generation they are, read at one instant."""
         with self._lock:
-            return [o for kind in self.kinds for _, o in sorted(self._objects[kind.name].items())]
+            return self.generation, [o for kind in self.kinds for _, o in sorted(self._objects[kind.name].items())]
+
+    def behind_since(self, generation: int) -> float | None:
+        """When the first change after ``generation`` was applied (time.monotonic()), or None if
+        there has been none; a change too old to be remembered counts as the oldest remembered."""
+        with self._lock:
+            if self.generation <= generation:
+                return None
+            first = next((t for g, t in self._stamps if g > generation), None)
+            return first if first is not None else (self._stamps[0][1] if self._stamps else None)
 
     def get(self, kind: str, key: str) -> Obj | None:
         with self._lock:
@@ -122,6 +139,7 @@ class WatchCache:
             if fresh != self._objects[kind.name]:
                 self._objects[kind.name] = fresh
                 self.generation += 1
+                self._stamps.append((self.generation, time.monotonic()))
             self._synced.add(kind.name)
             self._lock.notify_all()
 
@@ -133,4 +151,5 @@ class WatchCache:
             else:
                 store[key_of(obj)] = obj
             self.generation += 1
+            self._stamps.append((self.generation, time.monotonic()))
             self._lock.notify_all()

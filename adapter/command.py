@@ -59,6 +59,12 @@ def arguments(p: argparse.ArgumentParser, *, required: bool = True) -> None:
                    help="advise kube-scheduler instead of scheduling: keep a plan of the pods of --scheduler-name "
                         "(default-scheduler for the plugin) from the watch, replan on every change, and answer the "
                         "Advise RPC on HOST:PORT from it; bind, evict and write nothing")
+    p.add_argument("--advise-tls-cert", metavar="PEM", help="serve --advise over TLS with this certificate")
+    p.add_argument("--advise-tls-key", metavar="PEM", help="the certificate's private key")
+    p.add_argument("--advise-tls-client-ca", metavar="PEM",
+                   help="require client certificates this CA signed on --advise (mTLS)")
+    p.add_argument("--advise-token-file", metavar="FILE",
+                   help="require 'authorization: Bearer <the file's token>' on every Advise call")
     p.add_argument("--metrics-port", type=port_arg, default=0, metavar="PORT",
                    help="serve /metrics, /healthz and /readyz on PORT (0, the default: none)")
     p.add_argument("--metrics-host", default="0.0.0.0", metavar="HOST", help="address to serve them on (0.0.0.0)")

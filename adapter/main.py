@@ -40,6 +40,7 @@ from solver.kube.selection import key as pod_key
 from solver.kube.selection import pending as _pending
 from solver.problem.build import DEFAULT_PDB_POLICY, PdbPolicy
 from solver.service import telemetry
+from solver.service.server import ServerConfig
 
 LOG = logging.getLogger("gangplace.adapter")
 Obj = dict[str, Any]
@@ -351,7 +352,9 @@ def main(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     if args.advise:
-        return advise(adapter, args.advise, stop)
+        tls = ServerConfig(address=args.advise, tls_cert=args.advise_tls_cert, tls_key=args.advise_tls_key,
+                           tls_client_ca=args.advise_tls_client_ca, token_file=args.advise_token_file)
+        return advise(adapter, tls, stop)
     endpoint = serve_probes(adapter, args.metrics_host, args.metrics_port) if args.metrics_port else None
     try:
         adapter.run(stop)
@@ -361,14 +364,16 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def advise(adapter: Adapter, address: str, stop: threading.Event) -> int:
-    """``--advise``: the watch, a plan per change, and the Advise RPC on ``address`` until ``stop``."""
+def advise(adapter: Adapter, config: ServerConfig, stop: threading.Event) -> int:
+    """``--advise``: the watch, a plan per change, and the Advise RPC on ``config.address`` (with
+    its TLS and token settings) until ``stop``."""
     from adapter.advise import Advisor, serve
     from solver.service.server import ListenError
 
+    address = config.address
     advisor = Advisor(adapter.cache, adapter.solve, scheduler_name=adapter.scheduler_name)
     try:
-        server, port = serve(advisor, address)  # first: a bad address is said before any watch starts
+        server, port = serve(advisor, config)  # first: a bad address is said before any watch starts
     except ListenError as exc:  # as `gangplace serve` says it: the flag, the address, why
         print(f"gangplace: --advise {address}: {exc.reason}", file=sys.stderr)
         return 2

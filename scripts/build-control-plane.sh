@@ -2,7 +2,9 @@
 # Builds the real control plane the tests and benchmarks measure against:
 # kube-apiserver, kube-scheduler, kube-controller-manager (k8s.io/kubernetes) and
 # etcd (go.etcd.io/etcd/server/v3), from the Go module proxy, into a cache outside the
-# repository keyed by version. Does nothing when the binaries are already there.
+# repository keyed by version. Does nothing when the binaries are already there. Then it runs
+# scripts/build-scheduler-plugin.sh: kube-scheduler with the gangplace plugin, keyed by the
+# plugin's sources (its path on stderr).
 #
 #   scripts/build-control-plane.sh            # prints the bin directory on stdout
 #   K8S_VERSION=v1.37.2 ETCD_VERSION=v3.7.3 GANGPLACE_CONTROL_PLANE_CACHE=DIR scripts/...
@@ -22,7 +24,9 @@ have_all() {
   local b
   for b in "${BINARIES[@]}"; do [[ -x "$BIN/$b" ]] || return 1; done
 }
-if have_all; then echo "$BIN"; exit 0; fi
+SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
+plugin() { "$SCRIPTS/build-scheduler-plugin.sh" >&2; }
+if have_all; then plugin; echo "$BIN"; exit 0; fi
 
 command -v go >/dev/null || { echo "build-control-plane: go is not on PATH (Go >= 1.26 needed)" >&2; exit 2; }
 log() { echo "build-control-plane: $*" >&2; }
@@ -110,4 +114,5 @@ GO
 fi
 
 log "done in $(( $(date +%s) - start )) s: $BIN"
+plugin
 echo "$BIN"

@@ -424,7 +424,7 @@ class _Watched:
         return True
 
 
-def _credentials(config: ServerConfig) -> grpc.ServerCredentials:
+def credentials(config: ServerConfig) -> grpc.ServerCredentials:
     files = [_Watched(p) for p in (config.tls_key, config.tls_cert) if p]
     ca = _Watched(config.tls_client_ca) if config.tls_client_ca else None
 
@@ -446,7 +446,7 @@ def _credentials(config: ServerConfig) -> grpc.ServerCredentials:
     return grpc.dynamic_ssl_server_credentials(current(), fetch, require_client_authentication=ca is not None)
 
 
-class _TokenCheck(grpc.ServerInterceptor):
+class TokenCheck(grpc.ServerInterceptor):
     """Every PlacementService call carries ``authorization: Bearer <token>`` (health checks and
     reflection stay open for probes); the token file is read again when it changes."""
 
@@ -536,16 +536,16 @@ def start(config: ServerConfig) -> Running:
         raise OSError("--tls-client-ca needs --tls-cert and --tls-key")
     if config.cel_cache_bytes is not None:
         cel.set_cache_limit(config.cel_cache_bytes)
-    credentials = None
+    creds = None
     unusable = f"cannot serve TLS on {config.address} with {config.tls_cert} and {config.tls_key}: " \
                "not a usable PEM certificate and key"
     if config.tls_cert:
         try:
-            credentials = _credentials(config)
+            creds = credentials(config)
         except RuntimeError as exc:  # grpc refuses the credentials when they are not usable PEM
             raise OSError(unusable) from exc
     metrics = Metrics()
-    checks: list[grpc.ServerInterceptor] = [_TokenCheck(config.token_file)] if config.token_file else []
+    checks: list[grpc.ServerInterceptor] = [TokenCheck(config.token_file)] if config.token_file else []
     server = _grpc_server(config, config.max_inflight + 8, "grpc", [metrics.rpcs, *checks],
                           [("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)])
     service = PlacementService(config, metrics)
@@ -555,7 +555,7 @@ def start(config: ServerConfig) -> Running:
     reflection.enable(server, (SERVICE, health.SERVICE_NAME))
     bound: list[Any] = [server]
     try:
-        port = _listen(server, "address", config.address, credentials, unusable if credentials else "")
+        port = _listen(server, "address", config.address, creds, unusable if creds else "")
         health_server = health_port = None
         if config.health_address:
             health_server = _grpc_server(config, 2, "health", [metrics.rpcs], [])

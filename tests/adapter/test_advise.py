@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -20,6 +21,7 @@ from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from tests.apiserver import ApiServerDouble
 from tests.builders import gang_scenario, ours, pod
+from tests.grpc.test_tls import write_pki
 
 
 @pytest.fixture()
@@ -50,7 +52,26 @@ def test_the_gang_is_advised_onto_the_plans_nodes_with_its_victims(advisor: Advi
     assert {(b.pod, b.node) for b in answer.bindings} == {("default/train-0", "n1"), ("default/train-1", "n1")}
     assert [(e.pod, e.node) for e in answer.evictions] == [("default/low-b", "n1")]
     assert answer.resource_version == api.get("podgroups", "default", "train")["metadata"]["resourceVersion"]
-    assert 0 <= answer.age_seconds < 60
+    assert answer.covered and answer.age_seconds == 0.0  # the plan is of the latest state seen
+
+
+def test_age_is_how_long_the_cluster_has_been_ahead_of_the_plan_and_covered_what_it_considered(
+        advisor: Advisor, api: ApiServerDouble) -> None:
+    advisor.plan_once()
+    assert _ask(advisor).age_seconds == 0.0
+    generation = advisor.cache.generation
+    api.put(ours(pod("late").cpu_m(500).priority(50)))  # arrives after the plan
+    deadline = time.monotonic() + 10
+    while advisor.cache.generation == generation:
+        assert time.monotonic() < deadline, "the watch did not see the new pod"
+        time.sleep(0.02)
+    time.sleep(0.3)
+    answer, late = _ask(advisor), _ask(advisor, kind="Pod", name="late")
+    assert answer.planned and answer.covered and answer.age_seconds >= 0.3
+    assert not late.planned and not late.covered and late.reason == "Pod/default/late is not in the plan"
+    advisor.plan_once()
+    answer, late = _ask(advisor), _ask(advisor, kind="Pod", name="late")
+    assert answer.age_seconds == 0.0 and late.covered and late.planned
 
 
 def test_a_newer_object_than_the_plan_saw_gets_no_advice(advisor: Advisor) -> None:
@@ -176,3 +197,28 @@ def test_an_address_the_advisor_cannot_listen_on_is_exit_2_naming_the_flag(api: 
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == ("gangplace: --advise 127.0.0.1:notaport: "
                                             "Failed to bind to address 127.0.0.1:notaport")
+
+
+def test_advise_over_mutual_tls_answers_only_the_client_with_the_token(advisor: Advisor, tmp_path: Path) -> None:
+    from solver.service.server import ServerConfig
+
+    pki = write_pki(tmp_path)
+    advisor.plan_once()
+    server, port = serve(advisor, ServerConfig(
+        address="127.0.0.1:0", tls_cert=str(pki / "server.crt"), tls_key=str(pki / "server.key"),
+        tls_client_ca=str(pki / "ca.crt"), token_file=str(pki / "token")))
+    creds = grpc.ssl_channel_credentials((pki / "ca.crt").read_bytes(), (pki / "client.key").read_bytes(),
+                                         (pki / "client.crt").read_bytes())
+    ask = pb.AdviseRequest(kind="PodGroup", namespace="default", name="train")
+    try:
+        with grpc.secure_channel(f"localhost:{port}", creds) as channel:
+            stub = pb_grpc.PlacementServiceStub(channel)
+            assert stub.Advise(ask, timeout=5, metadata=[("authorization", "Bearer s3cret")]).planned
+            with pytest.raises(grpc.RpcError) as err:
+                stub.Advise(ask, timeout=5)
+            assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        with grpc.insecure_channel(f"localhost:{port}") as plain, pytest.raises(grpc.RpcError) as err:
+            pb_grpc.PlacementServiceStub(plain).Advise(ask, timeout=3, metadata=[("authorization", "Bearer s3cret")])
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        server.stop(1).wait()

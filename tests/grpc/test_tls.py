@@ -50,6 +50,11 @@ def _write(folder: Path, name: str, cert: x509.Certificate, key: ec.EllipticCurv
 
 @pytest.fixture()
 def pki(tmp_path: Path) -> Path:
+    return write_pki(tmp_path)
+
+
+def write_pki(tmp_path: Path) -> Path:
+    """A CA; a server ("localhost"), a client and a stranger's certificate; a token file."""
     ca = _cert("gangplace-ca", None, ca=True)
     _write(tmp_path, "ca", ca[0])
     _write(tmp_path, "server", *_cert("gangplace-solver", ca))

@@ -435,13 +435,19 @@ type AdviseResponse struct {
 	// Why the workload is not planned: no plan yet, a plan made from an older version of it, a
 	// workload the plan does not hold, or the plan's own reason for leaving it pending.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	// The plan's status (OPTIMAL, FEASIBLE, ...) and age; the workload object's resourceVersion
-	// the plan was made from.
+	// The plan's status (OPTIMAL, FEASIBLE, ...). Its age: how long the cluster the advisor watches
+	// has been ahead of the plan (0 while the plan is of the latest state seen; a replan follows
+	// every change, so a large age means a slow or failing solve). The workload object's
+	// resourceVersion the plan was made from.
 	Status          string  `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
 	AgeSeconds      float64 `protobuf:"fixed64,6,opt,name=age_seconds,json=ageSeconds,proto3" json:"age_seconds,omitempty"`
 	ResourceVersion string  `protobuf:"bytes,7,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The plan considered the workload (placed or left pending); false while its pods arrived
+	// after the plan was made: the plugin holds such a group's pods in the queue a little while
+	// for the next plan instead of letting a cycle decide without it.
+	Covered       bool `protobuf:"varint,8,opt,name=covered,proto3" json:"covered,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AdviseResponse) Reset() {
@@ -521,6 +527,13 @@ func (x *AdviseResponse) GetResourceVersion() string {
 		return x.ResourceVersion
 	}
 	return ""
+}
+
+func (x *AdviseResponse) GetCovered() bool {
+	if x != nil {
+		return x.Covered
+	}
+	return false
 }
 
 type SolveRequest struct {
@@ -4980,7 +4993,7 @@ const file_gangplace_v1_placement_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x120\n" +
-	"\x14min_resource_version\x18\x04 \x01(\tR\x12minResourceVersion\"\x8f\x02\n" +
+	"\x14min_resource_version\x18\x04 \x01(\tR\x12minResourceVersion\"\xa9\x02\n" +
 	"\x0eAdviseResponse\x12\x18\n" +
 	"\aplanned\x18\x01 \x01(\bR\aplanned\x121\n" +
 	"\bbindings\x18\x02 \x03(\v2\x15.gangplace.v1.BindingR\bbindings\x124\n" +
@@ -4989,7 +5002,8 @@ const file_gangplace_v1_placement_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\tR\x06status\x12\x1f\n" +
 	"\vage_seconds\x18\x06 \x01(\x01R\n" +
 	"ageSeconds\x12)\n" +
-	"\x10resource_version\x18\a \x01(\tR\x0fresourceVersion\"\xef\x01\n" +
+	"\x10resource_version\x18\a \x01(\tR\x0fresourceVersion\x12\x18\n" +
+	"\acovered\x18\b \x01(\bR\acovered\"\xef\x01\n" +
 	"\fSolveRequest\x122\n" +
 	"\x05state\x18\x01 \x01(\v2\x1a.gangplace.v1.ClusterStateH\x00R\x05state\x12/\n" +
 	"\x12kubernetes_objects\x18\x02 \x01(\fH\x00R\x11kubernetesObjects\x12\x1a\n" +

@@ -82,7 +82,7 @@ class AdviseRequest(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., min_resource_version: _Optional[str] = ...) -> None: ...
 
 class AdviseResponse(_message.Message):
-    __slots__ = ("planned", "bindings", "evictions", "reason", "status", "age_seconds", "resource_version")
+    __slots__ = ("planned", "bindings", "evictions", "reason", "status", "age_seconds", "resource_version", "covered")
     PLANNED_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
     EVICTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -90,6 +90,7 @@ class AdviseResponse(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     AGE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    COVERED_FIELD_NUMBER: _ClassVar[int]
     planned: bool
     bindings: _containers.RepeatedCompositeFieldContainer[Binding]
     evictions: _containers.RepeatedCompositeFieldContainer[Eviction]
@@ -97,7 +98,8 @@ class AdviseResponse(_message.Message):
     status: str
     age_seconds: float
     resource_version: str
-    def __init__(self, planned: _Optional[bool] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., reason: _Optional[str] = ..., status: _Optional[str] = ..., age_seconds: _Optional[float] = ..., resource_version: _Optional[str] = ...) -> None: ...
+    covered: bool
+    def __init__(self, planned: _Optional[bool] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., reason: _Optional[str] = ..., status: _Optional[str] = ..., age_seconds: _Optional[float] = ..., resource_version: _Optional[str] = ..., covered: _Optional[bool] = ...) -> None: ...
 
 class SolveRequest(_message.Message):
     __slots__ = ("state", "kubernetes_objects", "workload", "options", "request_id")
