@@ -14,8 +14,13 @@
 //     policy, a delete under soft) and its pods nominated to their planned nodes; without advice
 //     it answers Unschedulable, so the next plugin (DefaultPreemption) preempts as upstream does.
 //
+//   - PreEnqueue: a pod of a PodGroup the advisor's current plan has not considered yet waits in
+//     the queue (never in a cycle) until the next plan considers it, at most holdMilliseconds.
+//
 // A scheduling cycle never waits on a solve: Advise answers from the advisor's current plan,
-// and each call is bounded by the plugin's deadline (timeoutMilliseconds).
+// each call is bounded by the plugin's deadline (timeoutMilliseconds), and a plan the cluster has
+// been ahead of for longer than maxPlanAgeMilliseconds is no advice. Every answer is counted in
+// gangplace_advice_total{extension_point,result} on kube-scheduler's /metrics.
 package plugin
 
 import (
@@ -25,7 +30,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,8 +52,12 @@ const Name = "Gangplace"
 // PlannedPlacement names the placement made of the plan's nodes.
 const PlannedPlacement = "gangplace"
 
-// DefaultTimeout bounds one Advise call when the args set none.
-const DefaultTimeout = 50 * time.Millisecond
+// Defaults for the args left 0.
+const (
+	DefaultTimeout    = 50 * time.Millisecond
+	DefaultHold       = 2 * time.Second
+	DefaultMaxPlanAge = 10 * time.Second
+)
 
 // Args are the plugin's pluginConfig args.
 type Args struct {
@@ -60,6 +68,24 @@ type Args struct {
 	// PdbPolicy is the policy the advisor plans with: "strict" (the default) evicts through the
 	// Eviction API, "soft" deletes victims as DefaultPreemption does.
 	PdbPolicy string `json:"pdbPolicy"`
+	// HoldMilliseconds: how long a PodGroup's pods may wait in the queue for a plan that
+	// considers them (2000 when 0; negative: never held).
+	HoldMilliseconds int `json:"holdMilliseconds"`
+	// MaxPlanAgeMilliseconds: a plan the cluster has been ahead of for longer is no advice (10000
+	// when 0). The advisor replans on every change, so only a slow or failing solve ages a plan.
+	MaxPlanAgeMilliseconds int `json:"maxPlanAgeMilliseconds"`
+	// TLS to the advisor (plaintext when empty) and a bearer token file read on every call.
+	TLS       TLSArgs `json:"tls"`
+	TokenFile string  `json:"tokenFile"`
+}
+
+// TLSArgs reach an advisor serving TLS (`--advise-tls-cert`): the CA to trust, a client
+// certificate and key for mutual TLS, and the name to verify (the address's host when empty).
+type TLSArgs struct {
+	CAFile     string `json:"caFile"`
+	CertFile   string `json:"certFile"`
+	KeyFile    string `json:"keyFile"`
+	ServerName string `json:"serverName"`
 }
 
 // Advisor is the one call the plugin makes (a gRPC client in production, a fake in tests).
@@ -70,16 +96,22 @@ type Advisor interface {
 // Evictor removes a victim; the plugin's own under the PDB policy, a fake in tests.
 type Evictor func(ctx context.Context, namespace, name string) error
 
+// Activator moves held pods back to the scheduling queue (the framework's PodActivator).
+type Activator func(pods map[string]*v1.Pod)
+
 // Gangplace is the plugin.
 type Gangplace struct {
 	args     Args
 	timeout  time.Duration
+	maxAge   time.Duration
 	advisor  Advisor
 	evict    Evictor
 	upstream fwk.PlacementGeneratePlugin // TopologyPlacementGenerator, for what it would return
+	holds    *holds                      // PreEnqueue's held groups
 }
 
 var (
+	_ fwk.PreEnqueuePlugin         = &Gangplace{}
 	_ fwk.PreFilterPlugin          = &Gangplace{}
 	_ fwk.PlacementGeneratePlugin  = &Gangplace{}
 	_ fwk.PlacementScorePlugin     = &Gangplace{}
@@ -95,15 +127,20 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if args.Address == "" {
 		return nil, fmt.Errorf("%s args: address: the advisor's HOST:PORT is required", Name)
 	}
-	conn, err := grpc.NewClient(args.Address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := Dial(args)
 	if err != nil {
-		return nil, fmt.Errorf("%s args: address: %w", Name, err)
+		return nil, err
 	}
 	upstream, err := topologyaware.New(ctx, nil, h, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
 	if err != nil {
 		return nil, err
 	}
-	return NewWith(args, pb.NewPlacementServiceClient(conn), clientEvictor(h, args.PdbPolicy), upstream)
+	g, err := NewWith(args, pb.NewPlacementServiceClient(conn), clientEvictor(h, args.PdbPolicy), upstream)
+	if err != nil {
+		return nil, err
+	}
+	g.holds.activate = func(pods map[string]*v1.Pod) { h.Activate(klog.FromContext(ctx), pods) }
+	return g, nil
 }
 
 // NewWith builds the plugin from its parts.
@@ -115,11 +152,22 @@ func NewWith(args Args, advisor Advisor, evict Evictor, upstream fwk.PlacementGe
 	default:
 		return nil, fmt.Errorf("%s args: pdbPolicy: strict or soft, got %q", Name, args.PdbPolicy)
 	}
-	timeout := DefaultTimeout
-	if args.TimeoutMilliseconds > 0 {
-		timeout = time.Duration(args.TimeoutMilliseconds) * time.Millisecond
+	g := &Gangplace{args: args, timeout: orDefault(args.TimeoutMilliseconds, DefaultTimeout),
+		maxAge: orDefault(args.MaxPlanAgeMilliseconds, DefaultMaxPlanAge), advisor: advisor, evict: evict,
+		upstream: upstream}
+	hold := orDefault(args.HoldMilliseconds, DefaultHold)
+	if args.HoldMilliseconds < 0 {
+		hold = 0
 	}
-	return &Gangplace{args: args, timeout: timeout, advisor: advisor, evict: evict, upstream: upstream}, nil
+	g.holds = newHolds(g, hold)
+	return g, nil
+}
+
+func orDefault(ms int, otherwise time.Duration) time.Duration {
+	if ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return otherwise
 }
 
 func clientEvictor(h fwk.Handle, policy string) Evictor {
@@ -135,19 +183,42 @@ func clientEvictor(h fwk.Handle, policy string) Evictor {
 // Name returns the plugin's name.
 func (g *Gangplace) Name() string { return Name }
 
-// advise is the advice for one workload, or nil: not planned, or no answer within the deadline.
-func (g *Gangplace) advise(ctx context.Context, kind, namespace, name string) *pb.AdviseResponse {
+// ask is one Advise call within the deadline: the answer, or the error (and its count).
+func (g *Gangplace) ask(ctx context.Context, point, kind, namespace, name string) (*pb.AdviseResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
+	start := time.Now()
 	answer, err := g.advisor.Advise(ctx, &pb.AdviseRequest{Kind: kind, Namespace: namespace, Name: name})
+	adviseSeconds.WithLabelValues(point).Observe(time.Since(start).Seconds())
 	if err != nil {
-		klog.FromContext(ctx).V(3).Info("no advice, upstream's behaviour", "workload", kind+"/"+namespace+"/"+name,
-			"err", err)
-		return nil
+		count(point, ResultUnavailable)
+		klog.FromContext(ctx).V(2).Info("gangplace: no advice in time, upstream's behaviour", "point", point,
+			"workload", kind+"/"+namespace+"/"+name, "err", err)
 	}
-	if !answer.GetPlanned() {
-		klog.FromContext(ctx).V(4).Info("not planned, upstream's behaviour", "workload", kind+"/"+namespace+"/"+name,
-			"reason", answer.GetReason())
+	return answer, err
+}
+
+// stale is whether the cluster has been ahead of the answer's plan for longer than allowed.
+func (g *Gangplace) stale(answer *pb.AdviseResponse) bool {
+	return time.Duration(answer.GetAgeSeconds()*float64(time.Second)) > g.maxAge
+}
+
+// advise is the advice for one workload, or nil: not planned, a stale plan, or no answer within
+// the deadline (each counted by its result).
+func (g *Gangplace) advise(ctx context.Context, point, kind, namespace, name string) *pb.AdviseResponse {
+	answer, err := g.ask(ctx, point, kind, namespace, name)
+	switch {
+	case err != nil:
+		return nil
+	case g.stale(answer):
+		count(point, ResultStale)
+		klog.FromContext(ctx).V(2).Info("gangplace: the plan is stale, upstream's behaviour", "point", point,
+			"workload", kind+"/"+namespace+"/"+name, "ageSeconds", answer.GetAgeSeconds())
+		return nil
+	case !answer.GetPlanned():
+		count(point, ResultNotPlanned)
+		klog.FromContext(ctx).V(4).Info("gangplace: not planned, upstream's behaviour", "point", point,
+			"workload", kind+"/"+namespace+"/"+name, "reason", answer.GetReason())
 		return nil
 	}
 	return answer
@@ -164,7 +235,7 @@ func groupKind(pg fwk.PodGroupInfo) string {
 
 // PreFilter restricts a planned pod to its planned node.
 func (g *Gangplace) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	answer := g.advise(ctx, "Pod", pod.Namespace, pod.Name)
+	answer := g.advise(ctx, PointPreFilter, "Pod", pod.Namespace, pod.Name)
 	if answer == nil {
 		return nil, nil
 	}
@@ -175,11 +246,16 @@ func (g *Gangplace) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod
 		}
 		for _, n := range nodes {
 			if n.Node() != nil && n.Node().Name == b.GetNode() {
+				count(PointPreFilter, ResultPlanned)
 				return &fwk.PreFilterResult{NodeNames: sets.New(b.GetNode())}, nil
 			}
 		}
-		return nil, nil // the planned node is gone: upstream's choice
+		count(PointPreFilter, ResultNodeGone) // the planned node is gone: upstream's choice
+		klog.FromContext(ctx).V(2).Info("gangplace: the planned node is gone, upstream's behaviour", "pod",
+			klog.KObj(pod), "node", b.GetNode())
+		return nil, nil
 	}
+	count(PointPreFilter, ResultNotPlanned)
 	return nil, nil
 }
 
@@ -198,7 +274,7 @@ func (g *Gangplace) GeneratePlacements(ctx context.Context, state fwk.PodGroupCy
 			return result, status
 		}
 	}
-	answer := g.advise(ctx, groupKind(pg), pg.GetNamespace(), pg.GetName())
+	answer := g.advise(ctx, PointPlacementGenerate, groupKind(pg), pg.GetNamespace(), pg.GetName())
 	if answer == nil {
 		return result, nil
 	}
@@ -213,8 +289,10 @@ func (g *Gangplace) GeneratePlacements(ctx context.Context, state fwk.PodGroupCy
 		}
 	}
 	if len(planned.Nodes) != want.Len() { // a planned node is not in the parent placement: no advice
+		count(PointPlacementGenerate, ResultNodeGone)
 		return result, nil
 	}
+	count(PointPlacementGenerate, ResultPlanned)
 	return &fwk.GeneratePlacementsResult{Placements: append([]*fwk.Placement{planned}, result.Placements...)}, nil
 }
 
@@ -233,10 +311,11 @@ func (g *Gangplace) PlacementScoreExtensions() fwk.PlacementScoreExtensions { re
 
 // PodGroupPostFilter evicts the plan's victims and nominates its pods to their planned nodes.
 func (g *Gangplace) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleState, pg fwk.PodGroupInfo, _ fwk.PodGroupSchedulingFunc) (*fwk.PodGroupPostFilterResult, *fwk.Status) {
-	answer := g.advise(ctx, groupKind(pg), pg.GetNamespace(), pg.GetName())
+	answer := g.advise(ctx, PointPodGroupPostFilter, groupKind(pg), pg.GetNamespace(), pg.GetName())
 	if answer == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gangplace: no plan for the pod group")
 	}
+	count(PointPodGroupPostFilter, ResultPlanned)
 	evicted := 0
 	for _, e := range answer.GetEvictions() {
 		namespace, name, ok := splitKey(e.GetPod())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,12 +23,21 @@ import (
 
 // fakeAdvisor answers from a map "Kind/ns/name" -> advice; err for every call when set.
 type fakeAdvisor struct {
+	mu     sync.Mutex
 	advice map[string]*pb.AdviseResponse
 	err    error
 	asked  []string
 }
 
+func (f *fakeAdvisor) set(key string, answer *pb.AdviseResponse) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.advice[key] = answer
+}
+
 func (f *fakeAdvisor) Advise(_ context.Context, in *pb.AdviseRequest, _ ...grpc.CallOption) (*pb.AdviseResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	key := in.GetKind() + "/" + in.GetNamespace() + "/" + in.GetName()
 	f.asked = append(f.asked, key)
 	if f.err != nil {
