@@ -58,7 +58,9 @@ func issue(t *testing.T, dir, name string, parent *x509.Certificate, parentKey *
 }
 
 // tokenAdvisor answers gang() to a call carrying "Bearer s3cret", Unauthenticated otherwise.
-type tokenAdvisor struct{ pb.UnimplementedPlacementServiceServer }
+type tokenAdvisor struct {
+	pb.UnimplementedPlacementServiceServer
+}
 
 func (tokenAdvisor) Advise(ctx context.Context, _ *pb.AdviseRequest) (*pb.AdviseResponse, error) {
 	md, _ := metadata.FromIncomingContext(ctx)

@@ -5,11 +5,14 @@
 //   - PreFilter: a planned pod is restricted to its planned node; any other pod, or a pod the
 //     advisor does not answer for within the deadline, keeps every node (upstream's own filters
 //     decide, as without the plugin).
+//
 //   - PlacementGenerate (TopologyAwareWorkloadScheduling): the plan's nodes for the group as the
 //     first placement, then upstream's TopologyPlacementGenerator's placements (a profile takes one
 //     generator, so this one replaces it and returns what it would besides).
+//
 //   - PlacementScore: the plan's placement scores MaxScore, every other 0, so upstream's scorers
 //     rank those as they would.
+//
 //   - PodGroupPostFilter: the plan's victims are evicted (the Eviction API under the strict PDB
 //     policy, a delete under soft) and its pods nominated to their planned nodes; without advice
 //     it answers Unschedulable, so the next plugin (DefaultPreemption) preempts as upstream does.
