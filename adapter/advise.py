@@ -117,8 +117,9 @@ def _newer_or_same(have: str, want: str) -> bool:
 
 class Advisor:
     def __init__(self, cache: WatchCache, solve: Solve, *, scheduler_name: str = "default-scheduler",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, heartbeat: Callable[[], None] = lambda: None) -> None:
         self.cache = cache
+        self.heartbeat = heartbeat
         self.solve = solve
         self.scheduler_name = scheduler_name
         self.clock = clock
@@ -151,6 +152,7 @@ class Advisor:
         self.cache.wait_synced()
         seen = -1
         while not stop.is_set():
+            self.heartbeat()
             generation = self.cache.wait_change(seen, wait)
             if generation == seen:
                 continue

@@ -354,7 +354,12 @@ def main(args: argparse.Namespace) -> int:
     if args.advise:
         tls = ServerConfig(address=args.advise, tls_cert=args.advise_tls_cert, tls_key=args.advise_tls_key,
                            tls_client_ca=args.advise_tls_client_ca, token_file=args.advise_token_file)
-        return advise(adapter, tls, stop)
+        probes = serve_probes(adapter, args.metrics_host, args.metrics_port) if args.metrics_port else None
+        try:
+            return advise(adapter, tls, stop)
+        finally:
+            if probes is not None:
+                probes.stop()
     endpoint = serve_probes(adapter, args.metrics_host, args.metrics_port) if args.metrics_port else None
     try:
         adapter.run(stop)
@@ -371,7 +376,8 @@ def advise(adapter: Adapter, config: ServerConfig, stop: threading.Event) -> int
     from solver.service.server import ListenError
 
     address = config.address
-    advisor = Advisor(adapter.cache, adapter.solve, scheduler_name=adapter.scheduler_name)
+    advisor = Advisor(adapter.cache, adapter.solve, scheduler_name=adapter.scheduler_name,
+                      heartbeat=adapter.heartbeat.beat)  # /healthz: the replan loop was seen lately
     try:
         server, port = serve(advisor, config)  # first: a bad address is said before any watch starts
     except ListenError as exc:  # as `gangplace serve` says it: the flag, the address, why

@@ -86,6 +86,25 @@ def find_binaries(bin_dir: Path | None = None) -> Path:
     return folder
 
 
+PLUGIN_BIN_ENV = "GANGPLACE_SCHEDULER_PLUGIN_BIN"  # kube-scheduler with the plugin, overriding the build
+
+
+def plugin_scheduler() -> Path:
+    """kube-scheduler 1.37.2 with the gangplace plugin (adapter/kubescheduler): $GANGPLACE_SCHEDULER_PLUGIN_BIN,
+    or the binary scripts/build-scheduler-plugin.sh keeps in the cache for the plugin's current
+    sources (it builds one when there is none: a minute or two after the control plane's build)."""
+    if os.environ.get(PLUGIN_BIN_ENV):
+        return Path(os.environ[PLUGIN_BIN_ENV])
+    script = Path(__file__).resolve().parents[2] / "scripts" / "build-scheduler-plugin.sh"
+    if not script.exists():
+        raise ControlPlaneError(f"no {script}: the plugin's kube-scheduler is built from a checkout of the repository "
+                                f"(or set {PLUGIN_BIN_ENV})")
+    run = subprocess.run([str(script)], capture_output=True, text=True, timeout=3600)
+    if run.returncode != 0:
+        raise ControlPlaneError(f"{script.name} failed ({run.returncode}):\n{run.stderr[-2000:]}")
+    return Path(run.stdout.strip().splitlines()[-1])
+
+
 def known_gates(binary: Path) -> set[str]:
     """The feature gates a component accepts, read from its ``--help`` (unknown ones abort it)."""
     text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=30).stdout
@@ -329,15 +348,28 @@ class ControlPlane:
             "--concurrent-gc-syncs", "5", "--v", "1"])
         self._wait(proc, f"https://127.0.0.1:{port}/healthz", timeout=60, context=_insecure())
 
-    def start_scheduler(self, gates: Mapping[str, bool]) -> None:
+    def start_scheduler(self, gates: Mapping[str, bool], *, binary: Path | None = None,
+                        config: Mapping[str, Any] | None = None) -> None:
+        """kube-scheduler with ``gates`` (over API_GATES all on, PodGroupPreemptionPolicy off):
+        upstream's binary and default profile, or ``binary`` (the plugin's build,
+        ``plugin_scheduler``) with ``config``, a KubeSchedulerConfiguration whose client
+        connection and leader election this sets."""
         kc = write_kubeconfig(self.workdir / "scheduler.kubeconfig", self.url, self.pki / "ca.crt",
                               cert=self.pki / "scheduler.crt", key=self.pki / "scheduler.key")
         port = _free_port()
         wanted = {**dict.fromkeys(API_GATES, True), "PodGroupPreemptionPolicy": False, **gates}
+        exe = binary or self.bin_dir / "kube-scheduler"
+        if config is None:
+            how = ["--kubeconfig", str(kc), "--leader-elect=false"]
+        else:
+            written = {**config, "clientConnection": {"kubeconfig": str(kc)}, "leaderElection": {"leaderElect": False}}
+            path = self.workdir / "scheduler-config.json"  # YAML's superset: the scheduler reads it as is
+            path.write_text(json.dumps(written, indent=1))
+            how = ["--config", str(path)]
         proc = self._spawn("kube-scheduler", [
-            str(self.bin_dir / "kube-scheduler"), "--kubeconfig", str(kc),
+            str(exe), *how,
             "--authentication-kubeconfig", str(kc), "--authorization-kubeconfig", str(kc),
-            "--bind-address", "127.0.0.1", "--secure-port", str(port), "--leader-elect=false",
+            "--bind-address", "127.0.0.1", "--secure-port", str(port),
             "--feature-gates", self._gates("kube-scheduler", wanted), "--v", "2"])
         self._wait(proc, f"https://127.0.0.1:{port}/healthz", timeout=60, context=_insecure())
         self.scheduler_metrics_url = f"https://127.0.0.1:{port}/metrics"

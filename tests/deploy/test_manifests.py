@@ -29,10 +29,12 @@ REPLAN = DEPLOY / "replan"
 OVERLAY = DEPLOY / "overlays" / "example"
 MONITORING = DEPLOY / "components" / "monitoring"
 PDB_SOFT = DEPLOY / "components" / "pdb-soft"
+SCHEDULER_PLUGIN = DEPLOY / "components" / "scheduler-plugin"
 K8S_VERSION = "1.37.0"
 NAMESPACE = "gangplace"
 UID = 10001
 SOLVER, ADAPTER, REPLAN_NAME = "gangplace-solver", "gangplace-adapter", "gangplace-replan"
+SCHEDULER = "gangplace-scheduler"
 PRIORITY_CLASS = "gangplace-critical"
 NAME_LABEL = "app.kubernetes.io/name"
 PART_OF = {"app.kubernetes.io/part-of": "gangplace"}
@@ -154,7 +156,8 @@ BASE_DOCS = _kustomize_docs(BASE)
 REPLAN_DOCS = _kustomize_docs(REPLAN)
 MONITORING_DOCS = _kustomize_docs(MONITORING)
 PDB_SOFT_DOCS = _kustomize_docs(PDB_SOFT)
-ALL_DOCS = BASE_DOCS + REPLAN_DOCS + MONITORING_DOCS + PDB_SOFT_DOCS
+SCHEDULER_PLUGIN_DOCS = _kustomize_docs(SCHEDULER_PLUGIN)
+ALL_DOCS = BASE_DOCS + REPLAN_DOCS + MONITORING_DOCS + PDB_SOFT_DOCS + SCHEDULER_PLUGIN_DOCS
 
 
 def test_deploy_holds_the_expected_objects() -> None:
@@ -165,7 +168,9 @@ def test_deploy_holds_the_expected_objects() -> None:
             ("CronJob", REPLAN_NAME), ("PersistentVolumeClaim", "gangplace-snapshots"),
             ("PersistentVolumeClaim", "gangplace-results"), ("PriorityClass", PRIORITY_CLASS),
             ("PodDisruptionBudget", ADAPTER), ("PrometheusRule", "gangplace"),
-            ("ClusterRole", f"{ADAPTER}-pdb-soft"), ("ClusterRoleBinding", f"{ADAPTER}-pdb-soft")} <= kinds
+            ("ClusterRole", f"{ADAPTER}-pdb-soft"), ("ClusterRoleBinding", f"{ADAPTER}-pdb-soft"),
+            ("Deployment", SCHEDULER), ("ConfigMap", f"{SCHEDULER}-config"), ("ServiceAccount", SCHEDULER),
+            ("ClusterRole", SCHEDULER), ("ClusterRoleBinding", SCHEDULER), ("PodDisruptionBudget", SCHEDULER)} <= kinds
     assert len(kinds) == len(ALL_DOCS), "an object is defined twice"
     # every manifest file is reachable from a kustomization: nothing is left out of an apply -k
     reachable = {id(d) for d in ALL_DOCS}
@@ -736,8 +741,8 @@ def test_replan_job_mounts_its_claims() -> None:
 # ---- the image ------------------------------------------------------------------------------------
 
 
-def _dockerfile() -> list[tuple[str, str]]:
-    text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+def _dockerfile(path: Path = ROOT / "Dockerfile") -> list[tuple[str, str]]:
+    text = path.read_text(encoding="utf-8").replace("\\\n", " ")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
     return [(ln.split(None, 1)[0].upper(), ln.split(None, 1)[1] if " " in ln else "") for ln in lines]
 
@@ -763,6 +768,27 @@ def test_dockerfile_is_multi_stage_with_only_the_venv_in_the_final_image() -> No
     exposed = {p.split("/")[0] for op, arg in final if op == "EXPOSE" for p in arg.split()}
     assert {"50051", "9090"} <= exposed
     assert any(op == "ENV" and "/opt/venv/bin" in arg for op, arg in final)
+
+
+def test_the_scheduler_image_is_the_plugins_kube_scheduler_alone_as_the_manifests_uid() -> None:
+    """adapter/kubescheduler/Dockerfile: a static build of the plugin's kube-scheduler, stamped
+    with the version the control-plane scripts build, in a distroless final stage."""
+    from solver.bench.controlplane import K8S_VERSION
+
+    instructions = _dockerfile(ROOT / "adapter" / "kubescheduler" / "Dockerfile")
+    froms = [i for i, (op, _) in enumerate(instructions) if op == "FROM"]
+    assert len(froms) == 2 and instructions[froms[0]][1].split()[0].startswith("golang:")
+    build, final = instructions[froms[0]:froms[1]], instructions[froms[1]:]
+    assert ("ARG", f"K8S_VERSION={K8S_VERSION}") in build
+    go_build = next(arg for op, arg in build if op == "RUN" and "go build" in arg)
+    assert "CGO_ENABLED=0" in go_build and "./cmd/kube-scheduler" in go_build
+    assert "k8s.io/component-base/version.gitVersion=${K8S_VERSION}" in go_build
+    assert f"K8S_VERSION=${{K8S_VERSION:-{K8S_VERSION}}}" in (ROOT / "scripts" / "build-scheduler-plugin.sh").read_text()
+    assert [arg for op, arg in final if op == "COPY"] == ["--from=build /kube-scheduler /kube-scheduler"]
+    assert [arg for op, arg in final if op == "USER"] == [f"{UID}:{UID}"]
+    assert [json.loads(arg) for op, arg in final if op == "ENTRYPOINT"] == [["/kube-scheduler"]]
+    deployment = _one(SCHEDULER_PLUGIN_DOCS, "Deployment", SCHEDULER)
+    assert _container(deployment, "kube-scheduler")["command"] == ["/kube-scheduler"]
 
 
 def test_dockerfile_copies_what_exists_and_dockerignore_keeps_the_context_small() -> None:
@@ -818,9 +844,9 @@ def test_gangplaces_own_pods_run_at_its_priority_class() -> None:
     assert 0 < pc["value"] <= 1_000_000_000 < system_cluster_critical  # the highest a user class may take
     assert pc["globalDefault"] is False and pc["preemptionPolicy"] == "PreemptLowerPriority"
     for kind, name, docs in (("Deployment", SOLVER, BASE_DOCS), ("Deployment", ADAPTER, BASE_DOCS),
-                             ("CronJob", REPLAN_NAME, REPLAN_DOCS)):
+                             ("CronJob", REPLAN_NAME, REPLAN_DOCS), ("Deployment", SCHEDULER, SCHEDULER_PLUGIN_DOCS)):
         assert _pod_spec(_one(docs, kind, name))["priorityClassName"] == PRIORITY_CLASS, name
-    assert {d["metadata"]["name"] for d in _workloads()} == {SOLVER, ADAPTER, REPLAN_NAME}
+    assert {d["metadata"]["name"] for d in _workloads()} == {SOLVER, ADAPTER, REPLAN_NAME, SCHEDULER}
 
 
 def test_the_adapter_has_a_disruption_budget_like_the_solver() -> None:
@@ -844,6 +870,45 @@ def test_the_pdb_soft_component_sets_the_flag_and_grants_the_delete(tmp_path: Pa
     plain = _render(OVERLAY)
     assert _adapter_args(plain).pdb_policy == "strict"
     assert not any(d["metadata"]["name"].endswith("-pdb-soft") for d in plain)
+
+
+def scheduler_config(docs: list[Obj] | None = None) -> Obj:
+    """The KubeSchedulerConfiguration the scheduler-plugin component ships (its ConfigMap's
+    config.yaml): tests/controlplane/test_plugin.py runs the real kube-scheduler with it."""
+    cm = _one(docs or SCHEDULER_PLUGIN_DOCS, "ConfigMap", f"{SCHEDULER}-config")
+    return dict(yaml.safe_load(cm["data"]["config.yaml"]))
+
+
+def test_the_scheduler_plugin_component_runs_the_plugin_with_its_advisor_and_stands_the_adapter_down(
+        tmp_path: Path) -> None:
+    docs = _overlay_with(tmp_path, "scheduler-plugin", namespace="team-a")
+    for doc in docs:
+        _validate(doc, "kustomize with components/scheduler-plugin")
+    assert _one(docs, "Deployment", ADAPTER)["spec"]["replicas"] == 0  # one scheduler per schedulerName
+    deployment = _one(docs, "Deployment", SCHEDULER)
+    config = scheduler_config(docs)
+    profile, = config["profiles"]
+    plugin_args = next(c["args"] for c in profile["pluginConfig"] if c["name"] == "Gangplace")
+    container = _container(deployment, "advisor")
+    advisor = _parse(_expand(_argv(container), _pod_env(deployment, container)))
+    # the advisor plans the profile's pods, under the plugin's policy, where the plugin asks
+    assert advisor.advise == plugin_args["address"] == "127.0.0.1:50061"
+    assert advisor.scheduler_name == profile["schedulerName"] == "gangplace"
+    assert advisor.pdb_policy == plugin_args["pdbPolicy"] and advisor.solver == "gangplace-solver.team-a.svc:50051"
+    assert config["leaderElection"]["resourceNamespace"] == "gangplace"  # not moved by the overlay's namespace
+    scheduler = _container(deployment, "kube-scheduler")
+    assert "--config=/etc/gangplace/scheduler/config.yaml" in scheduler["args"]
+    mount = next(m for m in scheduler["volumeMounts"] if m["mountPath"] == "/etc/gangplace/scheduler")
+    volume = next(v for v in _pod_spec(deployment)["volumes"] if v["name"] == mount["name"])
+    assert volume["configMap"]["name"] == f"{SCHEDULER}-config"
+    # Gangplace before DefaultPreemption; TopologyPlacementGenerator off (one generator per profile)
+    assert [p["name"] for p in profile["plugins"]["multiPoint"]["enabled"]] == ["Gangplace", "DefaultPreemption"]
+    assert profile["plugins"]["placementGenerate"]["disabled"] == [{"name": "TopologyPlacementGenerator"}]
+    eviction = {("create", "", "pods/eviction")}
+    assert eviction <= _triples(_one(docs, "ClusterRole", SCHEDULER)["rules"])
+    bound = {(b["roleRef"]["name"], b["subjects"][0]["namespace"]) for b in docs if b["kind"] == "ClusterRoleBinding"
+             and b["subjects"][0]["name"] == SCHEDULER}
+    assert bound == {(SCHEDULER, "team-a"), ("system:kube-scheduler", "team-a"), ("system:volume-scheduler", "team-a")}
 
 
 # PromQL words that are not metric names: functions, aggregations, keywords
