@@ -28,7 +28,7 @@ import grpc
 
 from adapter.cache import WatchCache
 from solver.core.errors import SolverError
-from solver.core.plan import Binding, Plan, WorkloadVerdict
+from solver.core.plan import Binding, Objective, Plan, WorkloadVerdict
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.kube.selection import GROUP_KINDS, groups_of, pending, select, tree_of
@@ -115,6 +115,13 @@ def _newer_or_same(have: str, want: str) -> bool:
     return have == want
 
 
+# the plan of a cluster with no workload ready (every pending gang short of its minCount, or none)
+NOTHING_READY = Plan(status="NOTHING_READY", workloads=(), bindings=(), evictions=(), stats={},
+                     objective=Objective(satisfied_workloads=0, satisfied_by_priority={}, placed_pods=0,
+                                         pdb_violations=0, preemption_cost=0.0, evicted_pods=0,
+                                         preemption_cost_bound=0.0, gap=0.0))
+
+
 class Advisor:
     def __init__(self, cache: WatchCache, solve: Solve, *, scheduler_name: str = "default-scheduler",
                  clock: Callable[[], float] = time.monotonic, heartbeat: Callable[[], None] = lambda: None) -> None:
@@ -129,17 +136,19 @@ class Advisor:
 
     # ---- planning --------------------------------------------------------------------------
     def plan_once(self) -> Advised | None:
-        """Plan what the cache holds now and make it the current advice (None when no workload
-        is ready; the advice before stays)."""
+        """Plan what the cache holds now and make it the current advice: with no workload ready,
+        a plan of nothing (status NOTHING_READY: current, but considering no workload). None
+        when the solve failed; the advice before stays."""
         generation, objects = self.cache.snapshot()
         sel = select(objects, self.scheduler_name)
-        if not sel.ready:
-            return None
-        try:
-            plan = self.solve(sel.objects)
-        except SolverError as exc:  # the advice before stays; the next change tries again
-            LOG.warning(json.dumps({"event": "advise-solve-failed", "error": str(exc)}))
-            return None
+        if not sel.ready:  # a plan of nothing: the advisor is current, and considered no workload
+            plan = NOTHING_READY
+        else:
+            try:
+                plan = self.solve(sel.objects)
+            except SolverError as exc:  # the advice before stays; the next change tries again
+                LOG.warning(json.dumps({"event": "advise-solve-failed", "error": str(exc)}))
+                return None
         advised = Advised.of(plan, self.clock(), sel.objects, generation)
         with self._lock:
             self.current = advised

@@ -20,7 +20,7 @@ from adapter.main import in_process
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from tests.apiserver import ApiServerDouble
-from tests.builders import gang_scenario, ours, pod
+from tests.builders import gang_scenario, node, ours, pod
 from tests.grpc.test_tls import write_pki
 
 
@@ -222,3 +222,20 @@ def test_advise_over_mutual_tls_answers_only_the_client_with_the_token(advisor: 
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         server.stop(1).wait()
+
+
+def test_a_cluster_with_nothing_ready_has_a_current_plan_of_nothing(api: ApiServerDouble) -> None:
+    """The plugin holds a group's pods only while its advisor has a current plan; a quiet cluster
+    has one too (a plan of nothing), so the first gang to arrive is held for its plan."""
+    api.put(node("n1").cpu_m(4000).build())
+    cache = WatchCache(Cluster.at(api.url))
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        advisor = Advisor(cache, in_process(5.0), scheduler_name="gangplace")
+        advised = advisor.plan_once()
+        assert advised is not None and advised.plan.status == "NOTHING_READY"
+        answer = advisor.advise("Pod", "", "anything")
+        assert (answer.status, answer.covered, answer.planned, answer.age_seconds) == ("NOTHING_READY", False, False, 0.0)
+    finally:
+        cache.stop()

@@ -143,6 +143,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	g.holds.activate = func(pods map[string]*v1.Pod) { h.Activate(klog.FromContext(ctx), pods) }
+	if g.holds.hold > 0 {
+		go g.holds.probe(ctx)
+	}
 	return g, nil
 }
 

@@ -28,6 +28,7 @@ func holding(t *testing.T, advisor Advisor, args Args) (*Gangplace, chan map[str
 	}
 	activated := make(chan map[string]*v1.Pod, 4)
 	g.holds.activate = func(pods map[string]*v1.Pod) { activated <- pods }
+	g.holds.healthy.Store(true) // as the probe finds an advisor that answers with a fresh plan
 	return g, activated
 }
 
@@ -102,5 +103,49 @@ func TestAStalePlanIsNoAdviceInACycle(t *testing.T) {
 	g := newPlugin(t, &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"Pod/default/train-1": stale}}, nil, nil)
 	if result, _ := g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n1", "n2")); result != nil {
 		t.Fatalf("a plan 11 s behind the cluster must give upstream's behaviour, got %v", result)
+	}
+}
+
+func TestNothingIsHeldWhileTheProbeFindsTheAdvisorUnhealthy(t *testing.T) {
+	for name, case_ := range map[string]struct {
+		advisor *fakeAdvisor
+		healthy bool
+	}{
+		"down":        {&fakeAdvisor{err: errors.New("connection refused")}, false},
+		"no plan yet": {&fakeAdvisor{advice: map[string]*pb.AdviseResponse{}}, false},
+		"stale plan": {&fakeAdvisor{advice: map[string]*pb.AdviseResponse{
+			"Pod//" + probeName: {Status: "OPTIMAL", AgeSeconds: 11}}}, false},
+		"fresh plan": {&fakeAdvisor{advice: map[string]*pb.AdviseResponse{
+			"Pod//" + probeName: {Status: "OPTIMAL", AgeSeconds: 0.2}}}, true},
+	} {
+		g, _ := holding(t, case_.advisor, Args{})
+		if got := g.holds.probeOnce(context.Background()); got != case_.healthy {
+			t.Errorf("%s: probe says healthy=%v, want %v", name, got, case_.healthy)
+		}
+		status := g.PreEnqueue(context.Background(), member("train-0", "train"))
+		if held := status.Code() == fwk.UnschedulableAndUnresolvable; held != case_.healthy {
+			t.Errorf("%s: held=%v: pods are held only while the advisor is healthy", name, held)
+		}
+	}
+}
+
+func TestAPodArrivingAfterItsGroupWasReleasedHoldsTheGroupAgainForAPlanThatConsidersIt(t *testing.T) {
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"Pod/default/train-0": {Covered: true}}}
+	g, activated := holding(t, advisor, Args{HoldMilliseconds: 5000})
+	g.PreEnqueue(context.Background(), member("train-0", "train"))
+	wait(t, activated, 2*time.Second) // the plan considered train-0 (alone: the gang not yet whole)
+	if status := g.PreEnqueue(context.Background(), member("train-0", "train")); !status.IsSuccess() {
+		t.Fatalf("train-0 was released, got %v", status)
+	}
+	if status := g.PreEnqueue(context.Background(), member("train-1", "train")); status.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("train-1 arrived after the release: the group must be held again, got %v", status)
+	}
+	if status := g.PreEnqueue(context.Background(), member("train-0", "train")); status.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("the whole group waits again, train-0 too, got %v", status)
+	}
+	advisor.set("Pod/default/train-1", &pb.AdviseResponse{Covered: true})
+	pods, _ := wait(t, activated, 2*time.Second)
+	if len(pods) != 2 {
+		t.Fatalf("want both pods activated once a plan considers train-1, got %v", pods)
 	}
 }

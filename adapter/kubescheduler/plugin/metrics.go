@@ -11,6 +11,7 @@ const (
 	PointPreFilter          = "PreFilter"
 	PointPlacementGenerate  = "PlacementGenerate"
 	PointPodGroupPostFilter = "PodGroupPostFilter"
+	PointProbe              = "Probe" // the health probe PreEnqueue's holds depend on
 )
 
 // What became of one question to the advisor. Every result but planned is upstream's behaviour.
@@ -32,6 +33,12 @@ var (
 		Help:           "Questions the gangplace plugin asked its advisor, by extension point and result; every result but planned and held is upstream's behaviour.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"extension_point", "result"})
+	advisorHealthy = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem:      "gangplace",
+		Name:           "advisor_healthy",
+		Help:           "1 while the advisor answers with a plan the cluster is not too far ahead of (PodGroups are then held for its plan), 0 otherwise (upstream's behaviour throughout).",
+		StabilityLevel: metrics.ALPHA,
+	})
 	adviseSeconds = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Subsystem:      "gangplace",
 		Name:           "advise_duration_seconds",
@@ -42,7 +49,7 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(adviceTotal, adviseSeconds)
+	legacyregistry.MustRegister(adviceTotal, adviseSeconds, advisorHealthy)
 }
 
 func count(point, result string) { adviceTotal.WithLabelValues(point, result).Inc() }

@@ -1,0 +1,298 @@
+"""The gangplace plugin inside the real kube-scheduler 1.37.2 (issue 49), on the real control plane.
+
+kube-scheduler is the plugin's build (scripts/build-scheduler-plugin.sh) run with the
+KubeSchedulerConfiguration deploy/components/scheduler-plugin ships (its address, client
+connection and leader election replaced by the test's, and maxPlanAgeMilliseconds shortened so
+the stale case takes seconds); its advisor is `gangplace adapter --advise`'s own parts
+(``Advisor`` over the adapter's ``WatchCache``, as deploy/base's ServiceAccount, solving in
+process) served on loopback. Every test runs under both gate sets the issue names: GenericWorkload
+alone (the PodGroup cycle with per-pod PreFilter and PodGroupPostFilter) and with
+TopologyAwareWorkloadScheduling (PlacementGenerate and PlacementScore too).
+
+The outcomes are exact: where the plan is feasible at cycle time, kube-scheduler binds the plan's
+pods on the plan's nodes and evicts the plan's victims (through the Eviction API: the audit log
+names the scheduler's user); where there is no usable advice (the advisor down or slow, a stale
+plan, a plan naming a node that is gone), it does what upstream does, which on these clusters is
+a different and worse outcome, and gangplace_advice_total says why."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapter.advise import Advisor, serve
+from adapter.cache import WatchCache
+from adapter.cluster import Cluster
+from adapter.main import in_process
+from solver.bench import controlplane, upstream
+from solver.bench.controlplane import ControlPlane
+from solver.core.errors import SolverError
+from solver.core.plan import Plan
+from solver.service.server import ServerConfig
+from tests.builders import gang_scenario, node, ours, pod, pod_group
+from tests.controlplane.conftest import Real
+from tests.deploy.test_manifests import SCHEDULER_PLUGIN_DOCS, scheduler_config
+
+SCHEDULER_USER = "system:kube-scheduler"
+# the two gate sets of the issue: the PodGroup cycle alone, and with topology-aware placement
+GATES = {
+    "generic-workload": {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": False,
+                         "CompositePodGroup": False},
+    "topology-aware": {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "CompositePodGroup": True},
+}
+MAX_PLAN_AGE_MS = 5000
+
+
+class Paused:
+    """The advisor's solve, which a test can stop (each replan then fails and the plan before
+    stays, as when the solver is down or slower than the changes)."""
+
+    def __init__(self, solve: Callable[[list[dict[str, Any]]], Plan]) -> None:
+        self.solve = solve
+        self.paused = False
+
+    def __call__(self, objects: list[dict[str, Any]]) -> Plan:
+        if self.paused:
+            raise SolverError("paused by the test")
+        return self.solve(objects)
+
+
+def _component_rbac() -> list[dict[str, Any]]:
+    """The component's ClusterRole (the Eviction API, the advisor's reads), bound to the user the
+    test's kube-scheduler authenticates as (upstream's system:kube-scheduler, which its own
+    bootstrap role covers): the plugin's evictions pass on the component's grant alone."""
+    role = next(d for d in SCHEDULER_PLUGIN_DOCS if d["kind"] == "ClusterRole")
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "gangplace-scheduler-test"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": role["metadata"]["name"]},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SCHEDULER_USER}]}
+    return [role, binding]
+
+
+class PluginScheduler:
+    """The plugin's kube-scheduler and its advisor, on the session's control plane."""
+
+    def __init__(self, plane: ControlPlane, kubeconfig: Path, gates: dict[str, bool]) -> None:
+        self.plane = plane
+        rest = upstream.Rest(plane)
+        try:
+            for obj in _component_rbac():
+                status, body = rest.request("POST", upstream.path_of(obj), obj)
+                assert status in (201, 409), body  # 409: the other gate set's module made it
+        finally:
+            rest.close()
+        self.gates = gates
+        self.binary = controlplane.plugin_scheduler()
+        self.cache = WatchCache(Cluster.connect(str(kubeconfig)))
+        self.solve = Paused(in_process(5.0, "strict"))
+        self.advisor = Advisor(self.cache, self.solve, scheduler_name="gangplace")
+        self.stop = threading.Event()
+        self.cache.start()
+        assert self.cache.wait_synced(30), "the advisor's watch did not sync"
+        self.thread = threading.Thread(target=self.advisor.run, args=(self.stop,), kwargs={"wait": 0.2},
+                                       name="advisor", daemon=True)
+        self.thread.start()
+        self.server, self.port = serve(self.advisor, ServerConfig(address="127.0.0.1:0"))
+        config = scheduler_config()
+        args = next(c["args"] for c in config["profiles"][0]["pluginConfig"] if c["name"] == "Gangplace")
+        args.update(address=f"127.0.0.1:{self.port}", maxPlanAgeMilliseconds=MAX_PLAN_AGE_MS)
+        self.config = config
+        self.start_scheduler()
+
+    def start_scheduler(self, *, healthy: bool = True) -> None:
+        """Start kube-scheduler; with ``healthy``, wait until the plugin's probe has found the
+        advisor healthy (before that, the plugin does what upstream does: no group is held)."""
+        self.plane.start_scheduler(self.gates, binary=self.binary, config=self.config)
+        if healthy:
+            _until(lambda: "gangplace_advisor_healthy 1" in self.metrics(), "the advisor healthy", timeout=30)
+
+    def metrics(self) -> str:
+        """kube-scheduler's /metrics; "" while it does not yet know the admin's client certificate
+        (it reads the API server's client CA a moment after it starts: 403 until then)."""
+        import urllib.error
+
+        try:
+            return self.plane.scheduler_metrics()
+        except (urllib.error.URLError, OSError):
+            return ""
+
+    def stop_scheduler(self) -> None:
+        self.plane.stop_component("kube-scheduler")
+
+    def advisor_down(self) -> None:
+        self.server.stop(0).wait()
+
+    def advisor_up(self) -> None:
+        self.server, _ = serve(self.advisor, ServerConfig(address=f"127.0.0.1:{self.port}"))
+
+    def advice(self) -> dict[tuple[str, str], float]:
+        """gangplace_advice_total by (extension point, result), from kube-scheduler's /metrics."""
+        out = {}
+        deadline = time.monotonic() + 30
+        while not (text := self.metrics()):
+            assert time.monotonic() < deadline, "kube-scheduler's /metrics did not answer"
+            time.sleep(0.2)
+        for m in re.finditer(r'^gangplace_advice_total\{extension_point="(\w+)",result="(\w+)"\} (\S+)$',
+                             text, re.M):
+            out[m.group(1), m.group(2)] = float(m.group(3))
+        return out
+
+    def close(self) -> None:
+        self.stop_scheduler()
+        self.server.stop(0).wait()
+        self.stop.set()
+        self.thread.join(10)
+        self.cache.stop(join=5.0)
+
+
+@pytest.fixture(scope="module", params=list(GATES))
+def plugin(request: pytest.FixtureRequest, plane: ControlPlane, adapter_kubeconfig: Path) -> Iterator[PluginScheduler]:
+    running = PluginScheduler(plane, adapter_kubeconfig, GATES[request.param])
+    yield running
+    running.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh(plugin: PluginScheduler) -> Iterator[None]:
+    """Each test starts with the advisor up and solving and kube-scheduler running."""
+    yield
+    plugin.solve.paused = False
+    if "kube-scheduler" not in plugin.plane.procs:
+        plugin.start_scheduler()
+    try:
+        plugin.advisor_up()
+    except Exception:  # noqa: BLE001  # it was up: the port is taken by itself
+        pass
+
+
+def _until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> float:
+    start = time.monotonic()
+    while not check():
+        assert time.monotonic() - start < timeout, f"{what}: not within {timeout:.0f} s"
+        time.sleep(0.1)
+    return time.monotonic() - start
+
+
+def _two_gangs(real: Real, nodes: tuple[str, ...] = ("n1", "n2")) -> None:
+    """Nodes of 4 cpu; gang a (2 x 2 cpu, priority 100) and gang b (1 x 4 cpu, priority 50).
+    kube-scheduler alone spreads a's pods (NodeResourcesFit's least-allocated scoring), which
+    leaves no node for b; gangplace's joint plan puts a on one node and b on another."""
+    for name in nodes:
+        real.put(node(name).cpu_m(4000).build())
+    real.put(pod_group("a", 2).priority(100).build())
+    real.put(pod_group("b", 1).priority(50).build())
+    for k in range(2):
+        real.put(ours(pod(f"a-{k}").group("a").priority(100).cpu_m(2000)))
+    real.put(ours(pod("b-0").group("b").priority(50).cpu_m(4000)))
+
+
+def _upstreams_outcome(real: Real) -> None:
+    """What kube-scheduler alone does with ``_two_gangs``: a spread over two nodes, b pending."""
+    _until(lambda: bool(real.node_of("a-0") and real.node_of("a-1")), "gang a bound")
+    assert real.node_of("a-0") != real.node_of("a-1")
+    time.sleep(2.0)  # b's retries find no node
+    assert real.node_of("b-0") is None
+
+
+def _evictions(real: Real) -> list[tuple[str, int]]:
+    """(pod, code) of every eviction kube-scheduler's user made during this test."""
+    time.sleep(1.5)  # the audit log is flushed within a second
+    return [(ev["objectRef"].get("name", ""), int(ev.get("responseStatus", {}).get("code", 0)))
+            for ev in real.plane.audit()
+            if ev.get("user", {}).get("username") == SCHEDULER_USER and ev.get("stage") == "ResponseComplete"
+            and ev.get("objectRef", {}).get("subresource") == "eviction"
+            and _epoch(ev.get("requestReceivedTimestamp", "")) >= real.started]
+
+
+def _epoch(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else 0.0
+
+
+def test_both_gangs_are_bound_where_the_joint_plan_puts_them(plugin: PluginScheduler, real: Real) -> None:
+    _two_gangs(real)
+    _until(lambda: all(real.node_of(p) for p in ("a-0", "a-1", "b-0")), "every pod bound")
+    # the plan (docs/design.md's tie rule: the first node by name): a packed on n1, b on n2
+    assert {p: real.node_of(p) for p in ("a-0", "a-1", "b-0")} == {"a-0": "n1", "a-1": "n1", "b-0": "n2"}
+    assert plugin.advice().get(("PreFilter", "planned"), 0) >= 3
+    assert _evictions(real) == []
+
+
+def test_the_plans_victim_is_evicted_through_the_eviction_api_and_the_gang_bound_where_planned(
+        plugin: PluginScheduler, real: Real) -> None:
+    real.put({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+              "metadata": {"name": "batch", "namespace": "default"},
+              "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "batch"}}}})
+    gang_scenario(real.put)  # n1 holds low-b: the plan evicts it and puts both train pods there
+    _until(lambda: bool(real.node_of("train-0") and real.node_of("train-1")), "the gang bound")
+    assert (real.node_of("train-0"), real.node_of("train-1")) == ("n1", "n1")
+    assert real.pod("low-b") is None and all(real.pod(p) for p in ("low-a", "keep", "vip"))
+    assert _evictions(real) == [("low-b", 201)]  # strict: one eviction, not refused
+    assert plugin.advice().get(("PodGroupPostFilter", "planned"), 0) >= 1
+
+
+@pytest.mark.parametrize("fault", ["down", "slow"])
+def test_without_an_advisor_in_time_kube_scheduler_does_what_upstream_does(
+        plugin: PluginScheduler, real: Real, fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = plugin.advice().get(("PreFilter", "unavailable"), 0)
+    if fault == "down":
+        plugin.advisor_down()
+    else:
+        answer = plugin.advisor.advise
+        monkeypatch.setattr(plugin.advisor, "advise", lambda *a: (time.sleep(0.3), answer(*a))[1])  # past 50 ms
+    time.sleep(1.0)  # the plugin's probe (every 0.2 s) has found it unhealthy: no group is held
+    start = time.monotonic()
+    _two_gangs(real)
+    _upstreams_outcome(real)
+    # released at once, not held for holdMilliseconds: the advisor could not answer
+    assert time.monotonic() - start < 10
+    assert plugin.advice().get(("PreFilter", "unavailable"), 0) > before
+
+
+def test_a_plan_naming_a_node_that_is_gone_is_no_advice(plugin: PluginScheduler, real: Real) -> None:
+    plugin.stop_scheduler()
+    _two_gangs(real, ("n1", "n2", "n3"))
+    _until(lambda: plugin.advisor.advise("PodGroup", "default", "a").planned, "a plan for gang a")
+    planned = {b.node for b in plugin.advisor.advise("PodGroup", "default", "a").bindings}
+    assert len(planned) == 1
+    plugin.solve.paused = True  # the advisor keeps the plan it made
+    gone = planned.pop()
+    real.rest.call("DELETE", f"/api/v1/nodes/{gone}")
+    plugin.start_scheduler(healthy=False)
+    _upstreams_outcome(real)
+    assert gone not in {real.node_of("a-0"), real.node_of("a-1")}
+    assert plugin.advice().get(("PreFilter", "node_gone"), 0) >= 1
+
+
+def test_a_plan_the_cluster_has_been_ahead_of_for_too_long_is_no_advice(plugin: PluginScheduler, real: Real) -> None:
+    plugin.stop_scheduler()
+    _two_gangs(real)
+    _until(lambda: plugin.advisor.advise("PodGroup", "default", "b").planned, "a plan for gang b")
+    plugin.solve.paused = True
+    real.rest.call("PATCH", "/api/v1/nodes/n2", {"metadata": {"labels": {"touched": "yes"}}},
+                   content_type="application/merge-patch+json")
+    _until(lambda: plugin.advisor.advise("PodGroup", "default", "a").age_seconds > MAX_PLAN_AGE_MS / 1000,
+           "the plan aged", timeout=10)
+    plugin.start_scheduler(healthy=False)
+    _upstreams_outcome(real)
+    assert plugin.advice().get(("PreFilter", "stale"), 0) >= 1
+
+
+def test_a_pod_outside_any_group_is_placed_by_the_plan_and_another_schedulers_pod_is_left_alone(
+        plugin: PluginScheduler, real: Real) -> None:
+    real.put(node("n1").cpu_m(4000).build())
+    real.put(ours(pod("solo").priority(10).cpu_m(1000)))
+    other = pod("theirs").cpu_m(1000).build()
+    other["spec"]["schedulerName"] = "someone-else"
+    real.put(other)
+    _until(lambda: real.node_of("solo") == "n1", "the plain pod bound")
+    time.sleep(1.0)
+    assert real.node_of("theirs") is None  # not this profile's: never scheduled by it
