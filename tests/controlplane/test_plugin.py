@@ -100,6 +100,7 @@ class PluginScheduler:
                                        name="advisor", daemon=True)
         self.thread.start()
         self.server, self.port = serve(self.advisor, ServerConfig(address="127.0.0.1:0"))
+        self.up = True
         config = scheduler_config()
         args = next(c["args"] for c in config["profiles"][0]["pluginConfig"] if c["name"] == "Gangplace")
         args.update(address=f"127.0.0.1:{self.port}", maxPlanAgeMilliseconds=MAX_PLAN_AGE_MS)
@@ -128,9 +129,12 @@ class PluginScheduler:
 
     def advisor_down(self) -> None:
         self.server.stop(0).wait()
+        self.up = False
 
     def advisor_up(self) -> None:
-        self.server, _ = serve(self.advisor, ServerConfig(address=f"127.0.0.1:{self.port}"))
+        if not self.up:
+            self.server, _ = serve(self.advisor, ServerConfig(address=f"127.0.0.1:{self.port}"))
+            self.up = True
 
     def advice(self) -> dict[tuple[str, str], float]:
         """gangplace_advice_total by (extension point, result), from kube-scheduler's /metrics."""
@@ -166,10 +170,7 @@ def _fresh(plugin: PluginScheduler) -> Iterator[None]:
     plugin.solve.paused = False
     if "kube-scheduler" not in plugin.plane.procs:
         plugin.start_scheduler()
-    try:
-        plugin.advisor_up()
-    except Exception:  # noqa: BLE001  # it was up: the port is taken by itself
-        pass
+    plugin.advisor_up()
 
 
 def _until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> float:
