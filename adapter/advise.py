@@ -54,6 +54,8 @@ class Advised:
     verdicts: dict[str, WorkloadVerdict] = field(default_factory=dict)
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     evictions: dict[str, list[int]] = field(default_factory=dict)  # node -> the plan's victims there, by index
+    roots: dict[str, str] = field(default_factory=dict)  # group "Kind/ns/name" -> its tree's root, likewise
+    under: dict[str, frozenset[str]] = field(default_factory=dict)  # pending pod -> the groups above it
 
     @classmethod
     def of(cls, plan: Plan, made: float, objects: Iterable[Obj], generation: int = 0) -> Advised:
@@ -66,16 +68,40 @@ class Advised:
         evictions: dict[str, list[int]] = {}
         for i, e in enumerate(plan.evictions):
             evictions.setdefault(e.node, []).append(i)
+        roots, under = hierarchy(objects)
         return cls(plan=plan, made=made, generation=generation, versions=versions, owner=owner,
                    verdicts={f"{w.kind}/{w.name}": w for w in plan.workloads}, bindings=bindings,
-                   evictions=evictions)
+                   evictions=evictions, roots=roots, under=under)
 
     def workload_of(self, kind: str, namespace: str, name: str) -> str:
-        """The workload a request names: itself, or a grouped pod's workload."""
+        """The workload a request names: itself, a grouped pod's workload, or the root of the
+        tree a child group (kube-scheduler's PlacementGenerate asks for each) belongs to."""
         named = f"{kind}/{namespace}/{name}"
         if kind == "Pod" and named not in self.versions:
             return self.owner.get(f"{namespace}/{name}", named)
-        return named
+        return self.roots.get(named, named)
+
+
+def hierarchy(objects: Iterable[Obj]) -> tuple[dict[str, str], dict[str, frozenset[str]]]:
+    """Per group ("Kind/ns/name"), its tree's root; per pending grouped pod ("ns/name"), every
+    group above it (its own and each ancestor's)."""
+    objs = list(objects)
+    groups = groups_of(objs)
+    tree = tree_of(groups)
+
+    def named(k: str) -> str:
+        return f"{groups[k]['kind']}/{k}"
+
+    roots = {named(k): named(tree.root(k)) for k in groups}  # type: ignore[arg-type]  # a GroupKey is a str
+    under: dict[str, frozenset[str]] = {}
+    for obj in objs:
+        if obj.get("kind") != "Pod" or not pending(obj):
+            continue
+        group = (obj.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
+        leaf = f"{(obj.get('metadata') or {}).get('namespace', '')}/{group}"
+        if group and leaf in groups:
+            under[key_of(obj)] = frozenset(named(k) for k in tree.ancestors(leaf))  # type: ignore[arg-type]
+    return roots, under
 
 
 def workloads_of(objects: Iterable[Obj]) -> tuple[dict[str, list[str]], dict[str, str]]:
@@ -183,6 +209,9 @@ class Advisor:
                                 resource_version=advised.versions.get(workload, ""))
         verdict = advised.verdicts.get(workload)
         bindings = advised.bindings.get(workload, [])
+        named = f"{kind}/{namespace}/{name}"
+        if kind in GROUP_KINDS and named != workload:  # a child group: its own pods of its tree's plan
+            bindings = [b for b in bindings if named in advised.under.get(b.pod, ())]
         if workload not in advised.versions:
             out.reason = f"{workload} is not in the plan"
         elif not _newer_or_same(advised.versions[workload], min_resource_version):

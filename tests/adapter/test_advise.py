@@ -20,7 +20,7 @@ from adapter.main import in_process
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from tests.apiserver import ApiServerDouble
-from tests.builders import gang_scenario, node, ours, pod
+from tests.builders import composite, gang_scenario, node, ours, pod, pod_group
 from tests.grpc.test_tls import write_pki
 
 
@@ -237,5 +237,31 @@ def test_a_cluster_with_nothing_ready_has_a_current_plan_of_nothing(api: ApiServ
         assert advised is not None and advised.plan.status == "NOTHING_READY"
         answer = advisor.advise("Pod", "", "anything")
         assert (answer.status, answer.covered, answer.planned, answer.age_seconds) == ("NOTHING_READY", False, False, 0.0)
+    finally:
+        cache.stop()
+
+
+def test_a_child_group_of_a_tree_is_answered_with_its_own_pods_of_the_trees_plan(api: ApiServerDouble) -> None:
+    """kube-scheduler's PlacementGenerate asks for each PodGroup of a CompositePodGroup tree."""
+    api.put(node("n1").cpu_m(4000).build())
+    api.put(node("n2").cpu_m(4000).build())
+    api.put(composite("job", 2).build())
+    for child in ("job-a", "job-b"):
+        api.put(pod_group(child, 1).parent("job").build())
+        api.put(ours(pod(f"{child}-0").group(child).cpu_m(3000)))
+    cache = WatchCache(Cluster.at(api.url))
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        advisor = Advisor(cache, in_process(5.0), scheduler_name="gangplace")
+        advisor.plan_once()
+        whole = advisor.advise("CompositePodGroup", "default", "job")
+        assert whole.planned and sorted(b.pod for b in whole.bindings) == ["default/job-a-0", "default/job-b-0"]
+        assert len({b.node for b in whole.bindings}) == 2  # 3 cpu each on 4-cpu nodes
+        for child in ("job-a", "job-b"):
+            part = advisor.advise("PodGroup", "default", child)
+            assert part.planned and part.covered
+            assert [(b.pod, b.node) for b in part.bindings] == [(b.pod, b.node) for b in whole.bindings
+                                                               if b.pod == f"default/{child}-0"]
     finally:
         cache.stop()

@@ -297,3 +297,65 @@ def test_a_pod_outside_any_group_is_placed_by_the_plan_and_another_schedulers_po
     _until(lambda: real.node_of("solo") == "n1", "the plain pod bound")
     time.sleep(1.0)
     assert real.node_of("theirs") is None  # not this profile's: never scheduled by it
+
+
+def _bound_as_planned(plugin: PluginScheduler, real: Real, kind: str, name: str, put: Callable[[], None]) -> dict[str, str]:
+    """The objects ``put`` writes, planned while kube-scheduler is stopped (so the advice can be
+    read before anything binds), then scheduled: every planned pod bound on its planned node."""
+    plugin.stop_scheduler()
+    put()
+    _until(lambda: plugin.advisor.advise(kind, "default", name).planned, f"a plan for {kind} {name}")
+    plan = {b.pod.split("/", 1)[1]: b.node for b in plugin.advisor.advise(kind, "default", name).bindings}
+    plugin.start_scheduler()
+    _until(lambda: all(real.node_of(p) for p in plan), f"{name}'s pods bound")
+    assert {p: real.node_of(p) for p in plan} == plan
+    return plan
+
+
+def test_a_composite_pod_group_tree_is_bound_where_the_plan_puts_it(plugin: PluginScheduler, real: Real) -> None:
+    if not plugin.gates["CompositePodGroup"]:
+        pytest.skip("CompositePodGroup is scheduled only with its gate (and TopologyAwareWorkloadScheduling)")
+    from tests.builders import RACK, composite
+
+    def put() -> None:
+        for name, rack in (("n0", "r0"), ("n1", "r0"), ("n2", "r1"), ("n3", "r1")):
+            real.put(node(name).rack(rack).cpu_m(4000).build())
+        root = composite("job", 2).topology(RACK).priority(100).build()
+        root["spec"]["workloadRef"] = {"workloadName": "job", "templateName": "job"}  # the API server wants it
+        real.put(root)
+        for child in ("job-a", "job-b"):
+            group = pod_group(child, 2).parent("job").build()
+            group["spec"]["workloadRef"] = {"workloadName": "job", "templateName": child}
+            real.put(group)
+            for k in range(2):
+                real.put(ours(pod(f"{child}-{k}").group(child).priority(100).cpu_m(2000)))
+
+    plan = _bound_as_planned(plugin, real, "CompositePodGroup", "job", put)
+    # (kube-scheduler was restarted for it: its counters are this test's) the plan's placement was offered
+    assert plugin.advice().get(("PlacementGenerate", "planned"), 0) >= 1
+    assert len(plan) == 4 and len(set(plan.values())) == 2  # two nodes of a rack, full
+    racks = {real.get(f"/api/v1/nodes/{n}")["metadata"]["labels"][RACK] for n in plan.values()}  # type: ignore[index]
+    assert len(racks) == 1  # the tree's topology constraint: one rack
+
+
+def test_a_dra_gang_is_bound_where_planned_with_its_claims_allocated_by_kube_scheduler(
+        plugin: PluginScheduler, real: Real) -> None:
+    from tests.dra_builders import DRIVER, two_gpu_gang
+
+    def put() -> None:
+        real.put(node("n1").cpu_m(8000).build())  # no GPU: the plan cannot use it
+        two_gpu_gang(real.put)
+
+    plan = _bound_as_planned(plugin, real, "PodGroup", "train", put)
+    assert plan == {"train-0": "n0", "train-1": "n0"}
+    devices = []
+    for k in range(2):
+        _until(lambda k=k: bool((real.pod(f"train-{k}") or {}).get("status", {}).get("resourceClaimStatuses")),
+               "the claim's status")
+        (entry,) = real.pod(f"train-{k}")["status"]["resourceClaimStatuses"]  # type: ignore[index]
+        claim = real.get(f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{entry['resourceClaimName']}")
+        assert claim is not None and [r["name"] for r in claim["status"]["reservedFor"]] == [f"train-{k}"]
+        results = claim["status"]["allocation"]["devices"]["results"]
+        assert {r["driver"] for r in results} == {DRIVER} and {r["pool"] for r in results} == {"n0"}
+        devices += [r["device"] for r in results]
+    assert sorted(devices) == ["gpu-0", "gpu-1"]  # kube-scheduler's DynamicResources allocated them
