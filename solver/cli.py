@@ -186,9 +186,10 @@ def _seconds(text: str) -> float:
 
 
 def _upstream_args(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--upstream", choices=["kube-scheduler"],
+    p.add_argument("--upstream", choices=["kube-scheduler", "kube-scheduler+plugin"],
                    help=f"{what} (the real kube-scheduler 1.37 in a fresh control plane per snapshot, binaries "
-                        "from scripts/build-control-plane.sh)")
+                        "from scripts/build-control-plane.sh); kube-scheduler+plugin: also kube-scheduler with "
+                        "the gangplace plugin and its advisor (scripts/build-scheduler-plugin.sh)")
     p.add_argument("--upstream-settle", type=_seconds, default=10.0, metavar="S",
                    help="the real scheduler's run ends once for S seconds nothing was bound or deleted and it "
                         "was idle or only retrying pods it cannot place (10)")
@@ -479,7 +480,8 @@ def _bench(args: argparse.Namespace) -> int:
         from solver.bench import controlplane
 
         controlplane.find_binaries()  # ControlPlaneError: exit 2 saying how to build them
-        up = runner.Upstream(settle=args.upstream_settle, timeout=args.upstream_timeout, report=_waiting_line)
+        up = runner.Upstream(settle=args.upstream_settle, timeout=args.upstream_timeout, report=_waiting_line,
+                             plugin=args.upstream == "kube-scheduler+plugin")
     rows = []
     for row in runner.run(cases, repeat=args.repeat, options=options, progress=_progress, up=up):
         rows.append(row)

@@ -105,6 +105,37 @@ def plugin_scheduler() -> Path:
     return Path(run.stdout.strip().splitlines()[-1])
 
 
+def plugin_config(address: str, *, scheduler_name: str = "default-scheduler", **args: Any) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration deploy/components/scheduler-plugin ships (its ConfigMap's
+    config.yaml), its one profile renamed ``scheduler_name`` and its Gangplace args pointed at
+    ``address`` (``args`` override others). ``ControlPlane.start_scheduler`` sets the rest."""
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / "deploy" / "components" / "scheduler-plugin" / "config.yaml"
+    config = dict(yaml.safe_load(yaml.safe_load(path.read_text())["data"]["config.yaml"]))
+    (profile,) = config["profiles"]
+    profile["schedulerName"] = scheduler_name
+    gangplace = next(c["args"] for c in profile["pluginConfig"] if c["name"] == "Gangplace")
+    gangplace.update(address=address, **args)
+    return config
+
+
+def plugin_rbac(user: str = "system:kube-scheduler") -> list[dict[str, Any]]:
+    """deploy/components/scheduler-plugin's ClusterRole (the Eviction API, the advisor's reads),
+    bound to ``user``: the plugin's kube-scheduler here authenticates as upstream's
+    system:kube-scheduler, whose bootstrap role grants the rest, as the component binds both."""
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / "deploy" / "components" / "scheduler-plugin" / "rbac.yaml"
+    role = next(d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ClusterRole")
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": f"{role['metadata']['name']}-{user.replace(':', '-')}"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": role["metadata"]["name"]},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+    return [role, binding]
+
+
 def known_gates(binary: Path) -> set[str]:
     """The feature gates a component accepts, read from its ``--help`` (unknown ones abort it)."""
     text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=30).stdout
@@ -374,6 +405,30 @@ class ControlPlane:
         self._wait(proc, f"https://127.0.0.1:{port}/healthz", timeout=60, context=_insecure())
         self.scheduler_metrics_url = f"https://127.0.0.1:{port}/metrics"
 
+    def start_advisor(self, *, scheduler_name: str, time_limit: float, pdb_policy: str) -> str:
+        """`gangplace adapter --advise` on loopback, as the admin, planning in process: the advisor
+        the plugin's kube-scheduler asks. Its address once it listens."""
+        import sys
+
+        port = _free_port()
+        address = f"127.0.0.1:{port}"
+        proc = self._spawn("advisor", [
+            sys.executable, "-c", "import sys; from solver.cli import main; sys.exit(main())", "adapter",
+            "--kubeconfig", str(self.admin_kubeconfig), "--in-process", "--scheduler-name", scheduler_name,
+            "--time-limit", str(time_limit), "--pdb-policy", pdb_policy, "--advise", address])
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.popen.poll() is not None:
+                raise ControlPlaneError(f"the advisor exited with {proc.popen.returncode}:\n{proc.tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return address
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ControlPlaneError(
+                        f"the advisor did not listen on {address} in 60 s:\n{proc.tail()}") from None
+                time.sleep(0.2)
+
     def stop_component(self, name: str) -> None:
         proc = self.procs.pop(name, None)
         if proc is None:
@@ -387,7 +442,7 @@ class ControlPlane:
                 proc.popen.wait(5)
 
     def stop(self) -> None:
-        for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
+        for name in ("kube-scheduler", "advisor", "kube-controller-manager", "kube-apiserver", "etcd"):
             self.stop_component(name)
         if self._own_workdir and not os.environ.get("GANGPLACE_KEEP_CONTROL_PLANE"):
             shutil.rmtree(self.workdir, ignore_errors=True)

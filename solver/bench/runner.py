@@ -101,6 +101,8 @@ class Upstream:
     timeout: float = upstream.DEFAULT_TIMEOUT  # seconds at most per case; a case cut there is unsettled
     # told (case name, how its run goes) every 10 s while the scheduler runs
     report: Callable[[str, upstream.Waiting], None] | None = None
+    # also kube-scheduler with the gangplace plugin and its advisor (a second control plane)
+    plugin: bool = False
 
 
 def versions() -> dict[str, str]:
@@ -141,7 +143,31 @@ def run_upstream(case: Case, snap: Reading, options: api.PlanOptions, up: Upstre
             "upstreamViolations": scored.violations[:20], "upstreamUnplanned": scored.unplanned[:20],
             "podGroupAttempts": outcome.podgroup_attempts,
             "podGroupAttemptSeconds": outcome.podgroup_attempt_seconds_mean,
-            "upstreamGates": outcome.gates, "upstreamSkippedKinds": outcome.skipped_kinds}
+            "podGroupP50": outcome.podgroup_attempt_seconds_p50, "podGroupP99": outcome.podgroup_attempt_seconds_p99,
+            "upstreamGates": outcome.gates, "upstreamSkippedKinds": outcome.skipped_kinds,
+            **(run_plugin(case, snap, options, up) if up.plugin else {})}
+
+
+def run_plugin(case: Case, snap: Reading, options: api.PlanOptions, up: Upstream) -> dict[str, Any]:
+    """kube-scheduler with the gangplace plugin on the case (its advisor plans at the case's time
+    limit and policy), scored on the same snapshot: keys ``plugin*``."""
+    from solver import kube
+
+    assert case.objects is not None
+    gates = {"PodGroupPreemptionPolicy": options.gates.pod_group_preemption_policy}
+    try:
+        outcome = upstream.run_kube_scheduler(
+            kube.flatten(case.objects()), gates=gates, settle=up.settle, timeout=up.timeout,
+            plugin=upstream.WithPlugin(time_limit=options.time_limit, pdb_policy=options.pdb_policy))
+    except SolverError as exc:
+        return {"pluginError": str(exc)}
+    scored = upstream.score(snap, outcome, gates=options.gates, dra_preemption=False)
+    return {"plugin": _tiers(scored.plan), "pluginSeconds": outcome.seconds_to_last_binding,
+            "pluginSettled": outcome.settled, "pluginVerified": not scored.violations,
+            "pluginViolations": scored.violations[:20], "pluginUnplanned": scored.unplanned[:20],
+            "pluginPodGroupAttempts": outcome.podgroup_attempts,
+            "pluginPodGroupP50": outcome.podgroup_attempt_seconds_p50,
+            "pluginPodGroupP99": outcome.podgroup_attempt_seconds_p99, "pluginAdvice": outcome.advice}
 
 
 def run_case(case: Case, *, repeat: int, options: api.PlanOptions, up: Upstream | None = None) -> dict[str, Any]:
@@ -262,6 +288,29 @@ THREE_WAY = (
 )
 
 
+# ... and kube-scheduler with the gangplace plugin (kp) beside it: each tier four ways, and each
+# scheduler's PodGroup cycle latency (p50/p99 of its own attempt histogram, ms)
+FOUR_WAY: tuple[tuple[str, str], ...] = (
+    ("case", "{case}"), ("pending", "{pendingPods}"), ("status", "{status}"),
+    ("sat gp/ks/kp/bl", "{gangplace[satisfiedWorkloads]}/{upstream[satisfiedWorkloads]}/"
+                        "{plugin[satisfiedWorkloads]}/{baseline[satisfiedWorkloads]}"),
+    ("placed gp/ks/kp/bl", "{gangplace[placedPods]}/{upstream[placedPods]}/{plugin[placedPods]}/"
+                           "{baseline[placedPods]}"),
+    ("pdb gp/ks/kp/bl", "{gangplace[pdbViolations]}/{upstream[pdbViolations]}/{plugin[pdbViolations]}/"
+                        "{baseline[pdbViolations]}"),
+    ("cost gp/ks/kp/bl", "{gangplace[preemptionCost]:g}/{upstream[preemptionCost]:g}/{plugin[preemptionCost]:g}/"
+                         "{baseline[preemptionCost]:g}"),
+    ("evicted gp/ks/kp/bl", "{gangplace[evictedPods]}/{upstream[evictedPods]}/{plugin[evictedPods]}/"
+                            "{baseline[evictedPods]}"),
+    ("ks pg ms p50/p99", "{ks_pg}"), ("kp pg ms p50/p99", "{kp_pg}"),
+    ("verified gp/ks/kp", "{verified}/{upstreamVerified}/{pluginVerified}"),
+)
+
+
+def _ms(p50: float | None, p99: float | None) -> str:
+    return "-" if p50 is None or p99 is None else f"{p50 * 1000:.1f}/{p99 * 1000:.1f}"
+
+
 DEADLINE_SLACK = 0.10  # a plan is on time within its limit and 10 % more (after the snapshot is read)
 
 
@@ -290,20 +339,29 @@ def settled_cell(row: dict[str, Any]) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    columns = THREE_WAY if rows and any("upstream" in r or "upstreamError" in r for r in rows) else COLUMNS
+    columns: tuple[tuple[str, str], ...] = COLUMNS
+    if rows and any("upstream" in r or "upstreamError" in r for r in rows):
+        columns = THREE_WAY
+    if rows and any("plugin" in r or "pluginError" in r for r in rows):
+        columns = FOUR_WAY
+    failed = {"preemptionCost": float("nan")}
     cells = [[h for h, _ in columns]]
     for row in rows:
-        if columns is THREE_WAY and "upstream" not in row:  # upstream failed on it: "!" in its place
-            row = {**row, "upstream": {**dict.fromkeys(row["baseline"], "!"), "preemptionCost": float("nan")},
+        if columns is not COLUMNS and "upstream" not in row:  # upstream failed on it: "!" in its place
+            row = {**row, "upstream": {**dict.fromkeys(row["baseline"], "!"), **failed},
                    "upstreamSeconds": float("nan"), "upstreamVerified": "!"}
+        if columns is FOUR_WAY and "plugin" not in row:
+            row = {**row, "plugin": {**dict.fromkeys(row["baseline"], "!"), **failed}, "pluginVerified": "!"}
         ratio = ratio_cell(row)
         pg = row.get("podGroupAttemptSeconds")
         pg_ms = "-" if pg is None else f"{pg * 1000:.1f} x{row['podGroupAttempts']}"
         gap_tier = row.get("gapTier") or "-"
         in_limit = within_deadline(row)
         ks_settled = settled_cell(row)
+        ks_pg = _ms(row.get("podGroupP50"), row.get("podGroupP99"))
+        kp_pg = _ms(row.get("pluginPodGroupP50"), row.get("pluginPodGroupP99"))
         cells.append([fmt.format(**row, ratio=ratio, pg_ms=pg_ms, gap_tier=gap_tier, in_limit=in_limit,
-                                 ks_settled=ks_settled) for _, fmt in columns])
+                                 ks_settled=ks_settled, ks_pg=ks_pg, kp_pg=kp_pg) for _, fmt in columns])
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     lines.insert(1, "-+-".join("-" * w for w in widths))

@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -317,6 +318,9 @@ class SchedulerRun:
     seconds_waited: float = 0.0  # first pending pod created to the run's end (settled or the timeout)
     podgroup_attempts: int = 0
     podgroup_attempt_seconds_mean: float | None = None
+    podgroup_attempt_seconds_p50: float | None = None  # from the attempts histogram, as Prometheus would
+    podgroup_attempt_seconds_p99: float | None = None
+    advice: dict[str, float] = field(default_factory=dict)  # with the plugin: gangplace_advice_total by "point/result"
     gates: dict[str, bool] = field(default_factory=dict)  # the control plane's feature gates
     # the devices it allocated to the pods it bound, read back from the claims' status:
     # (owner "ns/name", is a PodGroup, the owner's claim entry, request, driver, pool, device)
@@ -489,9 +493,21 @@ def own_volumes(rest: Rest, objects: Iterable[Obj]) -> None:
                 content_type="application/merge-patch+json")
 
 
+@dataclass(frozen=True, slots=True)
+class WithPlugin:
+    """Run kube-scheduler with the gangplace plugin (deploy/components/scheduler-plugin's profile,
+    for default-scheduler) and its advisor (`gangplace adapter --advise`, in process, at this time
+    limit and PDB policy) instead of kube-scheduler alone. A PodGroup is held for its plan at most
+    the time limit and a second, so a plan slower than the shipped 2 s hold still counts."""
+
+    time_limit: float = 10.0
+    pdb_policy: str = "strict"
+
+
 def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[str, bool] | None = None,
                        settle: float = 10.0, timeout: float = DEFAULT_TIMEOUT, pending_first: bool = False,
-                       report: Callable[[Waiting], None] | None = None) -> SchedulerRun:
+                       report: Callable[[Waiting], None] | None = None,
+                       plugin: WithPlugin | None = None) -> SchedulerRun:
     """Load ``objects`` on a fresh control plane, run kube-scheduler until it has settled for
     ``settle`` seconds (``Settling``: idle, or only retrying pods it cannot place) or
     ``timeout`` seconds have passed since the first pending pod was created (``settled`` False),
@@ -521,7 +537,10 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         watcher.start()
         if pending_first:
             each_in_parallel(rest.create, pending)
-        plane.start_scheduler(scheduler_gates)
+        if plugin is None:
+            plane.start_scheduler(scheduler_gates)
+        else:
+            _start_with_plugin(plane, scheduler_gates, plugin)
         start = time.monotonic()
         if not pending_first:
             each_in_parallel(rest.create, pending)
@@ -533,7 +552,9 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         bindings = {k: node for k, (node, _) in watcher.bound.items() if k in pending_keys}
         times = [t for k, (_, t) in watcher.bound.items() if k in pending_keys]
         deleted = sorted(k for k in watcher.deleted if k in set(loaded.running))
-        attempts, mean = _podgroup_latency(plane.scheduler_metrics())
+        metrics = plane.scheduler_metrics()
+        attempts, mean = _podgroup_latency(metrics)
+        p50, p99 = (_quantile(metrics, PODGROUP_ATTEMPT, q) for q in (0.5, 0.99))
         allocations = read_allocations(rest, bindings, before=(
             _key(o) for o in docs if o.get("kind") == "ResourceClaim" and (o.get("status") or {}).get("allocation")))
         reasons = read_reasons(rest, sorted(pending_keys - set(bindings)))
@@ -541,7 +562,9 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
                             skipped_kinds=loaded.skipped,
                             seconds_to_last_binding=round(max(times) - start, 3) if times else 0.0,
                             settled=settled, seconds_waited=round(waited, 1), podgroup_attempts=attempts,
-                            podgroup_attempt_seconds_mean=mean, gates=dict(sorted(plane.api_gates.items())))
+                            podgroup_attempt_seconds_mean=mean, podgroup_attempt_seconds_p50=p50,
+                            podgroup_attempt_seconds_p99=p99, gates=dict(sorted(plane.api_gates.items())),
+                            advice=_advice(metrics))
     finally:
         rest.close()
         plane.stop()
@@ -699,6 +722,67 @@ def wait_until_settled(plane: MetricsSource, watcher: WatchState, pending_keys: 
         if settled:
             return True
     return False
+
+
+PODGROUP_ATTEMPT = "scheduler_podgroup_scheduling_attempt_duration_seconds"
+
+
+def _start_with_plugin(plane: ControlPlane, gates: Mapping[str, bool], plugin: WithPlugin) -> None:
+    """The advisor, then the plugin's kube-scheduler; returns once the plugin finds the advisor
+    healthy (before that it would do what upstream does, and the run would measure that)."""
+    from solver.bench import controlplane
+
+    rest = Rest(plane)
+    try:
+        for obj in controlplane.plugin_rbac():
+            rest.create(obj)
+    finally:
+        rest.close()
+    address = plane.start_advisor(scheduler_name="default-scheduler", time_limit=plugin.time_limit,
+                                  pdb_policy=plugin.pdb_policy)
+    hold_ms = max(2000, int((plugin.time_limit + 1) * 1000))
+    config = controlplane.plugin_config(address, pdbPolicy=plugin.pdb_policy, holdMilliseconds=hold_ms,
+                                        maxPlanAgeMilliseconds=max(10000, hold_ms))
+    plane.start_scheduler(gates, binary=controlplane.plugin_scheduler(), config=config)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if "gangplace_advisor_healthy 1" in plane.scheduler_metrics():
+                return
+        except OSError:  # 403 until it has read the API server's client CA
+            pass
+        if time.monotonic() > deadline:
+            raise controlplane.ControlPlaneError(f"the plugin never found its advisor healthy in 60 s:\n"
+                                                 f"{plane.procs['advisor'].tail()}")
+        time.sleep(0.2)
+
+
+def _quantile(metrics: str, name: str, q: float) -> float | None:
+    """The q-quantile of a histogram summed over its label sets, interpolated within the bucket
+    as Prometheus's histogram_quantile does; None without observations."""
+    buckets: dict[float, float] = {}
+    for m in re.finditer(rf'^{name}_bucket\{{(?:[^}}]*,)?le="([^"]+)"[^}}]*\}} (\S+)$', metrics, re.M):
+        le = float("inf") if m.group(1) == "+Inf" else float(m.group(1))
+        buckets[le] = buckets.get(le, 0.0) + float(m.group(2))
+    if not buckets or not buckets.get(float("inf")):
+        return None
+    bounds = sorted(buckets)
+    rank = q * buckets[float("inf")]
+    lower, below = 0.0, 0.0
+    for bound in bounds:
+        if buckets[bound] >= rank:
+            if bound == float("inf"):
+                return lower
+            inside = buckets[bound] - below
+            return round(lower + (bound - lower) * ((rank - below) / inside if inside else 1.0), 6)
+        lower, below = bound, buckets[bound]
+    return lower
+
+
+def _advice(metrics: str) -> dict[str, float]:
+    """gangplace_advice_total by "extension point/result" (empty without the plugin)."""
+    return {f"{m.group(1)}/{m.group(2)}": float(m.group(3)) for m in re.finditer(
+        r'^gangplace_advice_total\{extension_point="(\w+)",result="(\w+)"\} (\S+)$', metrics, re.M)}
 
 
 def _podgroup_latency(metrics: str) -> tuple[int, float | None]:

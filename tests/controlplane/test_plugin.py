@@ -37,7 +37,6 @@ from solver.core.plan import Plan
 from solver.service.server import ServerConfig
 from tests.builders import gang_scenario, node, ours, pod, pod_group
 from tests.controlplane.conftest import Real
-from tests.deploy.test_manifests import SCHEDULER_PLUGIN_DOCS, scheduler_config
 
 SCHEDULER_USER = "system:kube-scheduler"
 # the two gate sets of the issue: the PodGroup cycle alone, and with topology-aware placement
@@ -63,19 +62,6 @@ class Paused:
         return self.solve(objects)
 
 
-def _component_rbac() -> list[dict[str, Any]]:
-    """The component's ClusterRole (the Eviction API, the advisor's reads), bound to the user the
-    test's kube-scheduler authenticates as (upstream's system:kube-scheduler, which its own
-    bootstrap role covers): the plugin's evictions pass on the component's grant alone."""
-    role = next(d for d in SCHEDULER_PLUGIN_DOCS if d["kind"] == "ClusterRole")
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": "gangplace-scheduler-test"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": role["metadata"]["name"]},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SCHEDULER_USER}]}
-    return [role, binding]
-
-
 class PluginScheduler:
     """The plugin's kube-scheduler and its advisor, on the session's control plane."""
 
@@ -83,7 +69,7 @@ class PluginScheduler:
         self.plane = plane
         rest = upstream.Rest(plane)
         try:
-            for obj in _component_rbac():
+            for obj in controlplane.plugin_rbac(SCHEDULER_USER):
                 status, body = rest.request("POST", upstream.path_of(obj), obj)
                 assert status in (201, 409), body  # 409: the other gate set's module made it
         finally:
@@ -101,10 +87,8 @@ class PluginScheduler:
         self.thread.start()
         self.server, self.port = serve(self.advisor, ServerConfig(address="127.0.0.1:0"))
         self.up = True
-        config = scheduler_config()
-        args = next(c["args"] for c in config["profiles"][0]["pluginConfig"] if c["name"] == "Gangplace")
-        args.update(address=f"127.0.0.1:{self.port}", maxPlanAgeMilliseconds=MAX_PLAN_AGE_MS)
-        self.config = config
+        self.config = controlplane.plugin_config(f"127.0.0.1:{self.port}", scheduler_name="gangplace",
+                                                 maxPlanAgeMilliseconds=MAX_PLAN_AGE_MS)
         self.start_scheduler()
 
     def start_scheduler(self, *, healthy: bool = True) -> None:

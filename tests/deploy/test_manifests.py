@@ -904,6 +904,10 @@ def test_the_scheduler_plugin_component_runs_the_plugin_with_its_advisor_and_sta
     # Gangplace before DefaultPreemption; TopologyPlacementGenerator off (one generator per profile)
     assert [p["name"] for p in profile["plugins"]["multiPoint"]["enabled"]] == ["Gangplace", "DefaultPreemption"]
     assert profile["plugins"]["placementGenerate"]["disabled"] == [{"name": "TopologyPlacementGenerator"}]
+    # what the control-plane tests and `bench --upstream kube-scheduler+plugin` run is this profile
+    from solver.bench.controlplane import plugin_config
+
+    assert plugin_config("127.0.0.1:50061", scheduler_name="gangplace") == scheduler_config()
     eviction = {("create", "", "pods/eviction")}
     assert eviction <= _triples(_one(docs, "ClusterRole", SCHEDULER)["rules"])
     bound = {(b["roleRef"]["name"], b["subjects"][0]["namespace"]) for b in docs if b["kind"] == "ClusterRoleBinding"

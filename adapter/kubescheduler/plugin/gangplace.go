@@ -321,7 +321,6 @@ func (g *Gangplace) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleS
 	if answer == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gangplace: no plan for the pod group")
 	}
-	count(PointPodGroupPostFilter, ResultPlanned)
 	evicted := 0
 	for _, e := range answer.GetEvictions() {
 		namespace, name, ok := splitKey(e.GetPod())
@@ -329,6 +328,9 @@ func (g *Gangplace) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleS
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gangplace: victim %q: not namespace/name", e.GetPod()))
 		}
 		if err := g.evict(ctx, namespace, name); err != nil {
+			count(PointPodGroupPostFilter, ResultEvictionRefused)
+			klog.FromContext(ctx).Info("gangplace: a victim of the plan could not be evicted, upstream's preemption",
+				"victim", e.GetPod(), "err", err)
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gangplace: evicting %s: %v", e.GetPod(), err))
 		}
 		evicted++
@@ -342,6 +344,7 @@ func (g *Gangplace) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleS
 		nominations[types.NamespacedName{Namespace: namespace, Name: name}] = &fwk.NominatingInfo{
 			NominatedNodeName: b.GetNode(), NominatingMode: fwk.ModeOverride}
 	}
+	count(PointPodGroupPostFilter, ResultPlanned)
 	return &fwk.PodGroupPostFilterResult{NominatingInfos: nominations},
 		fwk.NewStatus(fwk.Success, fmt.Sprintf("gangplace: evicted %d victims of the plan", evicted))
 }

@@ -24,6 +24,9 @@ const (
 	ResultHeld        = "held"        // PreEnqueue: the pods wait for a plan that considers them
 	ResultReleased    = "released"    // PreEnqueue: a plan considered them
 	ResultHoldExpired = "hold_expired"
+	// PodGroupPostFilter: the Eviction API (or the delete) refused a victim of the plan (a
+	// budget, a permission): the next plugin (DefaultPreemption) preempts as upstream does
+	ResultEvictionRefused = "eviction_refused"
 )
 
 var (
