@@ -73,6 +73,15 @@ class Advised:
                    verdicts={f"{w.kind}/{w.name}": w for w in plan.workloads}, bindings=bindings,
                    evictions=evictions, roots=roots, under=under)
 
+    def victims_for(self, nodes: set[str]) -> list[int]:
+        """The plan's victims on ``nodes``, with every other victim of their victim units (a
+        unit is evicted whole: an ``all`` group spread over nodes the workload does not take),
+        by index in the plan's order."""
+        chosen = {i for node in nodes for i in self.evictions.get(node, ())}
+        units = {self.plan.evictions[i].group for i in chosen} - {""}
+        chosen |= {i for i, e in enumerate(self.plan.evictions) if e.group in units}
+        return sorted(chosen)
+
     def workload_of(self, kind: str, namespace: str, name: str) -> str:
         """The workload a request names: itself, a grouped pod's workload, or the root of the
         tree a child group (kube-scheduler's PlacementGenerate asks for each) belongs to."""
@@ -224,7 +233,7 @@ class Advisor:
         else:
             out.planned = True
             out.bindings.extend(pb.Binding(pod=b.pod, node=b.node) for b in bindings)
-            victims = sorted(i for node in {b.node for b in bindings} for i in advised.evictions.get(node, ()))
+            victims = advised.victims_for({b.node for b in bindings})
             out.evictions.extend(pb.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group)
                                  for e in (plan.evictions[i] for i in victims))  # in the plan's order
         return out

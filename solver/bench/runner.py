@@ -161,7 +161,9 @@ def run_plugin(case: Case, snap: Reading, options: api.PlanOptions, up: Upstream
             plugin=upstream.WithPlugin(time_limit=options.time_limit, pdb_policy=options.pdb_policy))
     except SolverError as exc:
         return {"pluginError": str(exc)}
-    scored = upstream.score(snap, outcome, gates=options.gates, dra_preemption=False)
+    # the plan the plugin followed evicts a claim holder's devices with it (options.dra_preemption),
+    # and kube-scheduler then allocates them: scored under that rule
+    scored = upstream.score(snap, outcome, gates=options.gates, dra_preemption=options.dra_preemption)
     return {"plugin": _tiers(scored.plan), "pluginSeconds": outcome.seconds_to_last_binding,
             "pluginSettled": outcome.settled, "pluginVerified": not scored.violations,
             "pluginViolations": scored.violations[:20], "pluginUnplanned": scored.unplanned[:20],

@@ -265,3 +265,27 @@ def test_a_child_group_of_a_tree_is_answered_with_its_own_pods_of_the_trees_plan
                                                                if b.pod == f"default/{child}-0"]
     finally:
         cache.stop()
+
+
+def test_a_victim_unit_spread_over_nodes_the_workload_does_not_take_is_evicted_whole(api: ApiServerDouble) -> None:
+    """An `all` group is evicted whole: its pod on n2 is a victim of the gang that takes n1 only."""
+    for name in ("n1", "n2"):
+        api.put(node(name).cpu_m(4000).build())
+    api.put(pod_group("eval", 2).disruption_all().priority(1).build())
+    api.put(pod("eval-0").on("n1").group("eval").priority(1).cpu_m(3000).build())
+    api.put(pod("eval-1").on("n2").group("eval").priority(1).cpu_m(1000).build())
+    api.put(pod("big").on("n2").cpu_m(2500).priority(1000).build())  # n2 has no room for the gang either way
+    api.put(pod_group("train", 2).priority(100).build())
+    for k in range(2):
+        api.put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(2000)))
+    cache = WatchCache(Cluster.at(api.url))
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        advisor = Advisor(cache, in_process(5.0), scheduler_name="gangplace")
+        advisor.plan_once()
+        answer = advisor.advise("PodGroup", "default", "train")
+        assert answer.planned and {b.node for b in answer.bindings} == {"n1"}
+        assert sorted((e.pod, e.node) for e in answer.evictions) == [("default/eval-0", "n1"), ("default/eval-1", "n2")]
+    finally:
+        cache.stop()

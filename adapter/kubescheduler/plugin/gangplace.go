@@ -30,6 +30,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -111,6 +112,10 @@ type Gangplace struct {
 	evict    Evictor
 	upstream fwk.PlacementGeneratePlugin // TopologyPlacementGenerator, for what it would return
 	holds    *holds                      // PreEnqueue's held groups
+	evicting sync.WaitGroup              // PodGroupPostFilter's evictions under way
+	mu       sync.Mutex
+	refused  map[string]time.Time // workload -> when a victim of its plan was refused
+	answers  map[string]cached    // planned answers by "Kind/ns/name", adviceTTL long
 }
 
 var (
@@ -160,7 +165,7 @@ func NewWith(args Args, advisor Advisor, evict Evictor, upstream fwk.PlacementGe
 	}
 	g := &Gangplace{args: args, timeout: orDefault(args.TimeoutMilliseconds, DefaultTimeout),
 		maxAge: orDefault(args.MaxPlanAgeMilliseconds, DefaultMaxPlanAge), advisor: advisor, evict: evict,
-		upstream: upstream}
+		upstream: upstream, refused: map[string]time.Time{}, answers: map[string]cached{}}
 	hold := orDefault(args.HoldMilliseconds, DefaultHold)
 	if args.HoldMilliseconds < 0 {
 		hold = 0
@@ -209,9 +214,50 @@ func (g *Gangplace) stale(answer *pb.AdviseResponse) bool {
 	return time.Duration(answer.GetAgeSeconds()*float64(time.Second)) > g.maxAge
 }
 
+// adviceTTL: a planned answer serves the other questions about its workload (each of its pods'
+// PreFilter, each placement's) for this long, so a PodGroup cycle asks the advisor about once.
+const adviceTTL = 500 * time.Millisecond
+
+type cached struct {
+	answer *pb.AdviseResponse
+	at     time.Time
+}
+
+// remembered is a planned answer for “key“ younger than adviceTTL, or nil.
+func (g *Gangplace) remembered(key string) *pb.AdviseResponse {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c, ok := g.answers[key]; ok && time.Since(c.at) <= adviceTTL {
+		return c.answer
+	}
+	return nil
+}
+
+// remember keeps a planned answer under the key asked and under each of its pods.
+func (g *Gangplace) remember(key string, answer *pb.AdviseResponse) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.answers) > 10000 {
+		for k, c := range g.answers {
+			if now.Sub(c.at) > adviceTTL {
+				delete(g.answers, k)
+			}
+		}
+	}
+	g.answers[key] = cached{answer, now}
+	for _, b := range answer.GetBindings() {
+		g.answers["Pod/"+b.GetPod()] = cached{answer, now}
+	}
+}
+
 // advise is the advice for one workload, or nil: not planned, a stale plan, or no answer within
 // the deadline (each counted by its result).
 func (g *Gangplace) advise(ctx context.Context, point, kind, namespace, name string) *pb.AdviseResponse {
+	key := kind + "/" + namespace + "/" + name
+	if answer := g.remembered(key); answer != nil {
+		return answer
+	}
 	answer, err := g.ask(ctx, point, kind, namespace, name)
 	switch {
 	case err != nil:
@@ -227,6 +273,7 @@ func (g *Gangplace) advise(ctx context.Context, point, kind, namespace, name str
 			"workload", kind+"/"+namespace+"/"+name, "reason", answer.GetReason())
 		return nil
 	}
+	g.remember(key, answer)
 	return answer
 }
 
@@ -315,25 +362,27 @@ func (g *Gangplace) PlacementScoreExtensions() fwk.PlacementScoreExtensions { re
 
 // ---- PodGroupPostFilter ------------------------------------------------------------------------
 
-// PodGroupPostFilter evicts the plan's victims and nominates its pods to their planned nodes.
+// PodGroupPostFilter nominates the plan's pods to their planned nodes and evicts its victims
+// asynchronously, as DefaultPreemption's async preemption does, so the cycle never waits on the
+// API server. A victim the Eviction API (or the delete) refuses leaves the workload to
+// DefaultPreemption for refusedFor: its next PodGroupPostFilter answers Unschedulable.
 func (g *Gangplace) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleState, pg fwk.PodGroupInfo, _ fwk.PodGroupSchedulingFunc) (*fwk.PodGroupPostFilterResult, *fwk.Status) {
+	workload := groupKind(pg) + "/" + pg.GetNamespace() + "/" + pg.GetName()
+	if g.refusedLately(workload) {
+		count(PointPodGroupPostFilter, ResultEvictionRefused)
+		return nil, fwk.NewStatus(fwk.Unschedulable, "gangplace: a victim of the plan was refused lately")
+	}
 	answer := g.advise(ctx, PointPodGroupPostFilter, groupKind(pg), pg.GetNamespace(), pg.GetName())
 	if answer == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gangplace: no plan for the pod group")
 	}
-	evicted := 0
+	victims := make([]types.NamespacedName, 0, len(answer.GetEvictions()))
 	for _, e := range answer.GetEvictions() {
 		namespace, name, ok := splitKey(e.GetPod())
 		if !ok {
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gangplace: victim %q: not namespace/name", e.GetPod()))
 		}
-		if err := g.evict(ctx, namespace, name); err != nil {
-			count(PointPodGroupPostFilter, ResultEvictionRefused)
-			klog.FromContext(ctx).Info("gangplace: a victim of the plan could not be evicted, upstream's preemption",
-				"victim", e.GetPod(), "err", err)
-			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gangplace: evicting %s: %v", e.GetPod(), err))
-		}
-		evicted++
+		victims = append(victims, types.NamespacedName{Namespace: namespace, Name: name})
 	}
 	nominations := map[types.NamespacedName]*fwk.NominatingInfo{}
 	for _, b := range answer.GetBindings() {
@@ -344,9 +393,49 @@ func (g *Gangplace) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleS
 		nominations[types.NamespacedName{Namespace: namespace, Name: name}] = &fwk.NominatingInfo{
 			NominatedNodeName: b.GetNode(), NominatingMode: fwk.ModeOverride}
 	}
+	g.evictAll(klog.FromContext(ctx), workload, victims)
 	count(PointPodGroupPostFilter, ResultPlanned)
 	return &fwk.PodGroupPostFilterResult{NominatingInfos: nominations},
-		fwk.NewStatus(fwk.Success, fmt.Sprintf("gangplace: evicted %d victims of the plan", evicted))
+		fwk.NewStatus(fwk.Success, fmt.Sprintf("gangplace: evicting %d victims of the plan", len(victims)))
+}
+
+// refusedFor is how long a workload one of whose plan's victims was refused is left to
+// DefaultPreemption (the advisor replans meanwhile from what the refusal left).
+const refusedFor = 30 * time.Second
+
+// evictTimeout bounds the evictions of one PodGroupPostFilter.
+const evictTimeout = 30 * time.Second
+
+// evictAll evicts the victims in parallel, in the background; a refusal is remembered for the
+// workload (refusedLately) and counted.
+func (g *Gangplace) evictAll(logger klog.Logger, workload string, victims []types.NamespacedName) {
+	for _, v := range victims {
+		g.evicting.Add(1)
+		go func() {
+			defer g.evicting.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), evictTimeout)
+			defer cancel()
+			if err := g.evict(ctx, v.Namespace, v.Name); err != nil {
+				count(PointPodGroupPostFilter, ResultEvictionRefused)
+				logger.Info("gangplace: a victim of the plan could not be evicted: DefaultPreemption decides next",
+					"workload", workload, "victim", v.String(), "err", err)
+				g.mu.Lock()
+				g.refused[workload] = time.Now()
+				g.mu.Unlock()
+			}
+		}()
+	}
+}
+
+func (g *Gangplace) refusedLately(workload string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.refused[workload]
+	if ok && time.Since(at) > refusedFor {
+		delete(g.refused, workload)
+		return false
+	}
+	return ok
 }
 
 func splitKey(key string) (string, string, bool) {

@@ -176,14 +176,21 @@ func TestWithoutAdviceThePlacementsAreUpstreams(t *testing.T) {
 }
 
 func TestPostFilterEvictsThePlansVictimsAndNominatesItsPods(t *testing.T) {
+	var mu sync.Mutex
 	var evicted []string
-	evict := func(_ context.Context, ns, name string) error { evicted = append(evicted, ns+"/"+name); return nil }
+	evict := func(_ context.Context, ns, name string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		evicted = append(evicted, ns+"/"+name)
+		return nil
+	}
 	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}
 	g := newPlugin(t, advisor, evict, nil)
 	result, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil)
 	if !status.IsSuccess() {
 		t.Fatalf("want success, got %v", status)
 	}
+	g.evicting.Wait() // in the background, as DefaultPreemption's async preemption
 	if len(evicted) != 1 || evicted[0] != "default/low-b" {
 		t.Fatalf("want low-b evicted, got %v", evicted)
 	}
@@ -199,16 +206,24 @@ func TestPostFilterEvictsThePlansVictimsAndNominatesItsPods(t *testing.T) {
 	}
 }
 
-func TestPostFilterLeavesTheGroupToDefaultPreemptionWithoutAdviceOrWhenAnEvictionIsRefused(t *testing.T) {
+func TestPostFilterLeavesTheGroupToDefaultPreemptionWithoutAdviceOrOnceAnEvictionWasRefused(t *testing.T) {
 	refuse := func(context.Context, string, string) error { return errors.New("429: the PDB allows no disruption") }
-	for name, g := range map[string]*Gangplace{
-		"no advice":        newPlugin(t, &fakeAdvisor{err: errors.New("unavailable")}, refuse, nil),
-		"eviction refused": newPlugin(t, &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}, refuse, nil),
-	} {
-		result, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil)
-		if status.Code() != fwk.Unschedulable || result != nil {
-			t.Errorf("%s: want Unschedulable (the next plugin preempts), got %v %v", name, result, status)
-		}
+	none := newPlugin(t, &fakeAdvisor{err: errors.New("unavailable")}, refuse, nil)
+	if result, status := none.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil); status.Code() != fwk.Unschedulable || result != nil {
+		t.Errorf("no advice: want Unschedulable (the next plugin preempts), got %v %v", result, status)
+	}
+	g := newPlugin(t, &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}, refuse, nil)
+	if _, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil); !status.IsSuccess() {
+		t.Fatalf("the first attempt nominates and evicts in the background, got %v", status)
+	}
+	g.evicting.Wait()
+	result, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil)
+	if status.Code() != fwk.Unschedulable || result != nil {
+		t.Errorf("after a refused eviction: want Unschedulable (DefaultPreemption decides), got %v %v", result, status)
+	}
+	other, _ := g.PodGroupPostFilter(context.Background(), nil, group{"other", fwk.PodGroupKeyType}, nil)
+	if other != nil {
+		t.Errorf("another workload is not affected by train's refusal")
 	}
 }
 
@@ -273,5 +288,23 @@ func TestArgsAreChecked(t *testing.T) {
 	g, err := NewWith(Args{Address: "a"}, nil, nil, nil)
 	if err != nil || g.args.PdbPolicy != "strict" || g.timeout != DefaultTimeout {
 		t.Fatalf("defaults: strict and %v, got %v %v", DefaultTimeout, g, err)
+	}
+}
+
+func TestAPlannedAnswerServesTheRestOfItsWorkloadWithoutAskingAgain(t *testing.T) {
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"Pod/default/train-0": gang()}}
+	g := newPlugin(t, advisor, nil, nil)
+	for _, name := range []string{"train-0", "train-1", "train-0"} {
+		if result, _ := g.PreFilter(context.Background(), nil, pod(name), nodes("n1", "n2")); result == nil {
+			t.Fatalf("%s: want its planned node", name)
+		}
+	}
+	if len(advisor.asked) != 1 {
+		t.Fatalf("one question for the gang's pods within adviceTTL, asked %v", advisor.asked)
+	}
+	time.Sleep(adviceTTL + 50*time.Millisecond)
+	g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n1", "n2"))
+	if len(advisor.asked) != 2 || advisor.asked[1] != "Pod/default/train-1" {
+		t.Fatalf("past adviceTTL the advisor is asked again, asked %v", advisor.asked)
 	}
 }
