@@ -213,3 +213,41 @@ def test_bench_served_memory_reads_each_requests_peak_from_its_own_server(
                                                    ("gang-preemption", "yaml", "PLAN_STATUS_OPTIMAL")]
     assert all(float(r[4]) > float(r[3]) > 50 for r in rows)  # peak over idle; idle holds the imports
     assert out[3].startswith("worst: ")
+
+
+def test_the_plugin_column_and_both_cycle_latencies_are_printed_four_ways(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--upstream kube-scheduler+plugin`: kp beside ks (stand-ins here: the real runs are the
+    control-plane tier's and the bench's), and the PodGroup cycle p50/p99 of each."""
+    from solver import cli
+
+    def fake(case: runner.Case, snap: object, options: object, up: runner.Upstream) -> dict[str, object]:
+        assert up.plugin
+        ks = {"satisfiedWorkloads": 0, "placedPods": 0, "pdbViolations": 0, "preemptionCost": 0.0, "evictedPods": 0}
+        kp = {"satisfiedWorkloads": 1, "placedPods": 4, "pdbViolations": 0, "preemptionCost": 11.0, "evictedPods": 1}
+        return {"upstream": ks, "upstreamSeconds": 1.5, "upstreamVerified": True, "upstreamSettled": True,
+                "podGroupP50": 0.008, "podGroupP99": 0.0634, "plugin": kp, "pluginVerified": True,
+                "pluginPodGroupP50": 0.012, "pluginPodGroupP99": 0.05}
+
+    monkeypatch.setattr(runner, "run_upstream", fake)
+    monkeypatch.setattr("solver.bench.controlplane.find_binaries", lambda: None)
+    assert cli.main(["bench", str(ROOT / "examples" / "dra-gpus.yaml"), "--repeat", "1",
+                     "--upstream", "kube-scheduler+plugin"]) == 0
+    header, _, line = capsys.readouterr().out.strip().splitlines()
+    cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in line.split("|")], strict=True))
+    assert (cells["placed gp/ks/kp/bl"], cells["evicted gp/ks/kp/bl"]) == ("4/0/4/0", "1/0/1/0")
+    assert (cells["ks pg ms p50/p99"], cells["kp pg ms p50/p99"]) == ("8.0/63.4", "12.0/50.0")
+    assert cells["verified gp/ks/kp"] == "True/True/True"
+
+
+def test_a_cycle_quantile_is_read_from_the_histogram_as_prometheus_interpolates_it() -> None:
+    from solver.bench.upstream import PODGROUP_ATTEMPT, _quantile
+
+    text = "\n".join(f'{PODGROUP_ATTEMPT}_bucket{{profile="a",result="scheduled",le="{le}"}} {n}' for le, n in (
+        ("0.001", 0), ("0.002", 50), ("0.004", 90), ("0.008", 100), ("+Inf", 100)))
+    text += "\n" + "\n".join(f'{PODGROUP_ATTEMPT}_bucket{{profile="a",result="unschedulable",le="{le}"}} {n}'
+                             for le, n in (("0.001", 0), ("0.002", 0), ("0.004", 0), ("0.008", 0), ("+Inf", 0)))
+    assert _quantile(text, PODGROUP_ATTEMPT, 0.5) == 0.002  # the 50th of 100 ends the (1, 2] ms bucket
+    assert _quantile(text, PODGROUP_ATTEMPT, 0.7) == 0.003  # halfway into (2, 4] ms
+    assert _quantile(text, PODGROUP_ATTEMPT, 0.99) == 0.0076
+    assert _quantile("", PODGROUP_ATTEMPT, 0.5) is None
