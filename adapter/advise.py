@@ -109,7 +109,7 @@ def hierarchy(objects: Iterable[Obj]) -> tuple[dict[str, str], dict[str, frozens
         group = (obj.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
         leaf = f"{(obj.get('metadata') or {}).get('namespace', '')}/{group}"
         if group and leaf in groups:
-            under[key_of(obj)] = frozenset(named(k) for k in tree.ancestors(leaf))  # type: ignore[arg-type]
+            under[key_of(obj)] = frozenset(named(k) for k in tree.ancestors(leaf))  # type: ignore[arg-type]  # a GroupKey is a str
     return roots, under
 
 

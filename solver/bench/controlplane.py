@@ -385,6 +385,7 @@ class ControlPlane:
         upstream's binary and default profile, or ``binary`` (the plugin's build,
         ``plugin_scheduler``) with ``config``, a KubeSchedulerConfiguration whose client
         connection and leader election this sets."""
+        self.stop_component("kube-scheduler")  # one at a time: a second would race the first
         kc = write_kubeconfig(self.workdir / "scheduler.kubeconfig", self.url, self.pki / "ca.crt",
                               cert=self.pki / "scheduler.crt", key=self.pki / "scheduler.key")
         port = _free_port()

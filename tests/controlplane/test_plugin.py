@@ -80,6 +80,14 @@ class PluginScheduler:
         self.solve = Paused(in_process(5.0, "strict"))
         self.advisor = Advisor(self.cache, self.solve, scheduler_name="gangplace")
         self.stop = threading.Event()
+        self.server: Any = None
+        try:
+            self._start(plane)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, plane: ControlPlane) -> None:
         self.cache.start()
         assert self.cache.wait_synced(30), "the advisor's watch did not sync"
         self.thread = threading.Thread(target=self.advisor.run, args=(self.stop,), kwargs={"wait": 0.2},
@@ -134,9 +142,11 @@ class PluginScheduler:
 
     def close(self) -> None:
         self.stop_scheduler()
-        self.server.stop(0).wait()
+        if self.server is not None:
+            self.server.stop(0).wait()
         self.stop.set()
-        self.thread.join(10)
+        if hasattr(self, "thread"):
+            self.thread.join(10)
         self.cache.stop(join=5.0)
 
 
