@@ -58,11 +58,14 @@ class Advised:
     under: dict[str, frozenset[str]] = field(default_factory=dict)  # pending pod -> the groups above it
 
     @classmethod
-    def of(cls, plan: Plan, made: float, objects: Iterable[Obj], generation: int = 0) -> Advised:
+    def of(cls, plan: Plan, made: float, objects: Iterable[Obj], generation: int = 0,
+           honoured: Iterable[Binding] = ()) -> Advised:
+        """``honoured``: advice handed out lately that the plan took as decided (``Advisor``):
+        answered again as it was."""
         pods, versions = workloads_of(objects)
         owner = {pod: workload for workload, members in pods.items() for pod in members}
         bindings: dict[str, list[Binding]] = {}
-        for b in plan.bindings:
+        for b in (*honoured, *plan.bindings):
             if b.pod in owner:
                 bindings.setdefault(owner[b.pod], []).append(b)
         evictions: dict[str, list[int]] = {}
@@ -157,11 +160,37 @@ NOTHING_READY = Plan(status="NOTHING_READY", workloads=(), bindings=(), eviction
                                          preemption_cost_bound=0.0, gap=0.0))
 
 
+# Advice handed out this recently is taken as decided by the next plan: kube-scheduler may be
+# binding those pods right now (a PodGroup's cycle, then its bindings), and a plan that moved
+# them would send the next group to a node they are about to take. Past it, a pod still pending
+# (its binding failed, its node went) is planned afresh.
+HONOUR_SECONDS = 5.0
+
+
+def _as_decided(objects: list[Obj], decided: dict[str, str], gone: set[str]) -> list[Obj]:
+    """The objects with each pending pod of ``decided`` ("ns/name" -> node) bound to its node and
+    each running pod of ``gone`` (the victims of that advice, being evicted) left out."""
+    out = []
+    for obj in objects:
+        if obj.get("kind") != "Pod":
+            out.append(obj)
+            continue
+        key = key_of(obj)
+        node = decided.get(key) if pending(obj) else None
+        if node is not None:
+            out.append({**obj, "spec": {**obj.get("spec", {}), "nodeName": node}})
+        elif key not in gone or pending(obj):
+            out.append(obj)
+    return out
+
+
 class Advisor:
     def __init__(self, cache: WatchCache, solve: Solve, *, scheduler_name: str = "default-scheduler",
                  clock: Callable[[], float] = time.monotonic, heartbeat: Callable[[], None] = lambda: None) -> None:
         self.cache = cache
         self.heartbeat = heartbeat
+        self._handed: dict[str, tuple[str, float]] = {}  # pod -> (node, when) of the advice handed out
+        self._victims: dict[str, float] = {}  # victim -> when advice naming it was handed out
         self.solve = solve
         self.scheduler_name = scheduler_name
         self.clock = clock
@@ -175,7 +204,14 @@ class Advisor:
         a plan of nothing (status NOTHING_READY: current, but considering no workload). None
         when the solve failed; the advice before stays."""
         generation, objects = self.cache.snapshot()
-        sel = select(objects, self.scheduler_name)
+        now = self.clock()
+        with self._lock:
+            self._handed = {p: (n, t) for p, (n, t) in self._handed.items() if now - t <= HONOUR_SECONDS}
+            self._victims = {p: t for p, t in self._victims.items() if now - t <= HONOUR_SECONDS}
+            decided = {p: n for p, (n, _) in self._handed.items()}
+            gone = set(self._victims)
+        real = select(objects, self.scheduler_name)
+        sel = select(_as_decided(objects, decided, gone), self.scheduler_name) if decided else real
         if not sel.ready:  # a plan of nothing: the advisor is current, and considered no workload
             plan = NOTHING_READY
         else:
@@ -184,7 +220,8 @@ class Advisor:
             except SolverError as exc:  # the advice before stays; the next change tries again
                 LOG.warning(json.dumps({"event": "advise-solve-failed", "error": str(exc)}))
                 return None
-        advised = Advised.of(plan, self.clock(), sel.objects, generation)
+        honoured = [Binding(pod=p, node=n) for p, n in sorted(decided.items())]
+        advised = Advised.of(plan, self.clock(), real.objects, generation, honoured)
         with self._lock:
             self.current = advised
             self.plans += 1
@@ -233,6 +270,12 @@ class Advisor:
         else:
             out.planned = True
             out.bindings.extend(pb.Binding(pod=b.pod, node=b.node) for b in bindings)
+            handed = self.clock()
+            with self._lock:
+                for b in bindings:
+                    self._handed.setdefault(b.pod, (b.node, handed))
+                for e in out.evictions:
+                    self._victims.setdefault(e.pod, handed)
             victims = advised.victims_for({b.node for b in bindings})
             out.evictions.extend(pb.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group)
                                  for e in (plan.evictions[i] for i in victims))  # in the plan's order

@@ -289,3 +289,44 @@ def test_a_victim_unit_spread_over_nodes_the_workload_does_not_take_is_evicted_w
         assert sorted((e.pod, e.node) for e in answer.evictions) == [("default/eval-0", "n1"), ("default/eval-1", "n2")]
     finally:
         cache.stop()
+
+
+def test_advice_handed_out_is_kept_by_the_next_plan_for_a_while_then_planned_afresh(api: ApiServerDouble) -> None:
+    """kube-scheduler may be binding a gang it was just advised on: the next plan takes that
+    advice (and its victims' evictions) as decided for HONOUR_SECONDS, so it sends no other
+    group to those nodes; a pod still pending after that is planned afresh."""
+    from adapter.advise import HONOUR_SECONDS
+
+    for name in ("n1", "n2"):
+        api.put(node(name).cpu_m(4000).build())
+    api.put(pod_group("a", 2).priority(100).build())
+    for k in range(2):
+        api.put(ours(pod(f"a-{k}").group("a").priority(100).cpu_m(2000)))
+    now = [1000.0]
+    cache = WatchCache(Cluster.at(api.url))
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        advisor = Advisor(cache, in_process(5.0), scheduler_name="gangplace", clock=lambda: now[0])
+        advisor.plan_once()
+        first = advisor.advise("PodGroup", "default", "a")
+        assert first.planned and {b.node for b in first.bindings} == {"n1"}  # packed on the first node
+        # b (lower priority) can only go to n1: a fresh plan would move a to n2 to fit both
+        api.put(pod_group("b", 1).priority(50).build())
+        api.put(ours(pod("b-0").group("b").priority(50).cpu_m(4000).selector("kubernetes.io/hostname", "n1")))
+        deadline = time.monotonic() + 10
+        while not any(o["metadata"]["name"] == "b-0" for o in cache.objects() if o["kind"] == "Pod"):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        now[0] += HONOUR_SECONDS / 2
+        advisor.plan_once()
+        kept = advisor.advise("PodGroup", "default", "a")
+        assert [(b.pod, b.node) for b in kept.bindings] == [(b.pod, b.node) for b in first.bindings]
+        assert not advisor.advise("PodGroup", "default", "b").planned
+        now[0] += HONOUR_SECONDS  # a is still pending: its binding did not happen
+        advisor.plan_once()
+        moved = advisor.advise("PodGroup", "default", "a")
+        assert {b.node for b in moved.bindings} == {"n2"}
+        assert [(b.pod, b.node) for b in advisor.advise("PodGroup", "default", "b").bindings] == [("default/b-0", "n1")]
+    finally:
+        cache.stop()
