@@ -50,7 +50,8 @@ MAX_PLAN_AGE_MS = 5000
 
 class Paused:
     """The advisor's solve, which a test can stop (each replan then fails and the plan before
-    stays, as when the solver is down or slower than the changes)."""
+    stays, as when the solver is down or slower than the changes; PluginScheduler stops the
+    plans of nothing too)."""
 
     def __init__(self, solve: Callable[[list[dict[str, Any]]], Plan]) -> None:
         self.solve = solve
@@ -79,6 +80,8 @@ class PluginScheduler:
         self.cache = WatchCache(Cluster.connect(str(kubeconfig)))
         self.solve = Paused(in_process(5.0, "strict"))
         self.advisor = Advisor(self.cache, self.solve, scheduler_name="gangplace")
+        plan_once = self.advisor.plan_once  # paused, no plan at all (not even one of nothing) is made
+        self.advisor.plan_once = lambda: None if self.solve.paused else plan_once()  # type: ignore[method-assign]  # the test's pause
         self.stop = threading.Event()
         self.server: Any = None
         try:
