@@ -28,7 +28,7 @@ import grpc
 
 from adapter.cache import WatchCache
 from solver.core.errors import SolverError
-from solver.core.plan import Binding, Objective, Plan, WorkloadVerdict
+from solver.core.plan import Binding, Eviction, Objective, Plan, WorkloadVerdict
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.kube.selection import GROUP_KINDS, groups_of, pending, select, tree_of
@@ -53,36 +53,39 @@ class Advised:
     owner: dict[str, str] = field(default_factory=dict)  # pending pod "ns/name" -> its workload
     verdicts: dict[str, WorkloadVerdict] = field(default_factory=dict)
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    evictions: dict[str, list[int]] = field(default_factory=dict)  # node -> the plan's victims there, by index
+    victims: tuple[Eviction, ...] = ()  # the plan's evictions, then the honoured advice's still to go
+    evictions: dict[str, list[int]] = field(default_factory=dict)  # node -> the victims there, by index
     roots: dict[str, str] = field(default_factory=dict)  # group "Kind/ns/name" -> its tree's root, likewise
     under: dict[str, frozenset[str]] = field(default_factory=dict)  # pending pod -> the groups above it
 
     @classmethod
     def of(cls, plan: Plan, made: float, objects: Iterable[Obj], generation: int = 0,
-           honoured: Iterable[Binding] = ()) -> Advised:
-        """``honoured``: advice handed out lately that the plan took as decided (``Advisor``):
-        answered again as it was."""
+           honoured: Iterable[Binding] = (), honoured_victims: Iterable[Eviction] = ()) -> Advised:
+        """``honoured``: advice handed out lately that the plan took as decided (``Advisor``),
+        answered again as it was, with its victims not gone yet (``honoured_victims``)."""
         pods, versions = workloads_of(objects)
         owner = {pod: workload for workload, members in pods.items() for pod in members}
         bindings: dict[str, list[Binding]] = {}
         for b in (*honoured, *plan.bindings):
             if b.pod in owner:
                 bindings.setdefault(owner[b.pod], []).append(b)
+        planned = {e.pod for e in plan.evictions}
+        victims = (*plan.evictions, *(e for e in honoured_victims if e.pod not in planned))
         evictions: dict[str, list[int]] = {}
-        for i, e in enumerate(plan.evictions):
+        for i, e in enumerate(victims):
             evictions.setdefault(e.node, []).append(i)
         roots, under = hierarchy(objects)
         return cls(plan=plan, made=made, generation=generation, versions=versions, owner=owner,
                    verdicts={f"{w.kind}/{w.name}": w for w in plan.workloads}, bindings=bindings,
-                   evictions=evictions, roots=roots, under=under)
+                   victims=victims, evictions=evictions, roots=roots, under=under)
 
     def victims_for(self, nodes: set[str]) -> list[int]:
         """The plan's victims on ``nodes``, with every other victim of their victim units (a
         unit is evicted whole: an ``all`` group spread over nodes the workload does not take),
         by index in the plan's order."""
         chosen = {i for node in nodes for i in self.evictions.get(node, ())}
-        units = {self.plan.evictions[i].group for i in chosen} - {""}
-        chosen |= {i for i, e in enumerate(self.plan.evictions) if e.group in units}
+        units = {self.victims[i].group for i in chosen} - {""}
+        chosen |= {i for i, e in enumerate(self.victims) if e.group in units}
         return sorted(chosen)
 
     def workload_of(self, kind: str, namespace: str, name: str) -> str:
@@ -190,7 +193,7 @@ class Advisor:
         self.cache = cache
         self.heartbeat = heartbeat
         self._handed: dict[str, tuple[str, float]] = {}  # pod -> (node, when) of the advice handed out
-        self._victims: dict[str, float] = {}  # victim -> when advice naming it was handed out
+        self._victims: dict[str, tuple[Eviction, float]] = {}  # victim -> (it, when advice naming it was handed out)
         self.solve = solve
         self.scheduler_name = scheduler_name
         self.clock = clock
@@ -207,9 +210,10 @@ class Advisor:
         now = self.clock()
         with self._lock:
             self._handed = {p: (n, t) for p, (n, t) in self._handed.items() if now - t <= HONOUR_SECONDS}
-            self._victims = {p: t for p, t in self._victims.items() if now - t <= HONOUR_SECONDS}
+            self._victims = {p: (e, t) for p, (e, t) in self._victims.items() if now - t <= HONOUR_SECONDS}
             decided = {p: n for p, (n, _) in self._handed.items()}
             gone = set(self._victims)
+            still = [e for e, _ in self._victims.values()]
         real = select(objects, self.scheduler_name)
         sel = select(_as_decided(objects, decided, gone), self.scheduler_name) if decided else real
         if not sel.ready:  # a plan of nothing: the advisor is current, and considered no workload
@@ -221,7 +225,9 @@ class Advisor:
                 LOG.warning(json.dumps({"event": "advise-solve-failed", "error": str(exc)}))
                 return None
         honoured = [Binding(pod=p, node=n) for p, n in sorted(decided.items())]
-        advised = Advised.of(plan, self.clock(), real.objects, generation, honoured)
+        present = {key_of(o) for o in objects if o.get("kind") == "Pod"}  # a victim gone needs no evicting
+        advised = Advised.of(plan, self.clock(), real.objects, generation, honoured,
+                             [e for e in still if e.pod in present])
         with self._lock:
             self.current = advised
             self.plans += 1
@@ -270,15 +276,15 @@ class Advisor:
         else:
             out.planned = True
             out.bindings.extend(pb.Binding(pod=b.pod, node=b.node) for b in bindings)
+            victims = [advised.victims[i] for i in advised.victims_for({b.node for b in bindings})]
             handed = self.clock()
             with self._lock:
                 for b in bindings:
                     self._handed.setdefault(b.pod, (b.node, handed))
-                for e in out.evictions:
-                    self._victims.setdefault(e.pod, handed)
-            victims = advised.victims_for({b.node for b in bindings})
+                for e in victims:
+                    self._victims.setdefault(e.pod, (e, handed))
             out.evictions.extend(pb.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group)
-                                 for e in (plan.evictions[i] for i in victims))  # in the plan's order
+                                 for e in victims)  # in the plan's order
         return out
 
 

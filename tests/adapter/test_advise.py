@@ -330,3 +330,23 @@ def test_advice_handed_out_is_kept_by_the_next_plan_for_a_while_then_planned_afr
         assert [(b.pod, b.node) for b in advisor.advise("PodGroup", "default", "b").bindings] == [("default/b-0", "n1")]
     finally:
         cache.stop()
+
+
+def test_honoured_advice_is_answered_with_its_victims_until_they_are_gone(advisor: Advisor, api: ApiServerDouble) -> None:
+    """The gang was advised (both pods on n1, low-b evicted); the next plan takes that as decided
+    and has nothing left to plan, but the gang's next cycle must still be told to evict low-b."""
+    advisor.plan_once()
+    first = _ask(advisor)
+    assert [e.pod for e in first.evictions] == ["default/low-b"]
+    advised = advisor.plan_once()
+    assert advised is not None and advised.plan.status == "NOTHING_READY"  # the gang is taken as bound
+    again = _ask(advisor)
+    assert again.planned and list(again.bindings) == list(first.bindings)
+    assert [e.pod for e in again.evictions] == ["default/low-b"]
+    api.delete("pods", "default", "low-b")
+    deadline = time.monotonic() + 10
+    while advisor.cache.get("Pod", "default/low-b") is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    advisor.plan_once()
+    assert list(_ask(advisor).evictions) == []  # gone: nothing to evict
