@@ -62,15 +62,9 @@ GO_DIRECTIVE=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$K8S_GOMOD")
 } >go.mod
 log "k8s.io/kubernetes ${K8S_VERSION}: $(grep -c '=> k8s.io/' go.mod) staging modules replaced at ${STAGING_VERSION}"
 
-# The version stamps upstream's hack/lib/version.sh sets; without them the binaries call
-# themselves v0.0.0-master and version-gated features misbehave.
-MAJOR=1
-MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
-LDFLAGS="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  LDFLAGS+=" -X ${pkg}.gitVersion=${K8S_VERSION} -X ${pkg}.gitMajor=${MAJOR} -X ${pkg}.gitMinor=${MINOR}"
-  LDFLAGS+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
-done
+# shellcheck source=scripts/k8s-ldflags.sh
+source "$SCRIPTS/k8s-ldflags.sh"
+LDFLAGS=$(k8s_ldflags "$K8S_VERSION")
 for cmd in kube-apiserver kube-scheduler kube-controller-manager; do
   [[ -x "$BIN/$cmd" ]] && continue
   log "building $cmd (a cold build takes tens of minutes on 2 cores)"

@@ -24,12 +24,9 @@ if [[ -x "$OUT" ]]; then echo "$OUT"; exit 0; fi
 echo "build-scheduler-plugin: building kube-scheduler ${K8S_VERSION} with the gangplace plugin" >&2
 start=$(date +%s)
 mkdir -p "$(dirname "$OUT")"
-MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
-LDFLAGS="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  LDFLAGS+=" -X ${pkg}.gitVersion=${K8S_VERSION} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${MINOR}"
-  LDFLAGS+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
-done
+# shellcheck source=scripts/k8s-ldflags.sh
+source "$(dirname "$0")/k8s-ldflags.sh"
+LDFLAGS=$(k8s_ldflags "$K8S_VERSION")
 (cd "$MODULE" && CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$OUT.tmp" ./cmd/kube-scheduler)
 mv "$OUT.tmp" "$OUT"
 echo "build-scheduler-plugin: done in $(( $(date +%s) - start )) s: $OUT" >&2

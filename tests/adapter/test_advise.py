@@ -8,7 +8,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -24,14 +26,23 @@ from tests.builders import composite, gang_scenario, node, ours, pod, pod_group
 from tests.grpc.test_tls import write_pki
 
 
+@contextmanager
+def advising(api: ApiServerDouble, **kw: Any) -> Iterator[Advisor]:
+    """An advisor of gangplace's pods over a watch of the double, synced; its watch ended after."""
+    cache = WatchCache(Cluster.at(api.url))
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        yield Advisor(cache, in_process(5.0), scheduler_name="gangplace", **kw)
+    finally:
+        cache.stop()
+
+
 @pytest.fixture()
 def advisor(api: ApiServerDouble) -> Iterator[Advisor]:
     gang_scenario(api.put)
-    cache = WatchCache(Cluster.at(api.url))
-    cache.start()
-    assert cache.wait_synced(10)
-    yield Advisor(cache, in_process(5.0), scheduler_name="gangplace")
-    cache.stop()
+    with advising(api) as advisor:
+        yield advisor
 
 
 def _ask(advisor: Advisor, kind: str = "PodGroup", name: str = "train", rv: str = "") -> pb.AdviseResponse:
@@ -228,17 +239,11 @@ def test_a_cluster_with_nothing_ready_has_a_current_plan_of_nothing(api: ApiServ
     """The plugin holds a group's pods only while its advisor has a current plan; a quiet cluster
     has one too (a plan of nothing), so the first gang to arrive is held for its plan."""
     api.put(node("n1").cpu_m(4000).build())
-    cache = WatchCache(Cluster.at(api.url))
-    cache.start()
-    try:
-        assert cache.wait_synced(10)
-        advisor = Advisor(cache, in_process(5.0), scheduler_name="gangplace")
+    with advising(api) as advisor:
         advised = advisor.plan_once()
         assert advised is not None and advised.plan.status == "NOTHING_READY"
         answer = advisor.advise("Pod", "", "anything")
         assert (answer.status, answer.covered, answer.planned, answer.age_seconds) == ("NOTHING_READY", False, False, 0.0)
-    finally:
-        cache.stop()
 
 
 def test_a_child_group_of_a_tree_is_answered_with_its_own_pods_of_the_trees_plan(api: ApiServerDouble) -> None:
@@ -249,11 +254,7 @@ def test_a_child_group_of_a_tree_is_answered_with_its_own_pods_of_the_trees_plan
     for child in ("job-a", "job-b"):
         api.put(pod_group(child, 1).parent("job").build())
         api.put(ours(pod(f"{child}-0").group(child).cpu_m(3000)))
-    cache = WatchCache(Cluster.at(api.url))
-    cache.start()
-    try:
-        assert cache.wait_synced(10)
-        advisor = Advisor(cache, in_process(5.0), scheduler_name="gangplace")
+    with advising(api) as advisor:
         advisor.plan_once()
         whole = advisor.advise("CompositePodGroup", "default", "job")
         assert whole.planned and sorted(b.pod for b in whole.bindings) == ["default/job-a-0", "default/job-b-0"]
@@ -263,8 +264,6 @@ def test_a_child_group_of_a_tree_is_answered_with_its_own_pods_of_the_trees_plan
             assert part.planned and part.covered
             assert [(b.pod, b.node) for b in part.bindings] == [(b.pod, b.node) for b in whole.bindings
                                                                if b.pod == f"default/{child}-0"]
-    finally:
-        cache.stop()
 
 
 def test_a_victim_unit_spread_over_nodes_the_workload_does_not_take_is_evicted_whole(api: ApiServerDouble) -> None:
@@ -278,17 +277,11 @@ def test_a_victim_unit_spread_over_nodes_the_workload_does_not_take_is_evicted_w
     api.put(pod_group("train", 2).priority(100).build())
     for k in range(2):
         api.put(ours(pod(f"train-{k}").group("train").priority(100).cpu_m(2000)))
-    cache = WatchCache(Cluster.at(api.url))
-    cache.start()
-    try:
-        assert cache.wait_synced(10)
-        advisor = Advisor(cache, in_process(5.0), scheduler_name="gangplace")
+    with advising(api) as advisor:
         advisor.plan_once()
         answer = advisor.advise("PodGroup", "default", "train")
         assert answer.planned and {b.node for b in answer.bindings} == {"n1"}
         assert sorted((e.pod, e.node) for e in answer.evictions) == [("default/eval-0", "n1"), ("default/eval-1", "n2")]
-    finally:
-        cache.stop()
 
 
 def test_advice_handed_out_is_kept_by_the_next_plan_for_a_while_then_planned_afresh(api: ApiServerDouble) -> None:
@@ -303,11 +296,7 @@ def test_advice_handed_out_is_kept_by_the_next_plan_for_a_while_then_planned_afr
     for k in range(2):
         api.put(ours(pod(f"a-{k}").group("a").priority(100).cpu_m(2000)))
     now = [1000.0]
-    cache = WatchCache(Cluster.at(api.url))
-    cache.start()
-    try:
-        assert cache.wait_synced(10)
-        advisor = Advisor(cache, in_process(5.0), scheduler_name="gangplace", clock=lambda: now[0])
+    with advising(api, clock=lambda: now[0]) as advisor:
         advisor.plan_once()
         first = advisor.advise("PodGroup", "default", "a")
         assert first.planned and {b.node for b in first.bindings} == {"n1"}  # packed on the first node
@@ -315,7 +304,7 @@ def test_advice_handed_out_is_kept_by_the_next_plan_for_a_while_then_planned_afr
         api.put(pod_group("b", 1).priority(50).build())
         api.put(ours(pod("b-0").group("b").priority(50).cpu_m(4000).selector("kubernetes.io/hostname", "n1")))
         deadline = time.monotonic() + 10
-        while not any(o["metadata"]["name"] == "b-0" for o in cache.objects() if o["kind"] == "Pod"):
+        while not any(o["metadata"]["name"] == "b-0" for o in advisor.cache.objects() if o["kind"] == "Pod"):
             assert time.monotonic() < deadline
             time.sleep(0.02)
         now[0] += HONOUR_SECONDS / 2
@@ -328,8 +317,6 @@ def test_advice_handed_out_is_kept_by_the_next_plan_for_a_while_then_planned_afr
         moved = advisor.advise("PodGroup", "default", "a")
         assert {b.node for b in moved.bindings} == {"n2"}
         assert [(b.pod, b.node) for b in advisor.advise("PodGroup", "default", "b").bindings] == [("default/b-0", "n1")]
-    finally:
-        cache.stop()
 
 
 def test_honoured_advice_is_answered_with_its_victims_until_they_are_gone(advisor: Advisor, api: ApiServerDouble) -> None:
