@@ -33,7 +33,7 @@ from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.kube.selection import GROUP_KINDS, groups_of, pending, select, tree_of
 from solver.kube.selection import key as key_of
-from solver.service.server import ListenError, ServerConfig, TokenCheck, credentials
+from solver.service.server import ListenError, ServerConfig, TokenCheck, listen, tls
 
 LOG = logging.getLogger("gangplace.adapter.advise")
 Obj = dict[str, Any]
@@ -310,16 +310,16 @@ def serve(advisor: Advisor, config: ServerConfig | str = "127.0.0.1:0") -> tuple
 
     if isinstance(config, str):
         config = ServerConfig(address=config)
-    address = config.address
+    creds, unusable = tls(config, "--advise-")  # OSError: TLS options that do not go together
     checks: list[grpc.ServerInterceptor] = [TokenCheck(config.token_file)] if config.token_file else []
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), interceptors=checks)
     pb_grpc.add_PlacementServiceServicer_to_server(AdviseService(advisor), server)  # type: ignore[no-untyped-call]  # protoc's output is untyped
-    try:
-        if config.tls_cert:
-            port = server.add_secure_port(address, credentials(config))
-        else:
-            port = server.add_insecure_port(address)
-    except RuntimeError as exc:  # grpc's word for an address it cannot parse or bind, or unusable PEM
-        raise ListenError("--advise", address, str(exc).split(";")[0]) from None
+    if creds is None:
+        try:
+            port = server.add_insecure_port(config.address)
+        except RuntimeError as exc:  # grpc's word for an address it cannot parse or bind
+            raise ListenError("--advise", config.address, str(exc).split(";")[0]) from None
+    else:  # as `gangplace serve` binds TLS: a free address grpc refused means unusable PEM
+        port = listen(server, "--advise", config.address, creds, unusable)
     server.start()
     return server, port

@@ -351,17 +351,12 @@ def main(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    if args.advise:
-        tls = ServerConfig(address=args.advise, tls_cert=args.advise_tls_cert, tls_key=args.advise_tls_key,
-                           tls_client_ca=args.advise_tls_client_ca, token_file=args.advise_token_file)
-        probes = serve_probes(adapter, args.metrics_host, args.metrics_port) if args.metrics_port else None
-        try:
-            return advise(adapter, tls, stop)
-        finally:
-            if probes is not None:
-                probes.stop()
     endpoint = serve_probes(adapter, args.metrics_host, args.metrics_port) if args.metrics_port else None
     try:
+        if args.advise:
+            return advise(adapter, ServerConfig(
+                address=args.advise, tls_cert=args.advise_tls_cert, tls_key=args.advise_tls_key,
+                tls_client_ca=args.advise_tls_client_ca, token_file=args.advise_token_file), stop)
         adapter.run(stop)
     finally:
         if endpoint is not None:

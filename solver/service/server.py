@@ -424,7 +424,7 @@ class _Watched:
         return True
 
 
-def credentials(config: ServerConfig) -> grpc.ServerCredentials:
+def _credentials(config: ServerConfig) -> grpc.ServerCredentials:
     files = [_Watched(p) for p in (config.tls_key, config.tls_cert) if p]
     ca = _Watched(config.tls_client_ca) if config.tls_client_ca else None
 
@@ -502,8 +502,26 @@ def _grpc_server(config: ServerConfig, workers: int, prefix: str, interceptors: 
                        options=[*options, ("grpc.so_reuseport", int(config.reuse_port))], interceptors=interceptors)
 
 
-def _listen(server: grpc.Server, option: str, address: str, credentials: grpc.ServerCredentials | None = None,
-            unusable: str = "") -> int:
+def tls(config: ServerConfig, flags: str = "--") -> tuple[grpc.ServerCredentials | None, str]:
+    """The credentials ``config`` serves with (None: plaintext) and the error to give if grpc
+    refuses them when it binds (``listen``'s ``unusable``). A certificate without its key, or a
+    client CA without both, is an OSError naming the options (``flags``: their prefix)."""
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise OSError(f"{flags}tls-cert and {flags}tls-key go together")
+    if config.tls_client_ca and not config.tls_cert:
+        raise OSError(f"{flags}tls-client-ca needs {flags}tls-cert and {flags}tls-key")
+    if not config.tls_cert:
+        return None, ""
+    unusable = f"cannot serve TLS on {config.address} with {config.tls_cert} and {config.tls_key}: " \
+               "not a usable PEM certificate and key"
+    try:
+        return _credentials(config), unusable
+    except RuntimeError as exc:  # grpc refuses the credentials when they are not usable PEM
+        raise OSError(unusable) from exc
+
+
+def listen(server: grpc.Server, option: str, address: str, credentials: grpc.ServerCredentials | None = None,
+           unusable: str = "") -> int:
     """Bind ``address``; ``unusable`` is the error when the address is free but grpc refused
     (the credentials, which grpc reads only here)."""
     try:
@@ -530,20 +548,9 @@ def _metrics_http(metrics: Metrics, address: str) -> Any:
 def start(config: ServerConfig) -> Running:
     """Bind every listener (a ListenError names the first that cannot), then serve."""
     size = config.max_message_bytes
-    if bool(config.tls_cert) != bool(config.tls_key):
-        raise OSError("--tls-cert and --tls-key go together")
-    if config.tls_client_ca and not config.tls_cert:
-        raise OSError("--tls-client-ca needs --tls-cert and --tls-key")
+    creds, unusable = tls(config)
     if config.cel_cache_bytes is not None:
         cel.set_cache_limit(config.cel_cache_bytes)
-    creds = None
-    unusable = f"cannot serve TLS on {config.address} with {config.tls_cert} and {config.tls_key}: " \
-               "not a usable PEM certificate and key"
-    if config.tls_cert:
-        try:
-            creds = credentials(config)
-        except RuntimeError as exc:  # grpc refuses the credentials when they are not usable PEM
-            raise OSError(unusable) from exc
     metrics = Metrics()
     checks: list[grpc.ServerInterceptor] = [TokenCheck(config.token_file)] if config.token_file else []
     server = _grpc_server(config, config.max_inflight + 8, "grpc", [metrics.rpcs, *checks],
@@ -555,14 +562,14 @@ def start(config: ServerConfig) -> Running:
     reflection.enable(server, (SERVICE, health.SERVICE_NAME))
     bound: list[Any] = [server]
     try:
-        port = _listen(server, "address", config.address, creds, unusable if creds else "")
+        port = listen(server, "address", config.address, creds, unusable)
         health_server = health_port = None
         if config.health_address:
             health_server = _grpc_server(config, 2, "health", [metrics.rpcs], [])
             bound.append(health_server)
             health_pb2_grpc.add_HealthServicer_to_server(hs, health_server)
             reflection.enable(health_server, (health.SERVICE_NAME,))
-            health_port = _listen(health_server, "health_address", config.health_address)
+            health_port = listen(health_server, "health_address", config.health_address)
         httpd = metrics_port = None
         if config.metrics_address:
             httpd = _metrics_http(metrics, config.metrics_address)

@@ -337,3 +337,21 @@ def test_honoured_advice_is_answered_with_its_victims_until_they_are_gone(adviso
         time.sleep(0.02)
     advisor.plan_once()
     assert list(_ask(advisor).evictions) == []  # gone: nothing to evict
+
+
+@pytest.mark.parametrize(("tls", "said"), [
+    ({"tls_cert": "server.crt"}, "--advise-tls-cert and --advise-tls-key go together"),
+    ({"tls_client_ca": "ca.crt"}, "--advise-tls-client-ca needs --advise-tls-cert and --advise-tls-key"),
+    ({"tls_cert": "token", "tls_key": "token"}, "cannot serve TLS on 127.0.0.1:0 with {d}/token and {d}/token: "
+                                               "not a usable PEM certificate and key"),
+])
+def test_tls_options_that_do_not_go_together_or_no_pem_are_refused_naming_them(
+        advisor: Advisor, tmp_path: Path, tls: dict[str, str], said: str) -> None:
+    """As `gangplace serve` refuses them (solver.service.server.tls), never a plaintext server
+    that dropped an option, never a traceback."""
+    from solver.service.server import ServerConfig
+
+    pki = write_pki(tmp_path)
+    with pytest.raises(OSError) as refused:
+        serve(advisor, ServerConfig(address="127.0.0.1:0", **{k: str(pki / v) for k, v in tls.items()}))
+    assert str(refused.value) == said.format(d=pki)

@@ -29,6 +29,7 @@ type holds struct {
 	healthy  atomic.Bool // the last probe's verdict; false until a probe succeeds
 	mu       sync.Mutex
 	groups   map[string]*held // "ns/podGroupName"
+	pruned   time.Time        // the last prune: at most one a minute, PreEnqueue holding the queue's lock
 }
 
 // probeInterval is how often the plugin asks whether its advisor is healthy.
@@ -89,8 +90,12 @@ func (h *holds) arm(key string, group *held, pod *v1.Pod, now time.Time) {
 	go h.await(key, group, now.Add(h.hold), pod.Namespace, pod.Name)
 }
 
-// prune forgets groups released long ago (called with mu held).
+// prune forgets groups released long ago, at most once a minute (called with mu held).
 func (h *holds) prune(now time.Time) {
+	if now.Sub(h.pruned) < time.Minute {
+		return
+	}
+	h.pruned = now
 	for key, group := range h.groups {
 		if !group.released.IsZero() && now.Sub(group.released) > forget {
 			delete(h.groups, key)
