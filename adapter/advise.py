@@ -49,6 +49,7 @@ class Advised:
     plan: Plan
     made: float  # time.monotonic() when the plan was made
     generation: int = 0  # the watch cache's generation the plan was made from
+    number: int = 0  # the advisor's plans so far, this one included (AdviseResponse.plan)
     versions: dict[str, str] = field(default_factory=dict)
     owner: dict[str, str] = field(default_factory=dict)  # pending pod "ns/name" -> its workload
     verdicts: dict[str, WorkloadVerdict] = field(default_factory=dict)
@@ -60,7 +61,7 @@ class Advised:
 
     @classmethod
     def of(cls, plan: Plan, made: float, objects: Iterable[Obj], generation: int = 0,
-           honoured: Iterable[Binding] = (), honoured_victims: Iterable[Eviction] = ()) -> Advised:
+           honoured: Iterable[Binding] = (), honoured_victims: Iterable[Eviction] = (), number: int = 0) -> Advised:
         """``honoured``: advice handed out lately that the plan took as decided (``Advisor``),
         answered again as it was, with its victims not gone yet (``honoured_victims``)."""
         pods, versions = workloads_of(objects)
@@ -75,7 +76,7 @@ class Advised:
         for i, e in enumerate(victims):
             evictions.setdefault(e.node, []).append(i)
         roots, under = hierarchy(objects)
-        return cls(plan=plan, made=made, generation=generation, versions=versions, owner=owner,
+        return cls(plan=plan, made=made, generation=generation, number=number, versions=versions, owner=owner,
                    verdicts={f"{w.kind}/{w.name}": w for w in plan.workloads}, bindings=bindings,
                    victims=victims, evictions=evictions, roots=roots, under=under)
 
@@ -227,7 +228,7 @@ class Advisor:
         honoured = [Binding(pod=p, node=n) for p, n in sorted(decided.items())]
         present = {key_of(o) for o in objects if o.get("kind") == "Pod"}  # a victim gone needs no evicting
         advised = Advised.of(plan, self.clock(), real.objects, generation, honoured,
-                             [e for e in still if e.pod in present])
+                             [e for e in still if e.pod in present], number=self.plans + 1)
         with self._lock:
             self.current = advised
             self.plans += 1
@@ -257,6 +258,7 @@ class Advisor:
         plan = advised.plan
         behind = self.cache.behind_since(advised.generation)
         out = pb.AdviseResponse(planned=False, status=plan.status, covered=workload in advised.versions,
+                                plan=advised.number,
                                 age_seconds=0.0 if behind is None else round(max(0.0, self.clock() - behind), 3),
                                 resource_version=advised.versions.get(workload, ""))
         verdict = advised.verdicts.get(workload)

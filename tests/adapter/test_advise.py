@@ -117,7 +117,9 @@ def test_the_advisor_replans_when_the_watch_sees_a_change(advisor: Advisor, api:
             assert time.monotonic() < deadline, "the change was not planned"
             time.sleep(0.05)
         assert advisor.plans > before
-        assert [b.pod for b in _ask(advisor, kind="Pod", name="solo").bindings] == ["default/solo"]
+        answer = _ask(advisor, kind="Pod", name="solo")
+        assert [b.pod for b in answer.bindings] == ["default/solo"]
+        assert answer.plan == advisor.plans > before  # the plugin asks a held group again on a new number
     finally:
         stop.set()
         worker.join(10)

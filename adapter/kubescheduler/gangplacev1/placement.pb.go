@@ -445,7 +445,10 @@ type AdviseResponse struct {
 	// The plan considered the workload (placed or left pending); false while its pods arrived
 	// after the plan was made: the plugin holds such a group's pods in the queue a little while
 	// for the next plan instead of letting a cycle decide without it.
-	Covered       bool `protobuf:"varint,8,opt,name=covered,proto3" json:"covered,omitempty"`
+	Covered bool `protobuf:"varint,8,opt,name=covered,proto3" json:"covered,omitempty"`
+	// The plan's number: one more with every plan the advisor makes (0: none yet). The plugin asks
+	// about a held PodGroup again only once a new plan is out.
+	Plan          uint64 `protobuf:"varint,9,opt,name=plan,proto3" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -534,6 +537,13 @@ func (x *AdviseResponse) GetCovered() bool {
 		return x.Covered
 	}
 	return false
+}
+
+func (x *AdviseResponse) GetPlan() uint64 {
+	if x != nil {
+		return x.Plan
+	}
+	return 0
 }
 
 type SolveRequest struct {
@@ -4993,7 +5003,7 @@ const file_gangplace_v1_placement_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x120\n" +
-	"\x14min_resource_version\x18\x04 \x01(\tR\x12minResourceVersion\"\xa9\x02\n" +
+	"\x14min_resource_version\x18\x04 \x01(\tR\x12minResourceVersion\"\xbd\x02\n" +
 	"\x0eAdviseResponse\x12\x18\n" +
 	"\aplanned\x18\x01 \x01(\bR\aplanned\x121\n" +
 	"\bbindings\x18\x02 \x03(\v2\x15.gangplace.v1.BindingR\bbindings\x124\n" +
@@ -5003,7 +5013,8 @@ const file_gangplace_v1_placement_proto_rawDesc = "" +
 	"\vage_seconds\x18\x06 \x01(\x01R\n" +
 	"ageSeconds\x12)\n" +
 	"\x10resource_version\x18\a \x01(\tR\x0fresourceVersion\x12\x18\n" +
-	"\acovered\x18\b \x01(\bR\acovered\"\xef\x01\n" +
+	"\acovered\x18\b \x01(\bR\acovered\x12\x12\n" +
+	"\x04plan\x18\t \x01(\x04R\x04plan\"\xef\x01\n" +
 	"\fSolveRequest\x122\n" +
 	"\x05state\x18\x01 \x01(\v2\x1a.gangplace.v1.ClusterStateH\x00R\x05state\x12/\n" +
 	"\x12kubernetes_objects\x18\x02 \x01(\fH\x00R\x11kubernetesObjects\x12\x1a\n" +

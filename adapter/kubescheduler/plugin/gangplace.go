@@ -27,10 +27,12 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -43,6 +45,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/topologyaware"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -112,10 +115,15 @@ type Gangplace struct {
 	evict    Evictor
 	upstream fwk.PlacementGeneratePlugin // TopologyPlacementGenerator, for what it would return
 	holds    *holds                      // PreEnqueue's held groups
-	evicting sync.WaitGroup              // PodGroupPostFilter's evictions under way
-	mu       sync.Mutex
-	refused  map[string]time.Time // workload -> when a victim of its plan was refused
-	answers  map[string]cached    // planned answers by "Kind/ns/name", adviceTTL long
+	// The probe's verdict (“probe“): whether the advisor is healthy, and the result a question
+	// would have while it is not. While probing, an unhealthy advisor is not asked at all.
+	probing   atomic.Bool
+	healthy   atomic.Bool
+	unhealthy atomic.Value   // string: ResultUnavailable, ResultStale or ResultNotPlanned
+	evicting  sync.WaitGroup // PodGroupPostFilter's evictions under way
+	mu        sync.Mutex
+	refused   map[string]time.Time // workload -> when a victim of its plan was refused
+	answers   map[string]cached    // answers (nil: no advice) by "Kind/ns/name", adviceTTL long
 }
 
 var (
@@ -148,9 +156,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	g.holds.activate = func(pods map[string]*v1.Pod) { h.Activate(klog.FromContext(ctx), pods) }
-	if g.holds.hold > 0 {
-		go g.holds.probe(ctx)
-	}
+	g.probing.Store(true)
+	go g.probe(ctx)
 	return g, nil
 }
 
@@ -214,27 +221,33 @@ func (g *Gangplace) stale(answer *pb.AdviseResponse) bool {
 	return time.Duration(answer.GetAgeSeconds()*float64(time.Second)) > g.maxAge
 }
 
-// adviceTTL: a planned answer serves the other questions about its workload (each of its pods'
-// PreFilter, each placement's) for this long, so a PodGroup cycle asks the advisor about once.
+// adviceTTL: an answer serves the other questions about its workload (each of its pods'
+// PreFilter, each placement's, the PodGroupPostFilter) for this long, so a PodGroup cycle asks
+// the advisor about once and waits out the deadline at most once. No advice (not planned, a
+// stale plan, no answer in time) is remembered too: the cycle stays upstream's throughout.
 const adviceTTL = 500 * time.Millisecond
 
 type cached struct {
-	answer *pb.AdviseResponse
+	answer *pb.AdviseResponse // nil: no advice
 	at     time.Time
 }
 
-// remembered is a planned answer for “key“ younger than adviceTTL, or nil.
-func (g *Gangplace) remembered(key string) *pb.AdviseResponse {
+// remembered is the answer for the first of “keys“ answered less than adviceTTL ago (nil: no
+// advice), and whether there is one.
+func (g *Gangplace) remembered(keys []string) (*pb.AdviseResponse, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if c, ok := g.answers[key]; ok && time.Since(c.at) <= adviceTTL {
-		return c.answer
+	for _, key := range keys {
+		if c, ok := g.answers[key]; ok && time.Since(c.at) <= adviceTTL {
+			return c.answer, true
+		}
 	}
-	return nil
+	return nil, false
 }
 
-// remember keeps a planned answer under the key asked and under each of its pods.
-func (g *Gangplace) remember(key string, answer *pb.AdviseResponse) {
+// remember keeps an answer (nil: no advice) under the keys asked and, when planned, under each
+// of its pods.
+func (g *Gangplace) remember(keys []string, answer *pb.AdviseResponse) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -245,18 +258,33 @@ func (g *Gangplace) remember(key string, answer *pb.AdviseResponse) {
 			}
 		}
 	}
-	g.answers[key] = cached{answer, now}
+	for _, key := range keys {
+		g.answers[key] = cached{answer, now}
+	}
 	for _, b := range answer.GetBindings() {
 		g.answers["Pod/"+b.GetPod()] = cached{answer, now}
 	}
 }
 
-// advise is the advice for one workload, or nil: not planned, a stale plan, or no answer within
-// the deadline (each counted by its result).
-func (g *Gangplace) advise(ctx context.Context, point, kind, namespace, name string) *pb.AdviseResponse {
-	key := kind + "/" + namespace + "/" + name
-	if answer := g.remembered(key); answer != nil {
+// advise is the advice for one workload, or nil: not planned, a stale plan, no answer within the
+// deadline, or an advisor the probe finds unhealthy (not asked); each counted by its result.
+// “also“: more keys the same answer serves (a pod's PodGroup).
+func (g *Gangplace) advise(ctx context.Context, point, kind, namespace, name string, also ...string) *pb.AdviseResponse {
+	keys := append([]string{kind + "/" + namespace + "/" + name}, also...)
+	if answer, ok := g.remembered(keys); ok {
 		return answer
+	}
+	answer := g.fresh(ctx, point, kind, namespace, name)
+	g.remember(keys, answer)
+	return answer
+}
+
+// fresh asks the advisor (when healthy) and judges the answer.
+func (g *Gangplace) fresh(ctx context.Context, point, kind, namespace, name string) *pb.AdviseResponse {
+	if g.probing.Load() && !g.healthy.Load() {
+		result, _ := g.unhealthy.Load().(string)
+		count(point, cmp.Or(result, ResultUnavailable))
+		return nil
 	}
 	answer, err := g.ask(ctx, point, kind, namespace, name)
 	switch {
@@ -273,8 +301,48 @@ func (g *Gangplace) advise(ctx context.Context, point, kind, namespace, name str
 			"workload", kind+"/"+namespace+"/"+name, "reason", answer.GetReason())
 		return nil
 	}
-	g.remember(key, answer)
 	return answer
+}
+
+// probeOnce asks the advisor once and records whether it is healthy: it answers within the
+// deadline, it has a plan, and the cluster has not been ahead of that plan for too long.
+func (g *Gangplace) probeOnce(ctx context.Context) bool {
+	answer, err := g.ask(ctx, PointProbe, "Pod", "", probeName)
+	result := ""
+	switch {
+	case err != nil:
+		result = ResultUnavailable
+	case answer.GetStatus() == "":
+		result = ResultNotPlanned // no plan yet
+	case g.stale(answer):
+		result = ResultStale
+	}
+	healthy := result == ""
+	g.unhealthy.Store(result)
+	if healthy {
+		advisorHealthy.Set(1)
+	} else {
+		advisorHealthy.Set(0)
+	}
+	if g.healthy.Swap(healthy) != healthy {
+		klog.FromContext(ctx).Info("gangplace: the advisor's health changed", "healthy", healthy,
+			"err", err, "ageSeconds", answer.GetAgeSeconds())
+	}
+	return healthy
+}
+
+// probe runs probeOnce every probeInterval until ctx ends.
+func (g *Gangplace) probe(ctx context.Context) {
+	ticker := time.NewTicker(probeInterval)
+	defer ticker.Stop()
+	for {
+		g.probeOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
 }
 
 func groupKind(pg fwk.PodGroupInfo) string {
@@ -286,9 +354,17 @@ func groupKind(pg fwk.PodGroupInfo) string {
 
 // ---- PreFilter ---------------------------------------------------------------------------------
 
-// PreFilter restricts a planned pod to its planned node.
+// PreFilter restricts a planned pod to its planned node, when the pod fits there in the cycle's
+// snapshot with the plan's victims on that node gone. A planned node that is gone, or that others
+// have taken since the plan was made (the plan trails the cluster by a replan), is no advice for
+// this pod: upstream's filters choose among every node, as they would without the plugin,
+// instead of a cycle that fails on its one node and backs off.
 func (g *Gangplace) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	answer := g.advise(ctx, PointPreFilter, "Pod", pod.Namespace, pod.Name)
+	var also []string
+	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
+		also = append(also, "PodGroup/"+pod.Namespace+"/"+*sg.PodGroupName)
+	}
+	answer := g.advise(ctx, PointPreFilter, "Pod", pod.Namespace, pod.Name, also...)
 	if answer == nil {
 		return nil, nil
 	}
@@ -298,10 +374,17 @@ func (g *Gangplace) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod
 			continue
 		}
 		for _, n := range nodes {
-			if n.Node() != nil && n.Node().Name == b.GetNode() {
-				count(PointPreFilter, ResultPlanned)
-				return &fwk.PreFilterResult{NodeNames: sets.New(b.GetNode())}, nil
+			if n.Node() == nil || n.Node().Name != b.GetNode() {
+				continue
 			}
+			if !fits(pod, n, victimsOn(answer, b.GetNode())) {
+				count(PointPreFilter, ResultTaken)
+				klog.FromContext(ctx).V(2).Info("gangplace: the planned node has no room for the pod now, upstream's behaviour",
+					"pod", klog.KObj(pod), "node", b.GetNode())
+				return nil, nil
+			}
+			count(PointPreFilter, ResultPlanned)
+			return &fwk.PreFilterResult{NodeNames: sets.New(b.GetNode())}, nil
 		}
 		count(PointPreFilter, ResultNodeGone) // the planned node is gone: upstream's choice
 		klog.FromContext(ctx).V(2).Info("gangplace: the planned node is gone, upstream's behaviour", "pod",
@@ -310,6 +393,57 @@ func (g *Gangplace) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod
 	}
 	count(PointPreFilter, ResultNotPlanned)
 	return nil, nil
+}
+
+// victimsOn is the answer's victims on one node, "ns/name".
+func victimsOn(answer *pb.AdviseResponse, node string) sets.Set[string] {
+	out := sets.New[string]()
+	for _, e := range answer.GetEvictions() {
+		if e.GetNode() == node {
+			out.Insert(e.GetPod())
+		}
+	}
+	return out
+}
+
+// fits is whether the pod's requests fit in what the node has left in the snapshot (assumed pods
+// included), counting “victims“ on it as gone: cpu, memory, ephemeral storage, extended
+// resources and the pod count, each only where the pod asks for some. Only a check that the advice is still current; kube-scheduler's
+// own filters decide the placement.
+func fits(pod *v1.Pod, node fwk.NodeInfo, victims sets.Set[string]) bool {
+	info, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return false
+	}
+	want := info.CalculateResource().Resource
+	alloc, used := node.GetAllocatable(), node.GetRequested()
+	cpu, mem, eph := used.GetMilliCPU(), used.GetMemory(), used.GetEphemeralStorage()
+	scalar := map[v1.ResourceName]int64{}
+	for name, v := range used.GetScalarResources() {
+		scalar[name] = v
+	}
+	pods := len(node.GetPods())
+	for _, p := range node.GetPods() {
+		if !victims.Has(p.GetPod().Namespace + "/" + p.GetPod().Name) {
+			continue
+		}
+		r := p.CalculateResource().Resource
+		cpu, mem, eph, pods = cpu-r.GetMilliCPU(), mem-r.GetMemory(), eph-r.GetEphemeralStorage(), pods-1
+		for name, v := range r.GetScalarResources() {
+			scalar[name] -= v
+		}
+	}
+	over := func(used, want, alloc int64) bool { return want > 0 && used+want > alloc }
+	if pods+1 > alloc.GetAllowedPodNumber() || over(cpu, want.GetMilliCPU(), alloc.GetMilliCPU()) ||
+		over(mem, want.GetMemory(), alloc.GetMemory()) || over(eph, want.GetEphemeralStorage(), alloc.GetEphemeralStorage()) {
+		return false
+	}
+	for name, v := range want.GetScalarResources() {
+		if over(scalar[name], v, alloc.GetScalarResources()[name]) {
+			return false
+		}
+	}
+	return true
 }
 
 // PreFilterExtensions returns nil: the plugin keeps no state to update.

@@ -10,29 +10,48 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	pb "gangplace.local/kubescheduler/gangplacev1"
 )
 
-// fakeAdvisor answers from a map "Kind/ns/name" -> advice; err for every call when set.
+// fakeAdvisor answers from a map "Kind/ns/name" -> advice; err for every call when set. Each
+// set is a new plan: every answer after it carries the next plan number.
 type fakeAdvisor struct {
 	mu     sync.Mutex
 	advice map[string]*pb.AdviseResponse
 	err    error
 	asked  []string
+	plans  uint64
 }
 
 func (f *fakeAdvisor) set(key string, answer *pb.AdviseResponse) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.plans++
 	f.advice[key] = answer
+}
+
+// questions is how many times the advisor was asked about key.
+func (f *fakeAdvisor) questions(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, k := range f.asked {
+		if k == key {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fakeAdvisor) Advise(_ context.Context, in *pb.AdviseRequest, _ ...grpc.CallOption) (*pb.AdviseResponse, error) {
@@ -44,9 +63,11 @@ func (f *fakeAdvisor) Advise(_ context.Context, in *pb.AdviseRequest, _ ...grpc.
 		return nil, f.err
 	}
 	if a, ok := f.advice[key]; ok {
-		return a, nil
+		answer := proto.Clone(a).(*pb.AdviseResponse)
+		answer.Plan = f.plans
+		return answer, nil
 	}
-	return &pb.AdviseResponse{Planned: false, Reason: key + " is not in the plan"}, nil
+	return &pb.AdviseResponse{Planned: false, Reason: key + " is not in the plan", Plan: f.plans}, nil
 }
 
 type group struct {
@@ -63,14 +84,29 @@ func (g group) GetPodGroup() *schedulingv1beta1.PodGroup                    { re
 func (g group) GetCompositePodGroup() *schedulingv1alpha3.CompositePodGroup { return nil }
 func (g group) GetChildren() []fwk.PodGroupInfo                             { return nil }
 
+// nodes of 4 cpu and 8 Gi each, with room for 110 pods, the pods given running on them.
 func nodes(names ...string) []fwk.NodeInfo {
+	return nodesWith(nil, names...)
+}
+
+func nodesWith(running map[string][]*v1.Pod, names ...string) []fwk.NodeInfo {
 	out := []fwk.NodeInfo{}
 	for _, n := range names {
-		info := framework.NewNodeInfo()
-		info.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		info := framework.NewNodeInfo(running[n]...)
+		info.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"),
+			v1.ResourcePods: resource.MustParse("110")}}})
 		out = append(out, info)
 	}
 	return out
+}
+
+// using is a pod requesting cpu.
+func using(name, cpu string) *v1.Pod {
+	p := pod(name)
+	p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}
+	return p
 }
 
 func names(infos []fwk.NodeInfo) []string {
@@ -306,5 +342,74 @@ func TestAPlannedAnswerServesTheRestOfItsWorkloadWithoutAskingAgain(t *testing.T
 	g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n1", "n2"))
 	if len(advisor.asked) != 2 || advisor.asked[1] != "Pod/default/train-1" {
 		t.Fatalf("past adviceTTL the advisor is asked again, asked %v", advisor.asked)
+	}
+}
+
+func TestPreFilterFollowsThePlanOnlyWhereThePodStillFits(t *testing.T) {
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}
+	// n1 is full with the plan's victim low-b on it; n2 was taken by "other" after the plan was made
+	running := map[string][]*v1.Pod{"n1": {using("low-b", "4")}, "n2": {using("other", "3")}}
+	for name, case_ := range map[string]struct {
+		pod  *v1.Pod
+		want string // "" for every node
+	}{
+		"the victim's room counts": {using("train-0", "2"), "n1"},
+		"taken since the plan":     {using("train-1", "2"), ""},
+		"what is left still fits":  {using("train-1", "1"), "n2"},
+	} {
+		g := newPlugin(t, advisor, nil, nil)
+		g.advise(context.Background(), PointPlacementGenerate, "PodGroup", "default", "train")
+		result, status := g.PreFilter(context.Background(), nil, case_.pod, nodesWith(running, "n0", "n1", "n2"))
+		switch {
+		case !status.IsSuccess():
+			t.Errorf("%s: %v", name, status)
+		case case_.want == "" && result != nil:
+			t.Errorf("%s: want every node (upstream's choice), got %v", name, result.NodeNames.UnsortedList())
+		case case_.want != "" && (result == nil || !result.NodeNames.Equal(sets.New(case_.want))):
+			t.Errorf("%s: want only %s, got %v", name, case_.want, result)
+		}
+	}
+}
+
+func TestNoAdviceServesTheRestOfTheCycleWithoutAskingAgain(t *testing.T) {
+	for name, advisor := range map[string]*fakeAdvisor{
+		"not planned":  {advice: map[string]*pb.AdviseResponse{}},
+		"advisor down": {err: errors.New("connection refused")},
+	} {
+		g := newPlugin(t, advisor, nil, nil)
+		g.GeneratePlacements(context.Background(), nil, group{name: "train"}, &fwk.Placement{Nodes: nodes("n1")})
+		for _, p := range []string{"train-0", "train-1"} {
+			if result, _ := g.PreFilter(context.Background(), nil, member(p, "train"), nodes("n1", "n2")); result != nil {
+				t.Fatalf("%s: %s: want every node, got %v", name, p, result)
+			}
+		}
+		g.PodGroupPostFilter(context.Background(), nil, group{name: "train"}, nil)
+		if len(advisor.asked) != 1 {
+			t.Errorf("%s: one question (one deadline at most) per PodGroup cycle, asked %v", name, advisor.asked)
+		}
+	}
+}
+
+func TestAnAdvisorTheProbeFindsUnhealthyIsNotAsked(t *testing.T) {
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"Pod/default/train-1": gang(),
+		"Pod//" + probeName: {Status: "OPTIMAL", AgeSeconds: 11}}}
+	g := newPlugin(t, advisor, nil, nil)
+	g.probing.Store(true)
+	if g.probeOnce(context.Background()) {
+		t.Fatal("a plan 11 s behind the cluster is not healthy")
+	}
+	if result, _ := g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n1", "n2")); result != nil {
+		t.Fatalf("want every node while the advisor is unhealthy, got %v", result)
+	}
+	if n := advisor.questions("Pod/default/train-1"); n != 0 {
+		t.Fatalf("an unhealthy advisor must not be asked in a cycle, asked %d times", n)
+	}
+	advisor.set("Pod//"+probeName, &pb.AdviseResponse{Status: "OPTIMAL"})
+	if !g.probeOnce(context.Background()) {
+		t.Fatal("a current plan is healthy")
+	}
+	time.Sleep(adviceTTL + 50*time.Millisecond)
+	if result, _ := g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n1", "n2")); result == nil {
+		t.Fatal("healthy again: the plan's node")
 	}
 }

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,22 +12,24 @@ import (
 
 // holds is PreEnqueue's state: the PodGroups whose pods wait in the queue for a plan that
 // considers them. PreEnqueue runs under the scheduling queue's lock, so it only reads and writes
-// this memory; a goroutine per held group asks the advisor and, when a plan considers the group
-// (or the advisor is down, or the hold runs out), releases it and activates its pods.
+// this memory. One goroutine (“watch“), running while any group is held, asks the advisor
+// which plan is current every poll; it asks about a held group when the group is new or a new
+// plan is out, and releases the group (activates its pods) when a plan considers it, when the
+// advisor cannot answer, or when the hold runs out. A thousand groups held at once cost one
+// question per poll plus one per group per plan, not one per group per poll.
 //
-// Pods are held only while the advisor is healthy: answering, with a plan the cluster has not
-// been ahead of for too long (“probe“ asks every probeInterval). A held group is released in
-// whatever order its plan comes, so holding while the advisor cannot answer would only reorder
-// upstream's queue; not holding then keeps upstream's order (priority, then arrival).
+// Pods are held only while the advisor is healthy (the probe's verdict): a held group is
+// released in whatever order its plan comes, so holding while the advisor cannot answer would
+// only reorder upstream's queue; not holding then keeps upstream's order (priority, then arrival).
 type holds struct {
 	g        *Gangplace
 	hold     time.Duration // 0: never held
 	poll     time.Duration
 	now      func() time.Time
 	activate Activator
-	healthy  atomic.Bool // the last probe's verdict; false until a probe succeeds
 	mu       sync.Mutex
 	groups   map[string]*held // "ns/podGroupName"
+	watching bool             // the watch goroutine runs
 	pruned   time.Time        // the last prune: at most one a minute, PreEnqueue holding the queue's lock
 }
 
@@ -36,12 +37,20 @@ type holds struct {
 const probeInterval = 200 * time.Millisecond
 
 // probeName is the pod the probe asks about: no pod has it (a name holds no uppercase), so the
-// answer is the plan's status and age alone.
+// answer is the plan's status, number and age alone.
 const probeName = "Gangplace-Probe"
 
+// asking bounds the questions about held groups in flight at once.
+const asking = 8
+
 type held struct {
-	pods     map[string]*v1.Pod // the group's pods PreEnqueue has seen, "ns/name"
-	released time.Time          // zero while held
+	pods            map[string]*v1.Pod // the group's pods PreEnqueue has seen, "ns/name"
+	released        time.Time          // zero while held
+	until           time.Time          // when the hold runs out
+	namespace, name string             // the pod to ask about: the one the group was (re-)armed for
+	armed           uint64             // one more on every arm, so that an answer for an older arm is dropped
+	asked           uint64             // the plan number the group was last asked at (when askedAny)
+	askedAny        bool
 }
 
 // forget is how long a released group is remembered (its pods pass PreEnqueue at once).
@@ -56,7 +65,7 @@ func newHolds(g *Gangplace, hold time.Duration) *holds {
 func (g *Gangplace) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	h := g.holds
 	if h.hold <= 0 || pod.Spec.SchedulingGroup == nil || pod.Spec.SchedulingGroup.PodGroupName == nil ||
-		!h.healthy.Load() {
+		!g.healthy.Load() {
 		return nil
 	}
 	key := pod.Namespace + "/" + *pod.Spec.SchedulingGroup.PodGroupName
@@ -70,24 +79,32 @@ func (g *Gangplace) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 		h.prune(now)
 		group = &held{pods: map[string]*v1.Pod{}}
 		h.groups[key] = group
-		h.arm(key, group, pod, now)
+		h.arm(group, pod, now)
 	case !group.released.IsZero() && group.pods[name] != nil:
 		return nil // released, and this pod was among those the plan was awaited for
 	case !group.released.IsZero():
 		// a pod the group did not have when it was released (a gang's pods arrive one by one, and
 		// a plan made before the last one could not place the gang): hold the group again for a
 		// plan that considers this pod too
-		h.arm(key, group, pod, now)
+		h.arm(group, pod, now)
 	}
 	group.pods[name] = pod
 	count(PointPreEnqueue, ResultHeld)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gangplace: waiting for a plan that considers pod group "+key)
 }
 
-// arm holds the group until a plan considers “pod“ (called with mu held).
-func (h *holds) arm(key string, group *held, pod *v1.Pod, now time.Time) {
+// arm holds the group until a plan considers “pod“, and starts the watch if it is not running
+// (called with mu held).
+func (h *holds) arm(group *held, pod *v1.Pod, now time.Time) {
 	group.released = time.Time{}
-	go h.await(key, group, now.Add(h.hold), pod.Namespace, pod.Name)
+	group.until = now.Add(h.hold)
+	group.namespace, group.name = pod.Namespace, pod.Name
+	group.armed++
+	group.askedAny = false
+	if !h.watching {
+		h.watching = true
+		go h.watch()
+	}
 }
 
 // prune forgets groups released long ago, at most once a minute (called with mu held).
@@ -103,63 +120,121 @@ func (h *holds) prune(now time.Time) {
 	}
 }
 
-// await asks the advisor about one of the group's pods until a plan considers it, the advisor
-// cannot answer, or the hold runs out; then releases the group and activates its held pods.
-func (h *holds) await(key string, group *held, until time.Time, namespace, name string) {
-	result := ResultHoldExpired
-	for h.now().Before(until) {
-		answer, err := h.g.ask(context.Background(), PointPreEnqueue, "Pod", namespace, name)
-		if err != nil {
-			result = ResultUnavailable // counted by ask
-			break
-		}
-		if answer.GetCovered() && !h.g.stale(answer) {
-			result = ResultReleased
-			break
-		}
+// waiting is one held group as the watch saw it at the start of a round.
+type waiting struct {
+	key             string
+	group           *held
+	armed           uint64
+	namespace, name string
+	due             bool // never asked since armed, or asked at an older plan
+}
+
+// watch runs rounds every poll until no group is held.
+func (h *holds) watch() {
+	for {
 		time.Sleep(h.poll)
+		if !h.round() {
+			return
+		}
 	}
-	if result != ResultUnavailable {
-		count(PointPreEnqueue, result)
-	}
+}
+
+// round is one look at the held groups: false (the watch ends) when none is held.
+func (h *holds) round() bool {
+	now := h.now()
 	h.mu.Lock()
-	group.released = h.now()
-	pods := make(map[string]*v1.Pod, len(group.pods))
-	for k, p := range group.pods {
+	var expired, rest []waiting
+	for key, group := range h.groups {
+		if !group.released.IsZero() {
+			continue
+		}
+		w := waiting{key: key, group: group, armed: group.armed, namespace: group.namespace, name: group.name}
+		if now.After(group.until) {
+			expired = append(expired, w)
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	if len(expired)+len(rest) == 0 {
+		h.watching = false
+		h.mu.Unlock()
+		return false
+	}
+	h.mu.Unlock()
+	for _, w := range expired {
+		h.release(w, ResultHoldExpired)
+	}
+	if len(rest) == 0 {
+		return true
+	}
+	current, err := h.g.ask(context.Background(), PointProbe, "Pod", "", probeName)
+	if err != nil { // counted by ask: the advisor cannot answer, upstream decides
+		for _, w := range rest {
+			h.release(w, ResultUnavailable)
+		}
+		return true
+	}
+	if h.g.stale(current) {
+		return true // no plan that counts: the groups wait for the next one or their hold's end
+	}
+	plan := current.GetPlan()
+	h.mu.Lock()
+	for i := range rest {
+		g := rest[i].group
+		rest[i].due = g.armed == rest[i].armed && (!g.askedAny || g.asked != plan)
+	}
+	h.mu.Unlock()
+	slots := make(chan struct{}, asking)
+	var done sync.WaitGroup
+	for _, w := range rest {
+		if !w.due {
+			continue
+		}
+		slots <- struct{}{}
+		done.Add(1)
+		go func() {
+			defer func() { <-slots; done.Done() }()
+			h.askAbout(w, plan)
+		}()
+	}
+	done.Wait()
+	return true
+}
+
+// askAbout asks whether the current plan considers a held group, and releases it when it does
+// (or when the advisor cannot answer); otherwise records the plan it was asked at.
+func (h *holds) askAbout(w waiting, plan uint64) {
+	answer, err := h.g.ask(context.Background(), PointPreEnqueue, "Pod", w.namespace, w.name)
+	switch {
+	case err != nil:
+		h.release(w, ResultUnavailable) // counted by ask
+	case answer.GetCovered() && !h.g.stale(answer):
+		h.release(w, ResultReleased)
+	default:
+		h.mu.Lock()
+		if w.group.armed == w.armed {
+			w.group.asked, w.group.askedAny = max(plan, answer.GetPlan()), true
+		}
+		h.mu.Unlock()
+	}
+}
+
+// release lets the group's pods into the queue, unless the group was armed again meanwhile.
+func (h *holds) release(w waiting, result string) {
+	h.mu.Lock()
+	if w.group.armed != w.armed || !w.group.released.IsZero() {
+		h.mu.Unlock()
+		return
+	}
+	w.group.released = h.now()
+	pods := make(map[string]*v1.Pod, len(w.group.pods))
+	for k, p := range w.group.pods {
 		pods[k] = p
 	}
 	h.mu.Unlock()
-	klog.V(2).Info("gangplace: pod group released to the queue", "podGroup", key, "result", result, "pods", len(pods))
+	if result != ResultUnavailable {
+		count(PointPreEnqueue, result)
+	}
+	klog.V(2).Info("gangplace: pod group released to the queue", "podGroup", w.key, "result", result, "pods", len(pods))
 	h.activate(pods)
-}
-
-// probeOnce asks the advisor once and records whether it is healthy: it answers within the
-// deadline, it has a plan, and the cluster has not been ahead of that plan for too long.
-func (h *holds) probeOnce(ctx context.Context) bool {
-	answer, err := h.g.ask(ctx, PointProbe, "Pod", "", probeName)
-	healthy := err == nil && answer.GetStatus() != "" && !h.g.stale(answer)
-	if healthy {
-		advisorHealthy.Set(1)
-	} else {
-		advisorHealthy.Set(0)
-	}
-	if h.healthy.Swap(healthy) != healthy {
-		klog.FromContext(ctx).Info("gangplace: the advisor's health changed", "healthy", healthy,
-			"err", err, "ageSeconds", answer.GetAgeSeconds())
-	}
-	return healthy
-}
-
-// probe runs probeOnce every probeInterval until ctx ends.
-func (h *holds) probe(ctx context.Context) {
-	ticker := time.NewTicker(probeInterval)
-	defer ticker.Stop()
-	for {
-		h.probeOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
 }

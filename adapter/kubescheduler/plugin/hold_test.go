@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func holding(t *testing.T, advisor Advisor, args Args) (*Gangplace, chan map[str
 	}
 	activated := make(chan map[string]*v1.Pod, 4)
 	g.holds.activate = func(pods map[string]*v1.Pod) { activated <- pods }
-	g.holds.healthy.Store(true) // as the probe finds an advisor that answers with a fresh plan
+	g.healthy.Store(true) // as the probe finds an advisor that answers with a fresh plan
 	return g, activated
 }
 
@@ -119,7 +120,7 @@ func TestNothingIsHeldWhileTheProbeFindsTheAdvisorUnhealthy(t *testing.T) {
 			"Pod//" + probeName: {Status: "OPTIMAL", AgeSeconds: 0.2}}}, true},
 	} {
 		g, _ := holding(t, case_.advisor, Args{})
-		if got := g.holds.probeOnce(context.Background()); got != case_.healthy {
+		if got := g.probeOnce(context.Background()); got != case_.healthy {
 			t.Errorf("%s: probe says healthy=%v, want %v", name, got, case_.healthy)
 		}
 		status := g.PreEnqueue(context.Background(), member("train-0", "train"))
@@ -147,5 +148,30 @@ func TestAPodArrivingAfterItsGroupWasReleasedHoldsTheGroupAgainForAPlanThatConsi
 	pods, _ := wait(t, activated, 2*time.Second)
 	if len(pods) != 2 {
 		t.Fatalf("want both pods activated once a plan considers train-1, got %v", pods)
+	}
+}
+
+func TestHeldGroupsAreAskedAboutOncePerPlanNotOncePerPoll(t *testing.T) {
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{}}
+	g, activated := holding(t, advisor, Args{HoldMilliseconds: 60000})
+	for i := range 50 {
+		g.PreEnqueue(context.Background(), member(fmt.Sprintf("train-%d-0", i), fmt.Sprintf("train-%d", i)))
+	}
+	time.Sleep(20 * g.holds.poll) // about twenty rounds: each group asked once, at plan 0
+	for i := range 50 {
+		if n := advisor.questions(fmt.Sprintf("Pod/default/train-%d-0", i)); n != 1 {
+			t.Fatalf("train-%d: asked %d times under one plan, want once", i, n)
+		}
+	}
+	advisor.set("Pod/default/train-7-0", &pb.AdviseResponse{Covered: true}) // plan 1 considers train-7 only
+	pods, _ := wait(t, activated, 2*time.Second)
+	if len(pods) != 1 || pods["default/train-7-0"] == nil {
+		t.Fatalf("want train-7 released, got %v", pods)
+	}
+	time.Sleep(10 * g.holds.poll)
+	for i := range 50 {
+		if n := advisor.questions(fmt.Sprintf("Pod/default/train-%d-0", i)); n != 2 {
+			t.Fatalf("train-%d: asked %d times over two plans, want twice", i, n)
+		}
 	}
 }

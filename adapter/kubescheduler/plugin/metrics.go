@@ -21,6 +21,7 @@ const (
 	ResultUnavailable = "unavailable" // no answer within the deadline: the advisor is slow or down
 	ResultStale       = "stale"       // the cluster has been ahead of the plan for too long
 	ResultNodeGone    = "node_gone"   // the plan names a node the cycle does not have
+	ResultTaken       = "taken"       // PreFilter: the planned node has no room for the pod now
 	ResultHeld        = "held"        // PreEnqueue: the pods wait for a plan that considers them
 	ResultReleased    = "released"    // PreEnqueue: a plan considered them
 	ResultHoldExpired = "hold_expired"

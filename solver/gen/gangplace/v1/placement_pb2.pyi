@@ -82,7 +82,7 @@ class AdviseRequest(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., min_resource_version: _Optional[str] = ...) -> None: ...
 
 class AdviseResponse(_message.Message):
-    __slots__ = ("planned", "bindings", "evictions", "reason", "status", "age_seconds", "resource_version", "covered")
+    __slots__ = ("planned", "bindings", "evictions", "reason", "status", "age_seconds", "resource_version", "covered", "plan")
     PLANNED_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
     EVICTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +91,7 @@ class AdviseResponse(_message.Message):
     AGE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     COVERED_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
     planned: bool
     bindings: _containers.RepeatedCompositeFieldContainer[Binding]
     evictions: _containers.RepeatedCompositeFieldContainer[Eviction]
@@ -99,7 +100,8 @@ class AdviseResponse(_message.Message):
     age_seconds: float
     resource_version: str
     covered: bool
-    def __init__(self, planned: _Optional[bool] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., reason: _Optional[str] = ..., status: _Optional[str] = ..., age_seconds: _Optional[float] = ..., resource_version: _Optional[str] = ..., covered: _Optional[bool] = ...) -> None: ...
+    plan: int
+    def __init__(self, planned: _Optional[bool] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., evictions: _Optional[_Iterable[_Union[Eviction, _Mapping]]] = ..., reason: _Optional[str] = ..., status: _Optional[str] = ..., age_seconds: _Optional[float] = ..., resource_version: _Optional[str] = ..., covered: _Optional[bool] = ..., plan: _Optional[int] = ...) -> None: ...
 
 class SolveRequest(_message.Message):
     __slots__ = ("state", "kubernetes_objects", "workload", "options", "request_id")
