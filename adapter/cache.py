@@ -89,6 +89,11 @@ class WatchCache:
     def objects(self) -> list[Obj]:
         return self.snapshot()[1]
 
+    def of_kind(self, kind: str) -> list[Obj]:
+        """The objects of one kind, unsorted (a metric read at scrape time)."""
+        with self._lock:
+            return list(self._objects.get(kind, {}).values())
+
     def snapshot(self) -> tuple[int, list[Obj]]:
         """The objects and the generation they are, read at one instant."""
         with self._lock:

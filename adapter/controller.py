@@ -258,11 +258,6 @@ class Executor:
                 ns, name = g.name.split("/", 1)
                 self.cluster.set_podgroup_condition(ns, name, {**cond, "lastTransitionTime": now()})
                 written.append(("PodGroup", g.name, CONDITION, cond["status"], cond["message"]))
-                if not w.satisfied:
-                    for k, p in pods.items():
-                        if _pending(p) and p.get("spec", {}).get("schedulingGroup", {}).get("podGroupName") == name \
-                                and k.split("/")[0] == ns:
-                            self.event(ns, p, "FailedScheduling", cond["message"], "Warning", "Scheduling")
 
     def _unschedulable(self, plan: Plan, pods: dict[str, Obj], written: list[tuple[str, str, str, str, str]]) -> None:
         """Every pending pod of a workload the plan leaves out gets ``PodScheduled=False``,
@@ -274,20 +269,33 @@ class Executor:
             if w.satisfied:
                 continue
             message = w.reason or "the gang does not fit"
-            for k in _members(w, pods):
-                p = pods[k]
-                if k in bound or not _pending(p):
-                    continue
-                have = next((c for c in p.get("status", {}).get("conditions", []) if c.get("type") == POD_SCHEDULED),
-                            None)
-                if have and (have.get("status"), have.get("reason"), have.get("message")) == (
-                        "False", UNSCHEDULABLE, message):
-                    continue
-                ns, name = k.split("/", 1)
-                self.cluster.set_pod_condition(ns, name, {
-                    "type": POD_SCHEDULED, "status": "False", "reason": UNSCHEDULABLE, "message": message,
-                    "lastProbeTime": None, "lastTransitionTime": now()})
-                written.append(("Pod", k, POD_SCHEDULED, "False", message))
+            written.extend(("Pod", k, POD_SCHEDULED, "False", message) for k in _members(w, pods)
+                           if k not in bound and self._tell_pending(pods[k], k, message))
+
+    def record_waiting(self, held: dict[str, str], pods: dict[str, Obj]) -> None:
+        """Pods of ours not attempted yet (a PodGroup not created, a gang short of its minCount:
+        ``Selection.held``) say why, as a pod left pending by a plan does."""
+        for k, why in held.items():
+            if (p := pods.get(k)) is not None:
+                self._tell_pending(p, k, why)
+
+    def _tell_pending(self, p: Obj, k: str, message: str) -> bool:
+        """``PodScheduled=False`` with ``message`` and a ``FailedScheduling`` Event on a pending
+        pod, once per message (upstream's recorder writes an Event per failed attempt; the
+        message changing is this adapter's attempt). Whether anything was written."""
+        if not _pending(p):
+            return False
+        have = next((c for c in p.get("status", {}).get("conditions", []) if c.get("type") == POD_SCHEDULED), None)
+        if have and (have.get("status"), have.get("reason"), have.get("message")) == ("False", UNSCHEDULABLE, message):
+            return False
+        ns, name = k.split("/", 1)
+        # the Event first: a process that dies between the two writes the pair again (Events are
+        # best effort and may repeat), where the other order would lose the Event for good
+        self.event(ns, p, "FailedScheduling", message, "Warning", "Scheduling")
+        self.cluster.set_pod_condition(ns, name, {
+            "type": POD_SCHEDULED, "status": "False", "reason": UNSCHEDULABLE, "message": message,
+            "lastProbeTime": None, "lastTransitionTime": now()})
+        return True
 
     def isolated(self, objects: list[Obj], tree: set[str], bad: str, why: str) -> None:
         """A workload left out because of a bad object: its PodGroups say so (condition False,

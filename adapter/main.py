@@ -35,7 +35,7 @@ from solver.core.errors import BugError, InputError, SolverError
 from solver.core.plan import Plan
 from solver.core.snapshot import ExpectedPod, GroupKey
 from solver.kube import loader
-from solver.kube.selection import groups_of, select, tree_of
+from solver.kube.selection import Selection, groups_of, select, tree_of
 from solver.kube.selection import key as pod_key
 from solver.kube.selection import pending as _pending
 from solver.problem.build import DEFAULT_PDB_POLICY, PdbPolicy
@@ -112,6 +112,8 @@ class Adapter:
         self.backoff = backoff  # between plans abandoned midway, doubling (a race that does not end at once)
         self.outcomes: deque[Outcome] = deque(maxlen=HISTORY)  # the latest, for tests and debugging
         self._electing = False  # run() keeps the lease: reconcile acts only while it holds it
+        self.lease_problem = ""  # why the last attempt on the lease failed ("" when it did not)
+        self._waiting: dict[str, str] = {}  # workloads not attempted yet, as last logged
         self.executor.leading = lambda: not self._electing or self.elector.leading
         self.executor.lookup = lambda key: self.cache.get("Pod", key)
         self.plans: deque[Plan] = deque(maxlen=HISTORY)
@@ -120,6 +122,10 @@ class Adapter:
         # liveness: the loop beats at least every renew period, and around each plan it makes;
         # stale_after must exceed the longest plan and its execution (time limit + evictions)
         self.heartbeat = Heartbeat(stale_after)
+        # read from the watch when scraped, so that they move while nothing changes and count pods
+        # no plan has attempted yet (a PodGroup not created, a gang short of its minCount)
+        self.metrics.pending_pods.set_function(lambda: len(self._pending_ages()))
+        self.metrics.oldest_pending.set_function(lambda: max(self._pending_ages(), default=0.0))
 
     def plan_once(self) -> Plan | None:
         """The plan for what the cache holds now; None when no workload is ready."""
@@ -133,6 +139,7 @@ class Adapter:
         objects = self.cache.objects()
         self.executor.record_settled(objects, self.scheduler_name)
         sel = select(objects, self.scheduler_name)
+        self._record_waiting(sel, objects)
         if not sel.ready:
             return None
         solvable = sel.objects
@@ -179,19 +186,34 @@ class Adapter:
         self._wait_seen(outcome)
         return outcome
 
+    def _record_waiting(self, sel: Selection, objects: list[Obj]) -> None:
+        """Pods not attempted yet say why (condition, Event), and a line says so once per change."""
+        if sel.held:
+            pods = {pod_key(o): o for o in objects if o["kind"] == "Pod"}
+            try:
+                self.executor.record_waiting(sel.held, pods)
+            except Exception as exc:  # best effort: the next change writes it again
+                LOG.info(json.dumps({"event": "waiting-record-failed", "error": f"{type(exc).__name__}: {exc}"}))
+        if sel.waiting != self._waiting:
+            for workload, why in sorted(sel.waiting.items()):
+                if self._waiting.get(workload) != why:
+                    LOG.info(json.dumps({"event": "waiting", "workload": workload, "reason": why}))
+            self._waiting = dict(sel.waiting)
+
     def _record_pending(self, plan: Plan, outcome: Outcome, objects: list[Obj], begun: float) -> None:
         """The scheduler-style series: attempts per workload, what is left pending and for how long."""
         m = self.metrics
         m.e2e_seconds.observe(time.perf_counter() - begun)
         for w in plan.workloads:
             m.attempts.labels("error" if outcome.replan else "scheduled" if w.satisfied else "unschedulable").inc()
-        bound = set(outcome.bound)
-        left = [o for o in objects if o["kind"] == "Pod" and _pending(o) and pod_key(o) not in bound
-                and o.get("spec", {}).get("schedulerName") == self.scheduler_name]
-        m.pending_pods.set(len(left))
         m.pending_workloads.set(sum(1 for w in plan.workloads if not w.satisfied))
-        born = [_seconds_since(o["metadata"].get("creationTimestamp")) for o in left]
-        m.oldest_pending.set(max((b for b in born if b is not None), default=0.0))
+
+    def _pending_ages(self) -> list[float]:
+        """The age of each pod of this scheduler the watch shows pending (0 when its creation
+        time is unreadable)."""
+        return [_seconds_since(o.get("metadata", {}).get("creationTimestamp")) or 0.0
+                for o in self.cache.of_kind("Pod")
+                if _pending(o) and o.get("spec", {}).get("schedulerName") == self.scheduler_name]
 
     def _isolate(self, objects: list[Obj], bad: str, why: str) -> list[Obj]:
         """The objects without ``bad`` and what it touches: a pod of a pending workload takes the
@@ -244,11 +266,19 @@ class Adapter:
         victim does not let the lease lapse mid-plan (a standby would take over and act too)."""
         while not stop.is_set():
             was = self.elector.leading
+            problem = ""
             try:
                 leading = self.elector.try_acquire_or_renew()
-            except Exception as exc:  # the API server did not answer: not leading until it does
-                LOG.warning(json.dumps({"event": "lease-error", "error": str(exc)}))
+            except Exception as exc:  # the API server did not answer (or refused): not leading until it does
+                problem = (f"Lease {self.elector.namespace}/{self.elector.name} "
+                           f"(--lease-namespace, --lease-name): {exc}")
                 self.elector.leading = leading = False
+            if problem != self.lease_problem:  # a line when it starts, changes or ends, not every renew
+                if problem:
+                    LOG.warning(json.dumps({"event": "lease-error", "error": problem}))
+                else:
+                    LOG.info(json.dumps({"event": "lease-ok"}))
+                self.lease_problem = problem
             if was and not leading:
                 LOG.warning(json.dumps({"event": "lease-lost"}))
             self.metrics.leader.set(1 if leading else 0)
@@ -379,6 +409,10 @@ def advise(adapter: Adapter, config: ServerConfig, stop: threading.Event) -> int
         print(f"gangplace: --advise {address}: {exc.reason}", file=sys.stderr)
         return 2
     adapter.cache.start()
+    # Advise answers within the plugin's deadline (50 ms) while this process replans in Python:
+    # a thread waiting for the GIL gets it within the switch interval, and an answer passes it
+    # a few times (grpc's poller, a worker, the reply); 1 ms instead of 5 keeps that well inside
+    sys.setswitchinterval(0.001)
     LOG.info(json.dumps({"event": "advising", "address": address, "port": port}))
     try:
         advisor.run(stop)
@@ -394,7 +428,15 @@ def stale_after(time_limit: float) -> float:
 
 
 def serve_probes(adapter: Adapter, host: str, port: int) -> Endpoint:
-    return Endpoint(adapter.metrics, adapter.heartbeat.alive, lambda: adapter.cache.synced, host, port)
+    return Endpoint(adapter.metrics, adapter.heartbeat.alive, lambda: unready(adapter), host, port)
+
+
+def unready(adapter: Adapter) -> str:
+    """Why the adapter is not ready ("" when it is): its watch cache has not listed every kind
+    yet, or it cannot read or write its Lease (a standby that can reach the Lease is ready)."""
+    if not adapter.cache.synced:
+        return "the watch cache has not listed every kind yet"
+    return adapter.lease_problem
 
 
 def dry_run(adapter: Adapter, out: Any = None) -> int:

@@ -7,7 +7,9 @@
   build-info series (``solver.service.telemetry``).
 - ``/healthz`` (liveness): 200 while the loop has been seen within ``stale_after`` seconds;
   a loop stuck past that (a hung call, a deadlock) is 503, so the kubelet restarts it.
-- ``/readyz`` (readiness): 200 once the watch cache holds every kind, standby or leader.
+- ``/readyz`` (readiness): 200 once the watch cache holds every kind, standby or leader, while
+  the Lease can be read and written; 503 with the reason otherwise (a Lease the adapter's role
+  may not touch is a 403 that would otherwise only be logged).
 """
 
 from __future__ import annotations
@@ -46,11 +48,13 @@ class AdapterMetrics:
                                 "Workloads planned, by result: scheduled (its plan was carried out), unschedulable "
                                 "(left pending), error (the plan could not be carried out)", ["result"], registry=r)
         self.pending_pods = Gauge("gangplace_adapter_pending_pods",
-                                  "Pods of this scheduler left pending by the last plan carried out", registry=r)
+                                  "Pods of this scheduler pending now, as the watch sees them (attempted or not)",
+                                  registry=r)
         self.pending_workloads = Gauge("gangplace_adapter_pending_workloads",
                                        "Workloads the last plan left unsatisfied", registry=r)
         self.oldest_pending = Gauge("gangplace_adapter_oldest_pending_seconds",
-                                    "Age of the oldest pod the last plan left pending (0: none)", registry=r)
+                                    "Age of the oldest pod of this scheduler pending now (0: none), read when scraped",
+                                    registry=r)
         self.e2e_seconds = Histogram("gangplace_adapter_plan_e2e_seconds",
                                      "Seconds from reading the cache to the plan carried out (solve, evictions, "
                                      "binding, status)", registry=r,
@@ -75,12 +79,12 @@ class Heartbeat:
 class Endpoint:
     """``/metrics``, ``/healthz`` and ``/readyz`` on ``host:port`` (port 0: any free one)."""
 
-    def __init__(self, metrics: AdapterMetrics, alive: Callable[[], bool], ready: Callable[[], bool],
+    def __init__(self, metrics: AdapterMetrics, alive: Callable[[], bool], unready: Callable[[], str],
                  host: str, port: int) -> None:
         routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {
             "/metrics": lambda: (200, CONTENT_TYPE_LATEST, generate_latest(metrics.registry)),
             "/healthz": lambda: _probe(alive()),
-            "/readyz": lambda: _probe(ready()),
+            "/readyz": lambda: _probe(not (why := unready()), why),
         }
 
         class Handler(BaseHTTPRequestHandler):
@@ -109,5 +113,7 @@ class Endpoint:
         self._thread.join(5)
 
 
-def _probe(ok: bool) -> tuple[int, str, bytes]:
-    return (200, "text/plain", b"ok\n") if ok else (503, "text/plain", b"not ok\n")
+def _probe(ok: bool, why: str = "") -> tuple[int, str, bytes]:
+    if ok:
+        return 200, "text/plain", b"ok\n"
+    return 503, "text/plain", f"not ok{': ' + why if why else ''}\n".encode()

@@ -832,6 +832,11 @@ class ApiServerDouble:
             self._rules.append(_Rule(verb.lower() if verb.islower() else verb.upper(), re.compile(path_regex),
                                      times, code, message or f"injected failure ({code})", reason))
 
+    def clear_faults(self) -> None:
+        """Drop every failure and delay still to come (``fail_next``, ``delay_next``)."""
+        with self._lock:
+            self._rules.clear()
+
     def delay_next(self, verb: str, path_regex: str, seconds: float, times: int = 1) -> None:
         """The next ``times`` matching requests wait ``seconds`` before being handled."""
         with self._lock:

@@ -25,9 +25,20 @@ never on the message.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any, ClassVar
 
 MAX_MESSAGE = 1024  # bytes of UTF-8: any message, however large the value it quotes
+# what would break a message's one line: C0 controls, DEL, NEL and the Unicode line separators
+_BREAKS = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character written as its escape (a name holding a newline
+    reads ``a\\nb``): a message is one line however its values were spelt."""
+    if not _BREAKS.search(text):
+        return text
+    return _BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def clip(text: str, limit: int) -> str:
@@ -69,7 +80,7 @@ class SolverError(Exception):
 
     def __init__(self, *args: object) -> None:
         if args and isinstance(args[0], str):
-            args = (clip(args[0], MAX_MESSAGE), *args[1:])
+            args = (clip(one_line(args[0]), MAX_MESSAGE), *args[1:])
         super().__init__(*args)
 
 
@@ -121,9 +132,9 @@ class SnapshotInvalidError(InputError):
 
     def __init__(self, obj: str, field: str, reason: str) -> None:
         # each part bounded, so the field is always named however long the value quoted
-        self.obj = clip(obj, 256)
-        self.field = clip(field, 256)
-        self.reason = clip(reason, MAX_MESSAGE - 2 * 256 - 4)
+        self.obj = clip(one_line(obj), 256)
+        self.field = clip(one_line(field), 256)
+        self.reason = clip(one_line(reason), MAX_MESSAGE - 2 * 256 - 4)
         super().__init__(f"{self.where}: {self.reason}")
 
     @property

@@ -26,6 +26,7 @@ import yaml
 from solver.core.errors import SnapshotInvalidError
 from solver.core.snapshot import ClusterSnapshot, ExpectedPod
 from solver.kube.expected import expected_pods
+from solver.kube.objects import encodable, ident_of
 
 SUFFIXES = (".json", ".yaml", ".yml")
 MAX_YAML_NODES = 10_000_000  # a 15,000-node snapshot is ~5 million YAML nodes
@@ -102,6 +103,9 @@ def _check_expansion(text: str, source: str) -> None:
     budget = expansion_budget(text)
     nodes = size_bytes = 0
     for doc in yaml.compose_all(text, Loader=_YAML_LOADER):
+        # an alias never crosses documents, and a document's nodes are freed once the next is
+        # composed: their ids are reused, so the sizes known by id are one document's only
+        sizes.clear()
         if doc is not None:
             n, b = size(doc)
             nodes, size_bytes = nodes + n, size_bytes + b
@@ -113,20 +117,26 @@ def _check_expansion(text: str, source: str) -> None:
 
 
 def _check_text(value: Any, source: str) -> None:
-    """Every string (keys too) encodes as UTF-8; walked only when the text has a surrogate escape."""
-    stack = [value]
+    """Every string (keys too) encodes as UTF-8; walked only when the text has a surrogate escape.
+    The error names the object (the nearest mapping with a kind and metadata) and the field."""
+    stack: list[tuple[Any, str, str]] = [(value, source, "")]
     while stack:
-        cur = stack.pop()
+        cur, obj, field = stack.pop()
         if isinstance(cur, str):
             try:
                 cur.encode("utf-8")
             except UnicodeEncodeError:
-                raise SnapshotInvalidError(source, "", f"a lone surrogate in the string {cur!r}") from None
+                raise SnapshotInvalidError(obj, field, f"a lone surrogate in the string {cur!r}") from None
         elif isinstance(cur, dict):
-            stack.extend(cur.keys())
-            stack.extend(cur.values())
+            if "kind" in cur and "metadata" in cur:
+                obj, field = ident_of(cur), ""
+            for k, v in cur.items():
+                key = k if isinstance(k, str) and encodable(k) else "?"
+                path = f"{field}.{key}" if field else key
+                stack.append((k, obj, f"{path} (the key)"))
+                stack.append((v, obj, path))
         elif isinstance(cur, list):
-            stack.extend(cur)
+            stack.extend((v, obj, f"{field}[{i}]") for i, v in enumerate(cur))
 
 
 def read_documents(path: Path) -> list[Any]:

@@ -49,13 +49,13 @@ def ident_of(obj: Obj) -> str:
     kind = obj.get("kind", "?") if isinstance(obj, Mapping) else "?"
 
     def part(value: Any) -> str:
-        return value if isinstance(value, str) and _encodable(value) else "?"
+        return value if isinstance(value, str) and encodable(value) else "?"
 
     ns, name = part(meta.get("namespace") or ""), part(meta.get("name", "?"))
     return f"{part(kind)}/{ns}/{name}" if ns else f"{part(kind)}/{name}"
 
 
-def _encodable(text: str) -> bool:
+def encodable(text: str) -> bool:
     """No lone surrogate (a JSON "\\ud800"): the text can be written out as UTF-8."""
     try:
         text.encode("utf-8")
@@ -70,7 +70,7 @@ def text_field(obj: Obj, field: str, raw: Any) -> str:
         return raw
     if not isinstance(raw, str):
         raise invalid(obj, field, f"expected a string, got {type(raw).__name__}")
-    if not _encodable(raw):
+    if not encodable(raw):
         raise invalid(obj, field, "not valid Unicode (a lone surrogate)")
     return raw
 

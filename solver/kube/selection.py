@@ -11,7 +11,7 @@ the edge with ``solver.kube``; the core never sees it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from solver.core.snapshot import GroupKey, WorkloadTree
@@ -50,6 +50,7 @@ class Selection:
     objects: list[Obj]  # what the solver reads
     ready: list[str]  # roots planned
     waiting: dict[str, str]  # root -> why it is not attempted yet
+    held: dict[str, str] = field(default_factory=dict)  # pending pod "ns/name" -> why it is not attempted yet
 
 
 def select(objects: Iterable[Obj], scheduler_name: str) -> Selection:
@@ -77,7 +78,7 @@ def select(objects: Iterable[Obj], scheduler_name: str) -> Selection:
             return members.get(k, 0) >= (gang.get("minCount") or 1)
         return sum(ready(c) for c in tree.children(GroupKey(k))) >= (gang.get("minGroupCount") or 1)
 
-    out, planned, waiting = [], set(), {}
+    out, planned, waiting, held = [], set(), {}, {}
     for o in objs:
         if o["kind"] != "Pod" or not pending(o):
             out.append(o)
@@ -89,13 +90,15 @@ def select(objects: Iterable[Obj], scheduler_name: str) -> Selection:
             out.append(o)
             planned.add(key(o))
             continue
-        root = root_of(f"{o['metadata'].get('namespace', '')}/{g}")
+        k = f"{o['metadata'].get('namespace', '')}/{g}"
+        root = root_of(k)
         if root is None:
-            waiting[f"{o['metadata'].get('namespace', '')}/{g}"] = "its PodGroup tree is not complete yet"
+            waiting[k] = held[key(o)] = (f"PodGroup {k} not found: waiting for it to be created" if k not in tree
+                                         else f"the PodGroup tree of {k} is not complete yet")
             continue
         if not ready(root):
-            waiting[root] = "fewer pods observed than its gang needs"
+            waiting[root] = held[key(o)] = "fewer pods observed than its gang needs"
             continue
         out.append(o)
         planned.add(root)
-    return Selection(objects=out, ready=sorted(planned), waiting=waiting)
+    return Selection(objects=out, ready=sorted(planned), waiting=waiting, held=held)

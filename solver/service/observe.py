@@ -18,6 +18,8 @@ from typing import Any
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from solver.core.errors import one_line
+
 LOG = logging.getLogger("gangplace.rpc")
 _LABELS = ["grpc_type", "grpc_service", "grpc_method"]
 # (request streaming, response streaming) -> grpc_type, as go-grpc-prometheus spells it
@@ -47,6 +49,15 @@ def status_of(context: grpc.ServicerContext, failed: bool) -> grpc.StatusCode:
         return grpc.StatusCode.DEADLINE_EXCEEDED if remaining is not None and remaining <= 0 \
             else grpc.StatusCode.CANCELLED
     return grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK
+
+
+MAX_REQUEST_ID = 128  # characters of a caller's request_id kept in logs and echoed
+
+
+def request_id(rid: str) -> str:
+    """A caller's request_id as logged and echoed: one line, at most ``MAX_REQUEST_ID``
+    characters (a 1 MB id would otherwise be a 1 MB log line)."""
+    return one_line(rid[:MAX_REQUEST_ID])
 
 
 class RpcObserver(grpc.ServerInterceptor):
@@ -127,7 +138,7 @@ class _Observed:
                                 "latencyMs": round(seconds * 1000, 3), "peer": context.peer()}
         rid = getattr(request, "request_id", "")  # a SolveRequest's, when the caller set one
         if isinstance(rid, str) and rid:
-            line["requestId"] = rid
+            line["requestId"] = request_id(rid)
         if code != grpc.StatusCode.OK:
             details = context.details()  # type: ignore[attr-defined]  # grpcio has it since 1.38
             if details:

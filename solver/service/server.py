@@ -127,14 +127,14 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
     # ---- the two RPCs ----------------------------------------------------------------
     def Solve(self, request: pb.SolveRequest, context: grpc.ServicerContext) -> pb.SolveResponse:
         self._refuse_malformed("Solve", request, context)
-        rid = request.request_id or uuid.uuid4().hex[:12]
+        rid = observe.request_id(request.request_id) or uuid.uuid4().hex[:12]
         with self._admitted("Solve", rid, context):
             plan = self._plan(request, rid, context, on_solution=None)
             return pb.SolveResponse(plan=convert.plan_to_proto(plan), request_id=rid)
 
     def SolveStream(self, request: pb.SolveRequest, context: grpc.ServicerContext) -> Iterator[pb.SolveEvent]:
         self._refuse_malformed("SolveStream", request, context)
-        rid = request.request_id or uuid.uuid4().hex[:12]
+        rid = observe.request_id(request.request_id) or uuid.uuid4().hex[:12]
         events: queue.Queue[pb.SolveEvent | BaseException | None] = queue.Queue()
         start = time.perf_counter()
 

@@ -197,7 +197,7 @@ PHASES: tuple[tuple[str, ...], ...] = (
     ("event Preempted low-b",),
     ("evict low-b",),
     ("bind train-0", "bind train-1", "event Scheduled train-0", "event Scheduled train-1"),
-    ("pod condition huge",),
+    ("event FailedScheduling huge", "pod condition huge"),
     ("podgroup condition train",),
 )
 WRITE_KINDS = tuple(w for phase in PHASES for w in phase)

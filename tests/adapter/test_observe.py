@@ -18,8 +18,9 @@ from adapter.cluster import Cluster
 from adapter.main import Adapter, in_process, serve_probes, stale_after
 from adapter.observe import Heartbeat
 from solver.service import telemetry
+from tests.adapter.test_e2e import run_until
 from tests.apiserver import ApiServerDouble
-from tests.builders import gang_scenario, pdb
+from tests.builders import gang_scenario, node, ours, pdb, pod
 
 
 def _get(port: int, path: str) -> tuple[int, str]:
@@ -130,3 +131,60 @@ def test_the_adapter_logs_json_lines_as_the_solver_does(capsys: pytest.CaptureFi
     assert [(r["level"], r.get("event"), r.get("message")) for r in lines] == [
         ("WARNING", "lease-lost", None), ("INFO", None, "plain text")]
     assert all(isinstance(r["time"], float) for r in lines)
+
+
+def test_a_lease_the_adapter_may_not_touch_makes_it_unready_with_the_reason_logged_once(
+        api: ApiServerDouble, caplog: pytest.LogCaptureFixture) -> None:
+    # issue 50, item 10: a 403 on the Lease was logged every renew while /readyz said 200
+    caplog.set_level("INFO", logger="gangplace.adapter")
+    api.fail_next("*", "/leases", 403, times=1000, message='leases.coordination.k8s.io "gangplace" is forbidden')
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.05)
+    endpoint = serve_probes(adapter, "127.0.0.1", 0)
+    stop = threading.Event()
+    runner = threading.Thread(target=adapter.run, args=(stop,), daemon=True)
+    try:
+        runner.start()
+        deadline = time.monotonic() + 30
+        while "403" not in _get(endpoint.port, "/readyz")[1]:
+            assert time.monotonic() < deadline, _get(endpoint.port, "/readyz")
+            time.sleep(0.05)
+        code, body = _get(endpoint.port, "/readyz")
+        assert code == 503 and "Lease kube-system/gangplace-adapter (--lease-namespace, --lease-name): " \
+            "get_lease: 403" in body
+        time.sleep(0.5)  # about ten renews
+        errors = [r for r in caplog.records if '"lease-error"' in r.getMessage()]
+        assert len(errors) == 1, [r.getMessage() for r in errors]
+        api.clear_faults()  # the role now allows the Lease
+        while _get(endpoint.port, "/readyz")[0] != 200:
+            assert time.monotonic() < deadline, _get(endpoint.port, "/readyz")
+            time.sleep(0.05)
+        assert any('"lease-ok"' in r.getMessage() for r in caplog.records)
+    finally:
+        stop.set()
+        runner.join(15)
+        endpoint.stop()
+
+
+def test_every_pod_left_pending_says_why_and_the_pending_age_moves_while_nothing_changes(
+        api: ApiServerDouble) -> None:
+    # issue 50, item 9: a standalone pod left pending had no Event, a pod naming a PodGroup that
+    # does not exist had nothing at all, and the oldest-pending age froze between plans
+    api.put(node("n1").cpu_m(1000).build())
+    api.put(ours(pod("big").cpu_m(4000)))  # fits no node
+    api.put(ours(pod("orphan-0").group("nowhere").cpu_m(100)))  # its PodGroup was never created
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1)
+
+    def said(name: str) -> set[str]:
+        return {e.get("note", "") for e in api.list("events", "default")
+                if e["reason"] == "FailedScheduling" and e.get("regarding", {}).get("name") == name}
+
+    run_until(adapter, lambda: bool(said("big") and said("orphan-0")), timeout=30)
+    assert said("orphan-0") == {"PodGroup default/nowhere not found: waiting for it to be created"}
+    cond = next(c for c in api.get("pods", "default", "orphan-0")["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable") and "nowhere not found" in cond["message"]
+    first = generate_latest(adapter.metrics.registry).decode()
+    time.sleep(1.1)  # nothing changes in the cluster meanwhile
+    second = generate_latest(adapter.metrics.registry).decode()
+    assert _sample(first, "gangplace_adapter_pending_pods") == 2.0
+    assert _sample(second, "gangplace_adapter_oldest_pending_seconds") >= \
+        _sample(first, "gangplace_adapter_oldest_pending_seconds") + 1.0

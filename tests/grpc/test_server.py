@@ -536,6 +536,18 @@ def test_logs_are_json_lines_with_the_request_id(running: server.Running, caplog
     assert json.loads(line)["level"] == "INFO"
 
 
+def test_a_huge_request_id_is_logged_and_echoed_cut_to_one_short_line(running: server.Running,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO")
+    with grpc.insecure_channel(_target(running)) as ch:
+        reply = pb_grpc.PlacementServiceStub(ch).Solve(pb.SolveRequest(
+            kubernetes_objects=(ROOT / "examples" / "gang-preemption.yaml").read_bytes(),
+            request_id="a\nb" + "x" * 1_000_000), timeout=60)
+    assert reply.request_id == "a\\nb" + "x" * 125  # 128 characters of the id, the newline escaped
+    for r in caplog.records:
+        assert "\n" not in r.getMessage() and len(r.getMessage()) < 4096, r.getMessage()[:200]
+
+
 def _metrics(run: server.Running) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{run.metrics_port}/metrics") as reply:
         return reply.read().decode()

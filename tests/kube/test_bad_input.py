@@ -223,7 +223,11 @@ def test_invalid_yaml_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
      "YAML aliases expand past 10000000 nodes"),
     ("latin1.json", '{"kind": "Node", "metadata": {"name": "n\u00e9"}}'.encode("latin-1"), "not UTF-8"),
     ("surrogate.json", b'{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "\\ud800"}}]}',
-     "a lone surrogate in the string"),
+     "Node/?: metadata.name: a lone surrogate in the string"),
+    ("surrogate-key.json", b'{"kind": "Pod", "metadata": {"name": "p", "labels": {"\\ud800": "x"}}}',
+     "Pod/p: metadata.labels.? (the key): a lone surrogate in the string"),
+    ("newline-name.json", b'{"kind": "Node", "metadata": {"name": "a\\nb"}, "status": {"allocatable": {"cpu": "x"}}}',
+     "Node/a\\nb: status.allocatable.cpu"),
 ])
 def test_hostile_files_exit_2_before_anything_is_built(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                         name: str, body: bytes, message: str) -> None:

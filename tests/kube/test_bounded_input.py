@@ -43,6 +43,15 @@ def test_aliases_that_expand_past_a_few_times_the_input_are_refused(tmp_path: Pa
     assert len(capsys.readouterr().err.encode()) < MAX_MESSAGE + 40
 
 
+@pytest.mark.parametrize("before", [1, 3])
+def test_aliases_are_counted_in_every_document_not_the_first_only(before: int) -> None:
+    # issue 50, item 7: the sizes were remembered by id(), and a document's nodes are freed when
+    # the next is composed, so a later document's nodes took the ids (and tiny sizes) of earlier ones
+    head = "".join(f"apiVersion: v1\nkind: Node\nmetadata: {{name: m{i}}}\n---\n" for i in range(before))
+    with pytest.raises(SnapshotInvalidError, match=r"YAML aliases expand past \d+ bytes"):
+        reading.from_bytes((head + _bomb(5)).encode())
+
+
 def test_anchors_used_honestly_are_read() -> None:
     text = """apiVersion: v1
 kind: List

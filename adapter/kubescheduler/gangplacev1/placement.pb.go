@@ -556,7 +556,8 @@ type SolveRequest struct {
 	// "namespace/root": plan only this pending workload; empty: every pending workload jointly.
 	Workload string        `protobuf:"bytes,3,opt,name=workload,proto3" json:"workload,omitempty"`
 	Options  *SolveOptions `protobuf:"bytes,4,opt,name=options,proto3" json:"options,omitempty"`
-	// Echoed in logs; the server makes one up when empty.
+	// Echoed in logs and the answer (its first 128 characters, on one line); the server makes one
+	// up when empty.
 	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
