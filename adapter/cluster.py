@@ -455,7 +455,7 @@ class Cluster:
 
     @translated
     def event(self, *, namespace: str, regarding: Obj, reason: str, note: str, type_: str = "Normal",
-              action: str = "Scheduling", reporter: str = "gangplace") -> None:
+              action: str = "Scheduling", reporter: str = "gangplace", related: Obj | None = None) -> None:
         meta = regarding["metadata"]
         # named as client-go's event recorder names them (tools/events makeEvent: the object's
         # name, a dot, the time in hex nanoseconds); a generateName ending in "." is refused by
@@ -468,6 +468,11 @@ class Cluster:
             "regarding": {"kind": regarding.get("kind", "Pod"), "apiVersion": regarding.get("apiVersion", "v1"),
                           "namespace": namespace, "name": meta["name"], "uid": meta.get("uid", "")},
         }
+        if related is not None:  # as upstream's preemption names its preemptor on a Preempted Event
+            rmeta = related["metadata"]
+            body["related"] = {"kind": related.get("kind", "Pod"), "apiVersion": related.get("apiVersion", "v1"),
+                               "namespace": rmeta.get("namespace", ""), "name": rmeta["name"],
+                               "uid": rmeta.get("uid", "")}
         self.events.create_namespaced_event(  # a dict body goes out as it is (sanitize_for_serialization)
             namespace, body, _preload_content=False)  # type: ignore[arg-type]  # annotated as the model only
 

@@ -129,8 +129,11 @@ class Executor:
             victim = pods.get(e.pod)
             ns, name = e.pod.split("/", 1)
             if victim is not None:
-                self.event(ns, victim, "Preempted", f"Preempted by gangplace to place a gang (cost {e.cost:g})",
-                            "Normal", "Preempting")
+                for_ = sorted(b.pod for b in plan.bindings if b.node == e.node)
+                who = f"pod {for_[0]}" + (f" and {len(for_) - 1} more" if len(for_) > 1 else "") if for_ else "a pod"
+                self.event(ns, victim, "Preempted", f"Preempted by gangplace for {who} on node {e.node} "
+                           f"(cost {e.cost:g})", "Normal", "Preempting",
+                           related=pods.get(for_[0]) if for_ else None)
             try:
                 if self.pdb_policy == "soft":
                     self.cluster.preempt(ns, name, "gangplace: preempting to accommodate a higher priority gang")
@@ -459,8 +462,10 @@ class Executor:
             "reservedFor": [{"resource": "pods", "name": name, "uid": uid}]})
         self.cluster.set_pod_extended_claim(ns, name, {"resourceClaimName": claim_name, "requestMappings": mappings})
 
-    def event(self, ns: str, obj: Obj, reason: str, note: str, type_: str, action: str) -> None:
+    def event(self, ns: str, obj: Obj, reason: str, note: str, type_: str, action: str,
+              related: Obj | None = None) -> None:
         try:
-            self.cluster.event(namespace=ns, regarding=obj, reason=reason, note=note, type_=type_, action=action)
+            self.cluster.event(namespace=ns, regarding=obj, reason=reason, note=note, type_=type_, action=action,
+                               related=related)
         except Exception as exc:  # an event is best effort, as upstream's recorder
             LOG.info(json.dumps({"event": "event-failed", "reason": reason, "error": str(exc)}))

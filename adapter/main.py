@@ -114,6 +114,7 @@ class Adapter:
         self._electing = False  # run() keeps the lease: reconcile acts only while it holds it
         self.lease_problem = ""  # why the last attempt on the lease failed ("" when it did not)
         self._waiting: dict[str, str] = {}  # workloads not attempted yet, as last logged
+        self._logged: dict[str, str] | None = None  # the pending workloads the last "executed" line named
         self.executor.leading = lambda: not self._electing or self.elector.leading
         self.executor.lookup = lambda key: self.cache.get("Pod", key)
         self.plans: deque[Plan] = deque(maxlen=HISTORY)
@@ -181,10 +182,22 @@ class Adapter:
         self.metrics.bindings.inc(len(outcome.bound))
         self._record_pending(plan, outcome, sel.objects, begun)
         self.heartbeat.beat()
-        LOG.info(json.dumps({"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
-                             "bound": len(outcome.bound), "replan": outcome.replan}))
+        self._log_executed(plan, outcome)
         self._wait_seen(outcome)
         return outcome
+
+    def _log_executed(self, plan: Plan, outcome: Outcome) -> None:
+        """One line per plan carried out, naming what it did and what it left pending and why (at
+        most LOGGED of each); a plan that did nothing and left the same workloads pending for the
+        same reasons as the last is logged at debug level (the watch sees each change 2 or 3 times)."""
+        pending = {f"{w.kind}/{w.name}": w.reason or "not placed" for w in plan.workloads if not w.satisfied}
+        line = {"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
+                "bound": len(outcome.bound), "replan": outcome.replan,
+                "placed": sorted(f"{w.kind}/{w.name}" for w in plan.workloads if w.satisfied)[:LOGGED],
+                "pending": dict(sorted(pending.items())[:LOGGED])}
+        idle = not (outcome.evicted or outcome.bound or outcome.replan)
+        LOG.log(logging.DEBUG if idle and pending == self._logged else logging.INFO, json.dumps(line))
+        self._logged = pending
 
     def _record_waiting(self, sel: Selection, objects: list[Obj]) -> None:
         """Pods not attempted yet say why (condition, Event), and a line says so once per change."""
@@ -280,7 +293,10 @@ class Adapter:
                     LOG.info(json.dumps({"event": "lease-ok"}))
                 self.lease_problem = problem
             if was and not leading:
-                LOG.warning(json.dumps({"event": "lease-lost"}))
+                LOG.warning(json.dumps({"event": "lease-lost", "identity": self.elector.identity}))
+            elif leading and not was:
+                LOG.info(json.dumps({"event": "leading", "identity": self.elector.identity,
+                                     "lease": f"{self.elector.namespace}/{self.elector.name}"}))
             self.metrics.leader.set(1 if leading else 0)
             stop.wait(self.renew)
 
@@ -323,9 +339,11 @@ class Adapter:
             self.elector.release()
             self.metrics.leader.set(0)
             self.cache.stop()
+            LOG.info(json.dumps({"event": "stopped", "identity": self.elector.identity}))
 
 
 HISTORY = 100  # plans and outcomes kept
+LOGGED = 10  # workloads named in one "executed" line, of each kind
 MAX_ISOLATED = 20  # bad objects left out of one plan before giving up on it
 
 

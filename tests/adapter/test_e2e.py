@@ -95,6 +95,16 @@ def test_a_pdb_refusing_an_eviction_mid_plan_makes_the_adapter_replan(api: ApiSe
     assert (_node_of(api, "train-0"), _node_of(api, "train-1")) == ("n1", "n1")
 
 
+def test_the_preempted_event_names_its_preemptor_as_upstreams_does(api: ApiServerDouble) -> None:
+    # issue 50, item 11: upstream's Preempted Event has the preemptor as its related object
+    _cluster(api, pdb_allowed=5)
+    _run(api, _bound(api, "train-0", "train-1"))
+    preempted = [e for e in api.list("events") if e["reason"] == "Preempted"]
+    assert [e["regarding"]["name"] for e in preempted] == ["low-b"]
+    assert preempted[0]["note"] == "Preempted by gangplace for pod default/train-0 and 1 more on node n1 (cost 2)"
+    assert preempted[0]["related"]["name"] == "train-0" and preempted[0]["related"]["kind"] == "Pod"
+
+
 def test_a_binding_refused_with_409_abandons_the_plan_but_the_other_bindings_complete(api: ApiServerDouble) -> None:
     _cluster(api, gang=4, cpu=500)  # four small pods: all fit on n1 (no eviction) or across the rack
     api.fail_next("POST", r"/pods/train-2/binding$", 409)  # as if another scheduler had bound it

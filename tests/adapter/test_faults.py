@@ -17,6 +17,7 @@ import pytest
 
 from adapter.cache import WatchCache
 from adapter.cluster import _BACKOFF, ATTEMPTS, Cluster
+from adapter.controller import Executor
 from adapter.main import Adapter, in_process
 from solver.service.client import PlacementError
 from tests.adapter.test_e2e import _bound, _calls, _cluster, _condition, _node_of, _run
@@ -276,3 +277,24 @@ def test_a_plan_the_solver_calls_its_own_bug_is_not_retried_until_the_cluster_ch
         stop.set()
         runner.join(15)
     assert len(calls) >= 2
+
+
+def test_an_unexpected_error_in_one_reconcile_is_logged_and_the_loop_goes_on(
+        api: ApiServerDouble, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 50, item 12: narrowing the except around a reconcile (so that such an error ends the
+    # loop) failed no test
+    _cluster(api)
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1, backoff=(0.05, 0.1))
+    settled = Executor.record_settled
+    calls = itertools.count()
+
+    def broken_once(self: Executor, *args: Any) -> None:
+        if next(calls) == 0:
+            raise RuntimeError("a bug in one reconcile")
+        settled(self, *args)
+
+    monkeypatch.setattr(Executor, "record_settled", broken_once)
+    caplog.set_level("ERROR", logger="gangplace.adapter")
+    _run(api, _bound(api, "train-0", "train-1"), adapter=adapter, timeout=20)
+    assert any('"reconcile-failed"' in r.getMessage() and "RuntimeError: a bug in one reconcile" in r.getMessage()
+               for r in caplog.records)

@@ -188,3 +188,22 @@ def test_every_pod_left_pending_says_why_and_the_pending_age_moves_while_nothing
     assert _sample(first, "gangplace_adapter_pending_pods") == 2.0
     assert _sample(second, "gangplace_adapter_oldest_pending_seconds") >= \
         _sample(first, "gangplace_adapter_oldest_pending_seconds") + 1.0
+
+
+def test_each_plan_carried_out_is_one_line_naming_what_it_placed_and_left_pending_and_why(
+        api: ApiServerDouble, caplog: pytest.LogCaptureFixture) -> None:
+    # issue 50, item 11: each plan logged {"status", "evicted", "bound"} 2-3 times per change
+    caplog.set_level("DEBUG", logger="gangplace.adapter")
+    api.put(node("n1").cpu_m(1000).build())
+    api.put(ours(pod("big").cpu_m(4000)))
+    api.put(ours(pod("small").cpu_m(500)))
+    adapter = Adapter(Cluster.at(api.url), in_process(5.0), renew=0.1)
+    # then the watch brings the binding back: a plan that does nothing new
+    run_until(adapter, lambda: sum('"executed"' in r.getMessage() for r in caplog.records) >= 2, timeout=30)
+    lines = [(r.levelname, json.loads(r.getMessage())) for r in caplog.records if '"executed"' in r.getMessage()]
+    info = [line for level, line in lines if level == "INFO"]
+    assert info[0]["placed"] == ["Pod/default/small"] and info[0]["bound"] == 1
+    assert list(info[0]["pending"]) == ["Pod/default/big"] and "cpu" in info[0]["pending"]["Pod/default/big"]
+    assert len(lines) >= 2 and len(info) == 1, lines  # the replans that changed nothing: debug level
+    assert any('"leading"' in r.getMessage() for r in caplog.records)
+    assert '"stopped"' in caplog.records[-1].getMessage()
