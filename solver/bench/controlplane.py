@@ -407,27 +407,37 @@ class ControlPlane:
         self.scheduler_metrics_url = f"https://127.0.0.1:{port}/metrics"
 
     def start_advisor(self, *, scheduler_name: str, time_limit: float, pdb_policy: str) -> str:
-        """`gangplace adapter --advise` on loopback, as the admin, planning in process: the advisor
-        the plugin's kube-scheduler asks. Its address once it listens."""
+        """`gangplace adapter --advise` on loopback, as the admin, asking a `gangplace serve` of its
+        own (``solver``) as deploy/components/scheduler-plugin runs them: the advisor the plugin's
+        kube-scheduler asks. Its address once it listens."""
         import sys
 
-        port = _free_port()
+        cli = [sys.executable, "-c", "import sys; from solver.cli import main; sys.exit(main())"]
+        solver_port, port = _free_port(), _free_port()
+        solver = self._spawn("solver", [*cli, "serve", "--host", "127.0.0.1", "--port", str(solver_port),
+                                        "--metrics-port", "0"])
+        self._listening(solver, solver_port, "the solver")
         address = f"127.0.0.1:{port}"
         proc = self._spawn("advisor", [
-            sys.executable, "-c", "import sys; from solver.cli import main; sys.exit(main())", "adapter",
-            "--kubeconfig", str(self.admin_kubeconfig), "--in-process", "--scheduler-name", scheduler_name,
-            "--time-limit", str(time_limit), "--pdb-policy", pdb_policy, "--advise", address])
+            *cli, "adapter", "--kubeconfig", str(self.admin_kubeconfig), "--solver", f"127.0.0.1:{solver_port}",
+            "--scheduler-name", scheduler_name, "--time-limit", str(time_limit), "--pdb-policy", pdb_policy,
+            "--advise", address])
+        self._listening(proc, port, "the advisor")
+        return address
+
+    def _listening(self, proc: _Proc, port: int, what: str) -> None:
+        """Wait until ``proc`` accepts connections on ``port`` (60 s at most)."""
         deadline = time.monotonic() + 60
         while True:
             if proc.popen.poll() is not None:
-                raise ControlPlaneError(f"the advisor exited with {proc.popen.returncode}:\n{proc.tail()}")
+                raise ControlPlaneError(f"{what} exited with {proc.popen.returncode}:\n{proc.tail()}")
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    return address
+                    return
             except OSError:
                 if time.monotonic() > deadline:
-                    raise ControlPlaneError(
-                        f"the advisor did not listen on {address} in 60 s:\n{proc.tail()}") from None
+                    raise ControlPlaneError(f"{what} did not listen on 127.0.0.1:{port} in 60 s:\n{proc.tail()}") \
+                        from None
                 time.sleep(0.2)
 
     def stop_component(self, name: str) -> None:
@@ -443,7 +453,7 @@ class ControlPlane:
                 proc.popen.wait(5)
 
     def stop(self) -> None:
-        for name in ("kube-scheduler", "advisor", "kube-controller-manager", "kube-apiserver", "etcd"):
+        for name in ("kube-scheduler", "advisor", "solver", "kube-controller-manager", "kube-apiserver", "etcd"):
             self.stop_component(name)
         if self._own_workdir and not os.environ.get("GANGPLACE_KEEP_CONTROL_PLANE"):
             shutil.rmtree(self.workdir, ignore_errors=True)

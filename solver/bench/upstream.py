@@ -496,9 +496,10 @@ def own_volumes(rest: Rest, objects: Iterable[Obj]) -> None:
 @dataclass(frozen=True, slots=True)
 class WithPlugin:
     """Run kube-scheduler with the gangplace plugin (deploy/components/scheduler-plugin's profile,
-    for default-scheduler) and its advisor (`gangplace adapter --advise`, in process, at this time
-    limit and PDB policy) instead of kube-scheduler alone. A PodGroup is held for its plan at most
-    the time limit and a second, so a plan slower than the shipped 2 s hold still counts."""
+    for default-scheduler) and its advisor (`gangplace adapter --advise` asking a `gangplace serve`
+    of its own, at this time limit and PDB policy) instead of kube-scheduler alone. A PodGroup is
+    held for its plan at most the time limit and a second, so a plan slower than the shipped 2 s
+    hold still counts."""
 
     time_limit: float = 10.0
     pdb_policy: str = "strict"
@@ -540,7 +541,7 @@ def run_kube_scheduler(objects: Iterable[Mapping[str, Any]], *, gates: Mapping[s
         if plugin is None:
             plane.start_scheduler(scheduler_gates)
         else:
-            _start_with_plugin(plane, scheduler_gates, plugin)
+            start_with_plugin(plane, scheduler_gates, plugin)
         start = time.monotonic()
         if not pending_first:
             each_in_parallel(rest.create, pending)
@@ -727,7 +728,7 @@ def wait_until_settled(plane: MetricsSource, watcher: WatchState, pending_keys: 
 PODGROUP_ATTEMPT = "scheduler_podgroup_scheduling_attempt_duration_seconds"
 
 
-def _start_with_plugin(plane: ControlPlane, gates: Mapping[str, bool], plugin: WithPlugin) -> None:
+def start_with_plugin(plane: ControlPlane, gates: Mapping[str, bool], plugin: WithPlugin) -> None:
     """The advisor, then the plugin's kube-scheduler; returns once the plugin finds the advisor
     healthy (before that it would do what upstream does, and the run would measure that)."""
     from solver.bench import controlplane

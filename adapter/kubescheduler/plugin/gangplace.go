@@ -377,7 +377,7 @@ func (g *Gangplace) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod
 			if n.Node() == nil || n.Node().Name != b.GetNode() {
 				continue
 			}
-			if !fits(pod, n, victimsOn(answer, b.GetNode())) {
+			if !fits([]*v1.Pod{pod}, n, victimsOn(answer, b.GetNode())) {
 				count(PointPreFilter, ResultTaken)
 				klog.FromContext(ctx).V(2).Info("gangplace: the planned node has no room for the pod now, upstream's behaviour",
 					"pod", klog.KObj(pod), "node", b.GetNode())
@@ -406,35 +406,44 @@ func victimsOn(answer *pb.AdviseResponse, node string) sets.Set[string] {
 	return out
 }
 
-// fits is whether the pod's requests fit in what the node has left in the snapshot (assumed pods
+// fits is whether the pods' requests, together, fit in what the node has left in the snapshot (assumed pods
 // included), counting “victims“ on it as gone: cpu, memory, ephemeral storage, extended
 // resources and the pod count, each only where the pod asks for some. Only a check that the advice is still current; kube-scheduler's
 // own filters decide the placement.
-func fits(pod *v1.Pod, node fwk.NodeInfo, victims sets.Set[string]) bool {
-	info, err := framework.NewPodInfo(pod)
-	if err != nil {
-		return false
+func fits(pods []*v1.Pod, node fwk.NodeInfo, victims sets.Set[string]) bool {
+	want := framework.NewResource(nil)
+	for _, pod := range pods {
+		info, err := framework.NewPodInfo(pod)
+		if err != nil {
+			return false
+		}
+		r := info.CalculateResource().Resource
+		want.MilliCPU += r.GetMilliCPU()
+		want.Memory += r.GetMemory()
+		want.EphemeralStorage += r.GetEphemeralStorage()
+		for name, v := range r.GetScalarResources() {
+			want.AddScalar(name, v)
+		}
 	}
-	want := info.CalculateResource().Resource
 	alloc, used := node.GetAllocatable(), node.GetRequested()
 	cpu, mem, eph := used.GetMilliCPU(), used.GetMemory(), used.GetEphemeralStorage()
 	scalar := map[v1.ResourceName]int64{}
 	for name, v := range used.GetScalarResources() {
 		scalar[name] = v
 	}
-	pods := len(node.GetPods())
+	running := len(node.GetPods())
 	for _, p := range node.GetPods() {
 		if !victims.Has(p.GetPod().Namespace + "/" + p.GetPod().Name) {
 			continue
 		}
 		r := p.CalculateResource().Resource
-		cpu, mem, eph, pods = cpu-r.GetMilliCPU(), mem-r.GetMemory(), eph-r.GetEphemeralStorage(), pods-1
+		cpu, mem, eph, running = cpu-r.GetMilliCPU(), mem-r.GetMemory(), eph-r.GetEphemeralStorage(), running-1
 		for name, v := range r.GetScalarResources() {
 			scalar[name] -= v
 		}
 	}
 	over := func(used, want, alloc int64) bool { return want > 0 && used+want > alloc }
-	if pods+1 > alloc.GetAllowedPodNumber() || over(cpu, want.GetMilliCPU(), alloc.GetMilliCPU()) ||
+	if running+len(pods) > alloc.GetAllowedPodNumber() || over(cpu, want.GetMilliCPU(), alloc.GetMilliCPU()) ||
 		over(mem, want.GetMemory(), alloc.GetMemory()) || over(eph, want.GetEphemeralStorage(), alloc.GetEphemeralStorage()) {
 		return false
 	}
@@ -479,8 +488,40 @@ func (g *Gangplace) GeneratePlacements(ctx context.Context, state fwk.PodGroupCy
 		count(PointPlacementGenerate, ResultNodeGone)
 		return result, nil
 	}
+	if pods := pg.GetUnscheduledPods(); len(pods) > 0 {
+		// a PodGroup whose pods kube-scheduler hands over: the plan's placement alone when each
+		// planned pod still fits where it is planned, else upstream's placements alone (its pods
+		// keep the nodes they still fit, PreFilter)
+		if !plannedFits(pods, answer, planned.Nodes) {
+			count(PointPlacementGenerate, ResultTaken)
+			return result, nil
+		}
+		count(PointPlacementGenerate, ResultPlanned)
+		return &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{planned}}, nil
+	}
 	count(PointPlacementGenerate, ResultPlanned)
 	return &fwk.GeneratePlacementsResult{Placements: append([]*fwk.Placement{planned}, result.Placements...)}, nil
+}
+
+// plannedFits is whether every pod of “pods“ the answer places fits, with the others planned on
+// the same node, where it is planned (the plan's victims there counted gone).
+func plannedFits(pods []*v1.Pod, answer *pb.AdviseResponse, nodes []fwk.NodeInfo) bool {
+	node := map[string]string{}
+	for _, b := range answer.GetBindings() {
+		node[b.GetPod()] = b.GetNode()
+	}
+	on := map[string][]*v1.Pod{}
+	for _, p := range pods {
+		if n, ok := node[p.Namespace+"/"+p.Name]; ok {
+			on[n] = append(on[n], p)
+		}
+	}
+	for _, n := range nodes {
+		if planned := on[n.Node().Name]; len(planned) > 0 && !fits(planned, n, victimsOn(answer, n.Node().Name)) {
+			return false
+		}
+	}
+	return true
 }
 
 // ScorePlacement ranks the plan's placement first.

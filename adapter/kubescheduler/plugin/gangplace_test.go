@@ -73,9 +73,10 @@ func (f *fakeAdvisor) Advise(_ context.Context, in *pb.AdviseRequest, _ ...grpc.
 type group struct {
 	name string
 	kind fwk.EntityKeyType
+	pods []*v1.Pod // what kube-scheduler hands over as the group's unscheduled pods
 }
 
-func (g group) GetUnscheduledPods() []*v1.Pod                               { return nil }
+func (g group) GetUnscheduledPods() []*v1.Pod                               { return g.pods }
 func (g group) GetName() string                                             { return g.name }
 func (g group) GetNamespace() string                                        { return "default" }
 func (g group) GetType() fwk.EntityKeyType                                  { return g.kind }
@@ -171,7 +172,7 @@ func TestThePlannedPlacementComesFirstThenUpstreamsAndScoresHighest(t *testing.T
 	upstream := fixedGenerator{[]*fwk.Placement{{Name: "rack-a", Nodes: all[:2]}, {Name: "rack-b", Nodes: all[2:]}}}
 	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}
 	g := newPlugin(t, advisor, nil, upstream)
-	result, status := g.GeneratePlacements(context.Background(), nil, group{"train", fwk.PodGroupKeyType},
+	result, status := g.GeneratePlacements(context.Background(), nil, group{name: "train", kind: fwk.PodGroupKeyType},
 		&fwk.Placement{Nodes: all})
 	if !status.IsSuccess() || len(result.Placements) != 3 {
 		t.Fatalf("want 3 placements, got %v %v", result, status)
@@ -200,7 +201,7 @@ func TestWithoutAdviceThePlacementsAreUpstreams(t *testing.T) {
 		"planned node gone": {advice: map[string]*pb.AdviseResponse{"CompositePodGroup/default/train": {Planned: true, Bindings: []*pb.Binding{{Pod: "default/p", Node: "n9"}}}}},
 	} {
 		g := newPlugin(t, advisor, nil, upstream)
-		result, status := g.GeneratePlacements(context.Background(), nil, group{"train", fwk.CompositePodGroupKeyType},
+		result, status := g.GeneratePlacements(context.Background(), nil, group{name: "train", kind: fwk.CompositePodGroupKeyType},
 			&fwk.Placement{Nodes: all})
 		if !status.IsSuccess() || len(result.Placements) != 1 || result.Placements[0].Name != "rack-a" {
 			t.Errorf("%s: want upstream's placements alone, got %v", name, result)
@@ -222,7 +223,7 @@ func TestPostFilterEvictsThePlansVictimsAndNominatesItsPods(t *testing.T) {
 	}
 	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}
 	g := newPlugin(t, advisor, evict, nil)
-	result, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil)
+	result, status := g.PodGroupPostFilter(context.Background(), nil, group{name: "train", kind: fwk.PodGroupKeyType}, nil)
 	if !status.IsSuccess() {
 		t.Fatalf("want success, got %v", status)
 	}
@@ -245,19 +246,19 @@ func TestPostFilterEvictsThePlansVictimsAndNominatesItsPods(t *testing.T) {
 func TestPostFilterLeavesTheGroupToDefaultPreemptionWithoutAdviceOrOnceAnEvictionWasRefused(t *testing.T) {
 	refuse := func(context.Context, string, string) error { return errors.New("429: the PDB allows no disruption") }
 	none := newPlugin(t, &fakeAdvisor{err: errors.New("unavailable")}, refuse, nil)
-	if result, status := none.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil); status.Code() != fwk.Unschedulable || result != nil {
+	if result, status := none.PodGroupPostFilter(context.Background(), nil, group{name: "train", kind: fwk.PodGroupKeyType}, nil); status.Code() != fwk.Unschedulable || result != nil {
 		t.Errorf("no advice: want Unschedulable (the next plugin preempts), got %v %v", result, status)
 	}
 	g := newPlugin(t, &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}, refuse, nil)
-	if _, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil); !status.IsSuccess() {
+	if _, status := g.PodGroupPostFilter(context.Background(), nil, group{name: "train", kind: fwk.PodGroupKeyType}, nil); !status.IsSuccess() {
 		t.Fatalf("the first attempt nominates and evicts in the background, got %v", status)
 	}
 	g.evicting.Wait()
-	result, status := g.PodGroupPostFilter(context.Background(), nil, group{"train", fwk.PodGroupKeyType}, nil)
+	result, status := g.PodGroupPostFilter(context.Background(), nil, group{name: "train", kind: fwk.PodGroupKeyType}, nil)
 	if status.Code() != fwk.Unschedulable || result != nil {
 		t.Errorf("after a refused eviction: want Unschedulable (DefaultPreemption decides), got %v %v", result, status)
 	}
-	other, _ := g.PodGroupPostFilter(context.Background(), nil, group{"other", fwk.PodGroupKeyType}, nil)
+	other, _ := g.PodGroupPostFilter(context.Background(), nil, group{name: "other", kind: fwk.PodGroupKeyType}, nil)
 	if other != nil {
 		t.Errorf("another workload is not affected by train's refusal")
 	}
@@ -411,5 +412,28 @@ func TestAnAdvisorTheProbeFindsUnhealthyIsNotAsked(t *testing.T) {
 	time.Sleep(adviceTTL + 50*time.Millisecond)
 	if result, _ := g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n1", "n2")); result == nil {
 		t.Fatal("healthy again: the plan's node")
+	}
+}
+
+func TestAPodGroupWhosePlannedPodsStillFitGetsThePlannedPlacementAloneElseUpstreams(t *testing.T) {
+	upstream := fixedGenerator{[]*fwk.Placement{{Name: "rack-a"}}}
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}
+	for name, case_ := range map[string]struct {
+		running map[string][]*v1.Pod
+		want    string
+	}{
+		// n1 holds the plan's victim low-b (counted gone); train-0 on n1, train-1 on n2
+		"both fit":       {map[string][]*v1.Pod{"n1": {using("low-b", "4")}}, PlannedPlacement},
+		"n2 taken since": {map[string][]*v1.Pod{"n2": {using("other", "3")}}, "rack-a"},
+		"n1 full without its victim": {map[string][]*v1.Pod{"n1": {using("low-b", "1"), using("other", "3")}},
+			"rack-a"},
+	} {
+		g := newPlugin(t, advisor, nil, upstream)
+		pods := []*v1.Pod{using("train-0", "2"), using("train-1", "2")}
+		result, status := g.GeneratePlacements(context.Background(), nil,
+			group{name: "train", kind: fwk.PodGroupKeyType, pods: pods}, &fwk.Placement{Nodes: nodesWith(case_.running, "n0", "n1", "n2")})
+		if !status.IsSuccess() || len(result.Placements) != 1 || result.Placements[0].Name != case_.want {
+			t.Errorf("%s: want the %q placement alone, got %v %v", name, case_.want, result, status)
+		}
 	}
 }
