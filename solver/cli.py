@@ -34,6 +34,7 @@ from typing import Any, TextIO
 from solver import api, kube, reading
 from solver.baseline.fragment import tie_order
 from solver.bench import generate, plot, runner
+from solver.core.about import version
 from solver.core.errors import Kind, SnapshotInvalidError, SolverError
 from solver.core.features import (
     GATE_NAMES,
@@ -158,11 +159,6 @@ def _check_outputs(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _version() -> str:
-    import platform
-
-    return (f"gangplace {metadata.version('gangplace')} (ortools {metadata.version('ortools')}, "
-            f"python {platform.python_version()})")
 
 
 def _cache_mb(text: str) -> int:
@@ -206,7 +202,7 @@ def _gates(text: str) -> FeatureGates:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gangplace", description="Optimal gang placement for Kubernetes.")
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True)
     solve = sub.add_parser("solve", help="plan the pending workloads of a recorded snapshot")
     solve.add_argument("snapshot", help="a JSON List or multi-document YAML file, or a directory holding exactly one "

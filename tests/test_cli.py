@@ -46,6 +46,17 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("gangplace 0.1.0 (ortools 9.15") and "python 3." in out
 
 
+def test_version_is_answered_without_loading_the_solver() -> None:
+    # issue 50, item 13: `gangplace --version` took 4.8 s importing OR-Tools, gRPC and the client
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", "import sys; from solver.entry import main; main(['--version']); "
+                           "print(sorted(m for m in ('solver.cli', 'ortools', 'grpc', 'kubernetes') if m in sys.modules))"],
+                          capture_output=True, text=True, check=True)
+    version, loaded = done.stdout.splitlines()
+    assert version.startswith("gangplace 0.1.0 (ortools 9.15") and loaded == "[]"
+
+
 @pytest.mark.parametrize("argv, what", [
     (["bench", "--suite", "mini", "--repeat", "0"], "argument --repeat: 0 is not a whole number >= 1"),
     (["generate", "--nodes", "0", "-o", "x.json"], "argument --nodes: 0 is not a whole number >= 1"),
