@@ -808,8 +808,9 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
     """The real scheduler's outcome as a Plan on ``snapshot``, checked by the verifier.
 
     Bindings count per pod class and node (a class's pods are interchangeable, so the tiers
-    are exactly the outcome's); a deleted running pod evicts its whole victim unit, and a unit
-    only part of which was deleted is named in ``unplanned``. The devices are the ones the
+    are exactly the outcome's), and the plan binds each pod where the scheduler did; a deleted
+    running pod evicts its whole victim unit, and a unit only part of which was deleted is
+    named in ``unplanned``. The devices are the ones the
     scheduler allocated (``SchedulerRun.allocations``, read back from the claims), so the
     device checks judge its real choice.
     """
@@ -817,7 +818,7 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
 
     from solver import verify
     from solver.core.features import FeatureGates
-    from solver.core.plan import DeviceAllocation
+    from solver.core.plan import Binding, DeviceAllocation
     from solver.plan.decode import make_plan
     from solver.problem.assignment import Assignment
     from solver.problem.build import build_problem
@@ -847,6 +848,10 @@ def score(snapshot: Any, outcome: SchedulerRun, *, gates: Any = None, dra_preemp
             unplanned.append(f"deleted part of victim unit {problem.units[u].key} (not {', '.join(missing)})")
     assignment = Assignment(counts=dict(counts), evicted=frozenset(evicted))
     plan = make_plan(problem, assignment, stats={"solver": "kube-scheduler"})
+    # the decoder names a class's pods in its own order; the scheduler's names are kept, so
+    # that the devices it allocated to a pod (by name, below) sit on that pod's node
+    plan = dataclasses.replace(plan, bindings=tuple(
+        Binding(pod=pod, node=node) for pod, node in sorted(outcome.bindings.items()) if pod in class_of))
     by_request: dict[tuple[str, bool, str, str], list[PlanDevice]] = defaultdict(list)
     for owner, is_group, entry, request, device in outcome.allocations:
         by_request[owner, is_group, entry, request].append(device)
