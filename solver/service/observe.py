@@ -37,6 +37,9 @@ def go_code(code: grpc.StatusCode) -> str:
     return "OK" if code is grpc.StatusCode.OK else "".join(w.capitalize() for w in code.name.split("_"))
 
 
+DEADLINE_SLACK = 0.25  # seconds: a call ended this close to its deadline is DEADLINE_EXCEEDED
+
+
 def status_of(context: grpc.ServicerContext, failed: bool) -> grpc.StatusCode:
     """The status a call ends with, seen from its handler as it returns or raises: the code it
     aborted with; CANCELLED or DEADLINE_EXCEEDED when the caller went away; else UNKNOWN when the
@@ -45,8 +48,12 @@ def status_of(context: grpc.ServicerContext, failed: bool) -> grpc.StatusCode:
     if code is not None and code != grpc.StatusCode.OK:
         return code
     if not context.is_active():
+        # the caller's deadline ends the call on both sides; the client's timer and its
+        # cancellation often arrive before the server's own timer fires (a request still being
+        # read, clocks a little apart), so a call ended within DEADLINE_SLACK of its deadline
+        # was ended by the deadline, not cancelled
         remaining = context.time_remaining()
-        return grpc.StatusCode.DEADLINE_EXCEEDED if remaining is not None and remaining <= 0 \
+        return grpc.StatusCode.DEADLINE_EXCEEDED if remaining is not None and remaining <= DEADLINE_SLACK \
             else grpc.StatusCode.CANCELLED
     return grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK
 

@@ -195,3 +195,34 @@ def test_serve_writes_json_alone_on_stderr_and_logs_the_drain() -> None:
     assert events == [("admitted", None, None, None), ("rpc", "NOT_FOUND", None, None), ("draining", None, "SIGTERM", 7.0),
                       ("stopped", None, "SIGTERM", 7.0)]
     assert proc.returncode == 0
+
+
+class _Ended:
+    """A servicer context whose call has ended, ``remaining`` seconds before its deadline."""
+
+    def __init__(self, remaining: float | None) -> None:
+        self.remaining = remaining
+
+    def code(self) -> None:
+        return None
+
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> float | None:
+        return self.remaining
+
+
+@pytest.mark.parametrize("remaining, code", [
+    (-0.5, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (0.0, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (0.1, grpc.StatusCode.DEADLINE_EXCEEDED),  # the client's cancel came before the server's timer
+    (30.0, grpc.StatusCode.CANCELLED),
+    (None, grpc.StatusCode.CANCELLED),  # no deadline at all
+])
+def test_a_call_ended_at_its_deadline_is_counted_deadline_exceeded_not_cancelled(
+        remaining: float | None, code: grpc.StatusCode) -> None:
+    # issue 50, item 8: a deadline that expired while a request was read was counted Canceled
+    from solver.service.observe import status_of
+
+    assert status_of(_Ended(remaining), failed=False) == code  # type: ignore[arg-type]
