@@ -41,7 +41,7 @@ from solver.problem.build import (
     build_problem,
     root_of,
 )
-from solver.reading import Reading
+from solver.reading import Reading, with_facts
 
 
 class PlanInvalidError(BugError):
@@ -368,6 +368,25 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Size:
+    """One gang size of an elastic gang (a PodGroup's minCount), planned alone: placed under the
+    options' policy or not (``proven``: no plan can), and what its plan under soft budgets
+    would take (the budgets it breaks, the pods it evicts)."""
+
+    min_count: int
+    satisfied: bool
+    proven: bool
+    reason: str
+    budgets: tuple[BudgetNeed, ...] = ()
+    evictions: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"minCount": self.min_count, "satisfied": self.satisfied, "proven": self.proven,
+                "reason": self.reason, "evictions": self.evictions,
+                "budgets": [{"budget": b.budget, "allowed": b.allowed, "needed": b.needed} for b in self.budgets]}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Explanation:
     """What it would take to place one pending workload that strict budgets leave out: the
     least set of budget relaxations (from the soft optimum of that workload alone) and the
@@ -380,11 +399,22 @@ class Explanation:
     evictions: tuple[str, ...]
     proven: bool
     reason: str  # the workload's reason under the options' policy ("" when satisfied)
+    # an elastic gang (a root PodGroup with a gang minCount above 1): its minCount, the largest
+    # minCount that places it now under the options' policy (0: none), and the sizes above
+    # that one by one, each planned alone (``Size``); None / () for any other workload
+    min_count: int | None = None
+    largest_min_count: int | None = None
+    larger: tuple[Size, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
-        return {"workload": self.workload, "satisfied": self.satisfied, "satisfiedSoft": self.satisfied_soft,
-                "budgets": [{"budget": b.budget, "allowed": b.allowed, "needed": b.needed} for b in self.budgets],
-                "evictions": list(self.evictions), "proven": self.proven, "reason": self.reason}
+        out: dict[str, object] = {
+            "workload": self.workload, "satisfied": self.satisfied, "satisfiedSoft": self.satisfied_soft,
+            "budgets": [{"budget": b.budget, "allowed": b.allowed, "needed": b.needed} for b in self.budgets],
+            "evictions": list(self.evictions), "proven": self.proven, "reason": self.reason}
+        if self.min_count is not None:
+            out.update(minCount=self.min_count, largestMinCount=self.largest_min_count,
+                       larger=[z.to_dict() for z in self.larger])
+        return out
 
 
 def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions()) -> Explanation:
@@ -403,5 +433,49 @@ def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions
                                    if any(p.key in evicted for p in unit.members)))
     # proven when the soft plan's tiers 1-3 (satisfied, placed, PDB violations) equal their bounds
     proven = soft.workloads[0].satisfied and soft.objective.gap_tier not in TIER_NAMES[:3]
-    return Explanation(workload=workload, satisfied=verdict.satisfied, satisfied_soft=soft.workloads[0].satisfied,
-                       budgets=needs, evictions=tuple(sorted(evicted)), proven=proven, reason=verdict.reason)
+    found = Explanation(workload=workload, satisfied=verdict.satisfied, satisfied_soft=soft.workloads[0].satisfied,
+                        budgets=needs, evictions=tuple(sorted(evicted)), proven=proven, reason=verdict.reason)
+    group = snapshot.group_by_key().get(s.GroupKey(workload))
+    if group is None or group.kind != s.POD_GROUP or group.min_count is None or group.min_count < 2:
+        return found
+    largest, larger = _largest_min_count(snapshot, group, verdict.satisfied, alone)
+    return replace(found, min_count=group.min_count, largest_min_count=largest, larger=larger)
+
+
+def _sized(snapshot: Reading, group: s.Group, min_count: int) -> Reading:
+    """``snapshot`` with ``group``'s gang minCount set to ``min_count`` (both readers: the
+    verifier judges the gang rule from the snapshot's groups)."""
+    groups = tuple(replace(g, min_count=min_count) if g.key == group.key else g for g in snapshot.groups)
+    return with_facts(replace(snapshot, groups=groups), snapshot.facts)
+
+
+def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
+                       alone: PlanOptions) -> tuple[int, tuple[Size, ...]]:
+    """The largest minCount that places the elastic gang now (binary search: a gang that fits
+    at k fits at every smaller k, its plan dropping pods), then each size above it planned
+    under the policy and under soft budgets (what it would take)."""
+    top = group.min_count or 1
+    if satisfied:
+        return top, ()
+    low, high = 0, top - 1  # low fits (0: trivially), top does not
+    while low < high:
+        mid = (low + high + 1) // 2
+        if plan(_sized(snapshot, group, mid), alone).workloads[0].satisfied:
+            low = mid
+        else:
+            high = mid - 1
+    larger = []
+    for k in range(low + 1, top + 1):
+        sized = _sized(snapshot, group, k)
+        own = plan(sized, alone).workloads[0]
+        soft = plan(sized, replace(alone, pdb_policy="soft"))
+        evicted = {e.pod for e in soft.evictions}
+        problem = build_problem(select_workload(sized, str(group.key)), pdb_policy="soft", gates=alone.gates,
+                                dra_preemption=alone.dra_preemption)
+        needs = budget_needs(problem, (u for u, unit in enumerate(problem.units)
+                                       if any(p.key in evicted for p in unit.members)))
+        fits_soft = soft.workloads[0].satisfied
+        larger.append(Size(min_count=k, satisfied=own.satisfied, proven=own.proven, reason=own.reason,
+                           budgets=needs if fits_soft else (), evictions=len(evicted) if fits_soft else 0))
+    # a time limit may cut a search plan short of a size a later plan places: the largest placed wins
+    return max([low, *(z.min_count for z in larger if z.satisfied)]), tuple(larger)

@@ -624,6 +624,18 @@ def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
         for b in found.budgets:
             print(f"    PodDisruptionBudget {b.budget}: {b.needed} evictions, {b.allowed} allowed", file=err)
         print(f"  and evicts {len(found.evictions)} pods", file=err)
+    if found.min_count is not None and found.largest_min_count is not None:
+        print(f"  its gang's minCount is {found.min_count}; the largest that places it now under --pdb-policy "
+              f"{args.pdb_policy}: {found.largest_min_count or 'none'}", file=err)
+        for z in found.larger:
+            if z.satisfied:
+                print(f"    minCount {z.min_count}: placed", file=err)
+                continue
+            said = "proven not to fit" if z.proven else "not placed (not proven impossible)"
+            soft = (f"; with budgets soft it evicts {z.evictions} pods"
+                    + "".join(f", PodDisruptionBudget {b.budget}: {b.needed} evictions, {b.allowed} allowed"
+                              for b in z.budgets)) if z.evictions or z.budgets else ""
+            print(f"    minCount {z.min_count}: {said}: {z.reason}{soft}", file=err)
     return 0
 
 
