@@ -42,6 +42,7 @@ from solver.core.features import (
     FeatureGates,
     parse_feature_gates,
 )
+from solver.core.words import counted
 from solver.kube import loader
 from solver.problem.build import DEFAULT_PDB_POLICY, PDB_POLICIES
 from solver.reading import Reading
@@ -622,8 +623,9 @@ def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
         print(f"{found.workload} is pending: {found.reason}", file=err)
         print(f"  placing it alone needs these budgets relaxed ({proof}):", file=err)
         for b in found.budgets:
-            print(f"    PodDisruptionBudget {b.budget}: {b.needed} evictions, {b.allowed} allowed", file=err)
-        print(f"  and evicts {len(found.evictions)} pods", file=err)
+            print(f"    PodDisruptionBudget {b.budget}: {counted(b.needed, 'eviction')}, {b.allowed} allowed",
+                  file=err)
+        print(f"  and evicts {counted(len(found.evictions), 'pod')}", file=err)
     if found.min_count is not None and found.largest_min_count is not None:
         print(f"  its gang's minCount is {found.min_count}; the largest that places it now under --pdb-policy "
               f"{args.pdb_policy}: {found.largest_min_count or 'none'}", file=err)
@@ -632,9 +634,9 @@ def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
                 print(f"    minCount {z.min_count}: placed", file=err)
                 continue
             said = "proven not to fit" if z.proven else "not placed (not proven impossible)"
-            soft = (f"; with budgets soft it evicts {z.evictions} pods"
-                    + "".join(f", PodDisruptionBudget {b.budget}: {b.needed} evictions, {b.allowed} allowed"
-                              for b in z.budgets)) if z.evictions or z.budgets else ""
+            soft = (f"; with budgets soft it evicts {counted(z.evictions, 'pod')}"
+                    + "".join(f", PodDisruptionBudget {b.budget}: {counted(b.needed, 'eviction')}, "
+                              f"{b.allowed} allowed" for b in z.budgets)) if z.evictions or z.budgets else ""
             print(f"    minCount {z.min_count}: {said}: {z.reason}{soft}", file=err)
     return 0
 

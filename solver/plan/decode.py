@@ -27,6 +27,7 @@ from solver.core.plan import (
     WorkloadVerdict,
     WouldTake,
 )
+from solver.core.words import counted
 from solver.filters import selectors
 from solver.plan.devices import device_allocations
 from solver.plan.reasons import Diagnoser, Diagnosis
@@ -115,13 +116,13 @@ def make_plan(
 
 def _taking(took: WouldTake) -> str:
     """A reason's tail: what placing the workload would take."""
-    shown = "; ".join(f"PodDisruptionBudget {b.budget}: {b.needed} evictions, {b.allowed} allowed"
+    shown = "; ".join(f"PodDisruptionBudget {b.budget}: {counted(b.needed, 'eviction')}, {b.allowed} allowed"
                       for b in took.budgets[:_BUDGETS_NAMED])
     more = f" and {len(took.budgets) - _BUDGETS_NAMED} more" if len(took.budgets) > _BUDGETS_NAMED else ""
-    plan = f" ({shown}{more}, {took.evictions} pods evicted{', the fewest violations' if took.proven else ''})" \
-        if took.budgets else ""
-    return (f"; placing it needs at least {took.violations_at_least} evictions beyond the budgets{plan}, "
-            "which pdbPolicy soft allows")
+    fewest = ", the fewest violations" if took.proven else ""
+    plan = f" ({shown}{more}, {counted(took.evictions, 'pod')} evicted{fewest})" if took.budgets else ""
+    return (f"; placing it needs at least {counted(took.violations_at_least, 'eviction')} beyond the "
+            f"budgets{plan}, which pdbPolicy soft allows")
 
 
 def bound_satisfied(bound: Tiers) -> int:
@@ -347,12 +348,12 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
     if w.kind != s.STANDALONE_POD and ev.new.get(w.groups[0], 0) == 0 and ev.ok.get(w.groups[0], False):
         return "no new pod could be placed: every group is already satisfied by running pods"
     standalone = w.kind == s.STANDALONE_POD
-    why = (f"not enough free capacity for the {'pod' if standalone else 'gang'}, even after evicting every victim "
-           "this plan may evict without displacing a higher tier")
+    why = (f"not enough free capacity for the {'pod' if standalone else 'gang'}, even after evicting every "
+           "lower-priority pod this plan could take for it")
     if problem.strict_pdbs and (budgets := blocking_budgets(problem, w, context.counted_on, context.budget_counts)):
         shown = [f"{key} ({allowed} allowed)" for key, allowed in budgets[:_BUDGETS_NAMED]]
         more = f" and {len(budgets) - _BUDGETS_NAMED} more" if len(budgets) > _BUDGETS_NAMED else ""
-        why += f" or evicting beyond the disruptionsAllowed of PodDisruptionBudget {', '.join(shown)}{more}"
+        why += f", within the disruptionsAllowed of PodDisruptionBudget {', '.join(shown)}{more}"
     if problem.dra.active and not problem.dra_preemption:
         why += "; devices allocated to running pods stay held (no DRA preemption)"
     if alone:  # kube-scheduler's words first, then why preemption did not help

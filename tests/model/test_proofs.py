@@ -129,8 +129,8 @@ def test_strict_proves_a_gang_unplaceable_when_every_rack_needs_more_than_the_bu
                      evictions=1, proven=True)
     assert w.would_take == want
     assert grpc_convert.plan_from_proto(grpc_convert.plan_to_proto(plan)).workloads[0].would_take == want
-    assert w.reason.endswith("placing it needs at least 1 evictions beyond the budgets (PodDisruptionBudget "
-                             "default/keep: 1 evictions, 0 allowed, 1 pods evicted, the fewest violations), "
+    assert w.reason.endswith("placing it needs at least 1 eviction beyond the budgets (PodDisruptionBudget "
+                             "default/keep: 1 eviction, 0 allowed, 1 pod evicted, the fewest violations), "
                              "which pdbPolicy soft allows")
     # soft: the same cluster is placed with one violation, proven too
     soft, _ = _plan(*_budgeted_racks(0), pdb_policy="soft", decompose=decomposed)
@@ -195,7 +195,7 @@ def test_explain_names_the_least_budget_relaxation_that_places_a_strict_pending_
     assert found["satisfied"] is False and found["satisfiedSoft"] is True and found["proven"] is True
     assert found["budgets"] == [{"budget": "default/keep", "allowed": 0, "needed": 1}]
     assert len(found["evictions"]) == 1 and found["evictions"][0] in ("default/ra-victim", "default/rb-victim")
-    assert "PodDisruptionBudget default/keep: 1 evictions, 0 allowed" in out.err
+    assert "PodDisruptionBudget default/keep: 1 eviction, 0 allowed" in out.err
     # with budget to spare there is nothing to relax
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": build_all(*_budgeted_racks(1))}))
     assert cli.main(["solve", str(path), "--explain", "default/g"]) == 0

@@ -113,7 +113,7 @@ def test_a_victim_the_budget_keeps_ends_the_histogram_and_the_plan_says_why() ->
     plan, _ = run_plan(*objs)
     assert {w.name: w.reason for w in plan.workloads if not w.satisfied} == {"default/web-2": (
         "0/3 nodes are available: 3 Insufficient cpu. preemption: not enough free capacity for the pod, even after "
-        "evicting every victim this plan may evict without displacing a higher tier or evicting beyond the "
+        "evicting every lower-priority pod this plan could take for it, within the "
         "disruptionsAllowed of PodDisruptionBudget default/low (0 allowed)")}
     plan, _ = run_plan(*objs, pdb_policy="soft")
     assert len(plan.bindings) == 3 and [e.pod for e in plan.evictions] == ["default/low"]

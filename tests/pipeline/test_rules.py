@@ -151,7 +151,7 @@ CASES = [
          [node("n1").cpu_m(4000), pod("guarded").on("n1").cpu_m(3000).priority(1).label("app", "db"),
           pdb("db", 0, app="db"), pdb("other", 0, app="web"), *gang("g", 1, 1, 2000, priority=100)],
          {}, want_satisfied=0, want_placed=0,
-         want_reason="or evicting beyond the disruptionsAllowed of PodDisruptionBudget default/db (0 allowed)"),
+         want_reason=", within the disruptionsAllowed of PodDisruptionBudget default/db (0 allowed)"),
     Case("cost-annotation-picks-the-cheap-victim",
          [node("n1").cpu_m(4000), node("n2").cpu_m(4000),
           pod("a").on("n1").cpu_m(3000).priority(50).cost("1.5"), pod("b").on("n2").cpu_m(3000).priority(1),

@@ -60,10 +60,10 @@ def test_strict_leaves_the_gang_pending_with_a_reason_when_no_eviction_is_allowe
     assert list(plan.evictions) == []
     assert not plan.workloads[0].satisfied
     why, _, took = plan.workloads[0].reason.partition("; placing it needs")
-    assert why.endswith("beyond the disruptionsAllowed of PodDisruptionBudget default/db (0 allowed)")
+    assert why.endswith("within the disruptionsAllowed of PodDisruptionBudget default/db (0 allowed)")
     # proven by the strict floor (one gang, one shape): what it would take, in words too
-    assert (took == " at least 1 evictions beyond the budgets (PodDisruptionBudget default/db: 1 evictions, "
-            "0 allowed, 1 pods evicted, the fewest violations), which pdbPolicy soft allows") is not baseline_only
+    assert (took == " at least 1 eviction beyond the budgets (PodDisruptionBudget default/db: 1 eviction, "
+            "0 allowed, 1 pod evicted, the fewest violations), which pdbPolicy soft allows") is not baseline_only
     soft = _plan(objs, baseline_only=baseline_only, pdb_policy="soft")
     assert [e.pod for e in soft.evictions] == ["default/db-1"] and soft.objective.pdb_violations == 1
 

@@ -38,8 +38,8 @@ def test_a_gang_says_which_pod_finds_no_node_then_why_preemption_did_not_help() 
             pdb("db", 0, app="db"), pod_group("g", 1).priority(100), pod("g-0").group("g").priority(100).cpu_m(2000)]
     why = _reasons(objs)["default/g"]
     assert why.startswith("default/g: pod default/g-0: 0/1 nodes are available: 1 Insufficient cpu. preemption: "
-                          "not enough free capacity for the gang, even after evicting every victim this plan may "
-                          "evict without displacing a higher tier or evicting beyond the disruptionsAllowed of "
+                          "not enough free capacity for the gang, even after evicting every lower-priority pod this "
+                          "plan could take for it, within the disruptionsAllowed of "
                           "PodDisruptionBudget default/db (0 allowed)")
     # soft budgets: the same gang is placed, evicting db
     snap = reading.read([o.build() for o in objs])
