@@ -55,6 +55,7 @@ EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # resour
 Obj = dict[str, Any]
 CONDITION = "PodGroupInitiallyScheduled"
 POD_SCHEDULED, UNSCHEDULABLE = "PodScheduled", "Unschedulable"  # v1.PodScheduled, v1.PodReasonUnschedulable
+GATED = "SchedulingGated"  # v1.PodReasonSchedulingGated: not attempted yet (record_waiting)
 def _members(w: WorkloadVerdict, pods: dict[str, Obj]) -> list[str]:
     """The pods of a workload's verdict: a standalone pod itself, else those of its PodGroups."""
     if w.kind == STANDALONE_POD:
@@ -277,26 +278,29 @@ class Executor:
 
     def record_waiting(self, held: dict[str, str], pods: dict[str, Obj]) -> None:
         """Pods of ours not attempted yet (a PodGroup not created, a gang short of its minCount:
-        ``Selection.held``) say why, as a pod left pending by a plan does."""
+        ``Selection.held``) say why: an Event as for a pod a plan leaves pending, and the
+        condition with reason ``SchedulingGated``, not ``Unschedulable``: kube-scheduler writes
+        nothing for a pod its PreEnqueue holds back, and Cluster Autoscaler scales up for
+        ``Unschedulable`` pods, which a node more would not help here."""
         for k, why in held.items():
             if (p := pods.get(k)) is not None:
-                self._tell_pending(p, k, why)
+                self._tell_pending(p, k, why, GATED)
 
-    def _tell_pending(self, p: Obj, k: str, message: str) -> bool:
-        """``PodScheduled=False`` with ``message`` and a ``FailedScheduling`` Event on a pending
-        pod, once per message (upstream's recorder writes an Event per failed attempt; the
-        message changing is this adapter's attempt). Whether anything was written."""
+    def _tell_pending(self, p: Obj, k: str, message: str, reason: str = UNSCHEDULABLE) -> bool:
+        """``PodScheduled=False`` with ``reason`` and ``message`` and a ``FailedScheduling``
+        Event on a pending pod, once per message (upstream's recorder writes an Event per failed
+        attempt; the message changing is this adapter's attempt). Whether anything was written."""
         if not _pending(p):
             return False
         have = next((c for c in p.get("status", {}).get("conditions", []) if c.get("type") == POD_SCHEDULED), None)
-        if have and (have.get("status"), have.get("reason"), have.get("message")) == ("False", UNSCHEDULABLE, message):
+        if have and (have.get("status"), have.get("reason"), have.get("message")) == ("False", reason, message):
             return False
         ns, name = k.split("/", 1)
         # the Event first: a process that dies between the two writes the pair again (Events are
         # best effort and may repeat), where the other order would lose the Event for good
         self.event(ns, p, "FailedScheduling", message, "Warning", "Scheduling")
         self.cluster.set_pod_condition(ns, name, {
-            "type": POD_SCHEDULED, "status": "False", "reason": UNSCHEDULABLE, "message": message,
+            "type": POD_SCHEDULED, "status": "False", "reason": reason, "message": message,
             "lastProbeTime": None, "lastTransitionTime": now()})
         return True
 

@@ -181,7 +181,7 @@ def test_every_pod_left_pending_says_why_and_the_pending_age_moves_while_nothing
     run_until(adapter, lambda: bool(said("big") and said("orphan-0")), timeout=30)
     assert said("orphan-0") == {"PodGroup default/nowhere not found: waiting for it to be created"}
     cond = next(c for c in api.get("pods", "default", "orphan-0")["status"]["conditions"] if c["type"] == "PodScheduled")
-    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable") and "nowhere not found" in cond["message"]
+    assert (cond["status"], cond["reason"]) == ("False", "SchedulingGated") and "nowhere not found" in cond["message"]
     first = generate_latest(adapter.metrics.registry).decode()
     time.sleep(1.1)  # nothing changes in the cluster meanwhile
     second = generate_latest(adapter.metrics.registry).decode()
