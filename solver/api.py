@@ -29,7 +29,7 @@ from solver.model.bounds import floors, room
 from solver.model.build import build_model
 from solver.model.solve import OnSolution as OnSolution  # re-exported: PlanOptions.on_solution's type
 from solver.model.solve import SolveParams, SolveResult, solve
-from solver.plan.decode import make_plan
+from solver.plan.decode import make_plan, without_taking
 from solver.problem.assignment import Assignment, budget_needs, score, trivial_bound
 from solver.problem.build import (
     DEFAULT_PDB_POLICY,
@@ -434,7 +434,8 @@ def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions
     # proven when the soft plan's tiers 1-3 (satisfied, placed, PDB violations) equal their bounds
     proven = soft.workloads[0].satisfied and soft.objective.gap_tier not in TIER_NAMES[:3]
     found = Explanation(workload=workload, satisfied=verdict.satisfied, satisfied_soft=soft.workloads[0].satisfied,
-                        budgets=needs, evictions=tuple(sorted(evicted)), proven=proven, reason=verdict.reason)
+                        budgets=needs, evictions=tuple(sorted(evicted)), proven=proven,
+                        reason=without_taking(verdict))
     group = snapshot.group_by_key().get(s.GroupKey(workload))
     if group is None or group.kind != s.POD_GROUP or group.min_count is None or group.min_count < 2:
         return found
@@ -475,7 +476,7 @@ def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
         needs = budget_needs(problem, (u for u, unit in enumerate(problem.units)
                                        if any(p.key in evicted for p in unit.members)))
         fits_soft = soft.workloads[0].satisfied
-        larger.append(Size(min_count=k, satisfied=own.satisfied, proven=own.proven, reason=own.reason,
+        larger.append(Size(min_count=k, satisfied=own.satisfied, proven=own.proven, reason=without_taking(own),
                            budgets=needs if fits_soft else (), evictions=len(evicted) if fits_soft else 0))
     # a time limit may cut a search plan short of a size a later plan places: the largest placed wins
     return max([low, *(z.min_count for z in larger if z.satisfied)]), tuple(larger)

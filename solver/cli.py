@@ -630,6 +630,9 @@ def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
         print(f"  its gang's minCount is {found.min_count}; the largest that places it now under --pdb-policy "
               f"{args.pdb_policy}: {found.largest_min_count or 'none'}", file=err)
         for z in found.larger:
+            if z.min_count == found.min_count:
+                print(f"    minCount {z.min_count}: as above", file=err)
+                continue
             if z.satisfied:
                 print(f"    minCount {z.min_count}: placed", file=err)
                 continue

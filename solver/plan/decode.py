@@ -80,7 +80,7 @@ def make_plan(
     for index, took in (would_take or {}).items():
         verdict = workloads[index]
         if not verdict.satisfied:
-            taken = replace(verdict, would_take=took, reason=verdict.reason + _taking(took))
+            taken = replace(verdict, would_take=took, reason=verdict.reason + taking(took))
             workloads = (*workloads[:index], taken, *workloads[index + 1:])
     return Plan(
         status=OPTIMAL if found == bound else FEASIBLE,
@@ -114,8 +114,15 @@ def make_plan(
     )
 
 
-def _taking(took: WouldTake) -> str:
-    """A reason's tail: what placing the workload would take."""
+def without_taking(verdict: WorkloadVerdict) -> str:
+    """The verdict's reason without its ``taking`` tail (``--explain`` says what it would take
+    itself, once)."""
+    tail = taking(verdict.would_take) if verdict.would_take is not None else ""
+    return verdict.reason[:-len(tail)] if tail and verdict.reason.endswith(tail) else verdict.reason
+
+
+def taking(took: WouldTake) -> str:
+    """A reason's tail: what placing the workload would take (``without_taking`` removes it)."""
     shown = "; ".join(f"PodDisruptionBudget {b.budget}: {counted(b.needed, 'eviction')}, {b.allowed} allowed"
                       for b in took.budgets[:_BUDGETS_NAMED])
     more = f" and {len(took.budgets) - _BUDGETS_NAMED} more" if len(took.budgets) > _BUDGETS_NAMED else ""
