@@ -47,6 +47,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/topologyaware"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -122,8 +123,9 @@ type Gangplace struct {
 	unhealthy atomic.Value   // string: ResultUnavailable, ResultStale or ResultNotPlanned
 	evicting  sync.WaitGroup // PodGroupPostFilter's evictions under way
 	mu        sync.Mutex
-	refused   map[string]time.Time // workload -> when a victim of its plan was refused
-	answers   map[string]cached    // answers (nil: no advice) by "Kind/ns/name", adviceTTL long
+	refused   map[string]time.Time                  // workload -> when a victim of its plan was refused
+	answers   map[string]cached                     // answers (nil: no advice) by "Kind/ns/name", adviceTTL long
+	fitOpts   noderesources.ResourceRequestsOptions // as kube-scheduler's NodeResourcesFit reads requests
 }
 
 var (
@@ -147,7 +149,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	upstream, err := topologyaware.New(ctx, nil, h, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	features := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+	upstream, err := topologyaware.New(ctx, nil, h, features)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +158,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
+	g.fitOpts = noderesources.ResourceRequestsOptions{EnablePodLevelResources: features.EnablePodLevelResources}
 	g.holds.activate = func(pods map[string]*v1.Pod) { h.Activate(klog.FromContext(ctx), pods) }
 	g.probing.Store(true)
 	go g.probe(ctx)
@@ -377,7 +381,7 @@ func (g *Gangplace) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod
 			if n.Node() == nil || n.Node().Name != b.GetNode() {
 				continue
 			}
-			if !fits([]*v1.Pod{pod}, n, victimsOn(answer, b.GetNode())) {
+			if !g.fits([]*v1.Pod{pod}, n, victimsOn(answer, b.GetNode())) {
 				count(PointPreFilter, ResultTaken)
 				klog.FromContext(ctx).V(2).Info("gangplace: the planned node has no room for the pod now, upstream's behaviour",
 					"pod", klog.KObj(pod), "node", b.GetNode())
@@ -406,51 +410,29 @@ func victimsOn(answer *pb.AdviseResponse, node string) sets.Set[string] {
 	return out
 }
 
-// fits is whether the pods' requests, together, fit in what the node has left in the snapshot (assumed pods
-// included), counting “victims“ on it as gone: cpu, memory, ephemeral storage, extended
-// resources and the pod count, each only where the pod asks for some. Only a check that the advice is still current; kube-scheduler's
-// own filters decide the placement.
-func fits(pods []*v1.Pod, node fwk.NodeInfo, victims sets.Set[string]) bool {
-	want := framework.NewResource(nil)
+// fits is whether the pods, together, fit in what the node has left in the cycle's snapshot
+// (assumed pods included), “victims“ on it counted gone: upstream's NodeResourcesFit test
+// (noderesources.Fits: the pod count, cpu, memory, ephemeral storage, extended resources) on a
+// copy of the node without the victims, each pod added before the next is tested. Only a
+// check that the advice is still current; kube-scheduler's own filters decide the placement.
+func (g *Gangplace) fits(pods []*v1.Pod, node fwk.NodeInfo, victims sets.Set[string]) bool {
+	left := node.Snapshot()
+	for _, p := range node.GetPods() {
+		if victims.Has(p.GetPod().Namespace + "/" + p.GetPod().Name) {
+			if err := left.RemovePod(klog.Background(), p.GetPod()); err != nil {
+				return false
+			}
+		}
+	}
 	for _, pod := range pods {
+		if len(noderesources.Fits(pod, left, nil, g.fitOpts)) > 0 {
+			return false
+		}
 		info, err := framework.NewPodInfo(pod)
 		if err != nil {
 			return false
 		}
-		r := info.CalculateResource().Resource
-		want.MilliCPU += r.GetMilliCPU()
-		want.Memory += r.GetMemory()
-		want.EphemeralStorage += r.GetEphemeralStorage()
-		for name, v := range r.GetScalarResources() {
-			want.AddScalar(name, v)
-		}
-	}
-	alloc, used := node.GetAllocatable(), node.GetRequested()
-	cpu, mem, eph := used.GetMilliCPU(), used.GetMemory(), used.GetEphemeralStorage()
-	scalar := map[v1.ResourceName]int64{}
-	for name, v := range used.GetScalarResources() {
-		scalar[name] = v
-	}
-	running := len(node.GetPods())
-	for _, p := range node.GetPods() {
-		if !victims.Has(p.GetPod().Namespace + "/" + p.GetPod().Name) {
-			continue
-		}
-		r := p.CalculateResource().Resource
-		cpu, mem, eph, running = cpu-r.GetMilliCPU(), mem-r.GetMemory(), eph-r.GetEphemeralStorage(), running-1
-		for name, v := range r.GetScalarResources() {
-			scalar[name] -= v
-		}
-	}
-	over := func(used, want, alloc int64) bool { return want > 0 && used+want > alloc }
-	if running+len(pods) > alloc.GetAllowedPodNumber() || over(cpu, want.GetMilliCPU(), alloc.GetMilliCPU()) ||
-		over(mem, want.GetMemory(), alloc.GetMemory()) || over(eph, want.GetEphemeralStorage(), alloc.GetEphemeralStorage()) {
-		return false
-	}
-	for name, v := range want.GetScalarResources() {
-		if over(scalar[name], v, alloc.GetScalarResources()[name]) {
-			return false
-		}
+		left.AddPodInfo(info)
 	}
 	return true
 }
@@ -492,7 +474,7 @@ func (g *Gangplace) GeneratePlacements(ctx context.Context, state fwk.PodGroupCy
 		// a PodGroup whose pods kube-scheduler hands over: the plan's placement alone when each
 		// planned pod still fits where it is planned, else upstream's placements alone (its pods
 		// keep the nodes they still fit, PreFilter)
-		if !plannedFits(pods, answer, planned.Nodes) {
+		if !g.plannedFits(pods, answer, planned.Nodes) {
 			count(PointPlacementGenerate, ResultTaken)
 			return result, nil
 		}
@@ -505,7 +487,7 @@ func (g *Gangplace) GeneratePlacements(ctx context.Context, state fwk.PodGroupCy
 
 // plannedFits is whether every pod of “pods“ the answer places fits, with the others planned on
 // the same node, where it is planned (the plan's victims there counted gone).
-func plannedFits(pods []*v1.Pod, answer *pb.AdviseResponse, nodes []fwk.NodeInfo) bool {
+func (g *Gangplace) plannedFits(pods []*v1.Pod, answer *pb.AdviseResponse, nodes []fwk.NodeInfo) bool {
 	node := map[string]string{}
 	for _, b := range answer.GetBindings() {
 		node[b.GetPod()] = b.GetNode()
@@ -517,7 +499,7 @@ func plannedFits(pods []*v1.Pod, answer *pb.AdviseResponse, nodes []fwk.NodeInfo
 		}
 	}
 	for _, n := range nodes {
-		if planned := on[n.Node().Name]; len(planned) > 0 && !fits(planned, n, victimsOn(answer, n.Node().Name)) {
+		if planned := on[n.Node().Name]; len(planned) > 0 && !g.fits(planned, n, victimsOn(answer, n.Node().Name)) {
 			return false
 		}
 	}

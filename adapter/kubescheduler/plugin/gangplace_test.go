@@ -133,8 +133,10 @@ func newPlugin(t *testing.T, advisor Advisor, evict Evictor, upstream fwk.Placem
 	return g
 }
 
+// pod is a pod with a UID, as every pod the API server hands kube-scheduler has (NodeInfo keys
+// its pods by UID).
 func pod(name string) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
 }
 
 func TestPreFilterRestrictsAPlannedPodToItsNode(t *testing.T) {
@@ -434,6 +436,21 @@ func TestAPodGroupWhosePlannedPodsStillFitGetsThePlannedPlacementAloneElseUpstre
 			group{name: "train", kind: fwk.PodGroupKeyType, pods: pods}, &fwk.Placement{Nodes: nodesWith(case_.running, "n0", "n1", "n2")})
 		if !status.IsSuccess() || len(result.Placements) != 1 || result.Placements[0].Name != case_.want {
 			t.Errorf("%s: want the %q placement alone, got %v %v", name, case_.want, result, status)
+		}
+	}
+}
+
+func TestPlannedPodsOnOneNodeMustFitThereTogether(t *testing.T) {
+	packed := &pb.AdviseResponse{Planned: true, Status: "OPTIMAL",
+		Bindings: []*pb.Binding{{Pod: "default/train-0", Node: "n0"}, {Pod: "default/train-1", Node: "n0"}}}
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": packed}}
+	for cpu, want := range map[string]string{"2": PlannedPlacement, "3": "rack-a"} { // 4 cpu: 2+2 fit, 3+3 do not
+		g := newPlugin(t, advisor, nil, fixedGenerator{[]*fwk.Placement{{Name: "rack-a"}}})
+		pods := []*v1.Pod{using("train-0", cpu), using("train-1", cpu)}
+		result, _ := g.GeneratePlacements(context.Background(), nil,
+			group{name: "train", kind: fwk.PodGroupKeyType, pods: pods}, &fwk.Placement{Nodes: nodes("n0", "n1")})
+		if len(result.Placements) != 1 || result.Placements[0].Name != want {
+			t.Errorf("two pods of %s cpu on one 4-cpu node: want the %q placement alone, got %v", cpu, want, result)
 		}
 	}
 }
