@@ -180,7 +180,7 @@ class Adapter:
         self.outcomes.append(outcome)
         self.metrics.evictions.inc(len(outcome.evicted))
         self.metrics.bindings.inc(len(outcome.bound))
-        self._record_pending(plan, outcome, sel.objects, begun)
+        self._record_pending(plan, outcome, begun)
         self.heartbeat.beat()
         self._log_executed(plan, outcome)
         self._wait_seen(outcome)
@@ -213,7 +213,7 @@ class Adapter:
                     LOG.info(json.dumps({"event": "waiting", "workload": workload, "reason": why}))
             self._waiting = dict(sel.waiting)
 
-    def _record_pending(self, plan: Plan, outcome: Outcome, objects: list[Obj], begun: float) -> None:
+    def _record_pending(self, plan: Plan, outcome: Outcome, begun: float) -> None:
         """The scheduler-style series: attempts per workload, what is left pending and for how long."""
         m = self.metrics
         m.e2e_seconds.observe(time.perf_counter() - begun)

@@ -382,8 +382,11 @@ class Size:
 
     def to_dict(self) -> dict[str, object]:
         return {"minCount": self.min_count, "satisfied": self.satisfied, "proven": self.proven,
-                "reason": self.reason, "evictions": self.evictions,
-                "budgets": [{"budget": b.budget, "allowed": b.allowed, "needed": b.needed} for b in self.budgets]}
+                "reason": self.reason, "evictions": self.evictions, "budgets": _budgets(self.budgets)}
+
+
+def _budgets(needs: tuple[BudgetNeed, ...]) -> list[dict[str, object]]:
+    return [{"budget": b.budget, "allowed": b.allowed, "needed": b.needed} for b in needs]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -409,8 +412,8 @@ class Explanation:
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
             "workload": self.workload, "satisfied": self.satisfied, "satisfiedSoft": self.satisfied_soft,
-            "budgets": [{"budget": b.budget, "allowed": b.allowed, "needed": b.needed} for b in self.budgets],
-            "evictions": list(self.evictions), "proven": self.proven, "reason": self.reason}
+            "budgets": _budgets(self.budgets), "evictions": list(self.evictions), "proven": self.proven,
+            "reason": self.reason}
         if self.min_count is not None:
             out.update(minCount=self.min_count, largestMinCount=self.largest_min_count,
                        larger=[z.to_dict() for z in self.larger])
@@ -423,14 +426,8 @@ def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions
     relaxation that lets it in, proven so when the soft plan's PDB tier is proven. Each plan
     has the options' time limit and is verified."""
     alone = replace(options, workload=workload, on_solution=None)
-    own = plan(snapshot, alone)
-    soft = plan(snapshot, replace(alone, pdb_policy="soft"))
-    verdict = own.workloads[0]
-    evicted = {e.pod for e in soft.evictions}
-    problem = build_problem(select_workload(snapshot, workload), pdb_policy="soft", gates=options.gates,
-                            dra_preemption=options.dra_preemption)
-    needs = budget_needs(problem, (u for u, unit in enumerate(problem.units)
-                                   if any(p.key in evicted for p in unit.members)))
+    verdict = plan(snapshot, alone).workloads[0]
+    soft, evicted, needs = _soft(snapshot, workload, alone)
     # proven when the soft plan's tiers 1-3 (satisfied, placed, PDB violations) equal their bounds
     proven = soft.workloads[0].satisfied and soft.objective.gap_tier not in TIER_NAMES[:3]
     found = Explanation(workload=workload, satisfied=verdict.satisfied, satisfied_soft=soft.workloads[0].satisfied,
@@ -441,6 +438,18 @@ def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions
         return found
     largest, larger = _largest_min_count(snapshot, group, verdict.satisfied, alone)
     return replace(found, min_count=group.min_count, largest_min_count=largest, larger=larger)
+
+
+def _soft(snapshot: Reading, workload: str, alone: PlanOptions) -> tuple[Plan, set[str], tuple[BudgetNeed, ...]]:
+    """``workload`` planned alone (``alone``) under soft budgets: the plan, the pods it evicts
+    and the budgets those evictions break (allowed now, needed)."""
+    soft = plan(snapshot, replace(alone, pdb_policy="soft"))
+    evicted = {e.pod for e in soft.evictions}
+    problem = build_problem(select_workload(snapshot, workload), pdb_policy="soft", gates=alone.gates,
+                            dra_preemption=alone.dra_preemption)
+    needs = budget_needs(problem, (u for u, unit in enumerate(problem.units)
+                                   if any(p.key in evicted for p in unit.members)))
+    return soft, evicted, needs
 
 
 def _sized(snapshot: Reading, group: s.Group, min_count: int) -> Reading:
@@ -469,12 +478,7 @@ def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
     for k in range(low + 1, top + 1):
         sized = _sized(snapshot, group, k)
         own = plan(sized, alone).workloads[0]
-        soft = plan(sized, replace(alone, pdb_policy="soft"))
-        evicted = {e.pod for e in soft.evictions}
-        problem = build_problem(select_workload(sized, str(group.key)), pdb_policy="soft", gates=alone.gates,
-                                dra_preemption=alone.dra_preemption)
-        needs = budget_needs(problem, (u for u, unit in enumerate(problem.units)
-                                       if any(p.key in evicted for p in unit.members)))
+        soft, evicted, needs = _soft(sized, str(group.key), alone)
         fits_soft = soft.workloads[0].satisfied
         larger.append(Size(min_count=k, satisfied=own.satisfied, proven=own.proven, reason=without_taking(own),
                            budgets=needs if fits_soft else (), evictions=len(evicted) if fits_soft else 0))
