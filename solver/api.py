@@ -408,6 +408,7 @@ class Explanation:
     min_count: int | None = None
     largest_min_count: int | None = None
     larger: tuple[Size, ...] = ()
+    larger_omitted: int = 0  # sizes between those in ``larger`` not planned (MAX_SIZES; above the pod count)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -416,7 +417,7 @@ class Explanation:
             "reason": self.reason}
         if self.min_count is not None:
             out.update(minCount=self.min_count, largestMinCount=self.largest_min_count,
-                       larger=[z.to_dict() for z in self.larger])
+                       larger=[z.to_dict() for z in self.larger], largerOmitted=self.larger_omitted)
         return out
 
 
@@ -436,8 +437,12 @@ def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions
     group = snapshot.group_by_key().get(s.GroupKey(workload))
     if group is None or group.kind != s.POD_GROUP or group.min_count is None or group.min_count < 2:
         return found
-    largest, larger = _largest_min_count(snapshot, group, verdict.satisfied, alone)
-    return replace(found, min_count=group.min_count, largest_min_count=largest, larger=larger)
+    largest, larger, omitted = _largest_min_count(snapshot, group, verdict.satisfied, alone)
+    return replace(found, min_count=group.min_count, largest_min_count=largest, larger=larger,
+                   larger_omitted=omitted)
+
+
+MAX_SIZES = 8  # elastic sizes above the largest that fits planned one by one (each two plans)
 
 
 def _soft(snapshot: Reading, workload: str, alone: PlanOptions) -> tuple[Plan, set[str], tuple[BudgetNeed, ...]]:
@@ -460,14 +465,17 @@ def _sized(snapshot: Reading, group: s.Group, min_count: int) -> Reading:
 
 
 def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
-                       alone: PlanOptions) -> tuple[int, tuple[Size, ...]]:
+                       alone: PlanOptions) -> tuple[int, tuple[Size, ...], int]:
     """The largest minCount that places the elastic gang now (binary search: a gang that fits
-    at k fits at every smaller k, its plan dropping pods), then each size above it planned
-    under the policy and under soft budgets (what it would take)."""
+    at k fits at every smaller k, its plan dropping pods; none above the group's pod count
+    fits), then the sizes above it planned under the policy and under soft budgets (what each
+    would take): the MAX_SIZES nearest ones the group has pods for, and its own minCount. And
+    how many sizes in between were left out."""
     top = group.min_count or 1
     if satisfied:
-        return top, ()
-    low, high = 0, top - 1  # low fits (0: trivially), top does not
+        return top, (), 0
+    pods = sum(1 for p in snapshot.pods if p.group == group.key)  # running and pending: no size above fits
+    low, high = 0, min(top - 1, pods)  # low fits (0: trivially), top does not
     while low < high:
         mid = (low + high + 1) // 2
         if plan(_sized(snapshot, group, mid), alone).workloads[0].satisfied:
@@ -475,7 +483,8 @@ def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
         else:
             high = mid - 1
     larger = []
-    for k in range(low + 1, top + 1):
+    listed = range(low + 1, min(top - 1, pods, low + MAX_SIZES) + 1)
+    for k in (*listed, top):  # the nearest sizes above, then the gang's own
         sized = _sized(snapshot, group, k)
         own = plan(sized, alone).workloads[0]
         soft, evicted, needs = _soft(sized, str(group.key), alone)
@@ -483,4 +492,4 @@ def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
         larger.append(Size(min_count=k, satisfied=own.satisfied, proven=own.proven, reason=without_taking(own),
                            budgets=needs if fits_soft else (), evictions=len(evicted) if fits_soft else 0))
     # a time limit may cut a search plan short of a size a later plan places: the largest placed wins
-    return max([low, *(z.min_count for z in larger if z.satisfied)]), tuple(larger)
+    return max([low, *(z.min_count for z in larger if z.satisfied)]), tuple(larger), top - low - len(larger)

@@ -631,6 +631,9 @@ def _explain(found: api.Explanation, args: argparse.Namespace) -> int:
               f"{args.pdb_policy}: {found.largest_min_count or 'none'}", file=err)
         for z in found.larger:
             if z.min_count == found.min_count:
+                if found.larger_omitted:
+                    print(f"    ({found.larger_omitted} sizes between not planned: past the nearest "
+                          f"{api.MAX_SIZES}, or more pods than the group has)", file=err)
                 print(f"    minCount {z.min_count}: as above", file=err)
                 continue
             if z.satisfied:

@@ -63,3 +63,13 @@ def test_a_workload_that_is_no_elastic_gang_has_no_sizes() -> None:
     reading = snapshot(node("n0").cpu_m(4000), pod_group("g", 1).priority(100), pod("g-0").group("g").cpu_m(1000))
     found = api.explain(reading, "default/g", api.PlanOptions(time_limit=5))
     assert found.min_count is None and "minCount" not in found.to_dict()
+
+
+def test_a_min_count_far_above_the_groups_pods_plans_the_nearest_sizes_and_its_own_only() -> None:
+    # minCount is any int32: sizes above the group's pod count cannot fit and are not planned
+    reading = snapshot(node("n0").cpu_m(4000), pod_group("g", 1000).priority(100),
+                       *(pod(f"g-{i}").group("g").cpu_m(1000) for i in range(4)))
+    found = api.explain(reading, "default/g", api.PlanOptions(time_limit=5))
+    assert (found.min_count, found.largest_min_count) == (1000, 4)
+    assert [(z.min_count, z.satisfied, z.proven) for z in found.larger] == [(1000, False, True)]
+    assert found.larger_omitted == 995 and found.to_dict()["largerOmitted"] == 995
