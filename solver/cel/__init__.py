@@ -98,6 +98,7 @@ __all__ = [
     "Quantity",
     "Semver",
     "cache_stats",
+    "check_length",
     "compile_expression",
     "estimate_cost",
     "parse_semver",
@@ -136,10 +137,24 @@ def cache_stats() -> CacheStats:
     return CacheStats(len(_COMPILED), _COMPILED.bytes, _COMPILED.limit, _COMPILED.evicted)
 
 
-def compile_expression(expr: str) -> object:
-    """The compiled program of ``expr`` (cached by text); ``CelError`` when it does not compile."""
+# A compile cannot be cut short (lark's parser, then the checker), so under a deadline
+# (``within``) one is started only when it should end in time: at most this many seconds a
+# character, about 1.5 times the slowest shape measured here (a 10 KiB list literal, 40 us a
+# character; docs/performance.md, "The deadline").
+COMPILE_SECONDS_PER_CHAR = 60e-6
+
+
+def compile_expression(expr: str, where: str = "") -> object:
+    """The compiled program of ``expr`` (cached by text); ``CelError`` when it does not compile;
+    under ``within``, ``CelTimeLimitError`` when compiling it might not end before the deadline
+    (``where``: the object and field it was read from, for that message)."""
     found = _COMPILED.get(expr)
     if found is None:
+        deadline = clock()
+        if deadline is not None:
+            estimate, left = len(expr) * COMPILE_SECONDS_PER_CHAR, deadline.at - time.perf_counter()
+            if estimate > left:
+                raise CelTimeLimitError.compiling(expr, estimate, left, deadline.limit, where)
         try:
             found = _compile(expr)
         except CelError as exc:
@@ -155,12 +170,18 @@ def compile_expression(expr: str) -> object:
 MAX_EXPRESSION_LENGTH = 10 * 1024
 
 
-def _compile(expr: str) -> object:
+def check_length(expr: str) -> None:
+    """``CelError`` for an empty selector or one longer than upstream allows: what can be
+    checked of a selector without compiling it."""
     if not isinstance(expr, str) or not expr.strip():
         raise CelError(str(expr), "empty expression")
     if len(expr) > MAX_EXPRESSION_LENGTH:
         raise CelError(expr[:40] + "...", f"longer than {MAX_EXPRESSION_LENGTH} characters "
                                           "(resource.k8s.io CELSelectorExpressionMaxLength)")
+
+
+def _compile(expr: str) -> object:
+    check_length(expr)
     try:
         tree = _ENV.compile(expr)
         result = Checker(expr).visit(tree, {})
@@ -202,7 +223,7 @@ def selects(expr: str, device: Device, program: object | None = None) -> bool:
             assert limit is not None
             seconds, evaluations = limit.add(expr, time.perf_counter() - start)
             total = sum(spent for spent, _ in limit.spent.values())
-            raise CelTimeLimitError(expr, device.key, seconds, evaluations, total, limit.limit) from None
+            raise CelTimeLimitError.evaluating(expr, device.key, seconds, evaluations, total, limit.limit) from None
         if limit is not None:
             limit.add(expr, time.perf_counter() - start)
         if len(_RESULTS) >= _CACHE_LIMIT:

@@ -471,6 +471,9 @@ class DraState:
     pod_claims: Mapping[str, tuple[PodClaim, ...]] = field(default_factory=dict)  # pod key -> its claims
     # DRAPartitionableDevices: counter set "driver/pool/set" -> counter -> amount (sharedCounters)
     counters: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # every CEL selector read -> (object, field) where it was first read; compiled under the
+    # plan's deadline (solver.problem.dra.compile_selectors), not while reading
+    selectors: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def device_by_key(self) -> dict[DeviceKey, Device]:
         return {d.key: d for d in self.devices}

@@ -375,12 +375,12 @@ def _taint_rules(devices: tuple[s.Device, ...], rules: list[Obj]) -> tuple[s.Dev
                  if d.key in extra else d for d in devices)
 
 
-def parse_device_class(obj: Obj) -> s.DeviceClass:
+def parse_device_class(obj: Obj, origins: Origins | None = None) -> s.DeviceClass:
     _, name = name_of(obj, namespaced=False)
     extended = get_field(obj, "spec.extendedResourceName", str) or ""
     if extended and (extended.startswith(("kubernetes.io/", "requests.")) or "/" not in extended):
         raise invalid(obj, "spec.extendedResourceName", f"{extended!r} is not an extended resource name")
-    selectors = _selectors(obj, "spec.selectors", get_field(obj, "spec.selectors", list, []))
+    selectors = _selectors(obj, "spec.selectors", get_field(obj, "spec.selectors", list, []), origins)
     return s.DeviceClass(name=name, selectors=selectors,
                          extended_resource=extended, created=get_field(obj, "metadata.creationTimestamp", str) or "")
 
@@ -446,18 +446,29 @@ def extended_requests(obj: Obj, resource: str, class_name: str) -> list[s.Reques
             for name, count in out]
 
 
-def _selectors(obj: Obj, field: str, raw: Any) -> tuple[str, ...]:
-    """CEL selectors, each compiled here so a bad one names its object and field."""
+Origins = dict[str, tuple[str, str]]  # a CEL selector -> (object, field) where it was first read
+
+
+def _selectors(obj: Obj, field: str, raw: Any, origins: Origins | None) -> tuple[str, ...]:
+    """CEL selectors. With ``origins`` (the snapshot's reading) each is checked for length only
+    and recorded with its object and field: it is compiled under the plan's deadline
+    (``solver.problem.dra.compile_selectors``), an error naming that object and field. Without
+    (a lone object, the adapter's), each is compiled here."""
     out = []
     for i, sel in enumerate(list_field(obj, field, raw)):
         spec = sel.get("cel") if isinstance(sel, Mapping) else None
         expr = spec.get("expression") if isinstance(spec, Mapping) else None
+        at = f"{field}[{i}].cel.expression"
         if not isinstance(expr, str) or not expr:
-            raise invalid(obj, f"{field}[{i}].cel.expression", "missing")
+            raise invalid(obj, at, "missing")
         try:
-            cel.compile_expression(expr)
+            if origins is None:
+                cel.compile_expression(expr)
+            else:
+                cel.check_length(expr)
+                origins.setdefault(expr, (ident_of(obj), at))
         except cel.CelError as exc:
-            raise invalid(obj, f"{field}[{i}].cel.expression", f"CEL: {exc.reason}") from None
+            raise invalid(obj, at, f"CEL: {exc.reason}") from None
         out.append(expr)
     return tuple(out)
 
@@ -478,8 +489,8 @@ def _device_tolerations(obj: Obj, field: str, raw: Any) -> tuple[s.Toleration, .
     return tuple(out)
 
 
-def sub_request(obj: Obj, field: str, raw: Any, name: str,
-                classes: Mapping[str, s.DeviceClass] | None, *, exact: bool = True) -> s.SubRequest:
+def sub_request(obj: Obj, field: str, raw: Any, name: str, classes: Mapping[str, s.DeviceClass] | None, *,
+                exact: bool = True, origins: Origins | None = None) -> s.SubRequest:
     """A device request (a claim's ``exactly``, or with ``exact`` False one of its
     ``firstAvailable``, which has no adminAccess) at ``field``; ``classes`` None: its
     DeviceClass is checked later, against the snapshot's."""
@@ -511,7 +522,7 @@ def sub_request(obj: Obj, field: str, raw: Any, name: str,
                     "a firstAvailable entry has no adminAccess (only exactly does)")
     return s.SubRequest(
         name=name, device_class=class_name,
-        selectors=_selectors(obj, f"{field}.selectors", raw.get("selectors")),
+        selectors=_selectors(obj, f"{field}.selectors", raw.get("selectors"), origins),
         all_mode=mode == "All", count=count,
         tolerations=_device_tolerations(obj, f"{field}.tolerations", raw.get("tolerations")),
         capacity=tuple(sorted(capacity.items())),
@@ -541,7 +552,7 @@ def _new_name(obj: Obj, field: str, entry: object, seen: set[str], what: str) ->
     return name
 
 
-def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> s.ClaimSpec:
+def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass], origins: Origins) -> s.ClaimSpec:
     """A ResourceClaimSpec at ``prefix`` (``spec`` of a claim, ``spec.spec`` of a template)."""
     field = f"{prefix}.devices"
     requests: list[s.Request] = []
@@ -553,7 +564,7 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
         if (exactly is None) == (first is None):
             raise invalid(obj, rf, "exactly one of exactly and firstAvailable must be set")
         if exactly is not None:
-            alternatives = [sub_request(obj, f"{rf}.exactly", exactly, name, classes)]
+            alternatives = [sub_request(obj, f"{rf}.exactly", exactly, name, classes, origins=origins)]
         else:
             if not isinstance(first, list) or not first:
                 raise invalid(obj, f"{rf}.firstAvailable", "must be a non-empty list")
@@ -567,7 +578,8 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
                 if f"{name}/{sub_name}" in names:
                     raise invalid(obj, f"{sf}.name", f"duplicate subrequest name {sub_name!r}")
                 names.add(f"{name}/{sub_name}")
-                alternatives.append(sub_request(obj, sf, sub, f"{name}/{sub_name}", classes, exact=False))
+                alternatives.append(sub_request(obj, sf, sub, f"{name}/{sub_name}", classes, exact=False,
+                                                origins=origins))
         requests.append(s.Request(name=name, alternatives=tuple(alternatives)))
     constraints = []
     for i, c in enumerate(get_field(obj, f"{field}.constraints", list, [])):
@@ -596,9 +608,9 @@ def _claim_spec(obj: Obj, prefix: str, classes: Mapping[str, s.DeviceClass]) -> 
     return s.ClaimSpec(requests=tuple(requests), constraints=tuple(constraints))
 
 
-def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass]) -> s.Claim:
+def parse_resource_claim(obj: Obj, classes: Mapping[str, s.DeviceClass], origins: Origins) -> s.Claim:
     ns, name = name_of(obj, namespaced=True)
-    spec = _claim_spec(obj, "spec", classes)
+    spec = _claim_spec(obj, "spec", classes, origins)
     allocation: tuple[s.AllocationResult, ...] | None = None
     nodes: tuple[s.NodeSelectorTerm, ...] = ()
     raw = get_field(obj, "status.allocation", Mapping)
@@ -679,21 +691,22 @@ class DraBuilder:
     """Resolves the claim references of pods and PodGroups into DraState.claims / pod_claims."""
 
     def __init__(self, by_kind: Mapping[str, list[Obj]]) -> None:
-        self.classes = {c.name: c for c in sorted((parse_device_class(o) for o in by_kind["DeviceClass"]),
-                                                  key=lambda c: c.name)}
+        self.selectors: Origins = {}
+        classes = (parse_device_class(o, self.selectors) for o in by_kind["DeviceClass"])
+        self.classes = {c.name: c for c in sorted(classes, key=lambda c: c.name)}
         devices, self.counters = _slices(by_kind["ResourceSlice"])
         self.devices = _taint_rules(devices, by_kind["DeviceTaintRule"])
         self.claims: dict[s.ClaimKey, s.Claim] = {}
         self.deleting: set[str] = set()  # the claims being deleted (metadata.deletionTimestamp)
         for obj in by_kind["ResourceClaim"]:
-            claim = parse_resource_claim(obj, self.classes)
+            claim = parse_resource_claim(obj, self.classes, self.selectors)
             self.claims[claim.key] = claim
             if get_field(obj, "metadata.deletionTimestamp", str):
                 self.deleting.add(claim.key)
         self.templates: dict[str, s.ClaimSpec] = {}
         for obj in by_kind["ResourceClaimTemplate"]:
             ns, name = name_of(obj, namespaced=True)
-            self.templates[f"{ns}/{name}"] = _claim_spec(obj, "spec.spec", self.classes)
+            self.templates[f"{ns}/{name}"] = _claim_spec(obj, "spec.spec", self.classes, self.selectors)
         self.pod_claims: dict[str, tuple[s.PodClaim, ...]] = {}
         self.extended_classes = extended_resource_classes(self.classes.values())
         self.warnings: list[str] = []
@@ -848,4 +861,5 @@ class DraBuilder:
             claims={k: self.claims[k] for k in sorted(self.claims)},
             pod_claims={k: self.pod_claims[k] for k in sorted(self.pod_claims)},
             counters={k: self.counters[k] for k in sorted(self.counters)},
+            selectors=self.selectors,
         )

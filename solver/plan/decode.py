@@ -264,6 +264,8 @@ def blocking_budgets(problem: Problem, w: Workload, counted_on: Mapping[s.NodeNa
     its classes could use) than they allow. Sorted by key. ``counted_on`` (``counted_units``)
     lists per node the units a budget counts, and ``memo`` keeps the counts per set of nodes
     and priority, both shared between the workloads of one plan."""
+    if not problem.snapshot.pdbs:
+        return []
     counted_on = counted_units(problem) if counted_on is None else counted_on
     nodes_by_power: dict[int, set[s.NodeName]] = defaultdict(set)
     for c in w.classes:

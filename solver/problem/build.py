@@ -165,6 +165,7 @@ def root_of(tree: s.WorkloadTree, pod: s.Pod) -> Root:
 def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAULT_PDB_POLICY,
                   gates: FeatureGates = NO_GATES, dra_preemption: bool = True,
                   expected: Sequence[s.ExpectedPod] = (), seed: int = 0) -> Problem:
+    dra_mod.compile_selectors(snapshot.dra)
     groups = snapshot.group_by_key()
     tree = snapshot.tree
     running_in_group: dict[s.GroupKey, list[s.Pod]] = defaultdict(list)

@@ -61,6 +61,7 @@ from typing import NamedTuple
 from solver import cel
 from solver.core import snapshot as s
 from solver.core.errors import SnapshotInvalidError
+from solver.core.stopping import checkpoint
 from solver.filters import selectors
 from solver.filters.consumable import Used, consumed
 from solver.problem.workloads import PodClass, VictimUnit, may_preempt
@@ -645,6 +646,23 @@ def _answer_all(dra_state: s.DraState, questions: Sequence[s.SubRequest]) -> dic
         programs = _compiled(exprs)
         columns.append([_answers(dev, q, dra_state, programs) for dev in distinct.values()])
     return {sig: tuple(column[i] for column in columns) for i, sig in enumerate(distinct)}
+
+
+def compile_selectors(dra_state: s.DraState) -> None:
+    """Every CEL selector the snapshot read, compiled (into cel's cache) before any is evaluated,
+    so that the plan's deadline covers compiling: the reading only checked their length. One
+    that does not compile is a SnapshotInvalidError naming the object and field it was read
+    from; under ``cel.within`` one that might not compile before the deadline ends the plan with
+    CelTimeLimitError naming them too."""
+    for i, (expr, (obj, at)) in enumerate(dra_state.selectors.items()):
+        if not i & 15:
+            checkpoint("compiling selectors")
+        try:
+            cel.compile_expression(expr, where=f"{obj}: {at}")
+        except cel.CelTimeLimitError:
+            raise
+        except cel.CelError as exc:
+            raise SnapshotInvalidError(obj, at, f"CEL: {exc.reason}") from None
 
 
 def _compiled(exprs: Sequence[str]) -> list[object] | None:

@@ -23,6 +23,19 @@ def _selector(i: int) -> str:
     return f'device.driver == "d{i:03d}.example.com"'  # one shape: each compiles to the same size
 
 
+def _counting_compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The expressions compiled from now on, in order."""
+    compiled: list[str] = []
+    real = cel._compile
+
+    def counting(expr: str) -> object:
+        compiled.append(expr)
+        return real(expr)
+
+    monkeypatch.setattr(cel, "_compile", counting)
+    return compiled
+
+
 def _size(expr: str) -> int:
     program = cel._compile(expr)
     assert isinstance(program, cel.Program)
@@ -74,24 +87,18 @@ def test_the_program_size_estimate_is_conservative(items: int) -> None:
 
 def test_each_question_compiles_its_selectors_once_whatever_the_cache_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     # a cache that keeps nothing: device by device, each of the 6 devices would compile both
-    # selectors again; question by question, each is compiled once
+    # selectors again; question by question, each is compiled once (and once before, when the
+    # snapshot's selectors are compiled under the deadline)
     monkeypatch.setattr(cel, "_COMPILED", ByteLru(0))
     selectors = (f'device.driver == "{DRIVER}"', 'device.attributes["gpu.example.com"].index >= 2')
     snap = snapshot(
         node("n1").cpu_m(8000), device_class("gpu", *selectors),
         resource_slice("s", [device(f"gpu-{i}", index=i) for i in range(6)], node="n1"),
         claim_template("t", request("r", count=1)), with_claims(pod("p").cpu_m(100), gpu="t"))
-    compiled: list[str] = []
-    real = cel._compile
-
-    def counting(expr: str) -> object:
-        compiled.append(expr)
-        return real(expr)
-
-    monkeypatch.setattr(cel, "_compile", counting)
+    compiled = _counting_compiles(monkeypatch)
     monkeypatch.setattr(cel, "_RESULTS", {})
     problem = build_problem(snap).dra
-    assert sorted(compiled) == sorted(selectors)
+    assert sorted(compiled) == sorted(selectors * 2)
     (slot,) = problem.class_slots[0]
     picked = sorted(d.name for t in slot.eligible[0] for d in problem.types[t].devices)
     assert picked == [f"gpu-{i}" for i in range(2, 6)]
@@ -105,7 +112,7 @@ SLOW = (f'device.attributes["{DRIVER}"].v >= 0 && '
 
 
 def test_selectors_past_the_time_limit_end_the_plan_naming_the_selector() -> None:
-    cel.compile_expression(SLOW)  # compiled when read, before the plan's clock starts
+    cel.compile_expression(SLOW)  # in the cache before the plan starts: this is about evaluating
     snap = snapshot(
         node("n1").cpu_m(8000), device_class("gpu", SLOW),
         resource_slice("s", [device(f"gpu-{i}", v=i) for i in range(12)], node="n1"),
@@ -125,6 +132,40 @@ def test_selectors_past_the_time_limit_end_the_plan_naming_the_selector() -> Non
     assert rpc_errors.limit_reason(e) == "CEL_TIME_LIMIT"
     # nothing half-evaluated was kept: with time, the same snapshot plans (each device once more)
     assert not any(k[0] == SLOW and k[1] == (e.device,) for k in cel._RESULTS)
+
+
+def _long(i: int) -> str:
+    """A selector of nearly 10 KiB, different for each ``i``, cheap to evaluate."""
+    terms = " || ".join(f'device.driver == "d{j}.example.com"' for j in range(300))[:9900].rsplit(" ||", 1)[0]
+    return f'device.driver != "{i}" && ({terms} || device.driver == "{DRIVER}")'
+
+
+def test_compiling_selectors_is_inside_the_deadline_and_names_where_each_was_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50: a hundred selectors of 10 KiB took minutes to compile while the snapshot was
+    read, before the plan's clock started. Reading now only checks their length; the plan
+    compiles them under its deadline, and one that might not end in time is not started."""
+    monkeypatch.setattr(cel, "_COMPILED", ByteLru(1 << 30))
+    compiled = _counting_compiles(monkeypatch)
+    classes = [device_class(f"many-{i}", _long(i)) for i in range(20)]
+    snap = snapshot(node("n1").cpu_m(8000), *classes,
+                    resource_slice("s", [device(f"gpu-{i}") for i in range(2)], node="n1"),
+                    claim_template("t", request("r", count=1, device_class="many-3")),
+                    with_claims(pod("p").cpu_m(100), gpu="t"))
+    assert compiled == []  # read, not compiled
+    assert snap.dra.selectors[_long(7)] == ("DeviceClass/many-7", "spec.selectors[0].cel.expression")
+    with pytest.raises(cel.CelTimeLimitError) as err:
+        api.plan(snap, api.PlanOptions(time_limit=0.3))
+    assert compiled == []  # each would take up to 0.6 s: none was started
+    assert str(err.value).startswith(
+        "the plan cannot be made within its time limit of 0.3 s: CEL selectors took too long. Selector "
+        f"{_long(0)[:200] + '...'!r} (DeviceClass/many-0: spec.selectors[0].cel.expression), ")
+    assert "was not compiled: that takes up to 0.6" in str(err.value)
+    assert rpc_errors.limit_reason(err.value) == "CEL_TIME_LIMIT"
+    # with time, every selector is compiled once, the plan places the pod
+    done = api.plan(snap, api.PlanOptions(time_limit=60))
+    assert sorted(compiled) == sorted(_long(i) for i in range(20))
+    assert [b.pod for b in done.bindings] == ["default/p"]
 
 
 def test_many_short_evaluations_are_checked_against_the_deadline_too(monkeypatch: pytest.MonkeyPatch) -> None:

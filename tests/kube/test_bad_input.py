@@ -74,8 +74,8 @@ BAD = [
     ("unknown-selector-operator", [node("n1"), pod("p").affinity("k", "Near", "x")],
      "Pod/default/p: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
      ".nodeSelectorTerms[0].matchExpressions[0].operator: unknown operator 'Near'"),
-    ("device-class-selector-does-not-compile",
-     [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+    ("device-class-selector-does-not-compile",  # found when the plan compiles it, under its deadline
+     [node("n1"), pod("p"), {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
        "spec": {"selectors": [{"cel": {"expression": "device.driver =="}}]}}],
      "DeviceClass/gpu: spec.selectors[0].cel.expression: CEL: syntax error"),
     ("object-without-kind", [{"metadata": {"name": "x"}}], "?/x: kind: missing"),
@@ -109,13 +109,13 @@ BAD = [
     ("priority-beyond-int32", [node("n1"), pod("p").priority(2**40)],
      "Pod/default/p: spec.priority: must be a 32-bit integer, got 1099511627776"),
     ("name-with-a-lone-surrogate", [node("\ud800")], "lone surrogate"),
-    ("cel-nested-70-deep", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+    ("cel-nested-70-deep", [node("n1"), pod("p"), {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
                              "spec": {"selectors": [{"cel": {"expression": "(" * 70 + "true" + ")" * 70}}]}}],
      "DeviceClass/gpu: spec.selectors[0].cel.expression: CEL: nested too deeply"),
     ("cel-longer-than-10-kib", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "g"},
                                  "spec": {"selectors": [{"cel": {"expression": "true && " * 1500 + "true"}}]}}],
      "CEL: longer than 10240 characters (resource.k8s.io CELSelectorExpressionMaxLength)"),
-    ("cel-estimated-past-the-cost-limit", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+    ("cel-estimated-past-the-cost-limit", [node("n1"), pod("p"), {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                                             "metadata": {"name": "g"}, "spec": {"selectors": [{"cel": {"expression": (
         "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "
         "[1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, a+b+c+d+e > 0)))))")}}]}}],

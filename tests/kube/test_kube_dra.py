@@ -11,6 +11,7 @@ import yaml
 from solver import reading
 from solver.core import snapshot as s
 from solver.core.errors import SnapshotInvalidError
+from solver.problem.build import build_problem
 
 GPU, NIC, LIC = "gpu.example.com", "nic.example.com", "lic.example.com"
 PCIE = "resource.kubernetes.io/pcieRoot"
@@ -282,6 +283,16 @@ EXPECTED = s.DraState(
             s.PodClaim(name="gpus", claim=s.ClaimKey(f"team/w-{i}#gpus")),
         ) for i in range(2)},
     },
+    # each selector with where it was first read, for its compile error under the plan's deadline
+    selectors={
+        'device.driver == "gpu.example.com"': ("DeviceClass/gpu", "spec.selectors[0].cel.expression"),
+        'device.driver == "nic.example.com"': ("DeviceClass/nic", "spec.selectors[0].cel.expression"),
+        'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0': (
+            "ResourceClaimTemplate/team/two-gpus", "spec.spec.devices.requests[0].exactly.selectors[0].cel.expression"),
+        'device.attributes["nic.example.com"].speed >= 400': (
+            "ResourceClaimTemplate/team/fabric",
+            "spec.spec.devices.requests[0].firstAvailable[0].selectors[0].cel.expression"),
+    },
 )
 
 
@@ -476,7 +487,7 @@ def test_bad_dra_input_names_the_object_and_the_field(kind: str, name: str, edit
     docs = copy.deepcopy(_docs())
     edit(_find(docs, kind, name))
     with pytest.raises(SnapshotInvalidError) as exc:
-        reading.read(docs)
+        build_problem(reading.read(docs))  # selectors are compiled by the plan, under its deadline
     assert str(exc.value) == message
 
 

@@ -252,7 +252,23 @@ def test_a_floor_stopped_part_way_is_no_floor_and_a_plan_stopped_keeps_the_floor
     whole = floors.pdb_floor(problem)
     assert whole is not None and whole.violations == 1 and whole.plan is not None
     assert floors.pdb_floor(problem, stop=lambda: True) is None  # never a floor over some domains
+    counted = iter(range(1000))
+    floors.pdb_floor(problem, stop=lambda: next(counted) < 0)
+    checks = next(counted)  # how many times a whole run asks
     calls = iter(range(1000))
     # true only at the last check, after the programs: the floor stands, its plan is not built
-    late = floors.pdb_floor(problem, stop=lambda: next(calls) >= 3)
+    late = floors.pdb_floor(problem, stop=lambda: next(calls) >= checks - 1)
     assert late is not None and late.violations == whole.violations and late.plan is None
+
+
+def test_a_problem_that_took_the_hints_share_still_gets_a_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50: 100,000 pods took half of a 2 s limit to read into a problem, past the hint's
+    share, and the plan placed 0 pods where 8 fit. The hint now gets its share of what is left."""
+    from solver import api
+
+    monkeypatch.setattr(api, "_hint_share", lambda problem, options: 0.0)  # as if the problem took it
+    monkeypatch.setattr(api, "_build_estimate", lambda problem: 1e9)  # and no model is built
+    objs = [node("n0").cpu_m(4000), *(pod(f"p{i:02d}").cpu_m(1000) for i in range(20))]
+    plan, out = _plan(*objs, time_limit=10, ideal_shortcut=False)
+    assert out["stats"]["solver"] == "hint" and "model" in out["stats"]["cut"]
+    assert len(plan.bindings) == 4

@@ -33,7 +33,7 @@ Anything else gets no floor (None), never a wrong one.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -80,7 +80,10 @@ def pdb_floor(problem: Problem, stop: Callable[[], bool] | None = None) -> PdbFl
     for i, (name, most) in enumerate(_candidates(problem).items()):
         if stop is not None and i % 256 == 0 and stop():
             return None
-        per_node[name] = _node(problem, cls, nodes[name], most)
+        node = _node(problem, cls, nodes[name], most, stop)
+        if node is None:
+            return None
+        per_node[name] = node
     options = {name: tuple((x, cap) for x, cap in enumerate(node.caps) if cap and (x == 0 or cap > node.caps[x - 1]))
                for name, node in per_node.items()}
     found = _tree(problem, tree, options, stop)
@@ -516,8 +519,10 @@ def _candidates(problem: Problem) -> dict[s.NodeName, int]:
     return out
 
 
-def _node(problem: Problem, cls: PodClass, node: s.Node, most: int) -> _Node:
-    """The node's room for pods of ``cls`` by the number of budget-counted evictions."""
+def _node(problem: Problem, cls: PodClass, node: s.Node, most: int,
+          stop: Callable[[], bool] | None = None) -> _Node | None:
+    """The node's room for pods of ``cls`` by the number of budget-counted evictions (None:
+    ``stop()`` became true)."""
     requests = cls.requests
     room = dict.fromkeys(requests, 0)
     for r in requests:
@@ -541,18 +546,39 @@ def _node(problem: Problem, cls: PodClass, node: s.Node, most: int) -> _Node:
             for r in requests:
                 room[r] += use.get(r, 0)
     total = sum(w for _, w, _ in covered)
-    best = {r: _most_freed([(w, use[r]) for _, w, use in covered], total) for r in requests}
+    best: dict[str, list[int]] = {}
+    for r in requests:
+        freed = _most_freed([(w, use[r]) for _, w, use in covered], total, stop)
+        if freed is None:
+            return None
+        best[r] = freed
     caps = tuple(min(most, min(max(0, room[r] + best[r][x]) // requests[r] for r in requests))
                  for x in range(total + 1))
     return _Node(node.name, caps, tuple(covered), tuple(free_units))
 
 
-def _most_freed(items: Sequence[tuple[int, int]], total: int) -> list[int]:
-    """best[x]: the most of one resource freed by items of total weight ≤ x (0/1 knapsack)."""
+def _most_freed(items: Sequence[tuple[int, int]], total: int,
+                stop: Callable[[], bool] | None = None) -> list[int] | None:
+    """best[x]: the most of one resource freed by items of total weight ≤ x (0/1 knapsack), or
+    None once ``stop()`` is true. Equal items are taken as one bounded item, split in powers
+    of two (1, 2, 4, ... of them, then the rest: every count up to theirs is a sum of some
+    parts), so a node of 3,000 alike victims is a dozen items, not 3,000 (issue 50: a node of
+    3,000 running pods took 6 s here)."""
     best = [0] * (total + 1)
-    for weight, amount in items:
+    parts: list[tuple[int, int]] = []
+    for (weight, amount), count in sorted(Counter(items).items()):
+        size = 1
+        while count > 0:
+            take = min(size, count)
+            parts.append((weight * take, amount * take))
+            count -= take
+            size *= 2
+    for i, (weight, amount) in enumerate(parts):
+        if stop is not None and not i & 63 and stop():
+            return None
         for x in range(total, weight - 1, -1):
-            best[x] = max(best[x], best[x - weight] + amount)
+            if best[x - weight] + amount > best[x]:
+                best[x] = best[x - weight] + amount
     return best
 
 
