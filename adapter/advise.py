@@ -29,6 +29,7 @@ import grpc
 from adapter.cache import WatchCache
 from solver.core.errors import SolverError
 from solver.core.plan import Binding, Eviction, Objective, Plan, WorkloadVerdict
+from solver.core.snapshot import qualified
 from solver.gen.gangplace.v1 import placement_pb2 as pb
 from solver.gen.gangplace.v1 import placement_pb2_grpc as pb_grpc
 from solver.kube.selection import GROUP_KINDS, groups_of, pending, select, tree_of
@@ -77,7 +78,7 @@ class Advised:
             evictions.setdefault(e.node, []).append(i)
         roots, under = hierarchy(objects)
         return cls(plan=plan, made=made, generation=generation, number=number, versions=versions, owner=owner,
-                   verdicts={f"{w.kind}/{w.name}": w for w in plan.workloads}, bindings=bindings,
+                   verdicts={qualified(w.kind, w.name): w for w in plan.workloads}, bindings=bindings,
                    victims=victims, evictions=evictions, roots=roots, under=under)
 
     def victims_for(self, nodes: set[str]) -> list[int]:
@@ -106,7 +107,7 @@ def hierarchy(objects: Iterable[Obj]) -> tuple[dict[str, str], dict[str, frozens
     tree = tree_of(groups)
 
     def named(k: str) -> str:
-        return f"{groups[k]['kind']}/{k}"
+        return qualified(groups[k]["kind"], k)
 
     roots = {named(k): named(tree.root(k)) for k in groups}  # type: ignore[arg-type]  # a GroupKey is a str
     under: dict[str, frozenset[str]] = {}
@@ -131,7 +132,7 @@ def workloads_of(objects: Iterable[Obj]) -> tuple[dict[str, list[str]], dict[str
     for obj in objs:
         kind, meta = obj.get("kind"), obj.get("metadata") or {}
         if kind in GROUP_KINDS:
-            versions[f"{kind}/{key_of(obj)}"] = str(meta.get("resourceVersion", ""))
+            versions[qualified(kind, key_of(obj))] = str(meta.get("resourceVersion", ""))
         if kind != "Pod" or not pending(obj):
             continue
         group = (obj.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
@@ -144,7 +145,7 @@ def workloads_of(objects: Iterable[Obj]) -> tuple[dict[str, list[str]], dict[str
         if leaf not in tree:
             continue
         root = tree.root(leaf)  # type: ignore[arg-type]  # a GroupKey is a str
-        pods.setdefault(f"{groups[root]['kind']}/{root}", []).append(key_of(obj))
+        pods.setdefault(qualified(groups[root]["kind"], root), []).append(key_of(obj))
     return pods, versions
 
 

@@ -33,7 +33,7 @@ from adapter.observe import AdapterMetrics, Endpoint, Heartbeat
 from solver import api, reading
 from solver.core.errors import BugError, InputError, SolverError
 from solver.core.plan import Plan
-from solver.core.snapshot import ExpectedPod, GroupKey
+from solver.core.snapshot import ExpectedPod, GroupKey, qualified
 from solver.kube import loader
 from solver.kube.selection import Selection, groups_of, select, tree_of
 from solver.kube.selection import key as pod_key
@@ -190,10 +190,10 @@ class Adapter:
         """One line per plan carried out, naming what it did and what it left pending and why (at
         most LOGGED of each); a plan that did nothing and left the same workloads pending for the
         same reasons as the last is logged at debug level (the watch sees each change 2 or 3 times)."""
-        pending = {f"{w.kind}/{w.name}": w.reason or "not placed" for w in plan.workloads if not w.satisfied}
+        pending = {qualified(w.kind, w.name): w.reason or "not placed" for w in plan.workloads if not w.satisfied}
         line = {"event": "executed", "status": plan.status, "evicted": len(outcome.evicted),
                 "bound": len(outcome.bound), "replan": outcome.replan,
-                "placed": sorted(f"{w.kind}/{w.name}" for w in plan.workloads if w.satisfied)[:LOGGED],
+                "placed": sorted(qualified(w.kind, w.name) for w in plan.workloads if w.satisfied)[:LOGGED],
                 "pending": dict(sorted(pending.items())[:LOGGED])}
         idle = not (outcome.evicted or outcome.bound or outcome.replan)
         LOG.log(logging.DEBUG if idle and pending == self._logged else logging.INFO, json.dumps(line))

@@ -114,7 +114,7 @@ def test_a_child_group_named_as_the_workload_points_at_its_root(capsys: pytest.C
     example = ROOT / "examples" / "composite-zone-rack.yaml"
     assert cli.main(["solve", str(example), "--workload", "ml/llm-stage-0"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "gangplace: no pending workload 'ml/llm-stage-0' in the snapshot: it is a group under 'ml/llm'; "
+        "gangplace: no pending workload 'ml/llm-stage-0' in the snapshot: it is a group under 'CompositePodGroup/ml/llm'; "
         "a workload is named by its root")
 
 

@@ -16,7 +16,9 @@ from typing import NewType
 
 NodeName = NewType("NodeName", str)
 PodKey = NewType("PodKey", str)  # "namespace/name"
-GroupKey = NewType("GroupKey", str)  # "namespace/name" of a PodGroup or CompositePodGroup
+# a PodGroup's "namespace/name" (the name its pods give), a CompositePodGroup's
+# "CompositePodGroup/namespace/name": the API lets the two kinds share a name (group_key)
+GroupKey = NewType("GroupKey", str)
 PdbKey = NewType("PdbKey", str)  # "namespace/name"
 
 Resources = Mapping[str, int]  # resource name -> amount in base units
@@ -24,6 +26,21 @@ Resources = Mapping[str, int]  # resource name -> amount in base units
 POD_GROUP = "PodGroup"
 COMPOSITE_POD_GROUP = "CompositePodGroup"
 STANDALONE_POD = "Pod"  # a pending pod outside any group is its own one-pod workload
+
+
+
+def group_key(kind: str, namespace: str, name: str) -> GroupKey:
+    """The key of a PodGroup (``namespace/name``) or a CompositePodGroup
+    (``CompositePodGroup/namespace/name``, the kind first as an object is named in messages):
+    the two kinds are apart in the API, so one of each may have the same name."""
+    return GroupKey(f"{namespace}/{name}" if kind == POD_GROUP else f"{kind}/{namespace}/{name}")
+
+
+def qualified(kind: str, key: str) -> str:
+    """``Kind/namespace/name`` of a group's key, a pod's key or a workload's name (a
+    CompositePodGroup's key already carries its kind)."""
+    return key if kind == COMPOSITE_POD_GROUP else f"{kind}/{key}"
+
 
 DEFAULT_SCHEDULER = "default-scheduler"
 PREEMPT_LOWER = "PreemptLowerPriority"

@@ -191,9 +191,7 @@ def read_objects(objects: Iterable[Any]) -> tuple[s.ClusterSnapshot, list[Obj]]:
     raw_groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]] = {}
     for obj in by_kind["PodGroup"] + by_kind["CompositePodGroup"]:
         group, prio = parse_group(obj, priorities)
-        if group.key in raw_groups:
-            raise invalid(obj, "metadata.name", f"a PodGroup and a CompositePodGroup share the name {group.key}")
-        raw_groups[group.key] = (group, prio, obj)
+        raw_groups[group.key] = (group, prio, obj)  # a kind's keys are its own (s.group_key)
     groups, incomplete = resolve_tree(raw_groups)
     group_kind = {g.key: g.kind for g in groups}
     node_names = {n.name for n in nodes}
@@ -212,10 +210,7 @@ def read_objects(objects: Iterable[Any]) -> tuple[s.ClusterSnapshot, list[Obj]]:
             continue
         if pod.node is not None and pod.node not in node_names:
             raise invalid(obj, "spec.nodeName", f"Node {pod.node} not found")
-        if pod.group is not None and group_kind.get(pod.group) != "PodGroup":
-            if group_kind.get(pod.group) == "CompositePodGroup":
-                raise invalid(obj, "spec.schedulingGroup.podGroupName",
-                            f"{pod.group} is a CompositePodGroup: a pod belongs to a PodGroup")
+        if pod.group is not None and pod.group not in group_kind:  # a pod's group is a PodGroup's key
             why = incomplete.get(pod.group) or (f"PodGroup {pod.group} not found: waiting for the pod's "
                                                 "pod group to appear in the scheduling queue")
             if pod.node is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from solver.core import snapshot as s
-from solver.kube.objects import MAX_DEPTH, Obj, get_field, invalid, label_selector, name_of, workload_value
+from solver.kube.objects import MAX_DEPTH, Obj, get_field, ident_of, invalid, label_selector, name_of, workload_value
 from solver.kube.pods import Priorities, positive_int32
 
 # ---- groups ----------------------------------------------------------------------
@@ -42,9 +42,9 @@ def parse_group(obj: Obj, priorities: Priorities) -> tuple[s.Group, int | None]:
     value = workload_value(obj, f"the group is under CompositePodGroup {parent}: a workload's value is read on "
                                 "its root" if parent else "")
     group = s.Group(
-        key=s.GroupKey(f"{ns}/{name}"),
+        key=s.group_key(kind, ns, name),
         kind=kind,
-        parent=s.GroupKey(f"{ns}/{parent}") if parent else None,
+        parent=s.group_key(s.COMPOSITE_POD_GROUP, ns, parent) if parent else None,
         min_count=min_count,
         topology_key=topology_key,
         disruption_all=mode.get("all") is not None,
@@ -61,7 +61,7 @@ def resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
 
     A group whose parent CompositePodGroup does not exist (yet), and every group under it, is
     incomplete: it is returned apart, group -> why, and left out of the tree (upstream holds its
-    pods until the parent appears). A parent that exists but is a PodGroup is malformed.
+    pods until the parent appears). A PodGroup of the parent's name is not its parent.
     """
     incomplete: dict[s.GroupKey, str] = {}
     for group, _, obj in groups.values():
@@ -69,11 +69,8 @@ def resolve_tree(groups: dict[s.GroupKey, tuple[s.Group, int | None, Obj]]
             continue
         parent = groups.get(group.parent)
         if parent is None:
-            incomplete[group.key] = (f"CompositePodGroup {group.parent} not found: waiting for the "
-                                     f"parent of PodGroup {group.key} to appear")
-        elif parent[0].kind != "CompositePodGroup":
-            raise invalid(obj, "spec.parentCompositePodGroupName",
-                        f"{group.parent} is a PodGroup, not a CompositePodGroup")
+            incomplete[group.key] = (f"{group.parent} not found: waiting for the parent of "
+                                     f"{ident_of(obj)} to appear")
     resolved: dict[s.GroupKey, s.Group] = {}
     for key in sorted(groups):
         if key in incomplete:

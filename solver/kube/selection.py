@@ -14,14 +14,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.core.snapshot import GroupKey, WorkloadTree
+from solver.core.snapshot import COMPOSITE_POD_GROUP, GroupKey, WorkloadTree, group_key
 
 Obj = dict[str, Any]
 GROUP_KINDS = ("PodGroup", "CompositePodGroup")
 
 
 def key(obj: Obj) -> str:
+    """A pod's "namespace/name"; a group's key (``group_key``: a CompositePodGroup's carries
+    its kind)."""
     m = obj["metadata"]
+    if obj.get("kind") in GROUP_KINDS:
+        return group_key(str(obj["kind"]), m.get("namespace", ""), m["name"])
     return f"{m.get('namespace', '')}/{m['name']}"
 
 
@@ -33,11 +37,11 @@ def pending(pod: Obj) -> bool:
 def _parent(group: Obj) -> GroupKey | None:
     spec = group.get("spec")
     parent = spec.get("parentCompositePodGroupName") if isinstance(spec, dict) else None
-    return GroupKey(f"{group.get('metadata', {}).get('namespace', '')}/{parent}") if parent else None
+    return group_key(COMPOSITE_POD_GROUP, group.get("metadata", {}).get("namespace", ""), parent) if parent else None
 
 
 def tree_of(groups: Mapping[str, Obj]) -> WorkloadTree:
-    """The workload tree of PodGroup and CompositePodGroup objects, keyed "namespace/name"."""
+    """The workload tree of PodGroup and CompositePodGroup objects, by their keys."""
     return WorkloadTree({GroupKey(k): _parent(g) for k, g in groups.items()})
 
 

@@ -865,7 +865,9 @@ def read(objects: Iterable[Obj]) -> Facts:
     for kind in ("PodGroup", "CompositePodGroup"):
         for o in by_kind.get(kind, ()):
             meta = o["metadata"]
-            _read_value(facts, o, f"{meta.get('namespace') or 'default'}/{meta['name']}")
+            # the plan names a PodGroup namespace/name, a CompositePodGroup with its kind first
+            ns_name = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+            _read_value(facts, o, ns_name if kind == "PodGroup" else f"{kind}/{ns_name}")
     facts.dra_served = frozenset(
         name for o in by_kind.get("DeviceClass", ())
         for name in ("deviceclass.resource.kubernetes.io/" + str(o["metadata"]["name"]),

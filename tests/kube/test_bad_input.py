@@ -44,8 +44,6 @@ def _deep_chain(depth: int) -> list[Any]:
 
 
 BAD = [
-    ("pod-names-a-composite", [node("n1"), composite("c", 1), pod("p").group("c")],
-     "Pod/default/p: spec.schedulingGroup.podGroupName: default/c is a CompositePodGroup"),
     ("cycle-of-parents", [composite("a", 1).parent("b"), composite("b", 1).parent("a")],
      "CompositePodGroup/default/a: spec.parentCompositePodGroupName: cycle of parents"),
     ("tree-deeper-than-4", [node("n1"), *_deep_chain(4)],
@@ -66,8 +64,6 @@ BAD = [
      "Pod/default/v: metadata.annotations[gangplace.io/preemption-cost]: must be a number from 0 to 1000000000"),
     ("pod-on-missing-node", [node("n1"), pod("v").on("n9")],
      "Pod/default/v: spec.nodeName: Node n9 not found"),
-    ("parent-is-not-composite", [pod_group("a", 1), pod_group("b", 1).parent("a")],
-     "PodGroup/default/b: spec.parentCompositePodGroupName: default/a is a PodGroup, not a CompositePodGroup"),
     ("duplicate-object", [node("n1"), node("n1")], "Node/n1: metadata.name: duplicate object"),
     ("unknown-taint-effect", [node("n1").taint("k", effect="Sometimes")],
      "Node/n1: spec.taints[0].effect: unknown effect 'Sometimes'"),

@@ -80,10 +80,37 @@ def test_over_grpc_and_the_cli_the_same(tmp_path: Any) -> None:
     assert [b["pod"] for b in json.loads((tmp_path / "plan.json").read_text())["bindings"]] == ["default/x"]
 
 
-def test_a_pod_group_and_a_composite_of_one_name_are_refused_by_name() -> None:
-    """Left as a clear refusal (not planned apart): gangplace keys a group tree by namespace/name."""
-    from solver.core.errors import SnapshotInvalidError
+@BOTH
+def test_a_pod_group_and_a_composite_of_one_name_are_two_groups(baseline: bool) -> None:
+    """Issue 50, item 14: the API keeps PodGroups and CompositePodGroups apart, so one of each
+    may share a name; a CompositePodGroup's key carries its kind (``s.group_key``)."""
     from tests.builders import composite
 
-    with pytest.raises(SnapshotInvalidError, match="share the name default/x"):
-        _snap(node("n1"), composite("x", 1), pod_group("x", 1).parent("x"), pod("x-0").group("x"))
+    snap = _snap(node("n1").cpu_m(4000), composite("x", 1), pod_group("x", 2).parent("x"),
+                 pod("x-0").group("x").cpu_m(1000), pod("x-1").group("x").cpu_m(1000))
+    assert {(g.key, g.kind, g.parent) for g in snap.groups} == {
+        ("CompositePodGroup/default/x", "CompositePodGroup", None),
+        ("default/x", "PodGroup", "CompositePodGroup/default/x")}
+    plan = _plan(snap, baseline_only=baseline)
+    (w,) = plan.workloads
+    assert (w.name, w.kind, w.satisfied) == ("CompositePodGroup/default/x", "CompositePodGroup", True)
+    assert [(g.name, g.kind, g.placed_pods) for g in w.groups] == [
+        ("CompositePodGroup/default/x", "CompositePodGroup", 2), ("default/x", "PodGroup", 2)]
+    assert sorted(b.pod for b in plan.bindings) == ["default/x-0", "default/x-1"]
+
+
+def test_a_pod_names_a_pod_group_and_a_parent_names_a_composite_never_the_other_kind() -> None:
+    """A pod whose podGroupName only a CompositePodGroup has waits for its PodGroup, and a group
+    whose parent only a PodGroup is named after waits for its CompositePodGroup, as upstream
+    holds them at PreEnqueue (before item 14 both were refused as malformed)."""
+    from tests.builders import composite
+
+    snap = _snap(node("n1").cpu_m(4000), composite("c", 1), pod("p").group("c").cpu_m(1000),
+                 pod_group("a", 1), pod("a-0").group("a").cpu_m(1000),
+                 pod_group("b", 1).parent("a"), pod("b-0").group("b").cpu_m(1000))
+    assert {w.pod: w.reason for w in snap.waiting} == {
+        "default/p": "PodGroup default/c not found: waiting for the pod's pod group to appear in the scheduling queue",
+        "default/b-0": ("CompositePodGroup/default/a not found: waiting for the parent of PodGroup/default/b "
+                        "to appear"),
+    }
+    assert [b.pod for b in _plan(snap).bindings] == ["default/a-0"]

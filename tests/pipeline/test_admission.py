@@ -155,7 +155,8 @@ def test_a_group_whose_parent_is_missing_waits_with_its_subtree(baseline: bool) 
                          pod("a-0").group("a"), pod("solo"), baseline_only=baseline)
     assert [b.pod for b in plan.bindings] == ["default/solo"]
     assert out["heldPods"] == [{"pod": "default/a-0", "reason": (
-        "CompositePodGroup default/gone not found: waiting for the parent of PodGroup default/mid to appear")}]
+        "CompositePodGroup/default/gone not found: waiting for the parent of CompositePodGroup/default/mid "
+        "to appear")}]
 
 
 @BOTH
