@@ -69,6 +69,7 @@ ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"  # ErrReasonAntiA
 EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"  # ErrReasonExistingAntiAffinity...
 FEATURES = "node(s) didn't match Pod's required features"  # nodedeclaredfeatures
 CLAIMS = "cannot allocate all claims"  # dynamicresources Filter
+UNAVAILABLE_CLAIM = "resourceclaim not available on the node"  # the Filter: an allocation elsewhere
 NO_VICTIMS = "No preemption victims found for incoming pod"  # defaultpreemption
 NOT_HELPFUL = "Preemption is not helpful for scheduling"  # preemption.Evaluator
 NEVER = "not eligible due to preemptionPolicy=Never."  # PodEligibleToPreemptOthers
@@ -284,11 +285,27 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
             return [EXISTING_ANTI], True
     if not selectors.features_declared(pod, node):
         return [FEATURES], False
+    if _claim_elsewhere(state.problem, pod, node):
+        return [UNAVAILABLE_CLAIM], False
     if state.problem.dra.active and (state.problem.dra.class_slots[cls.index]
                                      or state.problem.dra.shared_of_class.get(cls.index)) \
             and state.device_room(cls, node.name, 1) == 0:
         return [CLAIMS], False
     return [], False
+
+
+def _claim_elsewhere(problem: Problem, pod: s.Pod, node: s.Node) -> bool:
+    """One of the pod's claims is allocated already and its allocation's node selector leaves
+    ``node`` out: DynamicResources' Filter names the claim unavailable there (not a failed
+    allocation)."""
+    if not pod.has_resource_claims:
+        return False
+    for entry in problem.snapshot.dra.pod_claims.get(pod.key, ()):
+        claim = problem.snapshot.dra.claims.get(entry.claim)
+        if claim is not None and claim.allocation is not None and claim.allocation_nodes and \
+                not any(selectors.term_matches(t, node) for t in claim.allocation_nodes):
+            return True
+    return False
 
 
 def _short(cls: PodClass, node: s.Node, used: Mapping[str, int]) -> list[str]:

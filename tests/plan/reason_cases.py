@@ -57,6 +57,11 @@ EXPECTED = {
                        "[NodeAffinity]. preemption: 0/4 nodes are available: 4 Preemption is not helpful for "
                        "scheduling.",
     "default/at-odds": "0/4 nodes are available: pod affinity terms conflict. not found",
+    # DynamicResources' Filter: the claim's allocation names n4 (issue 50, item 4: was "cannot
+    # allocate all claims")
+    "default/away": "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) "
+                    "were unschedulable, 1 resourceclaim not available on the node. preemption: 0/4 nodes are "
+                    "available: 4 Preemption is not helpful for scheduling.",
     # a filter's error, not a refusal: CSI migration cannot translate the inline disk on n1 (a CSINode)
     "default/disk": 'running "NodeVolumeLimits" filter plugin: converting volume(data) from inline to csi: '
                     "kind(Dedicated) is not supported in csi migration",
@@ -114,7 +119,11 @@ def cluster() -> list[Any]:
     held.obj["status"]["reservedFor"] += [{"resource": "widgets", "apiGroup": "example.com", "name": f"x{i}",
                                            "uid": f"uid-x{i}"} for i in range(255)]
     late = with_claims(pod("late").cpu_m(100), gpu="claim:held")
-    devices = [gpu_slice("n1", 1), GPU_CLASS, held, late]
+    # a GPU of n4 allocated to claim "parked", reserved for low (so no PostFilter deallocates it):
+    # away, which shares it, may only go where the allocation is (n4, too small for it)
+    parked = claim("parked", request("gpu"), allocated=[("n4", "gpu-0")], node="n4", reserved_for=["low"])
+    away = with_claims(pod("away").cpu_m(1500), gpu="claim:parked")
+    devices = [gpu_slice("n1", 1), gpu_slice("n4", 1), GPU_CLASS, held, late, parked, away]
     # NodeAffinity's PreFilter: required terms naming nodes by metadata.name
     def naming(name: str, *fields: list[str]) -> Any:
         p = pod(name).cpu_m(1500)
