@@ -210,6 +210,19 @@ def _verdict(problem: Problem, w: Workload, ev: Evaluation, node_of: Mapping[str
     )
 
 
+def _best_domain(problem: Problem, w: Workload) -> str:
+    """The numbers behind "no single domain has room": per gang of ``w`` that none has, the
+    domain that takes the most of its pods and how many, against what it needs."""
+    parts = []
+    for key in w.groups:
+        if (short := problem.short_domains.get(key)) is not None:
+            best, most, need = short
+            group = problem.groups[key]
+            where = f", in {group.topology_key}={best}" if best else ""
+            parts.append(f"{key} needs {counted(need, 'pod')} in one domain; at most {most} fit{where}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def _statically_out(problem: Problem, w: Workload) -> bool:
     """Its own objects rule it out whatever the room: rejected at admission, or a root gang
     that cannot reach its minCount (minGroupCount) with every pod (child) it has."""
@@ -349,7 +362,8 @@ def unsatisfied_reason(problem: Problem, w: Workload, ev: Evaluation, context: _
             keys = sorted({k for g in w.groups if (k := problem.groups[g].topology_key) is not None})
             if d is not None and keys:  # some node takes the pod: the gang's domains cannot
                 return (f"{w.key}: no single {' / '.join(keys)} domain has room for the gang's pods of "
-                        f"{named.key}'s shape, even after evicting every victim this plan may evict")
+                        f"{named.key}'s shape, even after evicting every victim this plan may evict"
+                        + _best_domain(problem, w))
             return (f"{cls.group or named.key}: no node can host pod {named.key} "
                     "(node selector, affinity, taints, topology or capacity even after preemption)")
         if d is not None and not d.fits:

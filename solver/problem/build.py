@@ -93,6 +93,9 @@ class Problem:
     # those its running pods hold with the pods (attach.py)
     held_volumes: Mapping[s.NodeName, frozenset[attach.Volume]] = field(default_factory=dict)
     volume_holders: Mapping[s.NodeName, Mapping[attach.Volume, tuple[s.PodKey, ...]]] = field(default_factory=dict)
+    # a gang no domain of its topology key has room for: (the domain with the most room, the
+    # pods it takes there, the pods the gang needs), for its reason
+    short_domains: Mapping[s.GroupKey, tuple[str, int, int]] = field(default_factory=dict)
 
     @property
     def strict_pdbs(self) -> bool:
@@ -196,8 +199,9 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
     held_volumes = attach.held(snapshot)
     candidates = _all_candidates(snapshot, workloads, classes, units, units_on_node, dra, interpod, vectors,
                                  held_volumes)
-    _prune_topology(candidates, snapshot, groups, workloads, classes, running_in_group)
+    short = _prune_topology(candidates, snapshot, groups, workloads, classes, running_in_group)
     return Problem(
+        short_domains=short,
         snapshot=snapshot,
         nodes=snapshot.nodes,
         groups=groups,
@@ -718,8 +722,11 @@ def _fixed_domain(nodes: Mapping[s.NodeName, s.Node], running: Sequence[s.Pod],
 
 def _prune_topology(candidates: list[dict[s.NodeName, int]], snapshot: s.ClusterSnapshot,
                     groups: Mapping[s.GroupKey, s.Group], workloads: Sequence[Workload],
-                    classes: Sequence[PodClass], running_in_group: Mapping[s.GroupKey, Sequence[s.Pod]]) -> None:
-    """Drop, per class in place, the candidate nodes its topology-constrained groups cannot use."""
+                    classes: Sequence[PodClass], running_in_group: Mapping[s.GroupKey, Sequence[s.Pod]]
+                    ) -> dict[s.GroupKey, tuple[str, int, int]]:
+    """Drop, per class in place, the candidate nodes its topology-constrained groups cannot use;
+    for each gang no domain has room for, the domain with the most and how much it takes."""
+    short: dict[s.GroupKey, tuple[str, int, int]] = {}
     labels = {n.name: n.labels for n in snapshot.nodes}
     nodes = snapshot.node_by_name()
     for group in _topology_groups(workloads, groups):
@@ -740,7 +747,11 @@ def _prune_topology(candidates: list[dict[s.NodeName, int]], snapshot: s.Cluster
                 for node, most in candidates[c].items():
                     room[labels[node][key]] += most
             too_small = {v for v, total in room.items() if total < need}
+            if too_small == set(room) and need > 0:
+                best = max(sorted(room), key=lambda v: room[v], default="")
+                short[group.key] = (best, room.get(best, 0), need)
             for c in under:
                 cand = candidates[c]
                 for node in [n for n in cand if labels[n][key] in too_small]:
                     del cand[node]
+    return short

@@ -54,4 +54,5 @@ def test_a_pod_whose_gang_cannot_fit_together_gets_the_gangs_reason() -> None:
     objs += [pod(f"train-{k}").group("train").priority(100).cpu_m(3000) for k in range(3)]
     why = _reasons(objs)["default/train"]
     assert why == ("default/train: no single topology.kubernetes.io/rack domain has room for the gang's pods of "
-                   "default/train-0's shape, even after evicting every victim this plan may evict")
+                   "default/train-0's shape, even after evicting every victim this plan may evict "
+                   "(default/train needs 3 pods in one domain; at most 2 fit, in topology.kubernetes.io/rack=r0)")
