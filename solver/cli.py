@@ -288,9 +288,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="the openb trace (cluster-trace-gpu-v2023: csv/, fgd-expected-results/) for --fgd")
     bench.add_argument("--seeds", default="42-51", metavar="A-B",
                        help="--fgd: the protocol's seeds (42-51, as the paper)")
-    bench.add_argument("--fgd-policy", action="append", choices=["gangplace", "gangplace-plain", "baseline"],
+    bench.add_argument("--fgd-policy", action="append", choices=["gangplace", "gangplace-plain", "baseline", "fgd"],
                        default=[], help="--fgd: who places each task (repeatable): gangplace, given the typical "
-                                        "tasks as expected pods (the default); gangplace-plain, not; baseline")
+                                        "tasks as expected pods (the default); gangplace-plain, not; baseline; "
+                                        "fgd, FGD's own score on the cluster's state (no plan)")
     bench.add_argument("--fgd-window", type=_positive, default=1, metavar="K",
                        help="--fgd: plan the arrivals K at a time, jointly (1: online, each on arrival)")
     bench.add_argument("--fgd-offline", action="store_true",
@@ -420,8 +421,10 @@ def _fgd(args: argparse.Namespace) -> int:
             # with expected pods, equal scores go in the seed's node order: alike nodes are stood
             # for by the one first in it, the node the plan would pick among them all
             rank = functools.partial(tie_order, seed) if policy == "gangplace" else None
+            # FGD's own rule in the same harness: its score on the cluster's state, no plan
+            direct = fgd.FgdRule(fgd.typical(tasks), seed) if policy == "fgd" else None
             r = fgd.run(nodes, tasks, seed, name, place, window=args.fgd_window, offline=args.fgd_offline,
-                        rank=rank)
+                        rank=rank, direct=direct)
             r.bound = bounds[seed].percent
             runs.append(r)
             print(f"{args.fgd} {name} seed {seed}: alloc {r.alloc.get(100)} % @100, "

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
+import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -210,15 +212,20 @@ def typical(tasks: Sequence[Task], popularity: float = 0.95) -> list[Typical]:
 
 def node_frag(st: NodeState, shapes: Sequence[Typical]) -> float:
     """The GPU milli of one node that the typical tasks, weighted, cannot use."""
-    idle = sum(st.free)
+    return frag_of(st.node.model, st.cpu, st.free, shapes)
+
+
+def frag_of(model: str, cpu: int, free: Sequence[int], shapes: Sequence[Typical]) -> float:
+    """``node_frag`` of a node of ``model`` with ``cpu`` milli and its GPUs' ``free`` milli left."""
+    idle = sum(free)
     out = 0.0
     for sh in shapes:
-        if not sh.gpu_milli or (sh.spec and st.node.model not in sh.spec):
+        if not sh.gpu_milli or (sh.spec and model not in sh.spec):
             out += sh.weight * idle  # a CPU-only task, or a model it may not use: every idle GPU milli
             continue
-        fits = sum(1 for f in st.free if f >= sh.gpu_milli) >= sh.num_gpu
-        if fits and st.cpu >= sh.cpu_milli:
-            out += sh.weight * sum(f for f in st.free if f < sh.gpu_milli)  # GPUs too full for it
+        fits = sum(1 for f in free if f >= sh.gpu_milli) >= sh.num_gpu
+        if fits and cpu >= sh.cpu_milli:
+            out += sh.weight * sum(f for f in free if f < sh.gpu_milli)  # GPUs too full for it
         else:
             out += sh.weight * idle
     return out
@@ -459,11 +466,14 @@ def largest_first(order: Sequence[Task]) -> list[Task]:
 
 def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name: str, policy: Policy, *,
         tune: float = TUNE, window: int = 1, offline: bool = False, rank: Callable[[str], Any] | None = None,
-        progress: Callable[[Run, int], None] | None = None) -> Run:
+        progress: Callable[[Run, int], None] | None = None,
+        direct: Callable[[Cluster, Sequence[tuple[str, Task]]], dict[str, tuple[str, list[int]]]] | None = None
+        ) -> Run:
     """One seed of the protocol under ``policy``: the arrivals in windows of ``window`` tasks
     (1: online, each on arrival), each window placed jointly or failed; the allocation ratio and
     the fragmentation (against ``typical(tasks)``) sampled after every attempt (in a window,
-    every task of it sees the window's outcome). ``offline``: the same arrivals, all known at
+    every task of it sees the window's outcome). ``direct``: a rule on the cluster's state
+    (``FgdRule``) instead of ``policy``'s plan of its objects. ``offline``: the same arrivals, all known at
     once (``offline_steps``); only ``final`` compares with the online runs."""
     cluster = Cluster.of(nodes)
     order = arrivals(tasks, cluster.capacity, seed, tune)
@@ -480,8 +490,11 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
         (Step(named[first:first + window], on_cluster, True) for first in range(0, len(named), window))
     for batch, snapshot, arrive, lift in steps:
         moved = {name: cluster.lift(name) for name, _ in batch if lift and name in cluster.where}
-        objs, names = snapshot(batch)
-        chosen = policy(objs) if names else {}  # no node may take any: they fail
+        if direct is not None:  # a rule on the cluster's state, not a plan of its objects
+            chosen = direct(cluster, batch)
+        else:
+            objs, names = snapshot(batch)
+            chosen = policy(objs) if names else {}  # no node may take any: they fail
         for name, t in batch:
             if name in chosen:
                 cluster.place(name, chosen[name][0], t, chosen[name][1])
@@ -512,6 +525,77 @@ def run(nodes: Sequence[GpuNode], tasks: Sequence[Task], seed: int, policy_name:
 
 
 Snapshot = Callable[[Sequence[tuple[str, Task]]], tuple[list[dict[str, Any]], set[str]]]
+
+
+class FgdRule:
+    """FGD itself as a policy of the same harness (issue 50, item 15): each task on arrival to
+    the node whose fragmentation, against the typical tasks, it lowers most, by the authors'
+    integer score (the simulator's ``FGDScorePlugin``, read, not copied:
+    ``int(sigmoid((before - after) / 1000) * 100)``); a GPU share to the GPU that scores best,
+    the first of equal ones; whole GPUs to free ones; equal node scores to the first node of
+    an order the seed shuffles once (the simulator's node order, as the lab notes' simulation of
+    FGD takes it, journal/fgd-2026-12.md: a fresh random pick at every task spreads the tasks
+    and lost 5 points on seed 42). Its filter is ``Cluster.may_fit`` (cpu, memory, model, GPU
+    room). Fragmentation is remembered by node state. Online only (``--fgd-window 1``)."""
+
+    def __init__(self, shapes: Sequence[Typical], seed: int) -> None:
+        self.shapes = shapes
+        self.seed = seed
+        self.rank: dict[str, int] = {}
+        self.memo: dict[tuple[str, int, tuple[int, ...]], float] = {}
+
+    def frag(self, model: str, cpu: int, free: Sequence[int]) -> float:
+        key = (model, cpu, tuple(sorted(free)))
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = frag_of(model, cpu, free, self.shapes)
+        return got
+
+    def choice(self, st: NodeState, t: Task) -> tuple[int, list[int]]:
+        """The score of ``t`` on node ``st`` and the GPUs it would take there."""
+        model, before = st.node.model, self.frag(st.node.model, st.cpu, st.free)
+
+        def scored(after: float) -> int:
+            x = max(-50.0, min(50.0, (before - after) / MILLI))
+            return int(100 / (1 + math.exp(-x)))
+
+        cpu = st.cpu - t.cpu_milli
+        if t.num_gpu == 1 and t.gpu_milli < MILLI:
+            best, gpu = -1, -1
+            for i, f in enumerate(st.free):
+                if f >= t.gpu_milli:
+                    free = list(st.free)
+                    free[i] -= t.gpu_milli
+                    score = scored(self.frag(model, cpu, free))
+                    if score > best:
+                        best, gpu = score, i
+            return best, [gpu]
+        whole = [i for i, f in enumerate(st.free) if f >= t.gpu_milli][:t.num_gpu]
+        free = list(st.free)
+        for i in whole:
+            free[i] -= t.gpu_milli
+        return scored(self.frag(model, cpu, free)), whole
+
+    def __call__(self, cluster: Cluster, batch: Sequence[tuple[str, Task]]) -> dict[str, tuple[str, list[int]]]:
+        if len(batch) > 1:
+            raise FgdError("the FGD rule places each task on arrival: --fgd-window 1")
+        if not self.rank:
+            order = sorted(st.node.name for st in cluster.nodes)
+            random.Random(self.seed).shuffle(order)
+            self.rank = {name: i for i, name in enumerate(order)}
+        out: dict[str, tuple[str, list[int]]] = {}
+        for name, t in batch:
+            best: tuple[int, int] = (-1, 0)
+            chosen = None
+            for st in cluster.nodes:
+                if not cluster.may_fit(st, t):
+                    continue
+                score, gpus = self.choice(st, t)
+                if (score, -self.rank[st.node.name]) > best:
+                    best, chosen = (score, -self.rank[st.node.name]), (st.node.name, gpus)
+            if chosen is not None:
+                out[name] = chosen
+        return out
 
 
 class Step(NamedTuple):
