@@ -68,6 +68,32 @@ def test_fragmentation_counts_what_the_typical_tasks_cannot_use() -> None:
     assert fgd.node_frag(fgd.NodeState(node.node, 1000, 1, [1000, 1000]), picky) == 2000
 
 
+def test_the_fgd_rule_places_a_share_where_it_lowers_fragmentation_and_ties_in_the_seeds_order() -> None:
+    """FGD's own rule (``--fgd-policy fgd``): the typical task is a 600-milli share. On n1,
+    whose GPU 1 has 500 left (fragment for it), a 500 share there takes the fragment away
+    (score int(100·σ(0.5)) = 62); on GPU 0 or on the empty nodes it leaves 500 that a 600 share
+    cannot use (37): n1, GPU 1. Equal scores (a whole GPU, on n2 or n3 alike) go to the first
+    of the seed's shuffled order, the same node for every task."""
+    import random
+
+    shapes = [fgd.Typical(cpu_milli=100, gpu_milli=600, num_gpu=1, spec=(), weight=1.0)]
+    nodes = [fgd.GpuNode(name=f"n{i}", cpu_milli=4000, memory_mib=100, gpus=2, model="A") for i in (1, 2, 3)]
+    cluster = fgd.Cluster.of(nodes)
+    cluster.place("old", "n1", fgd.Task(name="old", cpu_milli=100, memory_mib=1, num_gpu=1, gpu_milli=500), [1])
+    rule = fgd.FgdRule(shapes, seed=7)
+    share = fgd.Task(name="s", cpu_milli=100, memory_mib=1, num_gpu=1, gpu_milli=500)
+    assert rule.choice(cluster.by_name["n1"], share) == (62, [1])
+    assert rule.choice(cluster.by_name["n2"], share) == (37, [0])
+    assert rule(cluster, [("s", share)]) == {"s": ("n1", [1])}
+    order = sorted(n.name for n in nodes)
+    random.Random(7).shuffle(order)
+    first = next(name for name in order if name != "n1")
+    whole = fgd.Task(name="w", cpu_milli=100, memory_mib=1, num_gpu=2, gpu_milli=1000)
+    assert rule(cluster, [("w", whole)]) == {"w": (first, [0, 1])}
+    with pytest.raises(fgd.FgdError, match="--fgd-window 1"):
+        rule(cluster, [("s", share), ("w", whole)])
+
+
 def test_expected_pods_are_the_typical_tasks_with_their_least_memory() -> None:
     """gangplace is given each shape's least memory besides what FGD is given (a node with less
     left takes none of the shape); the paper's measure stays without memory."""
