@@ -587,9 +587,8 @@ def _progress_line(out: TextIO) -> Any:
 
 
 def _solve(args: argparse.Namespace) -> int:
-    if args.server and args.explain:
-        print("gangplace: --explain plans in this process: it does not take --server", file=sys.stderr)
-        return 2
+    if args.server and args.explain:  # the server's Explain
+        return _explain(_solve_remote(args, explain=args.explain), args)
     if args.server:
         plan = _solve_remote(args).to_dict()
     else:
@@ -754,7 +753,8 @@ def _replan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _solve_remote(args: argparse.Namespace) -> Any:
+def _solve_remote(args: argparse.Namespace, explain: str | None = None) -> Any:
+    """The server's plan of the snapshot, or with ``explain`` its Explain of that workload."""
     from solver.service import client
 
     if args.snapshot == "-" and not args.scheduler_name:
@@ -764,7 +764,7 @@ def _solve_remote(args: argparse.Namespace) -> Any:
         body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}).encode()
     options = _solve_options(args)  # built before connecting: a bad option is said without a call
     with client.PlacementClient(args.server) as c:
-        return c.solve(body, options)
+        return c.explain(body, explain, options) if explain else c.solve(body, options)
 
 
 # a listener's ServerConfig field -> the option giving its port

@@ -73,3 +73,36 @@ def test_a_min_count_far_above_the_groups_pods_plans_the_nearest_sizes_and_its_o
     assert (found.min_count, found.largest_min_count) == (1000, 4)
     assert [(z.min_count, z.satisfied, z.proven) for z in found.larger] == [(1000, False, True)]
     assert found.larger_omitted == 995 and found.to_dict()["largerOmitted"] == 995
+
+
+@pytest.mark.parametrize("policy", ["strict", "soft"])
+def test_explain_over_grpc_answers_what_the_process_answers(policy: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Explain, the gRPC twin of ``--explain``, on a real server on loopback: the same answer
+    field by field (the elastic gang's sizes included), from the client and from ``gangplace
+    solve --server ADDR --explain``; a request naming no workload, or one not in the snapshot,
+    is refused as bad input."""
+    from solver.core.errors import InputError
+    from solver.service import client, server
+
+    items = admitted([o.build() for o in _cluster(guarded=True)])
+    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": items}).encode()
+    options = api.PlanOptions(time_limit=10, pdb_policy=policy)
+    local = api.explain(snapshot(*_cluster(guarded=True)), "default/g", options)
+    running = server.start(server.ServerConfig(address="127.0.0.1:0", metrics_address=None))
+    try:
+        with client.PlacementClient(f"127.0.0.1:{running.port}") as c:
+            remote = c.explain(body, "default/g", options)
+            assert remote == local
+            assert (remote.largest_min_count, len(remote.larger)) == ((3, 1) if policy == "strict" else (4, 0))
+            with pytest.raises(InputError, match="workload: Explain needs the workload"):
+                c.explain(body, "", options)
+            with pytest.raises(InputError, match="default/nowhere"):
+                c.explain(body, "default/nowhere", options)
+        path = tmp_path / "snap.json"
+        path.write_bytes(body)
+        assert cli.main(["solve", str(path), "--server", f"127.0.0.1:{running.port}", "--explain", "default/g",
+                         "--pdb-policy", policy]) == 0
+        assert json.loads(capsys.readouterr().out) == local.to_dict()
+    finally:
+        running.stop(5)

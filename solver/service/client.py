@@ -100,6 +100,20 @@ class PlacementClient:
             raise from_rpc(exc) from exc
         return convert.plan_from_proto(reply.plan)
 
+    def explain(self, cluster: bytes | pb.ClusterState, workload: str, options: api.PlanOptions = DEFAULT_OPTIONS,
+                request_id: str = "", *, deadline: float | None = None) -> api.Explanation:
+        """What it would take to place ``workload`` (``api.explain`` over the wire). Without a
+        ``deadline``, room for a dozen plans of the options' time limit: an elastic gang's
+        search plans several sizes, two plans each."""
+        request = self.request(cluster, options, request_id)
+        request.workload = workload
+        timeout = deadline if deadline is not None else 12 * options.time_limit + DEADLINE_SLACK
+        try:
+            reply = self.stub.Explain(request, timeout=timeout, metadata=self.metadata)
+        except grpc.RpcError as exc:
+            raise from_rpc(exc) from exc
+        return convert.explanation_from_proto(reply)
+
     def solve_stream(self, cluster: bytes | pb.ClusterState, options: api.PlanOptions = DEFAULT_OPTIONS,
                      request_id: str = "", *, deadline: float | None = None) -> Iterator[Progress | Plan]:
         timeout = _timeout(options, deadline)

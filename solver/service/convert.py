@@ -630,12 +630,19 @@ def _integral(value: Any) -> Any:
     return value
 
 
+def _needs_to_proto(needs: Iterable[p.BudgetNeed]) -> list[pb.BudgetNeed]:
+    return [pb.BudgetNeed(budget=b.budget, allowed=b.allowed, needed=b.needed) for b in needs]
+
+
+def _needs_from_proto(needs: Iterable[pb.BudgetNeed]) -> tuple[p.BudgetNeed, ...]:
+    return tuple(p.BudgetNeed(budget=b.budget, allowed=b.allowed, needed=b.needed) for b in needs)
+
+
 def _would_take_to_proto(took: p.WouldTake | None) -> pb.WouldTake | None:
     if took is None:
         return None
     return pb.WouldTake(violations_at_least=took.violations_at_least, evictions=took.evictions, proven=took.proven,
-                        budgets=[pb.BudgetNeed(budget=b.budget, allowed=b.allowed, needed=b.needed)
-                                 for b in took.budgets])
+                        budgets=_needs_to_proto(took.budgets))
 
 
 def _would_take_from_proto(w: pb.WorkloadVerdict) -> p.WouldTake | None:
@@ -643,8 +650,29 @@ def _would_take_from_proto(w: pb.WorkloadVerdict) -> p.WouldTake | None:
         return None
     took = w.would_take
     return p.WouldTake(violations_at_least=took.violations_at_least, evictions=took.evictions, proven=took.proven,
-                       budgets=tuple(p.BudgetNeed(budget=b.budget, allowed=b.allowed, needed=b.needed)
-                                     for b in took.budgets))
+                       budgets=_needs_from_proto(took.budgets))
+
+
+def explanation_to_proto(found: api.Explanation, request_id: str = "") -> pb.ExplainResponse:
+    """``api.Explanation`` as Explain answers it, field by field."""
+    return pb.ExplainResponse(
+        workload=found.workload, satisfied=found.satisfied, satisfied_soft=found.satisfied_soft,
+        budgets=_needs_to_proto(found.budgets), evictions=list(found.evictions), proven=found.proven,
+        reason=found.reason, min_count=found.min_count, largest_min_count=found.largest_min_count,
+        larger=[pb.GangSize(min_count=z.min_count, satisfied=z.satisfied, proven=z.proven, reason=z.reason,
+                            budgets=_needs_to_proto(z.budgets), evictions=z.evictions) for z in found.larger],
+        larger_omitted=found.larger_omitted, request_id=request_id)
+
+
+def explanation_from_proto(msg: pb.ExplainResponse) -> api.Explanation:
+    return api.Explanation(
+        workload=msg.workload, satisfied=msg.satisfied, satisfied_soft=msg.satisfied_soft,
+        budgets=_needs_from_proto(msg.budgets), evictions=tuple(msg.evictions), proven=msg.proven, reason=msg.reason,
+        min_count=msg.min_count if msg.HasField("min_count") else None,
+        largest_min_count=msg.largest_min_count if msg.HasField("largest_min_count") else None,
+        larger=tuple(api.Size(min_count=z.min_count, satisfied=z.satisfied, proven=z.proven, reason=z.reason,
+                              budgets=_needs_from_proto(z.budgets), evictions=z.evictions) for z in msg.larger),
+        larger_omitted=msg.larger_omitted)
 
 
 def plan_to_proto(plan: p.Plan) -> pb.Plan:

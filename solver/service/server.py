@@ -1,6 +1,7 @@
 """``gangplace serve``: the gangplace.v1 PlacementService over gRPC.
 
-- Solve / SolveStream run ``solver.api.plan`` (the one pipeline) on the request's cluster.
+- Solve / SolveStream run ``solver.api.plan`` (the one pipeline) on the request's cluster;
+  Explain runs ``solver.api.explain`` (plans of the same pipeline) on the request's workload.
 - At most ``max_inflight`` solves run at once; another call is answered RESOURCE_EXHAUSTED
   at once instead of waiting in a queue (the thread pool has room for health checks).
 - The call's deadline caps the solve: the time limit becomes min(options, deadline − a
@@ -31,7 +32,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -162,6 +163,16 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                 yield event
             worker.join()
 
+    def Explain(self, request: pb.SolveRequest, context: grpc.ServicerContext) -> pb.ExplainResponse:
+        self._refuse_malformed("Explain", request, context)
+        rid = observe.request_id(request.request_id) or uuid.uuid4().hex[:12]
+        if not request.workload:
+            _abort(context, Kind.INPUT, "workload: Explain needs the workload to explain (namespace/name)")
+        with self._admitted("Explain", rid, context):
+            found = self._plan(request, rid, context, on_solution=None,
+                               run=lambda snapshot, options: api.explain(snapshot, request.workload, options))
+            return convert.explanation_to_proto(found, rid)
+
     # ---- plumbing --------------------------------------------------------------------
     def _refuse_malformed(self, method: str, request: Any, context: grpc.ServicerContext) -> None:
         """Bytes that are no SolveRequest are bad input, not a server error (grpc's own
@@ -173,7 +184,9 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         return _Admission(self, method, rid, context)
 
     def _plan(self, request: pb.SolveRequest, rid: str, context: grpc.ServicerContext,
-              on_solution: Any) -> Any:
+              on_solution: Any, run: Callable[[Any, api.PlanOptions], Any] | None = None) -> Any:
+        """``run(snapshot, options)`` on the request (``api.plan``, or Explain's ``api.explain``),
+        admitted by the memory guard, stopped when the call ends."""
         stop = threading.Event()
         if not context.add_callback(stop.set):  # cancelled, deadline passed, or server stopping
             stop.set()  # the call ended already
@@ -190,7 +203,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                                                         reason=memguard.REASON if exc.never else rpc_errors.BUSY))
             raise AssertionError("unreachable") from exc
         try:
-            return self._plan_admitted(request, rid, context, on_solution, stop, ticket)
+            return self._plan_admitted(request, rid, context, on_solution, stop, ticket, run or api.plan)
         finally:
             self.guard.release(ticket)
 
@@ -205,7 +218,8 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                 reason=memguard.REASON))
 
     def _plan_admitted(self, request: pb.SolveRequest, rid: str, context: grpc.ServicerContext, on_solution: Any,
-                       stop: threading.Event, ticket: memguard.Ticket) -> Any:
+                       stop: threading.Event, ticket: memguard.Ticket,
+                       run: Callable[[Any, api.PlanOptions], Any]) -> Any:
         start = time.perf_counter()
         o = request.options
         try:
@@ -246,7 +260,7 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
             limit = max(0.05, min(limit, remaining - MARGIN))
             options = dataclasses.replace(options, time_limit=limit)
         try:
-            plan = api.plan(snapshot, options)
+            plan = run(snapshot, options)
         except StoppedError as exc:  # the call ended: every phase stops at its next checkpoint
             remaining = context.time_remaining()
             expired = remaining is not None and remaining <= MARGIN
@@ -266,6 +280,11 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
                                  **({"residentBytes": ticket.stopped_at} if ticket.stopped_at else {})}))
             self._over_memory(context, ticket, where)
             _abort(context, Kind.DEADLINE if expired else Kind.STOPPED, message)
+        if isinstance(plan, api.Explanation):
+            LOG.info(json.dumps({"event": "explained", "requestId": rid, "workload": plan.workload,
+                                 "satisfied": plan.satisfied, "largestMinCount": plan.largest_min_count,
+                                 "seconds": round(time.perf_counter() - start, 4)}))
+            return plan
         self.metrics.plans.labels(plan.status).inc()
         LOG.info(json.dumps({"event": "solved", "requestId": rid, "nodes": len(snapshot.nodes),
                              "pods": len(snapshot.pods), "status": plan.status,
@@ -399,6 +418,9 @@ def _register(service: PlacementService, server: grpc.Server) -> None:
         "SolveStream": grpc.unary_stream_rpc_method_handler(
             service.SolveStream, request_deserializer=_parse_request,
             response_serializer=pb.SolveEvent.SerializeToString),
+        "Explain": grpc.unary_unary_rpc_method_handler(
+            service.Explain, request_deserializer=_parse_request,
+            response_serializer=pb.ExplainResponse.SerializeToString),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)

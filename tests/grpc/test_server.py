@@ -388,7 +388,7 @@ def test_health_and_reflection_answer(running: server.Running) -> None:
     files = [descriptor_pb2.FileDescriptorProto.FromString(b)
              for b in described.file_descriptor_response.file_descriptor_proto]
     assert files[0].name == "gangplace/v1/placement.proto"
-    assert [m.name for m in files[0].service[0].method] == ["Solve", "SolveStream", "Advise"]  # Advise: the adapter answers it
+    assert [m.name for m in files[0].service[0].method] == ["Solve", "SolveStream", "Advise", "Explain"]  # Advise: the adapter answers it
     (own,) = [descriptor_pb2.FileDescriptorProto.FromString(b)
               for b in itself.file_descriptor_response.file_descriptor_proto]
     assert (own.package, own.service[0].method[0].input_type) == (

@@ -4166,6 +4166,226 @@ func (x *WouldTake) GetProven() bool {
 	return false
 }
 
+// The answer of Explain (`gangplace solve --explain`'s JSON, field by field).
+type ExplainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workload      string                 `protobuf:"bytes,1,opt,name=workload,proto3" json:"workload,omitempty"`
+	Satisfied     bool                   `protobuf:"varint,2,opt,name=satisfied,proto3" json:"satisfied,omitempty"`                              // under the options' policy
+	SatisfiedSoft bool                   `protobuf:"varint,3,opt,name=satisfied_soft,json=satisfiedSoft,proto3" json:"satisfied_soft,omitempty"` // by the soft plan of the workload alone
+	Budgets       []*BudgetNeed          `protobuf:"bytes,4,rep,name=budgets,proto3" json:"budgets,omitempty"`                                   // the budgets that soft plan breaks
+	Evictions     []string               `protobuf:"bytes,5,rep,name=evictions,proto3" json:"evictions,omitempty"`                               // the pods it evicts, namespace/name
+	Proven        bool                   `protobuf:"varint,6,opt,name=proven,proto3" json:"proven,omitempty"`                                    // that plan's PDB tier is proven the least
+	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`                                     // why the policy leaves it out ("" when satisfied)
+	// An elastic gang: its own minCount, the largest that places it now (0: none) and the sizes
+	// above that, each planned alone; unset and empty for any other workload.
+	MinCount        *int32      `protobuf:"varint,8,opt,name=min_count,json=minCount,proto3,oneof" json:"min_count,omitempty"`
+	LargestMinCount *int32      `protobuf:"varint,9,opt,name=largest_min_count,json=largestMinCount,proto3,oneof" json:"largest_min_count,omitempty"`
+	Larger          []*GangSize `protobuf:"bytes,10,rep,name=larger,proto3" json:"larger,omitempty"`
+	LargerOmitted   int32       `protobuf:"varint,11,opt,name=larger_omitted,json=largerOmitted,proto3" json:"larger_omitted,omitempty"` // sizes between those in larger not planned
+	RequestId       string      `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ExplainResponse) Reset() {
+	*x = ExplainResponse{}
+	mi := &file_gangplace_v1_placement_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResponse) ProtoMessage() {}
+
+func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gangplace_v1_placement_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResponse) Descriptor() ([]byte, []int) {
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ExplainResponse) GetWorkload() string {
+	if x != nil {
+		return x.Workload
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetSatisfied() bool {
+	if x != nil {
+		return x.Satisfied
+	}
+	return false
+}
+
+func (x *ExplainResponse) GetSatisfiedSoft() bool {
+	if x != nil {
+		return x.SatisfiedSoft
+	}
+	return false
+}
+
+func (x *ExplainResponse) GetBudgets() []*BudgetNeed {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetEvictions() []string {
+	if x != nil {
+		return x.Evictions
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetProven() bool {
+	if x != nil {
+		return x.Proven
+	}
+	return false
+}
+
+func (x *ExplainResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetMinCount() int32 {
+	if x != nil && x.MinCount != nil {
+		return *x.MinCount
+	}
+	return 0
+}
+
+func (x *ExplainResponse) GetLargestMinCount() int32 {
+	if x != nil && x.LargestMinCount != nil {
+		return *x.LargestMinCount
+	}
+	return 0
+}
+
+func (x *ExplainResponse) GetLarger() []*GangSize {
+	if x != nil {
+		return x.Larger
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetLargerOmitted() int32 {
+	if x != nil {
+		return x.LargerOmitted
+	}
+	return 0
+}
+
+func (x *ExplainResponse) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// One minCount of an elastic gang, planned alone.
+type GangSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MinCount      int32                  `protobuf:"varint,1,opt,name=min_count,json=minCount,proto3" json:"min_count,omitempty"`
+	Satisfied     bool                   `protobuf:"varint,2,opt,name=satisfied,proto3" json:"satisfied,omitempty"` // under the options' policy
+	Proven        bool                   `protobuf:"varint,3,opt,name=proven,proto3" json:"proven,omitempty"`       // no plan places it under the policy
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Budgets       []*BudgetNeed          `protobuf:"bytes,5,rep,name=budgets,proto3" json:"budgets,omitempty"`      // what its soft plan breaks
+	Evictions     int32                  `protobuf:"varint,6,opt,name=evictions,proto3" json:"evictions,omitempty"` // and how many pods it evicts
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GangSize) Reset() {
+	*x = GangSize{}
+	mi := &file_gangplace_v1_placement_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GangSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GangSize) ProtoMessage() {}
+
+func (x *GangSize) ProtoReflect() protoreflect.Message {
+	mi := &file_gangplace_v1_placement_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GangSize.ProtoReflect.Descriptor instead.
+func (*GangSize) Descriptor() ([]byte, []int) {
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *GangSize) GetMinCount() int32 {
+	if x != nil {
+		return x.MinCount
+	}
+	return 0
+}
+
+func (x *GangSize) GetSatisfied() bool {
+	if x != nil {
+		return x.Satisfied
+	}
+	return false
+}
+
+func (x *GangSize) GetProven() bool {
+	if x != nil {
+		return x.Proven
+	}
+	return false
+}
+
+func (x *GangSize) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *GangSize) GetBudgets() []*BudgetNeed {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
+func (x *GangSize) GetEvictions() int32 {
+	if x != nil {
+		return x.Evictions
+	}
+	return 0
+}
+
 type Binding struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Pod           string                 `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
@@ -4176,7 +4396,7 @@ type Binding struct {
 
 func (x *Binding) Reset() {
 	*x = Binding{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[43]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4188,7 +4408,7 @@ func (x *Binding) String() string {
 func (*Binding) ProtoMessage() {}
 
 func (x *Binding) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[43]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4201,7 +4421,7 @@ func (x *Binding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Binding.ProtoReflect.Descriptor instead.
 func (*Binding) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{43}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Binding) GetPod() string {
@@ -4230,7 +4450,7 @@ type Eviction struct {
 
 func (x *Eviction) Reset() {
 	*x = Eviction{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[44]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4242,7 +4462,7 @@ func (x *Eviction) String() string {
 func (*Eviction) ProtoMessage() {}
 
 func (x *Eviction) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[44]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4255,7 +4475,7 @@ func (x *Eviction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Eviction.ProtoReflect.Descriptor instead.
 func (*Eviction) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{44}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Eviction) GetPod() string {
@@ -4300,7 +4520,7 @@ type PlanDevice struct {
 
 func (x *PlanDevice) Reset() {
 	*x = PlanDevice{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[45]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4312,7 +4532,7 @@ func (x *PlanDevice) String() string {
 func (*PlanDevice) ProtoMessage() {}
 
 func (x *PlanDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[45]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4325,7 +4545,7 @@ func (x *PlanDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanDevice.ProtoReflect.Descriptor instead.
 func (*PlanDevice) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{45}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PlanDevice) GetDriver() string {
@@ -4383,7 +4603,7 @@ type DeviceAllocation struct {
 
 func (x *DeviceAllocation) Reset() {
 	*x = DeviceAllocation{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[46]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4395,7 +4615,7 @@ func (x *DeviceAllocation) String() string {
 func (*DeviceAllocation) ProtoMessage() {}
 
 func (x *DeviceAllocation) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[46]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4408,7 +4628,7 @@ func (x *DeviceAllocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceAllocation.ProtoReflect.Descriptor instead.
 func (*DeviceAllocation) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{46}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DeviceAllocation) GetPod() string {
@@ -4473,7 +4693,7 @@ type Objective struct {
 
 func (x *Objective) Reset() {
 	*x = Objective{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[47]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4485,7 +4705,7 @@ func (x *Objective) String() string {
 func (*Objective) ProtoMessage() {}
 
 func (x *Objective) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[47]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4498,7 +4718,7 @@ func (x *Objective) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Objective.ProtoReflect.Descriptor instead.
 func (*Objective) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{47}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Objective) GetSatisfiedWorkloads() int32 {
@@ -4631,7 +4851,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[48]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4643,7 +4863,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[48]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4656,7 +4876,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{48}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Plan) GetStatus() PlanStatus {
@@ -4732,7 +4952,7 @@ type HeldPod struct {
 
 func (x *HeldPod) Reset() {
 	*x = HeldPod{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[49]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +4964,7 @@ func (x *HeldPod) String() string {
 func (*HeldPod) ProtoMessage() {}
 
 func (x *HeldPod) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[49]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +4977,7 @@ func (x *HeldPod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldPod.ProtoReflect.Descriptor instead.
 func (*HeldPod) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{49}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *HeldPod) GetPod() string {
@@ -4784,7 +5004,7 @@ type SolveResponse struct {
 
 func (x *SolveResponse) Reset() {
 	*x = SolveResponse{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[50]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4796,7 +5016,7 @@ func (x *SolveResponse) String() string {
 func (*SolveResponse) ProtoMessage() {}
 
 func (x *SolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[50]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4809,7 +5029,7 @@ func (x *SolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SolveResponse.ProtoReflect.Descriptor instead.
 func (*SolveResponse) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{50}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SolveResponse) GetPlan() *Plan {
@@ -4843,7 +5063,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[51]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4855,7 +5075,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[51]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4868,7 +5088,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{51}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Progress) GetStage() string {
@@ -4926,7 +5146,7 @@ type SolveEvent struct {
 
 func (x *SolveEvent) Reset() {
 	*x = SolveEvent{}
-	mi := &file_gangplace_v1_placement_proto_msgTypes[52]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4938,7 +5158,7 @@ func (x *SolveEvent) String() string {
 func (*SolveEvent) ProtoMessage() {}
 
 func (x *SolveEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_gangplace_v1_placement_proto_msgTypes[52]
+	mi := &file_gangplace_v1_placement_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4951,7 +5171,7 @@ func (x *SolveEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SolveEvent.ProtoReflect.Descriptor instead.
 func (*SolveEvent) Descriptor() ([]byte, []int) {
-	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{52}
+	return file_gangplace_v1_placement_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SolveEvent) GetEvent() isSolveEvent_Event {
@@ -5420,7 +5640,32 @@ const file_gangplace_v1_placement_proto_rawDesc = "" +
 	"\x13violations_at_least\x18\x01 \x01(\x05R\x11violationsAtLeast\x122\n" +
 	"\abudgets\x18\x02 \x03(\v2\x18.gangplace.v1.BudgetNeedR\abudgets\x12\x1c\n" +
 	"\tevictions\x18\x03 \x01(\x05R\tevictions\x12\x16\n" +
-	"\x06proven\x18\x04 \x01(\bR\x06proven\"/\n" +
+	"\x06proven\x18\x04 \x01(\bR\x06proven\"\xe1\x03\n" +
+	"\x0fExplainResponse\x12\x1a\n" +
+	"\bworkload\x18\x01 \x01(\tR\bworkload\x12\x1c\n" +
+	"\tsatisfied\x18\x02 \x01(\bR\tsatisfied\x12%\n" +
+	"\x0esatisfied_soft\x18\x03 \x01(\bR\rsatisfiedSoft\x122\n" +
+	"\abudgets\x18\x04 \x03(\v2\x18.gangplace.v1.BudgetNeedR\abudgets\x12\x1c\n" +
+	"\tevictions\x18\x05 \x03(\tR\tevictions\x12\x16\n" +
+	"\x06proven\x18\x06 \x01(\bR\x06proven\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12 \n" +
+	"\tmin_count\x18\b \x01(\x05H\x00R\bminCount\x88\x01\x01\x12/\n" +
+	"\x11largest_min_count\x18\t \x01(\x05H\x01R\x0flargestMinCount\x88\x01\x01\x12.\n" +
+	"\x06larger\x18\n" +
+	" \x03(\v2\x16.gangplace.v1.GangSizeR\x06larger\x12%\n" +
+	"\x0elarger_omitted\x18\v \x01(\x05R\rlargerOmitted\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\f \x01(\tR\trequestIdB\f\n" +
+	"\n" +
+	"_min_countB\x14\n" +
+	"\x12_largest_min_count\"\xc7\x01\n" +
+	"\bGangSize\x12\x1b\n" +
+	"\tmin_count\x18\x01 \x01(\x05R\bminCount\x12\x1c\n" +
+	"\tsatisfied\x18\x02 \x01(\bR\tsatisfied\x12\x16\n" +
+	"\x06proven\x18\x03 \x01(\bR\x06proven\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x122\n" +
+	"\abudgets\x18\x05 \x03(\v2\x18.gangplace.v1.BudgetNeedR\abudgets\x12\x1c\n" +
+	"\tevictions\x18\x06 \x01(\x05R\tevictions\"/\n" +
 	"\aBinding\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"Z\n" +
@@ -5538,11 +5783,12 @@ const file_gangplace_v1_placement_proto_rawDesc = "" +
 	"\x14PLAN_STATUS_FEASIBLE\x10\x02\x12\x1a\n" +
 	"\x16PLAN_STATUS_INFEASIBLE\x10\x03\x12\x17\n" +
 	"\x13PLAN_STATUS_UNKNOWN\x10\x04\x12\x17\n" +
-	"\x13PLAN_STATUS_INVALID\x10\x052\xe0\x01\n" +
+	"\x13PLAN_STATUS_INVALID\x10\x052\xa6\x02\n" +
 	"\x10PlacementService\x12@\n" +
 	"\x05Solve\x12\x1a.gangplace.v1.SolveRequest\x1a\x1b.gangplace.v1.SolveResponse\x12E\n" +
 	"\vSolveStream\x12\x1a.gangplace.v1.SolveRequest\x1a\x18.gangplace.v1.SolveEvent0\x01\x12C\n" +
-	"\x06Advise\x12\x1b.gangplace.v1.AdviseRequest\x1a\x1c.gangplace.v1.AdviseResponseb\x06proto3"
+	"\x06Advise\x12\x1b.gangplace.v1.AdviseRequest\x1a\x1c.gangplace.v1.AdviseResponse\x12D\n" +
+	"\aExplain\x12\x1a.gangplace.v1.SolveRequest\x1a\x1d.gangplace.v1.ExplainResponseb\x06proto3"
 
 var (
 	file_gangplace_v1_placement_proto_rawDescOnce sync.Once
@@ -5557,7 +5803,7 @@ func file_gangplace_v1_placement_proto_rawDescGZIP() []byte {
 }
 
 var file_gangplace_v1_placement_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gangplace_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_gangplace_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_gangplace_v1_placement_proto_goTypes = []any{
 	(PdbPolicy)(0),                     // 0: gangplace.v1.PdbPolicy
 	(TaintEffect)(0),                   // 1: gangplace.v1.TaintEffect
@@ -5608,43 +5854,45 @@ var file_gangplace_v1_placement_proto_goTypes = []any{
 	(*WorkloadVerdict)(nil),            // 46: gangplace.v1.WorkloadVerdict
 	(*BudgetNeed)(nil),                 // 47: gangplace.v1.BudgetNeed
 	(*WouldTake)(nil),                  // 48: gangplace.v1.WouldTake
-	(*Binding)(nil),                    // 49: gangplace.v1.Binding
-	(*Eviction)(nil),                   // 50: gangplace.v1.Eviction
-	(*PlanDevice)(nil),                 // 51: gangplace.v1.PlanDevice
-	(*DeviceAllocation)(nil),           // 52: gangplace.v1.DeviceAllocation
-	(*Objective)(nil),                  // 53: gangplace.v1.Objective
-	(*Plan)(nil),                       // 54: gangplace.v1.Plan
-	(*HeldPod)(nil),                    // 55: gangplace.v1.HeldPod
-	(*SolveResponse)(nil),              // 56: gangplace.v1.SolveResponse
-	(*Progress)(nil),                   // 57: gangplace.v1.Progress
-	(*SolveEvent)(nil),                 // 58: gangplace.v1.SolveEvent
-	nil,                                // 59: gangplace.v1.PersistentVolume.LabelsEntry
-	nil,                                // 60: gangplace.v1.Namespace.LabelsEntry
-	nil,                                // 61: gangplace.v1.LabelSelector.MatchLabelsEntry
-	nil,                                // 62: gangplace.v1.Node.LabelsEntry
-	nil,                                // 63: gangplace.v1.Node.AllocatableEntry
-	nil,                                // 64: gangplace.v1.Pod.LabelsEntry
-	nil,                                // 65: gangplace.v1.Pod.RequestsEntry
-	nil,                                // 66: gangplace.v1.Pod.NodeSelectorEntry
-	nil,                                // 67: gangplace.v1.PodDisruptionBudget.MatchLabelsEntry
-	nil,                                // 68: gangplace.v1.Device.AttributesEntry
-	nil,                                // 69: gangplace.v1.Device.CapacityEntry
-	nil,                                // 70: gangplace.v1.Device.CapacityPoliciesEntry
-	nil,                                // 71: gangplace.v1.CounterConsumption.CountersEntry
-	nil,                                // 72: gangplace.v1.CounterSet.CountersEntry
-	nil,                                // 73: gangplace.v1.DeviceSubRequest.CapacityRequestsEntry
-	nil,                                // 74: gangplace.v1.AllocatedDevice.ConsumedCapacityEntry
-	nil,                                // 75: gangplace.v1.GroupVerdict.DomainEntry
-	nil,                                // 76: gangplace.v1.PlanDevice.ConsumedCapacityEntry
-	nil,                                // 77: gangplace.v1.Objective.SatisfiedByPriorityEntry
-	nil,                                // 78: gangplace.v1.Objective.SatisfiedByPriorityBoundEntry
-	nil,                                // 79: gangplace.v1.Progress.TiersEntry
-	nil,                                // 80: gangplace.v1.Progress.TierBoundsEntry
-	(*structpb.Struct)(nil),            // 81: google.protobuf.Struct
+	(*ExplainResponse)(nil),            // 49: gangplace.v1.ExplainResponse
+	(*GangSize)(nil),                   // 50: gangplace.v1.GangSize
+	(*Binding)(nil),                    // 51: gangplace.v1.Binding
+	(*Eviction)(nil),                   // 52: gangplace.v1.Eviction
+	(*PlanDevice)(nil),                 // 53: gangplace.v1.PlanDevice
+	(*DeviceAllocation)(nil),           // 54: gangplace.v1.DeviceAllocation
+	(*Objective)(nil),                  // 55: gangplace.v1.Objective
+	(*Plan)(nil),                       // 56: gangplace.v1.Plan
+	(*HeldPod)(nil),                    // 57: gangplace.v1.HeldPod
+	(*SolveResponse)(nil),              // 58: gangplace.v1.SolveResponse
+	(*Progress)(nil),                   // 59: gangplace.v1.Progress
+	(*SolveEvent)(nil),                 // 60: gangplace.v1.SolveEvent
+	nil,                                // 61: gangplace.v1.PersistentVolume.LabelsEntry
+	nil,                                // 62: gangplace.v1.Namespace.LabelsEntry
+	nil,                                // 63: gangplace.v1.LabelSelector.MatchLabelsEntry
+	nil,                                // 64: gangplace.v1.Node.LabelsEntry
+	nil,                                // 65: gangplace.v1.Node.AllocatableEntry
+	nil,                                // 66: gangplace.v1.Pod.LabelsEntry
+	nil,                                // 67: gangplace.v1.Pod.RequestsEntry
+	nil,                                // 68: gangplace.v1.Pod.NodeSelectorEntry
+	nil,                                // 69: gangplace.v1.PodDisruptionBudget.MatchLabelsEntry
+	nil,                                // 70: gangplace.v1.Device.AttributesEntry
+	nil,                                // 71: gangplace.v1.Device.CapacityEntry
+	nil,                                // 72: gangplace.v1.Device.CapacityPoliciesEntry
+	nil,                                // 73: gangplace.v1.CounterConsumption.CountersEntry
+	nil,                                // 74: gangplace.v1.CounterSet.CountersEntry
+	nil,                                // 75: gangplace.v1.DeviceSubRequest.CapacityRequestsEntry
+	nil,                                // 76: gangplace.v1.AllocatedDevice.ConsumedCapacityEntry
+	nil,                                // 77: gangplace.v1.GroupVerdict.DomainEntry
+	nil,                                // 78: gangplace.v1.PlanDevice.ConsumedCapacityEntry
+	nil,                                // 79: gangplace.v1.Objective.SatisfiedByPriorityEntry
+	nil,                                // 80: gangplace.v1.Objective.SatisfiedByPriorityBoundEntry
+	nil,                                // 81: gangplace.v1.Progress.TiersEntry
+	nil,                                // 82: gangplace.v1.Progress.TierBoundsEntry
+	(*structpb.Struct)(nil),            // 83: google.protobuf.Struct
 }
 var file_gangplace_v1_placement_proto_depIdxs = []int32{
-	49,  // 0: gangplace.v1.AdviseResponse.bindings:type_name -> gangplace.v1.Binding
-	50,  // 1: gangplace.v1.AdviseResponse.evictions:type_name -> gangplace.v1.Eviction
+	51,  // 0: gangplace.v1.AdviseResponse.bindings:type_name -> gangplace.v1.Binding
+	52,  // 1: gangplace.v1.AdviseResponse.evictions:type_name -> gangplace.v1.Eviction
 	10,  // 2: gangplace.v1.SolveRequest.state:type_name -> gangplace.v1.ClusterState
 	9,   // 3: gangplace.v1.SolveRequest.options:type_name -> gangplace.v1.SolveOptions
 	0,   // 4: gangplace.v1.SolveOptions.pdb_policy:type_name -> gangplace.v1.PdbPolicy
@@ -5668,11 +5916,11 @@ var file_gangplace_v1_placement_proto_depIdxs = []int32{
 	20,  // 22: gangplace.v1.CsiStorageCapacity.node_topology:type_name -> gangplace.v1.LabelSelector
 	13,  // 23: gangplace.v1.CsiNode.drivers:type_name -> gangplace.v1.CsiNodeDriver
 	20,  // 24: gangplace.v1.PersistentVolumeClaim.selector:type_name -> gangplace.v1.LabelSelector
-	59,  // 25: gangplace.v1.PersistentVolume.labels:type_name -> gangplace.v1.PersistentVolume.LabelsEntry
+	61,  // 25: gangplace.v1.PersistentVolume.labels:type_name -> gangplace.v1.PersistentVolume.LabelsEntry
 	27,  // 26: gangplace.v1.PersistentVolume.node_affinity:type_name -> gangplace.v1.NodeSelectorTerm
 	27,  // 27: gangplace.v1.StorageClass.allowed_topologies:type_name -> gangplace.v1.NodeSelectorTerm
-	60,  // 28: gangplace.v1.Namespace.labels:type_name -> gangplace.v1.Namespace.LabelsEntry
-	61,  // 29: gangplace.v1.LabelSelector.match_labels:type_name -> gangplace.v1.LabelSelector.MatchLabelsEntry
+	62,  // 28: gangplace.v1.Namespace.labels:type_name -> gangplace.v1.Namespace.LabelsEntry
+	63,  // 29: gangplace.v1.LabelSelector.match_labels:type_name -> gangplace.v1.LabelSelector.MatchLabelsEntry
 	26,  // 30: gangplace.v1.LabelSelector.match_expressions:type_name -> gangplace.v1.SelectorRequirement
 	20,  // 31: gangplace.v1.PodAffinityTerm.label_selector:type_name -> gangplace.v1.LabelSelector
 	20,  // 32: gangplace.v1.PodAffinityTerm.namespace_selector:type_name -> gangplace.v1.LabelSelector
@@ -5683,12 +5931,12 @@ var file_gangplace_v1_placement_proto_depIdxs = []int32{
 	3,   // 37: gangplace.v1.SelectorRequirement.operator:type_name -> gangplace.v1.SelectorOperator
 	26,  // 38: gangplace.v1.NodeSelectorTerm.match_expressions:type_name -> gangplace.v1.SelectorRequirement
 	26,  // 39: gangplace.v1.NodeSelectorTerm.match_fields:type_name -> gangplace.v1.SelectorRequirement
-	62,  // 40: gangplace.v1.Node.labels:type_name -> gangplace.v1.Node.LabelsEntry
-	63,  // 41: gangplace.v1.Node.allocatable:type_name -> gangplace.v1.Node.AllocatableEntry
+	64,  // 40: gangplace.v1.Node.labels:type_name -> gangplace.v1.Node.LabelsEntry
+	65,  // 41: gangplace.v1.Node.allocatable:type_name -> gangplace.v1.Node.AllocatableEntry
 	24,  // 42: gangplace.v1.Node.taints:type_name -> gangplace.v1.Taint
-	64,  // 43: gangplace.v1.Pod.labels:type_name -> gangplace.v1.Pod.LabelsEntry
-	65,  // 44: gangplace.v1.Pod.requests:type_name -> gangplace.v1.Pod.RequestsEntry
-	66,  // 45: gangplace.v1.Pod.node_selector:type_name -> gangplace.v1.Pod.NodeSelectorEntry
+	66,  // 43: gangplace.v1.Pod.labels:type_name -> gangplace.v1.Pod.LabelsEntry
+	67,  // 44: gangplace.v1.Pod.requests:type_name -> gangplace.v1.Pod.RequestsEntry
+	68,  // 45: gangplace.v1.Pod.node_selector:type_name -> gangplace.v1.Pod.NodeSelectorEntry
 	27,  // 46: gangplace.v1.Pod.affinity:type_name -> gangplace.v1.NodeSelectorTerm
 	25,  // 47: gangplace.v1.Pod.tolerations:type_name -> gangplace.v1.Toleration
 	29,  // 48: gangplace.v1.Pod.claims:type_name -> gangplace.v1.PodClaimRef
@@ -5696,63 +5944,68 @@ var file_gangplace_v1_placement_proto_depIdxs = []int32{
 	21,  // 50: gangplace.v1.Pod.pod_anti_affinity:type_name -> gangplace.v1.PodAffinityTerm
 	22,  // 51: gangplace.v1.Pod.topology_spread:type_name -> gangplace.v1.TopologySpreadConstraint
 	23,  // 52: gangplace.v1.Pod.host_ports:type_name -> gangplace.v1.HostPort
-	81,  // 53: gangplace.v1.Pod.volumes:type_name -> google.protobuf.Struct
+	83,  // 53: gangplace.v1.Pod.volumes:type_name -> google.protobuf.Struct
 	5,   // 54: gangplace.v1.Group.kind:type_name -> gangplace.v1.Group.Kind
 	29,  // 55: gangplace.v1.Group.claims:type_name -> gangplace.v1.PodClaimRef
-	67,  // 56: gangplace.v1.PodDisruptionBudget.match_labels:type_name -> gangplace.v1.PodDisruptionBudget.MatchLabelsEntry
+	69,  // 56: gangplace.v1.PodDisruptionBudget.match_labels:type_name -> gangplace.v1.PodDisruptionBudget.MatchLabelsEntry
 	26,  // 57: gangplace.v1.PodDisruptionBudget.match_expressions:type_name -> gangplace.v1.SelectorRequirement
-	68,  // 58: gangplace.v1.Device.attributes:type_name -> gangplace.v1.Device.AttributesEntry
-	69,  // 59: gangplace.v1.Device.capacity:type_name -> gangplace.v1.Device.CapacityEntry
+	70,  // 58: gangplace.v1.Device.attributes:type_name -> gangplace.v1.Device.AttributesEntry
+	71,  // 59: gangplace.v1.Device.capacity:type_name -> gangplace.v1.Device.CapacityEntry
 	24,  // 60: gangplace.v1.Device.taints:type_name -> gangplace.v1.Taint
 	27,  // 61: gangplace.v1.Device.node_selector:type_name -> gangplace.v1.NodeSelectorTerm
 	37,  // 62: gangplace.v1.Device.consumes_counters:type_name -> gangplace.v1.CounterConsumption
-	70,  // 63: gangplace.v1.Device.capacity_policies:type_name -> gangplace.v1.Device.CapacityPoliciesEntry
+	72,  // 63: gangplace.v1.Device.capacity_policies:type_name -> gangplace.v1.Device.CapacityPoliciesEntry
 	36,  // 64: gangplace.v1.CapacityRequestPolicy.valid_range:type_name -> gangplace.v1.CapacityRequestPolicyRange
-	71,  // 65: gangplace.v1.CounterConsumption.counters:type_name -> gangplace.v1.CounterConsumption.CountersEntry
-	72,  // 66: gangplace.v1.CounterSet.counters:type_name -> gangplace.v1.CounterSet.CountersEntry
+	73,  // 65: gangplace.v1.CounterConsumption.counters:type_name -> gangplace.v1.CounterConsumption.CountersEntry
+	74,  // 66: gangplace.v1.CounterSet.counters:type_name -> gangplace.v1.CounterSet.CountersEntry
 	25,  // 67: gangplace.v1.DeviceSubRequest.tolerations:type_name -> gangplace.v1.Toleration
-	73,  // 68: gangplace.v1.DeviceSubRequest.capacity_requests:type_name -> gangplace.v1.DeviceSubRequest.CapacityRequestsEntry
+	75,  // 68: gangplace.v1.DeviceSubRequest.capacity_requests:type_name -> gangplace.v1.DeviceSubRequest.CapacityRequestsEntry
 	40,  // 69: gangplace.v1.DeviceRequest.exactly:type_name -> gangplace.v1.DeviceSubRequest
 	40,  // 70: gangplace.v1.DeviceRequest.first_available:type_name -> gangplace.v1.DeviceSubRequest
-	74,  // 71: gangplace.v1.AllocatedDevice.consumed_capacity:type_name -> gangplace.v1.AllocatedDevice.ConsumedCapacityEntry
+	76,  // 71: gangplace.v1.AllocatedDevice.consumed_capacity:type_name -> gangplace.v1.AllocatedDevice.ConsumedCapacityEntry
 	41,  // 72: gangplace.v1.ResourceClaim.requests:type_name -> gangplace.v1.DeviceRequest
 	42,  // 73: gangplace.v1.ResourceClaim.constraints:type_name -> gangplace.v1.DeviceConstraint
 	43,  // 74: gangplace.v1.ResourceClaim.allocation:type_name -> gangplace.v1.AllocatedDevice
 	27,  // 75: gangplace.v1.ResourceClaim.allocation_nodes:type_name -> gangplace.v1.NodeSelectorTerm
-	75,  // 76: gangplace.v1.GroupVerdict.domain:type_name -> gangplace.v1.GroupVerdict.DomainEntry
+	77,  // 76: gangplace.v1.GroupVerdict.domain:type_name -> gangplace.v1.GroupVerdict.DomainEntry
 	45,  // 77: gangplace.v1.WorkloadVerdict.groups:type_name -> gangplace.v1.GroupVerdict
 	48,  // 78: gangplace.v1.WorkloadVerdict.would_take:type_name -> gangplace.v1.WouldTake
 	47,  // 79: gangplace.v1.WouldTake.budgets:type_name -> gangplace.v1.BudgetNeed
-	76,  // 80: gangplace.v1.PlanDevice.consumed_capacity:type_name -> gangplace.v1.PlanDevice.ConsumedCapacityEntry
-	51,  // 81: gangplace.v1.DeviceAllocation.devices:type_name -> gangplace.v1.PlanDevice
-	77,  // 82: gangplace.v1.Objective.satisfied_by_priority:type_name -> gangplace.v1.Objective.SatisfiedByPriorityEntry
-	78,  // 83: gangplace.v1.Objective.satisfied_by_priority_bound:type_name -> gangplace.v1.Objective.SatisfiedByPriorityBoundEntry
-	4,   // 84: gangplace.v1.Plan.status:type_name -> gangplace.v1.PlanStatus
-	46,  // 85: gangplace.v1.Plan.workloads:type_name -> gangplace.v1.WorkloadVerdict
-	49,  // 86: gangplace.v1.Plan.bindings:type_name -> gangplace.v1.Binding
-	50,  // 87: gangplace.v1.Plan.evictions:type_name -> gangplace.v1.Eviction
-	52,  // 88: gangplace.v1.Plan.device_allocations:type_name -> gangplace.v1.DeviceAllocation
-	53,  // 89: gangplace.v1.Plan.objective:type_name -> gangplace.v1.Objective
-	81,  // 90: gangplace.v1.Plan.stats:type_name -> google.protobuf.Struct
-	55,  // 91: gangplace.v1.Plan.held_pods:type_name -> gangplace.v1.HeldPod
-	54,  // 92: gangplace.v1.SolveResponse.plan:type_name -> gangplace.v1.Plan
-	79,  // 93: gangplace.v1.Progress.tiers:type_name -> gangplace.v1.Progress.TiersEntry
-	80,  // 94: gangplace.v1.Progress.tier_bounds:type_name -> gangplace.v1.Progress.TierBoundsEntry
-	57,  // 95: gangplace.v1.SolveEvent.progress:type_name -> gangplace.v1.Progress
-	56,  // 96: gangplace.v1.SolveEvent.result:type_name -> gangplace.v1.SolveResponse
-	33,  // 97: gangplace.v1.Device.AttributesEntry.value:type_name -> gangplace.v1.AttributeValue
-	35,  // 98: gangplace.v1.Device.CapacityPoliciesEntry.value:type_name -> gangplace.v1.CapacityRequestPolicy
-	8,   // 99: gangplace.v1.PlacementService.Solve:input_type -> gangplace.v1.SolveRequest
-	8,   // 100: gangplace.v1.PlacementService.SolveStream:input_type -> gangplace.v1.SolveRequest
-	6,   // 101: gangplace.v1.PlacementService.Advise:input_type -> gangplace.v1.AdviseRequest
-	56,  // 102: gangplace.v1.PlacementService.Solve:output_type -> gangplace.v1.SolveResponse
-	58,  // 103: gangplace.v1.PlacementService.SolveStream:output_type -> gangplace.v1.SolveEvent
-	7,   // 104: gangplace.v1.PlacementService.Advise:output_type -> gangplace.v1.AdviseResponse
-	102, // [102:105] is the sub-list for method output_type
-	99,  // [99:102] is the sub-list for method input_type
-	99,  // [99:99] is the sub-list for extension type_name
-	99,  // [99:99] is the sub-list for extension extendee
-	0,   // [0:99] is the sub-list for field type_name
+	47,  // 80: gangplace.v1.ExplainResponse.budgets:type_name -> gangplace.v1.BudgetNeed
+	50,  // 81: gangplace.v1.ExplainResponse.larger:type_name -> gangplace.v1.GangSize
+	47,  // 82: gangplace.v1.GangSize.budgets:type_name -> gangplace.v1.BudgetNeed
+	78,  // 83: gangplace.v1.PlanDevice.consumed_capacity:type_name -> gangplace.v1.PlanDevice.ConsumedCapacityEntry
+	53,  // 84: gangplace.v1.DeviceAllocation.devices:type_name -> gangplace.v1.PlanDevice
+	79,  // 85: gangplace.v1.Objective.satisfied_by_priority:type_name -> gangplace.v1.Objective.SatisfiedByPriorityEntry
+	80,  // 86: gangplace.v1.Objective.satisfied_by_priority_bound:type_name -> gangplace.v1.Objective.SatisfiedByPriorityBoundEntry
+	4,   // 87: gangplace.v1.Plan.status:type_name -> gangplace.v1.PlanStatus
+	46,  // 88: gangplace.v1.Plan.workloads:type_name -> gangplace.v1.WorkloadVerdict
+	51,  // 89: gangplace.v1.Plan.bindings:type_name -> gangplace.v1.Binding
+	52,  // 90: gangplace.v1.Plan.evictions:type_name -> gangplace.v1.Eviction
+	54,  // 91: gangplace.v1.Plan.device_allocations:type_name -> gangplace.v1.DeviceAllocation
+	55,  // 92: gangplace.v1.Plan.objective:type_name -> gangplace.v1.Objective
+	83,  // 93: gangplace.v1.Plan.stats:type_name -> google.protobuf.Struct
+	57,  // 94: gangplace.v1.Plan.held_pods:type_name -> gangplace.v1.HeldPod
+	56,  // 95: gangplace.v1.SolveResponse.plan:type_name -> gangplace.v1.Plan
+	81,  // 96: gangplace.v1.Progress.tiers:type_name -> gangplace.v1.Progress.TiersEntry
+	82,  // 97: gangplace.v1.Progress.tier_bounds:type_name -> gangplace.v1.Progress.TierBoundsEntry
+	59,  // 98: gangplace.v1.SolveEvent.progress:type_name -> gangplace.v1.Progress
+	58,  // 99: gangplace.v1.SolveEvent.result:type_name -> gangplace.v1.SolveResponse
+	33,  // 100: gangplace.v1.Device.AttributesEntry.value:type_name -> gangplace.v1.AttributeValue
+	35,  // 101: gangplace.v1.Device.CapacityPoliciesEntry.value:type_name -> gangplace.v1.CapacityRequestPolicy
+	8,   // 102: gangplace.v1.PlacementService.Solve:input_type -> gangplace.v1.SolveRequest
+	8,   // 103: gangplace.v1.PlacementService.SolveStream:input_type -> gangplace.v1.SolveRequest
+	6,   // 104: gangplace.v1.PlacementService.Advise:input_type -> gangplace.v1.AdviseRequest
+	8,   // 105: gangplace.v1.PlacementService.Explain:input_type -> gangplace.v1.SolveRequest
+	58,  // 106: gangplace.v1.PlacementService.Solve:output_type -> gangplace.v1.SolveResponse
+	60,  // 107: gangplace.v1.PlacementService.SolveStream:output_type -> gangplace.v1.SolveEvent
+	7,   // 108: gangplace.v1.PlacementService.Advise:output_type -> gangplace.v1.AdviseResponse
+	49,  // 109: gangplace.v1.PlacementService.Explain:output_type -> gangplace.v1.ExplainResponse
+	106, // [106:110] is the sub-list for method output_type
+	102, // [102:106] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_gangplace_v1_placement_proto_init() }
@@ -5779,7 +6032,8 @@ func file_gangplace_v1_placement_proto_init() {
 	file_gangplace_v1_placement_proto_msgTypes[29].OneofWrappers = []any{}
 	file_gangplace_v1_placement_proto_msgTypes[30].OneofWrappers = []any{}
 	file_gangplace_v1_placement_proto_msgTypes[39].OneofWrappers = []any{}
-	file_gangplace_v1_placement_proto_msgTypes[52].OneofWrappers = []any{
+	file_gangplace_v1_placement_proto_msgTypes[43].OneofWrappers = []any{}
+	file_gangplace_v1_placement_proto_msgTypes[54].OneofWrappers = []any{
 		(*SolveEvent_Progress)(nil),
 		(*SolveEvent_Result)(nil),
 	}
@@ -5789,7 +6043,7 @@ func file_gangplace_v1_placement_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gangplace_v1_placement_proto_rawDesc), len(file_gangplace_v1_placement_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   75,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

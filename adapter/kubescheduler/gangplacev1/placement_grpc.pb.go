@@ -29,6 +29,7 @@ const (
 	PlacementService_Solve_FullMethodName       = "/gangplace.v1.PlacementService/Solve"
 	PlacementService_SolveStream_FullMethodName = "/gangplace.v1.PlacementService/SolveStream"
 	PlacementService_Advise_FullMethodName      = "/gangplace.v1.PlacementService/Advise"
+	PlacementService_Explain_FullMethodName     = "/gangplace.v1.PlacementService/Explain"
 )
 
 // PlacementServiceClient is the client API for PlacementService service.
@@ -43,6 +44,12 @@ type PlacementServiceClient interface {
 	// for the cluster it watches (`gangplace adapter --advise`): a scheduling cycle asks, it never
 	// waits on a solve. A server that only solves answers UNIMPLEMENTED.
 	Advise(ctx context.Context, in *AdviseRequest, opts ...grpc.CallOption) (*AdviseResponse, error)
+	// What it would take to place the request's workload (required), as `gangplace solve
+	// --explain` answers: planned alone under the options' policy and under soft budgets, and
+	// for an elastic gang (a root PodGroup of minCount above 1) the largest minCount that fits
+	// now and what each larger size would take. Each of its plans has the options' time limit;
+	// the call's deadline ends them all (DEADLINE_EXCEEDED).
+	Explain(ctx context.Context, in *SolveRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 }
 
 type placementServiceClient struct {
@@ -92,6 +99,16 @@ func (c *placementServiceClient) Advise(ctx context.Context, in *AdviseRequest, 
 	return out, nil
 }
 
+func (c *placementServiceClient) Explain(ctx context.Context, in *SolveRequest, opts ...grpc.CallOption) (*ExplainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainResponse)
+	err := c.cc.Invoke(ctx, PlacementService_Explain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PlacementServiceServer is the server API for PlacementService service.
 // All implementations must embed UnimplementedPlacementServiceServer
 // for forward compatibility.
@@ -104,6 +121,12 @@ type PlacementServiceServer interface {
 	// for the cluster it watches (`gangplace adapter --advise`): a scheduling cycle asks, it never
 	// waits on a solve. A server that only solves answers UNIMPLEMENTED.
 	Advise(context.Context, *AdviseRequest) (*AdviseResponse, error)
+	// What it would take to place the request's workload (required), as `gangplace solve
+	// --explain` answers: planned alone under the options' policy and under soft budgets, and
+	// for an elastic gang (a root PodGroup of minCount above 1) the largest minCount that fits
+	// now and what each larger size would take. Each of its plans has the options' time limit;
+	// the call's deadline ends them all (DEADLINE_EXCEEDED).
+	Explain(context.Context, *SolveRequest) (*ExplainResponse, error)
 	mustEmbedUnimplementedPlacementServiceServer()
 }
 
@@ -122,6 +145,9 @@ func (UnimplementedPlacementServiceServer) SolveStream(*SolveRequest, grpc.Serve
 }
 func (UnimplementedPlacementServiceServer) Advise(context.Context, *AdviseRequest) (*AdviseResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Advise not implemented")
+}
+func (UnimplementedPlacementServiceServer) Explain(context.Context, *SolveRequest) (*ExplainResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Explain not implemented")
 }
 func (UnimplementedPlacementServiceServer) mustEmbedUnimplementedPlacementServiceServer() {}
 func (UnimplementedPlacementServiceServer) testEmbeddedByValue()                          {}
@@ -191,6 +217,24 @@ func _PlacementService_Advise_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PlacementService_Explain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SolveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PlacementServiceServer).Explain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PlacementService_Explain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PlacementServiceServer).Explain(ctx, req.(*SolveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PlacementService_ServiceDesc is the grpc.ServiceDesc for PlacementService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -205,6 +249,10 @@ var PlacementService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Advise",
 			Handler:    _PlacementService_Advise_Handler,
+		},
+		{
+			MethodName: "Explain",
+			Handler:    _PlacementService_Explain_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

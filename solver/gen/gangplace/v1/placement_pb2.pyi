@@ -902,6 +902,50 @@ class WouldTake(_message.Message):
     proven: bool
     def __init__(self, violations_at_least: _Optional[int] = ..., budgets: _Optional[_Iterable[_Union[BudgetNeed, _Mapping]]] = ..., evictions: _Optional[int] = ..., proven: _Optional[bool] = ...) -> None: ...
 
+class ExplainResponse(_message.Message):
+    __slots__ = ("workload", "satisfied", "satisfied_soft", "budgets", "evictions", "proven", "reason", "min_count", "largest_min_count", "larger", "larger_omitted", "request_id")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    SATISFIED_FIELD_NUMBER: _ClassVar[int]
+    SATISFIED_SOFT_FIELD_NUMBER: _ClassVar[int]
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    EVICTIONS_FIELD_NUMBER: _ClassVar[int]
+    PROVEN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LARGEST_MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LARGER_FIELD_NUMBER: _ClassVar[int]
+    LARGER_OMITTED_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    satisfied: bool
+    satisfied_soft: bool
+    budgets: _containers.RepeatedCompositeFieldContainer[BudgetNeed]
+    evictions: _containers.RepeatedScalarFieldContainer[str]
+    proven: bool
+    reason: str
+    min_count: int
+    largest_min_count: int
+    larger: _containers.RepeatedCompositeFieldContainer[GangSize]
+    larger_omitted: int
+    request_id: str
+    def __init__(self, workload: _Optional[str] = ..., satisfied: _Optional[bool] = ..., satisfied_soft: _Optional[bool] = ..., budgets: _Optional[_Iterable[_Union[BudgetNeed, _Mapping]]] = ..., evictions: _Optional[_Iterable[str]] = ..., proven: _Optional[bool] = ..., reason: _Optional[str] = ..., min_count: _Optional[int] = ..., largest_min_count: _Optional[int] = ..., larger: _Optional[_Iterable[_Union[GangSize, _Mapping]]] = ..., larger_omitted: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class GangSize(_message.Message):
+    __slots__ = ("min_count", "satisfied", "proven", "reason", "budgets", "evictions")
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SATISFIED_FIELD_NUMBER: _ClassVar[int]
+    PROVEN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    EVICTIONS_FIELD_NUMBER: _ClassVar[int]
+    min_count: int
+    satisfied: bool
+    proven: bool
+    reason: str
+    budgets: _containers.RepeatedCompositeFieldContainer[BudgetNeed]
+    evictions: int
+    def __init__(self, min_count: _Optional[int] = ..., satisfied: _Optional[bool] = ..., proven: _Optional[bool] = ..., reason: _Optional[str] = ..., budgets: _Optional[_Iterable[_Union[BudgetNeed, _Mapping]]] = ..., evictions: _Optional[int] = ...) -> None: ...
+
 class Binding(_message.Message):
     __slots__ = ("pod", "node")
     POD_FIELD_NUMBER: _ClassVar[int]

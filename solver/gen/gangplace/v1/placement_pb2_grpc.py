@@ -49,6 +49,11 @@ class PlacementServiceStub:
                 request_serializer=gangplace_dot_v1_dot_placement__pb2.AdviseRequest.SerializeToString,
                 response_deserializer=gangplace_dot_v1_dot_placement__pb2.AdviseResponse.FromString,
                 _registered_method=True)
+        self.Explain = channel.unary_unary(
+                '/gangplace.v1.PlacementService/Explain',
+                request_serializer=gangplace_dot_v1_dot_placement__pb2.SolveRequest.SerializeToString,
+                response_deserializer=gangplace_dot_v1_dot_placement__pb2.ExplainResponse.FromString,
+                _registered_method=True)
 
 
 class PlacementServiceServicer:
@@ -77,6 +82,17 @@ class PlacementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Explain(self, request, context):
+        """What it would take to place the request's workload (required), as `gangplace solve
+        --explain` answers: planned alone under the options' policy and under soft budgets, and
+        for an elastic gang (a root PodGroup of minCount above 1) the largest minCount that fits
+        now and what each larger size would take. Each of its plans has the options' time limit;
+        the call's deadline ends them all (DEADLINE_EXCEEDED).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +110,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.Advise,
                     request_deserializer=gangplace_dot_v1_dot_placement__pb2.AdviseRequest.FromString,
                     response_serializer=gangplace_dot_v1_dot_placement__pb2.AdviseResponse.SerializeToString,
+            ),
+            'Explain': grpc.unary_unary_rpc_method_handler(
+                    servicer.Explain,
+                    request_deserializer=gangplace_dot_v1_dot_placement__pb2.SolveRequest.FromString,
+                    response_serializer=gangplace_dot_v1_dot_placement__pb2.ExplainResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -177,6 +198,33 @@ class PlacementService:
             '/gangplace.v1.PlacementService/Advise',
             gangplace_dot_v1_dot_placement__pb2.AdviseRequest.SerializeToString,
             gangplace_dot_v1_dot_placement__pb2.AdviseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Explain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gangplace.v1.PlacementService/Explain',
+            gangplace_dot_v1_dot_placement__pb2.SolveRequest.SerializeToString,
+            gangplace_dot_v1_dot_placement__pb2.ExplainResponse.FromString,
             options,
             channel_credentials,
             insecure,
