@@ -165,3 +165,41 @@ def test_the_devices_the_real_scheduler_allocated_are_read_back_and_verified(cas
         assert got == [("default/p", "<extended-resources>", "gpu-0"), ("default/p", "<extended-resources>", "gpu-1")]
     else:  # the whole GPU and a half never go together: the two halves
         assert got == [("default/p", "gpu", "gpu-0-half-0"), ("default/p", "gpu", "gpu-0-half-1")]
+
+
+def test_a_never_gang_takes_the_room_a_lower_preemptor_freed_upstream_and_gangplace_does_not_plan_that() -> None:
+    """Issue 50, item 3, decided (docs/fidelity.md, "A Never workload and another's victims"):
+    three nodes of 4 cpu, each with a low pod of 3; a preemptionPolicy Never gang (priority
+    200, 2 × 2 cpu) and a gang of one that may preempt (priority 100, 2 cpu). The real
+    scheduler: the Never gang waits; the other preempts low-a and is nominated to a; low-a's
+    deletion requeues both, the Never gang goes first and ignores the lower nomination
+    (addGENominatedPods adds only nominees of equal or higher priority), takes a; the other
+    preempts again, low-b. gangplace plans no eviction only Never pods need, under both
+    policies: the preemptor alone, one eviction. The test pins both, so a change on either
+    side is seen."""
+    from solver import api
+    from tests.builders import admitted, node, pod, pod_group, priority_class
+
+    never = priority_class("never-200", 200).build()
+    never["preemptionPolicy"] = "Never"
+    objs = [never]
+    for n in "abc":
+        objs += [node(n).cpu_m(4000).build(), pod(f"low-{n}").on(n).cpu_m(3000).priority(1).build()]
+    objs.append(pod_group("nv", 2).priority(200).never_preempt().build())
+    for i in range(2):
+        waiting = pod(f"nv-{i}").group("nv").priority(200).never_preempt().cpu_m(2000).build()
+        waiting["spec"]["priorityClassName"] = "never-200"
+        objs.append(waiting)
+    objs += [pod_group("pre", 1).priority(100).build(), pod("pre-0").group("pre").priority(100).cpu_m(2000).build()]
+    docs = admitted(objs)
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=120)
+    # which node each preemption picks is a tie upstream breaks its own way: the shape is fixed
+    where = outcome.bindings
+    assert sorted(where) == ["default/nv-0", "default/nv-1", "default/pre-0"], outcome
+    assert where["default/nv-0"] == where["default/nv-1"] != where["default/pre-0"], outcome
+    assert sorted(outcome.deleted) == sorted(f"default/low-{where[p]}" for p in ("default/nv-0", "default/pre-0"))
+    snap = reading.read(docs)
+    for policy in ("strict", "soft"):
+        plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy=policy))
+        assert [(w.name, w.satisfied) for w in plan.workloads] == [("default/nv", False), ("default/pre", True)]
+        assert len(plan.evictions) == 1 and [b.pod for b in plan.bindings] == ["default/pre-0"]
