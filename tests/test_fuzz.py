@@ -9,7 +9,8 @@ key dropped, a list entry duplicated; and (issue 32) a value replaced by a YAML 
 value of megabytes, an object copied under another kind or namespace with the same name (pod,
 PodGroup, CompositePodGroup), and a hundred DeviceClasses with long selectors the claims are
 pointed at; (issue 50) the alias bomb in any document of a multi-document file, and a 2 s
-time limit (``FUZZ_LOG`` records the plan's seconds after reading). Every message is at most 1 KB. Derandomized in CI (the default profile);
+time limit (``FUZZ_LOG`` records the plan's seconds after reading; ``FUZZ_KEEP=DIR`` keeps
+each input whose plan took over 2.2 s). Every message is at most 1 KB. Derandomized in CI (the default profile);
 ``FUZZ_EXAMPLES=10000`` runs more (the fuzz's own knob, so the property tests keep theirs).
 """
 
@@ -178,6 +179,9 @@ def test_a_mutated_example_ends_in_a_plan_or_one_message(data: Any, tmp_path_fac
                                  "peakMiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
                                  "bytes": snap.stat().st_size, "message": err.strip()[:120],
                                  "messageBytes": len(err.strip().encode())}) + "\n")
+        if (keep := os.environ.get("FUZZ_KEEP")) and sum(phases.values()) > 2.2:  # over the limit: kept to replay
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / f"{time.time_ns()}{snap.suffix}").write_bytes(snap.read_bytes())
     assert rc in (0, 2), err
     if rc == 2:
         lines = err.strip().splitlines()
