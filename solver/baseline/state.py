@@ -183,6 +183,8 @@ class State:
         Without ``own_devices``, the devices of the class's own claims are not counted (its caller
         fits them itself)."""
         most = self._requests_room(cls, node, self.running_on(node))
+        if most and not self.once_free(cls.index):
+            return 0  # a ReadWriteOncePod claim it needs is held by a pod still there
         if most and cls.pods[0].csi_volumes and not self.volumes_fit(cls, node):
             return 0
         if most and cls.pods[0].local_claims:  # a node-local volume for each claim (localpv.py)
@@ -296,7 +298,13 @@ class State:
     def node_feasible(self, node: s.NodeName) -> bool:
         alloc = self.nodes[node].allocatable
         requested = {r for c in self.placed[node] for r in self.problem.classes[c].requests}
-        return all(self.used(node, res) <= alloc.get(res, 0) for res in requested)
+        return all(self.used(node, res) <= alloc.get(res, 0) for res in requested) and \
+            all(self.once_free(c) for c in self.placed[node])
+
+    def once_free(self, c: int) -> bool:
+        """Every running holder of a ReadWriteOncePod claim class ``c`` needs is evicted
+        (``Problem.once_units``; none: true)."""
+        return all(u in self.evicted for u in self.problem.once_units.get(c, ()))
 
     def blame_unnecessary(self) -> int | None:
         """The class of a workload to drop when some eviction is no longer necessary, else None.
@@ -309,13 +317,18 @@ class State:
         for u in sorted(self.evicted):
             unit = problem.units[u]
             if any(self._needed_on(unit, node) for node in unit.usage) or self._needed_for_devices(unit) \
-                    or self.rules.needed(unit):
+                    or self.rules.needed(unit) or self._needed_for_once(unit):
                 continue
             lower = [problem.classes[c] for node in unit.usage for c in self.placed[node]
                      if problem.classes[c].priority <= unit.priority or problem.classes[c].power is None]
             if lower:
                 return min(lower, key=lambda c: (c.priority, -c.workload)).index
         return None
+
+    def _needed_for_once(self, unit: VictimUnit) -> bool:
+        """A placed pod needs a ReadWriteOncePod claim ``unit`` holds."""
+        return any(unit.index in self.problem.once_units.get(c, ()) and n > 0
+                   for node in unit.usage for c, n in self.placed[node].items())
 
     def _needed_for_devices(self, unit: VictimUnit) -> bool:
         """A pod that may preempt ``unit`` took a device it held."""

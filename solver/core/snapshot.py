@@ -213,6 +213,12 @@ class Pod:
     # per entry of volume_terms: the claim's number among the pod's volumes, and the reason a
     # node the entry leaves out is given (a claim's first failing entry counts)
     volume_reasons: tuple[tuple[int, str], ...] = ()
+    # VolumeRestrictions' preemption: the running pods holding a ReadWriteOncePod claim of its
+    # (it is the first pending pod asking), and their node: upstream's dry run frees the claim
+    # only by removing its holder from the node it tries, so the pod may go there alone, once
+    # they are evicted (kube/volumes.py); volume_block keeps the words for every other node
+    once_holders: tuple[PodKey, ...] = ()
+    once_node: NodeName | None = None
     # its claims only node-local volumes serve: (storage class, access modes, size) each (localpv.py)
     local_claims: tuple[tuple[str, frozenset[str], int], ...] = ()
     # its CSI volumes a node attaches (NodeVolumeLimits), as (driver, unique name), sorted; and

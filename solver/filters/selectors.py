@@ -122,8 +122,12 @@ def statically_feasible(pod: s.Pod, node: s.Node) -> bool:
 
 def volumes_reachable(pod: s.Pod, node: s.Node) -> bool:
     """VolumeBinding's PreFilter and Filter as the pod's claims demand them (kube/volumes.py):
-    no claim refused, and each claim's volume (bound, available or provisioned) usable there."""
-    return not pod.volume_block and all(any(term_matches(t, node) for t in terms) for terms in pod.volume_terms)
+    no claim refused, and each claim's volume (bound, available or provisioned) usable there. A
+    pod refused only by ReadWriteOncePod holders upstream may preempt (``Pod.once_holders``)
+    may use their node, once they are evicted (the model, the baseline and the verifier ask
+    that)."""
+    open_ = not pod.volume_block or (pod.once_node is not None and node.name == pod.once_node)
+    return open_ and all(any(term_matches(t, node) for t in terms) for terms in pod.volume_terms)
 
 
 def features_declared(pod: s.Pod, node: s.Node) -> bool:

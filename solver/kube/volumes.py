@@ -34,8 +34,10 @@ the volume's, with a value among its zones (a beta key may be met by its GA twin
 
 VolumeRestrictions (plugins/volumerestrictions ``readWriteOncePodPVCsForPod``,
 ``satisfyReadWriteOncePod``): a claim with the ReadWriteOncePod access mode serves one pod. A
-pod running with it keeps it (upstream could preempt that pod; gangplace does not plan that);
-else the first pending pod by name that asks for it may have it, and the others wait.
+pod running with it keeps it unless preempted: the first pending pod by name that asks for it
+may take it on the holder's node once the holder is evicted (``Pod.once_holders``, as
+upstream's preemption dry run lifts the conflict only by removing the holder from the node it
+tries); else the first pending pod by name that asks for it may have it, and the others wait.
 
 NodeVolumeLimits (plugins/nodevolumelimits/csi.go ``Filter``, ``filterAttachableVolumes``,
 ``getCSIDriverInfo``, ``getCSIDriverInfoFromSC``, ``getNodeVolumeAttachmentInfo``,
@@ -98,6 +100,8 @@ from solver.kube.pods import node_selector_terms
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ONCE_POD = "ReadWriteOncePod"  # an access mode: one pod at a time (VolumeRestrictions)
+ONCE_POD_IN_USE = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
+                   "in-use by another pod")  # volumerestrictions ErrReasonReadWriteOncePodConflict
 BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 # CSI migration on in kube-scheduler 1.37 (nodevolumelimits/utils.go isCSIMigrationOn): the in-tree
@@ -193,7 +197,7 @@ class Volumes:
         self.claims = {c.key: c for c in (_claim(o) for o in by_kind.get("PersistentVolumeClaim", ()))}
         self.volumes = {v.name: v for v in (_volume(o) for o in by_kind.get("PersistentVolume", ()))}
         self.classes = {c.name: c for c in (_class(o) for o in by_kind.get("StorageClass", ()))}
-        self.holders = self._once_pod_holders(by_kind.get("Pod", ()))
+        self.holders, self.running_holders, self.first_askers = self._once_pod_holders(by_kind.get("Pod", ()))
         self.required = frozenset(d for d in (_driver(o) for o in by_kind.get("CSIDriver", ())) if d)
         # drivers that opt into storage capacity tracking (CSIDriver spec.storageCapacity)
         self.tracked = frozenset(name_of(o, namespaced=False)[1] for o in by_kind.get("CSIDriver", ())
@@ -291,10 +295,13 @@ class Volumes:
                        f"from inline to csi: {why}"
         return ""
 
-    def _once_pod_holders(self, pods: Iterable[Obj]) -> dict[str, str]:
-        """ReadWriteOncePod claim -> the one pod that may use it: a pod running with it (the
-        first by name), else the first pending pod by name that asks for it."""
+    def _once_pod_holders(self, pods: Iterable[Obj]
+                          ) -> tuple[dict[str, str], dict[str, list[tuple[str, str]]], dict[str, str]]:
+        """Per ReadWriteOncePod claim: the one pod that may use it (a pod running with it, the
+        first by name, else the first pending pod by name that asks for it); the running pods
+        that use it, with their nodes; and the first pending pod by name that asks for it."""
         users: dict[str, list[tuple[bool, str]]] = {}
+        running: dict[str, list[tuple[str, str]]] = {}
         for obj in pods:
             meta, spec = obj.get("metadata"), obj.get("spec")
             status = obj.get("status")
@@ -307,19 +314,26 @@ class Volumes:
                 claim = self.claims.get(f"{ns}/{ref.get('claimName')}") if type(ref) is dict else None
                 if claim is not None and ONCE_POD in claim.modes:
                     users.setdefault(claim.key, []).append((not spec.get("nodeName"), f"{ns}/{meta.get('name')}"))
-        return {claim: min(found)[1] for claim, found in users.items()}
+                    if spec.get("nodeName"):
+                        running.setdefault(claim.key, []).append((f"{ns}/{meta.get('name')}", str(spec["nodeName"])))
+        first = {claim: min(k for pending, k in found if pending) for claim, found in users.items()
+                 if any(pending for pending, _ in found)}
+        return {claim: min(found)[1] for claim, found in users.items()}, running, first
 
     def demand(self, obj: Obj, namespace: str, name: str) -> Demand:
         """(why no node can host the pod, or ""; where upstream says so, an ``s.VOLUME_*`` stage;
         per claim, node selector terms one of which a node must match, each with the claim's
         number and the reason a node it leaves out is given). A PreFilter's refusal comes before
-        any Filter's, as upstream runs them."""
+        any Filter's, as upstream runs them. And the running pods (key, node) holding a
+        ReadWriteOncePod claim the pod is the first pending pod to ask for, when they are all its
+        volumes refuse: upstream may preempt them (``Pod.once_holders``)."""
         untranslatable = self.untranslatable(obj)
         if untranslatable:
-            return untranslatable, s.VOLUME_ERROR, (), ()
+            return untranslatable, s.VOLUME_ERROR, (), (), ()
         entries: list[tuple[tuple[s.NodeSelectorTerm, ...], int, str]] = []
         local: list[tuple[str, frozenset[str], int]] = []
         refused: list[tuple[str, str]] = []  # (stage, why), in volume order
+        held: list[tuple[str, str]] = []  # running holders of claims whose refusal preemption may lift
         for i, claim_name, ephemeral in _claim_volumes(obj, name):
             claim = self.claims.get(f"{namespace}/{claim_name}")
             if claim is None:
@@ -332,8 +346,10 @@ class Volumes:
                 continue
             holder = self.holders.get(claim.key)
             if not ephemeral and holder is not None and holder != f"{namespace}/{name}":
-                refused.append((s.VOLUME_RESTRICTED, "node(s) unavailable due to PersistentVolumeClaim with "
-                                                     "ReadWriteOncePod access mode already in-use by another pod"))
+                if self.first_askers.get(claim.key) == f"{namespace}/{name}" and claim.key in self.running_holders:
+                    held += self.running_holders[claim.key]  # lifted once they are evicted
+                else:
+                    refused.append((s.VOLUME_RESTRICTED, ONCE_POD_IN_USE))
             stage, why, needs = self._claim_demand(claim)
             if why:
                 refused.append((stage, why))
@@ -346,9 +362,13 @@ class Volumes:
                 entries.append((volume.zones, i, ZONE_CONFLICT))
         if refused:  # the PreFilter's first, else the first Filter's in upstream's order
             order = (s.VOLUME_PREFILTER, s.VOLUME_RESTRICTED, s.VOLUME_BINDING)
-            stage, why = min(refused, key=lambda r: order.index(r[0]))
-            return why, stage, (), ()
-        return "", "", tuple(entries), tuple(sorted(local, key=lambda c: (c[0], sorted(c[1]), c[2])))
+            stage, why = min(refused + [(s.VOLUME_RESTRICTED, ONCE_POD_IN_USE)] * bool(held),
+                             key=lambda r: order.index(r[0]))
+            return why, stage, (), (), ()
+        local_sorted = tuple(sorted(local, key=lambda c: (c[0], sorted(c[1]), c[2])))
+        if held:  # refused only by holders upstream may preempt: on every node, in these words
+            return ONCE_POD_IN_USE, s.VOLUME_RESTRICTED, tuple(entries), local_sorted, tuple(sorted(set(held)))
+        return "", "", tuple(entries), local_sorted, ()
 
     def _serving(self, claim: _Claim) -> list[_Volume]:
         """The volumes that serve ``claim`` anywhere (``_Volume.serves``), found once per claim."""
@@ -421,7 +441,7 @@ class Volumes:
 
 
 Demand = tuple[str, str, tuple[tuple[tuple[s.NodeSelectorTerm, ...], int, str], ...],
-               tuple[tuple[str, frozenset[str], int], ...]]
+               tuple[tuple[str, frozenset[str], int], ...], tuple[tuple[str, str], ...]]
 
 
 def _claim_volumes(obj: Obj, name: str) -> Iterator[tuple[int, str, bool]]:

@@ -96,6 +96,9 @@ class Problem:
     # a gang no domain of its topology key has room for: (the domain with the most room, the
     # pods it takes there, the pods the gang needs), for its reason
     short_domains: Mapping[s.GroupKey, tuple[str, int, int]] = field(default_factory=dict)
+    # class -> the victim units holding a ReadWriteOncePod claim it needs (Pod.once_holders):
+    # it may be placed, on their node only, when every one of them is evicted
+    once_units: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def strict_pdbs(self) -> bool:
@@ -200,8 +203,10 @@ def build_problem(snapshot: s.ClusterSnapshot, *, pdb_policy: PdbPolicy = DEFAUL
     candidates = _all_candidates(snapshot, workloads, classes, units, units_on_node, dra, interpod, vectors,
                                  held_volumes)
     short = _prune_topology(candidates, snapshot, groups, workloads, classes, running_in_group)
+    once = _once_units(classes, units, candidates)
     return Problem(
         short_domains=short,
+        once_units=once,
         snapshot=snapshot,
         nodes=snapshot.nodes,
         groups=groups,
@@ -252,12 +257,35 @@ def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], 
         shared = tuple(dra.shared[i].slots for i in dra.shared_of_class.get(cls.index, ()))
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
                  rep.affinity_terms, rep.tolerations, rep.required_features, rep.volume_block, rep.volume_terms,
-                 rep.csi_volumes, rep.csi_required, rep.local_claims,
+                 rep.once_holders, rep.once_node, rep.csi_volumes, rep.csi_required, rep.local_claims,
                  len(cls.pods), dra.class_slots[cls.index],
                  tuple(dra.pinned.get(cls.index, ())), shared, ip.own_signature(rep), vectors[cls.index])
         if shape not in shapes:
             shapes[shape] = _candidate_nodes(snapshot.nodes, interpod, dra, cls, fixed, unmoved, held_volumes)
         out.append(dict(shapes[shape]))  # a copy: topology pruning edits it per class
+    return out
+
+
+def _once_units(classes: Sequence[PodClass], units: Sequence[VictimUnit],
+                candidates: list[dict[s.NodeName, int]]) -> dict[int, tuple[int, ...]]:
+    """Per class whose ReadWriteOncePod claim running pods hold (``Pod.once_holders``), their
+    victim units; a class that may not preempt each of them (priority, Never, a unit being
+    planned) keeps no candidate node, and one that may keeps one pod on their node: the claim
+    serves one pod (VolumeRestrictions)."""
+    unit_of = {p.key: u.index for u in units for p in u.members}
+    out: dict[int, tuple[int, ...]] = {}
+    for c in classes:
+        holders = c.pods[0].once_holders
+        if not holders:
+            continue
+        found = tuple(sorted({unit_of[h] for h in holders if h in unit_of}))
+        if len(found) < len({unit_of.get(h) for h in holders}) or \
+                not all(may_preempt(c.power, units[u]) for u in found):
+            candidates[c.index].clear()
+            continue
+        for node in candidates[c.index]:
+            candidates[c.index][node] = min(1, candidates[c.index][node])
+        out[c.index] = found
     return out
 
 
@@ -291,6 +319,8 @@ def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod,
         pod.volume_stage,
         pod.volume_terms,
         pod.volume_reasons,
+        pod.once_holders,
+        pod.once_node,
         pod.local_claims,
         pod.csi_volumes,
         pod.csi_required,

@@ -167,6 +167,15 @@ def _spread_counts(view: View, c: read.Spread, owner: s.Pod, also: Iterable[s.Po
     return counts, low, set(eligible)
 
 
+def _needed_for_once(view: View, members: list[s.Pod], prio: int) -> bool:
+    """A new pod that may preempt the unit is bound on the node of a member that uses a
+    ReadWriteOncePod claim it uses: put back, the member would hold the claim again
+    (VolumeRestrictions' dry run lifts the conflict by removing the holder from its node)."""
+    held = {(claim, p.node) for p in members if p.node for claim in view.facts.once_pod.get(p.key, ())}
+    return any((claim, node.name) in held for p in view.new_pods if view.power(p) > prio
+               and (node := _where_now(view, p)) is not None for claim in view.facts.once_pod.get(p.key, ()))
+
+
 def _needed_for_spread(view: View, members: list[s.Pod], prio: int) -> bool:
     """Put back, the victim would push a bound pod's domain past maxSkew, and that pod may
     preempt it (upstream's reprieve keeps only victims whose return passes every filter)."""
@@ -422,7 +431,8 @@ def check_victims_necessary(view: View) -> list[Violation]:
     overflows a resource for the new pods of higher priority there, and one of
     those may preempt it (kube-scheduler evicts only victims it cannot reprieve);
     or putting it back keeps one of its claims' devices held while the plan gives
-    that device to a pod (or PodGroup) that may preempt it."""
+    that device to a pod (or PodGroup) that may preempt it; or a pod that may preempt it is
+    bound on its node and uses a ReadWriteOncePod claim it holds."""
     out = []
     evicted_units = sorted({view.victim_unit(view.pods[s.PodKey(k)]) for k in view.evicted
                             if s.PodKey(k) in view.pods and view.is_running(view.pods[s.PodKey(k)])})
@@ -450,7 +460,7 @@ def check_victims_necessary(view: View) -> list[Violation]:
             if (view.spec(p).anti_affinity or view.spec(p).host_ports or view.spec(p).disks
                 or view.spec(q).anti_affinity)
             and view.power(p) > prio) or \
-            _needed_for_spread(view, members, prio)
+            _needed_for_spread(view, members, prio) or _needed_for_once(view, members, prio)
         if not necessary:
             out.append(Violation(rule="victim-necessary", subject=unit,
                                  detail="could be put back: no higher-priority pod that may preempt it needs its room"))

@@ -140,6 +140,18 @@ def never_retried_case() -> Objs:
             pod_group("nv", 1).priority(200).never_preempt().build(), waiting, *_preemptor()]
 
 
+def read_write_once_case() -> Objs:
+    """A ReadWriteOncePod claim held by a lower-priority running pod on b (issue 50, item 2):
+    VolumeRestrictions refuses the pending pod everywhere; the preemption dry run on b removes
+    the holder, which lifts the conflict there only, so the holder goes and the pod lands on b,
+    though a has room."""
+    from tests.pipeline.test_refusals import _network_volume, _once_pod, _with_claim
+
+    return [node("a").cpu_m(4000).build(), node("b").cpu_m(4000).build(), _network_volume(), _once_pod(),
+            _with_claim(pod("user").on("b").cpu_m(500).priority(1), "data").build(),
+            _with_claim(pod("p").cpu_m(500).priority(100), "data").build()]
+
+
 CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     # case: (objects, evicted pods, bindings)
     "victim rank": (rank_case, {"default/a-plain"}, {"default/pre-0": "b"}),
@@ -152,6 +164,7 @@ CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     "unlabelled pod": (unlabelled_case, {"default/u"}, {"default/pre-0": "b"}),
     "single pod node choice": (single_pod_case, {"default/vb"}, {"default/p": "b"}),
     "never retried": (never_retried_case, {"default/v"}, {"default/pre-0": "b", "default/nv-0": "b"}),
+    "read-write-once preemption": (read_write_once_case, {"default/user"}, {"default/p": "b"}),
 }
 
 
@@ -162,7 +175,7 @@ def test_the_baseline_evicts_and_binds_what_the_real_scheduler_does(name: str) -
     snap = reading.read(docs)
     base = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="soft"))  # upstream deletes its victims
     assert ({e.pod for e in base.evictions}, {b.pod: b.node for b in base.bindings}) == (evicted, bindings)
-    if name == "never retried":  # the model reaches the same end in one joint plan
+    if name in ("never retried", "read-write-once preemption"):  # the model reaches the same end, jointly
         plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
         assert ({e.pod for e in plan.evictions}, {b.pod: b.node for b in plan.bindings}) == (evicted, bindings)
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=120)

@@ -122,6 +122,19 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
     def evicted_expr(u: str):
         return e.get(u, 0)
 
+    # VolumeRestrictions' preemption: a pod whose ReadWriteOncePod claim running pods hold goes
+    # only where they run (its static filter), and only once each is evicted by it
+    for p in pending:
+        for h in p.once_holders:
+            u = unit_of.get(h)
+            for n in snap.nodes:
+                if (p.key, n.name) not in x:
+                    continue
+                if u is None or u not in e or pod_power(p) <= unit_prio[u]:
+                    m.add(x[p.key, n.name] == 0)
+                else:
+                    m.add_implication(x[p.key, n.name], e[u])
+
     # capacity, enforced where a pod requesting r lands
     for n in snap.nodes:
         here = [p for p in pending if (p.key, n.name) in x]
@@ -186,6 +199,8 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
     # necessity of every eviction
     for u, ev in e.items():
         lits = list(dra.need_literals(u, unit_prio[u])) + conflict_lits.get(u, [])
+        lits += [v for (pk, nn), v in x.items() for p in pending if p.key == pk and pod_power(p) > unit_prio[u]
+                 and any(unit_of.get(h) == u for h in p.once_holders)]
         for nn in sorted({p.node for p in members[u]}):
             n = nodes[nn]
             here = [p for p in pending if (p.key, nn) in x]

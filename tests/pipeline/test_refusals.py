@@ -486,6 +486,40 @@ def test_a_read_write_once_pod_claim_serves_one_pod() -> None:
     assert _refused(two, {"p": "n1", "q": "n2"}) == ["volume-restrictions"]
 
 
+@pytest.mark.parametrize("policy", ["strict", "soft"])
+def test_a_read_write_once_pod_claim_is_taken_by_preempting_its_lower_holder_on_its_node(policy: str) -> None:
+    """Issue 50, item 2: a lower-priority running pod holds the claim; upstream's preemption
+    dry run removes it from its node (VolumeRestrictions' RemovePod lifts the conflict there
+    and nowhere else), so the pod goes to that node, the holder evicted: the model, the
+    baseline and the naive model alike. Of two pending pods asking, only the first by name
+    may; a pod that may not preempt the holder (not above it, or Never) stays pending."""
+    from tests.pipeline.naive import naive_tiers
+
+    base = [*NODES, _class("local", "WaitForFirstConsumer"), _network_volume(), _once_pod()]
+    holder = _with_claim(pod("user").on("n2").cpu_m(500).priority(1), "data")
+    objs = [*base, holder, _with_claim(pod("p").cpu_m(500).priority(100), "data"),
+            _with_claim(pod("q").cpu_m(500).priority(100), "data")]
+    snap = snapshot(*objs)
+    for options in (api.PlanOptions(time_limit=10, pdb_policy=policy),
+                    api.PlanOptions(baseline_only=True, pdb_policy=policy)):
+        plan = api.plan(snap, options)
+        assert verify.verify(snap.facts, snap, plan, strict_pdbs=policy == "strict") == []
+        assert ({b.pod: b.node for b in plan.bindings}, [e.pod for e in plan.evictions]) == (
+            {"default/p": "n2"}, ["default/user"])
+    o, want = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy=policy)).objective, \
+        naive_tiers(snap, strict_pdbs=policy == "strict")
+    assert (tuple(sorted(o.satisfied_by_priority.items(), reverse=True)), o.placed_pods, o.pdb_violations,
+            round(o.preemption_cost * 1000), o.evicted_pods) == \
+        (want.satisfied_by_priority, want.placed, want.pdb_violations, want.cost_milli, want.evicted) == \
+        (((100, 1),), 1, 0, 2000, 1)
+    # the holder kept, or the pod elsewhere: refused
+    assert _refused(objs, {"p": "n2"}) == ["volume-restrictions"]
+    assert _refused(objs, {"p": "n1"}) == ["volume-restrictions"]
+    for weaker in (pod("p").cpu_m(500).priority(1), pod("p").cpu_m(500).priority(100).never_preempt()):
+        kept = [*base, holder, _with_claim(weaker, "data")]
+        assert _plans(*kept) == {"model": {}, "baseline": {}}
+
+
 # ---- RuntimeClass admission (plugin/pkg/admission/runtimeclass) --------------------------
 
 

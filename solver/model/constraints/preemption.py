@@ -9,6 +9,10 @@ kube-scheduler's sense (a victim that could be reprieved is not evicted):
                       + Σ_{u' ≠ u on n} use[u', n, r]·(1 − evict[u']) + use[u, n, r] > alloc[n, r]
     need[u, n, r] ⇒ Σ_{c may preempt u} count[c, n] ≥ 1
 
+or a pod placed needs a ReadWriteOncePod claim u holds (``Problem.once_units``): such a pod
+lands only on u's node, and only when u is evicted (count[c, n] > 0 ⇒ evict[u]), as
+upstream's dry run lifts VolumeRestrictions' refusal by removing the holder there.
+
 i.e. on some node, putting u back would overflow a resource for the pods of
 higher priority placed there, one of which is allowed to preempt u. Pods of
 priority ≤ prio(u) do not count: upstream schedules them later, so they can
@@ -46,6 +50,7 @@ def add(problem: Problem, vars: PlacementVars, conflicts: Conflicts | None = Non
                 candidates.add(u)
     for u in sorted(candidates):
         vars.evicts(u)  # every eviction literal exists before any row reads one
+    once_needs = _once(problem, vars)
     nodes = {n.name: n for n in problem.nodes}
     for u in sorted(candidates):
         if not _may_host_ineligible(problem, u, on_node) and not _devices_to_ineligible(problem, u, by_type) \
@@ -55,11 +60,33 @@ def add(problem: Problem, vars: PlacementVars, conflicts: Conflicts | None = Non
                  for lit in _need_literals(problem, vars, u, nodes[node], on_node.get(node, []))]
         needs += _device_need_literals(problem, vars, u, by_type)
         needs += conflicts.needs.get(u, [])
+        needs += once_needs.get(u, [])
         evict = vars.evicts(u)
         if needs:
             vars.model.add_bool_or(needs).only_enforce_if(evict)
         else:
             vars.model.add(evict == 0)
+
+
+def _once(problem: Problem, vars: PlacementVars) -> dict[int, list[cp_model.IntVar]]:
+    """A class needing a ReadWriteOncePod claim running units hold is placed only once they
+    are all evicted; per unit, the literal that some such class is placed (its need)."""
+    users: dict[int, list[cp_model.LinearExprT]] = {}
+    for c, units in sorted(problem.once_units.items()):
+        for node in sorted(problem.candidates[c]):
+            count = vars.count_on(c, node)
+            for u in units:
+                if vars.has_evict(u):
+                    vars.model.add(count == 0).only_enforce_if(vars.evicts(u).Not())
+                    users.setdefault(u, []).append(count)
+                else:
+                    vars.model.add(count == 0)
+    out: dict[int, list[cp_model.IntVar]] = {}
+    for u, counts in users.items():
+        need = vars.model.new_bool_var(f"need_once[{problem.units[u].key}]")
+        vars.model.add(cp_model.LinearExpr.sum(counts) >= 1).only_enforce_if(need)
+        out[u] = [need]
+    return out
 
 
 def _device_takers(problem: Problem, vars: PlacementVars) -> dict[int, list[tuple[PodClass, cp_model.IntVar]]]:
