@@ -5,6 +5,7 @@ node order upstream walks (``node_tree_order``). Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
@@ -187,8 +188,12 @@ class State:
             return 0  # a ReadWriteOncePod claim it needs is held by a pod still there
         if most and cls.pods[0].csi_volumes and not self.volumes_fit(cls, node):
             return 0
+        if most and cls.pods[0].shared_local and not self._shared_fits(cls, node):
+            return 0
         if most and cls.pods[0].local_claims:  # a node-local volume for each claim (localpv.py)
             beside = [(self.problem.classes[c].pods[0], n) for c, n in self.placed.get(node, {}).items()]
+            if bound := self._shared_on(node):  # claims shared and bound there take a volume each
+                beside.append((dataclasses.replace(cls.pods[0], local_claims=tuple(bound), shared_local=()), 1))
             most = min(most, localpv.room(self.nodes[node], cls.pods[0], beside) or 0)
         if most and self.problem.dra.reserve_caps:
             most = min(most, self.reserve_room(cls))
@@ -197,6 +202,31 @@ class State:
         if most and self.rules.active:
             most = self.rules.room(cls, node, most)
         return most
+
+    def _shared_on(self, node: s.NodeName) -> list[tuple[str, frozenset[str], int]]:
+        """The claims pending pods share bound on ``node`` by a pod placed there, once each."""
+        seen: dict[str, tuple[str, frozenset[str], int]] = {}
+        for c, n in self.placed.get(node, {}).items():
+            if n > 0:
+                for key, cls_name, modes, size in self.problem.classes[c].pods[0].shared_local:
+                    seen[key] = (cls_name, modes, size)
+        return [seen[k] for k in sorted(seen)]
+
+    def _shared_fits(self, cls: PodClass, node: s.NodeName) -> bool:
+        """Pods of ``cls`` may go to ``node`` as far as the claims they share go: a claim
+        bound elsewhere by a pod placed there keeps them there; one not bound yet needs a
+        volume of the node's own beside the claims already taking one (localpv.shared_room)."""
+        mine = {key for key, *_ in cls.pods[0].shared_local}
+        for other, placed in self.placed.items():
+            if other != node and any(n > 0 and mine & {k for k, *_ in self.problem.classes[c].pods[0].shared_local}
+                                     for c, n in placed.items()):
+                return False
+        taken = [(cls_name, modes, size) for c, n in self.placed.get(node, {}).items()
+                 for cls_name, modes, size in self.problem.classes[c].pods[0].local_claims for _ in range(n)]
+        taken += [(cls_name, modes, size) for key, cls_name, modes, size in
+                  {e for c, n in self.placed.get(node, {}).items() if n > 0
+                   for e in self.problem.classes[c].pods[0].shared_local} if key not in mine]
+        return localpv.shared_room(self.nodes[node], cls.pods[0], taken)
 
     def reserve_room(self, cls: PodClass) -> int:
         """How many more pods of ``cls`` the reservedFor of the claims it names takes

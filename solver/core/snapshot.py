@@ -221,6 +221,10 @@ class Pod:
     once_node: NodeName | None = None
     # its claims only node-local volumes serve: (storage class, access modes, size) each (localpv.py)
     local_claims: tuple[tuple[str, frozenset[str], int], ...] = ()
+    # such claims other pending pods name too: (claim, storage class, access modes, size) each.
+    # The claim binds once, to one volume of one node: every pod naming it goes to that node,
+    # and it takes one volume there, not one per pod (localpv.py)
+    shared_local: tuple[tuple[str, str, frozenset[str], int], ...] = ()
     # its CSI volumes a node attaches (NodeVolumeLimits), as (driver, unique name), sorted; and
     # the drivers among them whose CSIDriver bars a node whose CSINode lacks them
     csi_volumes: tuple[tuple[str, str], ...] = ()

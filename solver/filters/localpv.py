@@ -9,7 +9,9 @@ A claim needs a volume of its storage class, with its access modes and at least 
 node and pool (class, access modes), for every size t a claim of the pool asks, the pool's
 claims of at least t placed there are at most its volumes of at least t (Hall's condition,
 exact when sizes nest, as they do within a pool). A volume that serves two pools' modes is
-counted in each (lenient when one class's claims ask different modes). Pure: no I/O."""
+counted in each (lenient when one class's claims ask different modes). A claim several pending
+pods name binds once: it takes one volume, on the node all of them go to (``Pod.shared_local``,
+``shared_room``; the model's ``constraints/volumes._shared_claims``). Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -37,6 +39,20 @@ def need(pod: s.Pod, pool: Pool, size: int) -> int:
 def have(node: s.Node, pool: Pool, size: int) -> int:
     """The node's available volumes of ``pool``'s class, with its modes, of at least ``size``."""
     return sum(1 for got, modes in node.local_volumes.get(pool[0], ()) if got >= size and pool[1] <= modes)
+
+
+def shared_room(node: s.Node, pod: s.Pod, taken: Iterable[tuple[str, frozenset[str], int]] = ()) -> bool:
+    """Whether the node has a volume for each claim ``pod`` shares with other pending pods
+    (``Pod.shared_local``), beside the claims ``taken`` there already (pool, modes, size each):
+    every size asked counts, as in ``room``."""
+    asks = [(cls, modes, size) for _, cls, modes, size in pod.shared_local]
+    every = [*asks, *taken]
+    for pool in {(cls, modes) for cls, modes, _ in asks}:
+        for size in {want for cls, modes, want in every if (cls, modes) == pool}:
+            used = sum(1 for cls, modes, want in every if (cls, modes) == pool and want >= size)
+            if used > have(node, pool, size):
+                return False
+    return True
 
 
 def room(node: s.Node, pod: s.Pod, placed: Iterable[tuple[s.Pod, int]] = ()) -> int | None:

@@ -222,12 +222,13 @@ def read_objects(objects: Iterable[Any]) -> tuple[s.ClusterSnapshot, list[Obj]]:
                             "the running pod counts as a pod outside any group")
             pod = dataclasses.replace(pod, group=None)
         if pod.node is None and isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
-            block, stage, entries, local, held = volumes.demand(obj, pod.namespace, pod.name)
+            block, stage, entries, local, held, shared = volumes.demand(obj, pod.namespace, pod.name)
             where = {node for _, node in held}
             pod = dataclasses.replace(pod, volume_block=block, volume_stage=stage,
                                       volume_terms=tuple(terms for terms, _, _ in entries),
                                       volume_reasons=tuple((claim, why) for _, claim, why in entries),
-                                      local_claims=local, once_holders=tuple(s.PodKey(k) for k, _ in held),
+                                      local_claims=local, shared_local=shared,
+                                      once_holders=tuple(s.PodKey(k) for k, _ in held),
                                       once_node=s.NodeName(where.pop()) if len(where) == 1 else None)
         if isinstance(obj.get("spec"), Mapping) and obj["spec"].get("volumes"):
             csi, required = volumes.attachable(obj, pod.namespace, pod.name)

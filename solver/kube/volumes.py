@@ -198,6 +198,7 @@ class Volumes:
         self.volumes = {v.name: v for v in (_volume(o) for o in by_kind.get("PersistentVolume", ()))}
         self.classes = {c.name: c for c in (_class(o) for o in by_kind.get("StorageClass", ()))}
         self.holders, self.running_holders, self.first_askers = self._once_pod_holders(by_kind.get("Pod", ()))
+        self.pending_users = _pending_users(by_kind.get("Pod", ()))
         self.required = frozenset(d for d in (_driver(o) for o in by_kind.get("CSIDriver", ())) if d)
         # drivers that opt into storage capacity tracking (CSIDriver spec.storageCapacity)
         self.tracked = frozenset(name_of(o, namespaced=False)[1] for o in by_kind.get("CSIDriver", ())
@@ -329,9 +330,10 @@ class Volumes:
         volumes refuse: upstream may preempt them (``Pod.once_holders``)."""
         untranslatable = self.untranslatable(obj)
         if untranslatable:
-            return untranslatable, s.VOLUME_ERROR, (), (), ()
+            return untranslatable, s.VOLUME_ERROR, (), (), (), ()
         entries: list[tuple[tuple[s.NodeSelectorTerm, ...], int, str]] = []
         local: list[tuple[str, frozenset[str], int]] = []
+        shared: list[tuple[str, str, frozenset[str], int]] = []
         refused: list[tuple[str, str]] = []  # (stage, why), in volume order
         held: list[tuple[str, str]] = []  # running holders of claims whose refusal preemption may lift
         for i, claim_name, ephemeral in _claim_volumes(obj, name):
@@ -356,7 +358,11 @@ class Volumes:
                 continue
             entries += [(terms, i, reason) for terms, reason in needs]
             if self._only_local(claim):
-                local.append((_pool(claim.class_name, claim.mode, claim.vac), claim.modes, claim.size))
+                pool = _pool(claim.class_name, claim.mode, claim.vac)
+                if not ephemeral and self.pending_users.get(claim.key, 0) > 1:
+                    shared.append((claim.key, pool, claim.modes, claim.size))
+                else:
+                    local.append((pool, claim.modes, claim.size))
             volume = self.volumes.get(claim.volume) if claim.volume and not ephemeral else None
             if volume is not None and volume.zones:
                 entries.append((volume.zones, i, ZONE_CONFLICT))
@@ -364,11 +370,13 @@ class Volumes:
             order = (s.VOLUME_PREFILTER, s.VOLUME_RESTRICTED, s.VOLUME_BINDING)
             stage, why = min(refused + [(s.VOLUME_RESTRICTED, ONCE_POD_IN_USE)] * bool(held),
                              key=lambda r: order.index(r[0]))
-            return why, stage, (), (), ()
+            return why, stage, (), (), (), ()
         local_sorted = tuple(sorted(local, key=lambda c: (c[0], sorted(c[1]), c[2])))
+        shared_sorted = tuple(sorted(set(shared), key=lambda c: c[0]))
         if held:  # refused only by holders upstream may preempt: on every node, in these words
-            return ONCE_POD_IN_USE, s.VOLUME_RESTRICTED, tuple(entries), local_sorted, tuple(sorted(set(held)))
-        return "", "", tuple(entries), local_sorted, ()
+            return (ONCE_POD_IN_USE, s.VOLUME_RESTRICTED, tuple(entries), local_sorted, tuple(sorted(set(held))),
+                    shared_sorted)
+        return "", "", tuple(entries), local_sorted, (), shared_sorted
 
     def _serving(self, claim: _Claim) -> list[_Volume]:
         """The volumes that serve ``claim`` anywhere (``_Volume.serves``), found once per claim."""
@@ -441,7 +449,24 @@ class Volumes:
 
 
 Demand = tuple[str, str, tuple[tuple[tuple[s.NodeSelectorTerm, ...], int, str], ...],
-               tuple[tuple[str, frozenset[str], int], ...], tuple[tuple[str, str], ...]]
+               tuple[tuple[str, frozenset[str], int], ...], tuple[tuple[str, str], ...],
+               tuple[tuple[str, str, frozenset[str], int], ...]]
+
+
+def _pending_users(pods: Iterable[Obj]) -> dict[str, int]:
+    """Per claim, the pending pods naming it in a persistentVolumeClaim volume."""
+    out: dict[str, int] = {}
+    for obj in pods:
+        meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+        if type(meta) is not dict or type(spec) is not dict or spec.get("nodeName") \
+                or type(spec.get("volumes")) is not list \
+                or (type(status) is dict and status.get("phase") in ("Succeeded", "Failed")):
+            continue
+        ns = meta.get("namespace") or "default"
+        for claim in {f"{ns}/{v['persistentVolumeClaim'].get('claimName')}" for v in spec["volumes"]
+                      if type(v) is dict and type(v.get("persistentVolumeClaim")) is dict}:
+            out[claim] = out.get(claim, 0) + 1
+    return out
 
 
 def _claim_volumes(obj: Obj, name: str) -> Iterator[tuple[int, str, bool]]:

@@ -258,6 +258,7 @@ def _all_candidates(snapshot: s.ClusterSnapshot, workloads: Sequence[Workload], 
         shape = (tuple(sorted(cls.requests.items())), tuple(sorted(rep.node_selector.items())),
                  rep.affinity_terms, rep.tolerations, rep.required_features, rep.volume_block, rep.volume_terms,
                  rep.once_holders, rep.once_node, rep.csi_volumes, rep.csi_required, rep.local_claims,
+                 rep.shared_local,
                  len(cls.pods), dra.class_slots[cls.index],
                  tuple(dra.pinned.get(cls.index, ())), shared, ip.own_signature(rep), vectors[cls.index])
         if shape not in shapes:
@@ -322,6 +323,7 @@ def class_shape(pod: s.Pod, dra_state: s.DraState, interpod: ip.InterPod,
         pod.once_holders,
         pod.once_node,
         pod.local_claims,
+        pod.shared_local,
         pod.csi_volumes,
         pod.csi_required,
     )
@@ -641,6 +643,8 @@ def _candidate_nodes(
         most = 1 if selectors.pods_clash(rep, rep) else len(cls.pods)  # one pod per host port (or disk) and node
         if rep.local_claims:  # a volume of the node's own for each claim (localpv.py)
             most = min(most, localpv.room(node, rep) or 0)
+        if rep.shared_local and not localpv.shared_room(node, rep):
+            continue  # a claim it shares finds no volume of the node's own
         for res, amount in cls.requests.items():
             free = node.allocatable.get(res, 0) - fixed[node.name].get(res, 0)
             most = min(most, max(0, free) // amount)

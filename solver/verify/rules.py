@@ -234,33 +234,45 @@ def check_static_volumes(view: View) -> list[Violation]:
     """VolumeBinding (findMatchingVolumes, with each binding assumed as pods are scheduled):
     the bound pods' claims that only an available volume serves each get a volume of their own:
     of their class, access modes and size, not claimed by another claim, matching by node
-    affinity the node the pod is bound to (a bipartite matching over every such claim)."""
-    asks = [(p, c) for p in view.new_pods for c in view.facts.static_claims.get(p.key, ())]
+    affinity the node of every bound pod naming the claim (a claim binds once: two pods sharing
+    it share its volume); a bipartite matching over every such claim."""
+    users: dict[str, list[s.Pod]] = defaultdict(list)
+    claims: dict[str, read.StaticClaim] = {}
+    for p in view.new_pods:
+        for c in view.facts.static_claims.get(p.key, ()):
+            users[c.key].append(p)
+            claims[c.key] = c
+    asks = sorted(claims)
     if not asks:
         return []
     volumes = view.facts.static_volumes
     nodes = view.facts.nodes
 
-    def serves(v: read.StaticVolume, pod: s.Pod, c: read.StaticClaim) -> bool:
-        node = nodes.get(view.bound[pod.key])
-        return node is not None and read.volume_takes(v.obj, c.obj, v.room, c.want) and (
-            not v.terms or any(read.term_holds(t, node) for t in v.terms))
+    def serves(v: read.StaticVolume, c: read.StaticClaim) -> bool:
+        where = [nodes.get(view.bound[p.key]) for p in users[c.key]]
+        return all(node is not None for node in where) and read.volume_takes(v.obj, c.obj, v.room, c.want) and (
+            not v.terms or all(any(read.term_holds(t, node) for t in v.terms) for node in where if node))
 
     owner: dict[str, int] = {}  # volume -> the ask holding it
 
     def assign(i: int, seen: set[str]) -> bool:  # an augmenting path from ask i
-        pod, c = asks[i]
+        c = claims[asks[i]]
         for v in volumes:
-            if v.name not in seen and serves(v, pod, c):
+            if v.name not in seen and serves(v, c):
                 seen.add(v.name)
                 if v.name not in owner or assign(owner[v.name], seen):
                     owner[v.name] = i
                     return True
         return False
 
-    return [Violation(rule="binding", subject=pod.key, detail=f"claim {c.key} finds no available volume of its own "
-                                                              f"on {view.bound[pod.key]}")
-            for i, (pod, c) in enumerate(asks) if not assign(i, set())]
+    out = []
+    for i, key in enumerate(asks):
+        if not assign(i, set()):
+            on = sorted({view.bound[p.key] for p in users[key]})
+            out += [Violation(rule="binding", subject=p.key,
+                              detail=f"claim {key} finds no available volume of its own on {', '.join(on)}")
+                    for p in users[key]]
+    return out
 
 
 def check_volume_limits(view: View) -> list[Violation]:

@@ -152,6 +152,17 @@ def read_write_once_case() -> Objs:
             _with_claim(pod("p").cpu_m(500).priority(100), "data").build()]
 
 
+def shared_claim_case() -> Objs:
+    """A WaitForFirstConsumer claim two pending pods name, only node-local volumes serving it
+    (one on a, one on b; issue 50, item 1): the first pod binds it to b's volume (b is emptier),
+    and the second can only go where that volume is, b."""
+    from tests.pipeline.test_refusals import _class, _pv, _pvc, _with_claim
+
+    return [node("a").cpu_m(1000).build(), node("b").cpu_m(4000).build(), _class("local", "WaitForFirstConsumer"),
+            _pv("pv-a", "a"), _pv("pv-b", "b"), _pvc("data"),
+            *(_with_claim(pod(f"reader-{x}").cpu_m(1000), "data").build() for x in "ab")]
+
+
 CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     # case: (objects, evicted pods, bindings)
     "victim rank": (rank_case, {"default/a-plain"}, {"default/pre-0": "b"}),
@@ -165,6 +176,7 @@ CASES: dict[str, tuple[Callable[[], Objs], set[str], dict[str, str]]] = {
     "single pod node choice": (single_pod_case, {"default/vb"}, {"default/p": "b"}),
     "never retried": (never_retried_case, {"default/v"}, {"default/pre-0": "b", "default/nv-0": "b"}),
     "read-write-once preemption": (read_write_once_case, {"default/user"}, {"default/p": "b"}),
+    "shared claim": (shared_claim_case, set(), {"default/reader-a": "b", "default/reader-b": "b"}),
 }
 
 
@@ -175,7 +187,7 @@ def test_the_baseline_evicts_and_binds_what_the_real_scheduler_does(name: str) -
     snap = reading.read(docs)
     base = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="soft"))  # upstream deletes its victims
     assert ({e.pod for e in base.evictions}, {b.pod: b.node for b in base.bindings}) == (evicted, bindings)
-    if name in ("never retried", "read-write-once preemption"):  # the model reaches the same end, jointly
+    if name in ("never retried", "read-write-once preemption", "shared claim"):  # the model, jointly
         plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
         assert ({e.pod for e in plan.evictions}, {b.pod: b.node for b in plan.bindings}) == (evicted, bindings)
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=120)

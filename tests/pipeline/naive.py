@@ -174,24 +174,45 @@ def naive_tiers(snap: s.ClusterSnapshot, *, strict_pdbs: bool = False, group_pol
                 m.add(sum(used) <= max(0, left))
 
     # VolumeBinding's static local volumes: each claim of a pod placed on n takes a volume of n
-    # of its own (the claim's pool, access modes within the volume's, room), no volume twice
+    # of its own (the claim's pool, access modes within the volume's, room), no volume twice; a
+    # claim pods share takes one volume, of one node, and every pod naming it is on that node
+    shared: dict[str, list[s.Pod]] = defaultdict(list)
+    shared_ask: dict[str, tuple[str, frozenset[str], int]] = {}
+    for p in pending:
+        for key, pool, modes, size in p.shared_local:
+            shared[key].append(p)
+            shared_ask[key] = (pool, modes, size)
+    shared_takes: dict[str, list] = defaultdict(list)  # claim -> its (node, volume) takes
     for n in snap.nodes:
         volumes = [(pool, i, size, modes) for pool, held_here in n.local_volumes.items()
                    for i, (size, modes) in enumerate(held_here)]
         takers: dict[tuple[str, int], list] = defaultdict(list)
+
+        def takes(pool: str, modes: frozenset[str], size: int, volumes: list = volumes,
+                  takers: dict = takers) -> list:
+            """A literal per volume of n a claim of (pool, modes, size) may take."""
+            out = []
+            for vpool, i, vsize, vmodes in volumes:
+                if vpool == pool and vsize >= size and modes <= vmodes:
+                    out.append(m.new_bool_var(""))
+                    takers[vpool, i].append(out[-1])
+            return out
+
+        for key, users in sorted(shared.items()):
+            here = takes(*shared_ask[key])
+            shared_takes[key].append(here)
+            for p in users:
+                if (p.key, n.name) in x:
+                    m.add(x[p.key, n.name] <= sum(here))
         for p in pending:
             if (p.key, n.name) not in x:
                 continue
             for pool, modes, size in p.local_claims:
-                options = []
-                for vpool, i, vsize, vmodes in volumes:
-                    if vpool == pool and vsize >= size and modes <= vmodes:
-                        take = m.new_bool_var("")
-                        takers[vpool, i].append(take)
-                        options.append(take)
-                m.add(sum(options) == x[p.key, n.name])
+                m.add(sum(takes(pool, modes, size)) == x[p.key, n.name])
         for takes in takers.values():
             m.add(sum(takes) <= 1)
+    for per_node in shared_takes.values():
+        m.add(sum(t for here in per_node for t in here) <= 1)
 
     dra = _Dra(m, snap, pending, running, x, e, unit_of, pod_power, dra_preemption)
     conflict_lits = _inter_pod(m, snap, pending, running, x, e, unit_of, unit_prio, pod_power)

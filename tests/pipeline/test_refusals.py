@@ -486,6 +486,41 @@ def test_a_read_write_once_pod_claim_serves_one_pod() -> None:
     assert _refused(two, {"p": "n1", "q": "n2"}) == ["volume-restrictions"]
 
 
+def test_a_wait_for_first_consumer_claim_two_pods_share_binds_once_and_keeps_them_together() -> None:
+    """Issue 50, item 1: two pending pods name one claim that only node-local volumes serve
+    (one on a, one on b). Upstream binds the claim with the first pod, to that node's volume,
+    and the second can only go where the volume is. Both go to b, where both fit, taking one
+    volume; the model, the baseline and the naive model alike; a plan that splits them, or
+    that has a third pod take b's other claim's volume twice, is refused."""
+    from tests.pipeline.naive import naive_tiers
+
+    base = [node("a").cpu_m(1000), node("b").cpu_m(4000), _class("local", "WaitForFirstConsumer"),
+            _pv("pv-a", "a"), _pv("pv-b", "b"), _pvc("data")]
+    readers = [_with_claim(pod(f"reader-{x}").cpu_m(1000), "data") for x in "ab"]
+    objs = [*base, *readers]
+    assert _plans(*objs) == {"model": {"reader-a": "b", "reader-b": "b"}, "baseline": {"reader-a": "b", "reader-b": "b"}}
+    snap = snapshot(*objs)
+    assert naive_tiers(snap, strict_pdbs=True).placed == 2
+    assert _refused(objs, {"reader-a": "a", "reader-b": "b"}) == ["binding"]
+    assert _refused(objs, {"reader-a": "b", "reader-b": "b"}) == []
+    # b holds one volume: a pod of another claim of the class and the pair cannot both be there
+    other = _with_claim(pod("solo").cpu_m(1000), "other")
+    crowded = [*base, _pvc("other"), *readers, other]
+    assert _refused(crowded, {"reader-a": "b", "reader-b": "b", "solo": "b"}) == ["binding"]
+    plans = _plans(*crowded)
+    for placed in plans.values():  # three pods, two volumes on two nodes, a's room for one pod
+        assert sorted(placed.items()) in ([("reader-a", "b"), ("reader-b", "b"), ("solo", "a")],)
+    assert naive_tiers(snapshot(*crowded), strict_pdbs=True).placed == 3
+    # one volume, room for both: both (per pod, the second found no volume); two nodes of room
+    # for one pod each: one (split, each took a volume of its own)
+    one = [node("b").cpu_m(4000), _class("local", "WaitForFirstConsumer"), _pv("pv-b", "b"), _pvc("data"), *readers]
+    small = [node("a").cpu_m(1000), node("b").cpu_m(1000), *base[2:], *readers]
+    for case, placed in ((one, 2), (small, 1)):
+        plans = _plans(*case)
+        assert [len(p) for p in plans.values()] == [placed, placed] and len(set(plans["model"].values())) == 1
+        assert naive_tiers(snapshot(*case), strict_pdbs=True).placed == placed
+
+
 @pytest.mark.parametrize("policy", ["strict", "soft"])
 def test_a_read_write_once_pod_claim_is_taken_by_preempting_its_lower_holder_on_its_node(policy: str) -> None:
     """Issue 50, item 2: a lower-priority running pod holds the claim; upstream's preemption

@@ -20,6 +20,8 @@ is not evicted (attach.py):
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from ortools.sat.python import cp_model
 
 from solver.core import snapshot as s
@@ -85,20 +87,51 @@ def _keep_free(problem: Problem, vars: PlacementVars, node: s.Node, classes: lis
                 vars.model.add(vars.count_on(cls.index, node.name) <= problem.candidates[cls.index][node.name] * held)
 
 
+def _shared_claims(problem: Problem, vars: PlacementVars
+                   ) -> dict[s.NodeName, list[tuple[tuple[str, frozenset[str]], int, cp_model.IntVar]]]:
+    """A claim pending pods share that only node-local volumes serve (``Pod.shared_local``)
+    binds once, to one volume of one node: bound[X, n] for at most one node n, every pod naming
+    X placed only there. Per node, the claims that may take a volume there: (pool, size, bound)."""
+    users: dict[str, list[int]] = defaultdict(list)
+    asked: dict[str, tuple[tuple[str, frozenset[str]], int]] = {}
+    for cls in problem.classes:
+        for key, cls_name, modes, size in cls.pods[0].shared_local:
+            users[key].append(cls.index)
+            asked[key] = ((cls_name, modes), size)
+    out: dict[s.NodeName, list[tuple[tuple[str, frozenset[str]], int, cp_model.IntVar]]] = defaultdict(list)
+    for key, classes in sorted(users.items()):
+        nodes = sorted({n for c in classes for n in vars.nodes_of(c)})
+        bound = {n: vars.model.new_bool_var(f"bound[{key},{n}]") for n in nodes}
+        vars.model.add_at_most_one(bound.values())
+        for c in classes:
+            for n, count in vars.nodes_of(c).items():
+                vars.model.add(count <= problem.candidates[c][n] * bound[n])
+        for n in nodes:
+            out[n].append((*asked[key], bound[n]))
+    return out
+
+
 def _local_volumes(problem: Problem, vars: PlacementVars) -> None:
     """VolumeBinding's static local volumes (localpv.py): per node, pool and size t asked, the
-    pool's claims of at least t placed there are at most the node's volumes of at least t."""
-    if not any(c.pods[0].local_claims for c in problem.classes):
+    pool's claims of at least t placed there are at most the node's volumes of at least t; a
+    claim pods share counts once, where it binds (``_shared_claims``)."""
+    if not any(c.pods[0].local_claims or c.pods[0].shared_local for c in problem.classes):
         return
+    shared = _shared_claims(problem, vars)
     nodes = {n.name: n for n in problem.nodes}
     for name, classes in sorted(vars.classes_by_node().items()):
         mine = [c for c in classes if c.pods[0].local_claims]
-        pools = localpv.pools(c.pods[0] for c in mine)
+        pools: dict[tuple[str, frozenset[str]], set[int]] = {p: set(sizes) for p, sizes in
+                                                            localpv.pools(c.pods[0] for c in mine).items()}
+        for pool, size, _ in shared.get(name, ()):
+            pools.setdefault(pool, set()).add(size)
         for pool in sorted(pools, key=lambda p: (p[0], sorted(p[1]))):
-            for size in pools[pool]:
+            for size in sorted(pools[pool]):
                 asks = [(c, k) for c in mine if (k := localpv.need(c.pods[0], pool, size))]
+                binds = [b for p, want, b in shared.get(name, ()) if p == pool and want >= size]
                 supply = localpv.have(nodes[name], pool, size)
-                if sum(k * problem.candidates[c.index][name] for c, k in asks) <= supply:
+                if sum(k * problem.candidates[c.index][name] for c, k in asks) + len(binds) <= supply:
                     continue  # every pod that may go there has its volume
-                vars.model.add(cp_model.LinearExpr.weighted_sum([vars.count_on(c.index, name) for c, _ in asks],
-                                                                [k for _, k in asks]) <= supply)
+                vars.model.add(cp_model.LinearExpr.weighted_sum(
+                    [vars.count_on(c.index, name) for c, _ in asks] + binds,
+                    [k for _, k in asks] + [1] * len(binds)) <= supply)
