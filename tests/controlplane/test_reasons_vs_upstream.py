@@ -35,3 +35,26 @@ def test_a_pod_left_out_by_the_others_is_told_what_the_real_scheduler_tells_it()
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
     assert len(outcome.bindings) == 2
     assert list(outcome.reasons.values()) == [test_pooled.LEFT_OUT]
+
+
+def test_a_pod_sharing_a_claim_bound_elsewhere_is_told_what_the_real_scheduler_tells_it() -> None:
+    """Two pods name one WaitForFirstConsumer claim, a node-local volume on each of two nodes
+    of room for one pod (issue 50, item 1): the claim binds with the first pod placed, and the
+    other is told its node is full and the other node misses the volume's node affinity."""
+    from tests.builders import node, pod
+    from tests.pipeline.test_refusals import _class, _pv, _pvc, _with_claim
+
+    docs = admitted([node("a").cpu_m(1000).build(), node("b").cpu_m(1000).build(),
+                     _class("local", "WaitForFirstConsumer"), _pv("pv-a", "a"), _pv("pv-b", "b"), _pvc("data"),
+                     *(_with_claim(pod(f"reader-{x}").cpu_m(1000), "data").build() for x in "ab")])
+    want = ("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match PersistentVolume's node affinity. "
+            "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is "
+            "not helpful for scheduling.")
+    snap = reading.read(docs)
+    for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
+        plan = api.plan(snap, options)
+        assert len(plan.bindings) == 1
+        assert [w.reason for w in plan.workloads if not w.satisfied] == [want]
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
+    assert len(outcome.bindings) == 1
+    assert list(outcome.reasons.values()) == [want]
