@@ -453,6 +453,10 @@ def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions
     relaxation that lets it in, proven so when the soft plan's PDB tier is proven. Each plan
     has the options' time limit and is verified."""
     alone = replace(options, workload=workload, on_solution=None)
+    group = snapshot.group_by_key().get(s.GroupKey(workload))
+    members = [p for p in snapshot.pods if group is not None and p.group == group.key]
+    if group is not None and group.parent is None and members and all(p.node is not None for p in members):
+        return _running(group, len(members))  # a gang that runs whole
     verdict = plan(snapshot, alone).workloads[0]
     soft, evicted, needs = _soft(snapshot, workload, alone)
     # proven when the soft plan's tiers 1-3 (satisfied, placed, PDB violations) equal their bounds
@@ -460,7 +464,6 @@ def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions
     found = Explanation(workload=workload, satisfied=verdict.satisfied, satisfied_soft=soft.workloads[0].satisfied,
                         budgets=needs, evictions=tuple(sorted(evicted)), proven=proven,
                         reason=without_taking(verdict))
-    group = snapshot.group_by_key().get(s.GroupKey(workload))
     if group is None or group.kind != s.POD_GROUP or group.min_count is None or group.min_count < 2:
         return found
     largest, larger, omitted = _largest_min_count(snapshot, group, verdict.satisfied, alone)
@@ -469,6 +472,19 @@ def explain(snapshot: Reading, workload: str, options: PlanOptions = PlanOptions
 
 
 MAX_SIZES = 8  # elastic sizes above the largest that fits planned one by one (each two plans)
+
+
+def _running(group: s.Group, running: int) -> Explanation:
+    """A root group every pod of which runs: nothing to place, so nothing to take; as an
+    elastic gang, the largest minCount it meets now is the pods it runs, and a larger one
+    needs pods it does not have."""
+    elastic = group.kind == s.POD_GROUP and group.min_count is not None and group.min_count >= 2
+    return Explanation(
+        workload=str(group.key), satisfied=running >= (group.min_count or 1), satisfied_soft=True, budgets=(),
+        evictions=(), proven=True,
+        reason=f"every pod of it runs ({running}): a larger gang needs more pods; create them pending to ask "
+               "what placing them would take",
+        min_count=group.min_count if elastic else None, largest_min_count=running if elastic else None)
 
 
 def _soft(snapshot: Reading, workload: str, alone: PlanOptions) -> tuple[Plan, set[str], tuple[BudgetNeed, ...]]:
@@ -498,10 +514,10 @@ def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
     would take): the MAX_SIZES nearest ones the group has pods for, and its own minCount. And
     how many sizes in between were left out."""
     top = group.min_count or 1
-    if satisfied:
-        return top, (), 0
     pods = sum(1 for p in snapshot.pods if p.group == group.key)  # running and pending: no size above fits
-    low, high = 0, min(top - 1, pods)  # low fits (0: trivially), top does not
+    # placed: from its own minCount up to every pod it has (a gang a controller shrank may grow
+    # back); not: below its own
+    low, high = (top, pods) if satisfied else (0, min(top - 1, pods))  # low fits (0: trivially)
     while low < high:
         mid = (low + high + 1) // 2
         if plan(_sized(snapshot, group, mid), alone).workloads[0].satisfied:
@@ -509,8 +525,8 @@ def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
         else:
             high = mid - 1
     larger = []
-    listed = range(low + 1, min(top - 1, pods, low + MAX_SIZES) + 1)
-    for k in (*listed, top):  # the nearest sizes above, then the gang's own
+    listed = range(low + 1, min(max(top - 1, pods) if satisfied else top - 1, pods, low + MAX_SIZES) + 1)
+    for k in (*listed, *([top] if top > low else [])):  # the nearest sizes above, then the gang's own
         sized = _sized(snapshot, group, k)
         own = plan(sized, alone).workloads[0]
         soft, evicted, needs = _soft(sized, str(group.key), alone)
@@ -518,4 +534,5 @@ def _largest_min_count(snapshot: Reading, group: s.Group, satisfied: bool,
         larger.append(Size(min_count=k, satisfied=own.satisfied, proven=own.proven, reason=without_taking(own),
                            budgets=needs if fits_soft else (), evictions=len(evicted) if fits_soft else 0))
     # a time limit may cut a search plan short of a size a later plan places: the largest placed wins
-    return max([low, *(z.min_count for z in larger if z.satisfied)]), tuple(larger), top - low - len(larger)
+    omitted = max(0, (pods if satisfied else top) - low - len(larger))
+    return max([low, *(z.min_count for z in larger if z.satisfied)]), tuple(larger), omitted

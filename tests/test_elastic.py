@@ -106,3 +106,26 @@ def test_explain_over_grpc_answers_what_the_process_answers(policy: str, tmp_pat
         assert json.loads(capsys.readouterr().out) == local.to_dict()
     finally:
         running.stop(5)
+
+
+def test_a_placed_gang_is_told_how_far_it_can_grow_and_a_gang_that_runs_whole_that_it_needs_pods() -> None:
+    """Item 16, running gangs: a gang a controller shrank to minCount 2, two pods running and
+    three pending of 3 cpu beside them on a node of 8: it meets its minCount, and could meet 4
+    now (two more fit), not 5 (proven); the gang grown to 4 is placed by a verified plan. A gang
+    whose every pod runs has nothing to place: it meets what it runs, and is told a larger gang
+    needs pods."""
+    objs = [node("n0").cpu_m(8000), pod_group("g", 2).priority(100),
+            *(pod(f"g-{i}").group("g").cpu_m(1000).on("n0") for i in range(2)),
+            *(pod(f"g-{i}").group("g").cpu_m(3000) for i in range(2, 5))]
+    reading = snapshot(*objs)
+    found = api.explain(reading, "default/g", api.PlanOptions(time_limit=10))
+    assert found.satisfied and (found.min_count, found.largest_min_count) == (2, 4)
+    assert [(z.min_count, z.satisfied, z.proven) for z in found.larger] == [(5, False, True)]
+    grown = api.plan(api._sized(reading, reading.group_by_key()["default/g"], 4),  # type: ignore[index]
+                     api.PlanOptions(time_limit=10, workload="default/g"))
+    assert grown.workloads[0].satisfied and len(grown.bindings) == 2
+    whole = snapshot(node("n0").cpu_m(8000), pod_group("g", 2).priority(100),
+                     *(pod(f"g-{i}").group("g").cpu_m(1000).on("n0") for i in range(3)), pod("other").cpu_m(100))
+    ran = api.explain(whole, "default/g", api.PlanOptions(time_limit=10))
+    assert (ran.satisfied, ran.min_count, ran.largest_min_count, ran.larger) == (True, 2, 3, ())
+    assert ran.reason.startswith("every pod of it runs (3): a larger gang needs more pods")
