@@ -267,7 +267,8 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
             return [VOLUME_LIMIT], True
     if pod.volume_block:  # VolumeBinding's Filter (its PreFilter's and errors are the whole reason: decode.py)
         return [pod.volume_block], False
-    if pod.local_claims and not localpv.room(node, pod):  # no volume of the node's own left for a claim
+    if pod.local_claims and not localpv.room(node, pod, [  # no volume of the node's own left for a claim
+            (state.problem.classes[c].pods[0], n) for c, n in state.placed.get(node.name, {}).items()]):
         return ["node(s) didn't find available persistent volumes to bind"], False
     if pod.shared_local and _shared_elsewhere(state, cls, node):  # the claim binds with a pod placed elsewhere
         return ["node(s) didn't match PersistentVolume's node affinity"], False

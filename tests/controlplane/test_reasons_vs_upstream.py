@@ -58,3 +58,25 @@ def test_a_pod_sharing_a_claim_bound_elsewhere_is_told_what_the_real_scheduler_t
     outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
     assert len(outcome.bindings) == 1
     assert list(outcome.reasons.values()) == [want]
+
+
+def test_a_pod_whose_claim_finds_the_one_local_volume_taken_is_told_what_the_real_scheduler_tells_it() -> None:
+    """Two pods, two WaitForFirstConsumer claims, one node-local volume (issue 50, item 4): the
+    pod left is told no volume is left to bind (the plan's other pod took it), not that the
+    node is full."""
+    from tests.builders import node, pod
+    from tests.pipeline.test_refusals import _class, _pv, _pvc, _with_claim
+
+    docs = admitted([node("n1").build(), _class("local", "WaitForFirstConsumer"), _pv("pv-1", "n1"),
+                     _pvc("a"), _pvc("b"), _with_claim(pod("pa").cpu_m(100), "a").build(),
+                     _with_claim(pod("pb").cpu_m(100), "b").build()])
+    want = ("0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind. preemption: "
+            "0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+    snap = reading.read(docs)
+    for options in (api.PlanOptions(time_limit=10), api.PlanOptions(baseline_only=True)):
+        plan = api.plan(snap, options)
+        assert len(plan.bindings) == 1
+        assert [w.reason for w in plan.workloads if not w.satisfied] == [want]
+    outcome = upstream.run_kube_scheduler(kube.flatten(docs), settle=3, pending_first=True, timeout=60)
+    assert len(outcome.bindings) == 1
+    assert list(outcome.reasons.values()) == [want]
