@@ -59,12 +59,14 @@ class Advised:
     evictions: dict[str, list[int]] = field(default_factory=dict)  # node -> the victims there, by index
     roots: dict[str, str] = field(default_factory=dict)  # group "Kind/ns/name" -> its tree's root, likewise
     under: dict[str, frozenset[str]] = field(default_factory=dict)  # pending pod -> the groups above it
+    uids: dict[str, str] = field(default_factory=dict)  # pod "ns/name" -> its uid, as the plan saw it
 
     @classmethod
     def of(cls, plan: Plan, made: float, objects: Iterable[Obj], generation: int = 0,
            honoured: Iterable[Binding] = (), honoured_victims: Iterable[Eviction] = (), number: int = 0) -> Advised:
         """``honoured``: advice handed out lately that the plan took as decided (``Advisor``),
         answered again as it was, with its victims not gone yet (``honoured_victims``)."""
+        objects = list(objects)
         pods, versions = workloads_of(objects)
         owner = {pod: workload for workload, members in pods.items() for pod in members}
         bindings: dict[str, list[Binding]] = {}
@@ -77,9 +79,10 @@ class Advised:
         for i, e in enumerate(victims):
             evictions.setdefault(e.node, []).append(i)
         roots, under = hierarchy(objects)
+        uids = {key_of(o): str((o.get("metadata") or {}).get("uid", "")) for o in objects if o.get("kind") == "Pod"}
         return cls(plan=plan, made=made, generation=generation, number=number, versions=versions, owner=owner,
                    verdicts={qualified(w.kind, w.name): w for w in plan.workloads}, bindings=bindings,
-                   victims=victims, evictions=evictions, roots=roots, under=under)
+                   victims=victims, evictions=evictions, roots=roots, under=under, uids=uids)
 
     def victims_for(self, nodes: set[str]) -> list[int]:
         """The plan's victims on ``nodes``, with every other victim of their victim units (a
@@ -194,8 +197,11 @@ class Advisor:
                  clock: Callable[[], float] = time.monotonic, heartbeat: Callable[[], None] = lambda: None) -> None:
         self.cache = cache
         self.heartbeat = heartbeat
-        self._handed: dict[str, tuple[str, float]] = {}  # pod -> (node, when) of the advice handed out
-        self._victims: dict[str, tuple[Eviction, float]] = {}  # victim -> (it, when advice naming it was handed out)
+        # advice handed out, by pod: (the pod's uid, its node, when); a pod of that name with another
+        # uid (deleted and made again: a StatefulSet's, an Indexed Job's) is a new pod, not decided
+        self._handed: dict[str, tuple[str, str, float]] = {}
+        # victims of advice handed out: victim -> (its uid, it, when)
+        self._victims: dict[str, tuple[str, Eviction, float]] = {}
         self.solve = solve
         self.scheduler_name = scheduler_name
         self.clock = clock
@@ -211,11 +217,14 @@ class Advisor:
         generation, objects = self.cache.snapshot()
         now = self.clock()
         with self._lock:
-            self._handed = {p: (n, t) for p, (n, t) in self._handed.items() if now - t <= HONOUR_SECONDS}
-            self._victims = {p: (e, t) for p, (e, t) in self._victims.items() if now - t <= HONOUR_SECONDS}
-            decided = {p: n for p, (n, _) in self._handed.items()}
+            uids = {key_of(o): str((o.get("metadata") or {}).get("uid", "")) for o in objects if o.get("kind") == "Pod"}
+            self._handed = {p: (u, n, t) for p, (u, n, t) in self._handed.items()
+                            if now - t <= HONOUR_SECONDS and uids.get(p) == u}
+            self._victims = {p: (u, e, t) for p, (u, e, t) in self._victims.items()
+                             if now - t <= HONOUR_SECONDS and uids.get(p, u) == u}
+            decided = {p: n for p, (_, n, _) in self._handed.items()}
             gone = set(self._victims)
-            still = [e for e, _ in self._victims.values()]
+            still = [e for _, e, _ in self._victims.values()]
         real = select(objects, self.scheduler_name)
         sel = select(_as_decided(objects, decided, gone), self.scheduler_name) if decided else real
         if not sel.ready:  # a plan of nothing: the advisor is current, and considered no workload
@@ -283,9 +292,9 @@ class Advisor:
             handed = self.clock()
             with self._lock:
                 for b in bindings:
-                    self._handed.setdefault(b.pod, (b.node, handed))
+                    self._handed.setdefault(b.pod, (advised.uids.get(b.pod, ""), b.node, handed))
                 for e in victims:
-                    self._victims.setdefault(e.pod, (e, handed))
+                    self._victims.setdefault(e.pod, (advised.uids.get(e.pod, ""), e, handed))
             out.evictions.extend(pb.Eviction(pod=e.pod, node=e.node, cost=e.cost, group=e.group)
                                  for e in victims)  # in the plan's order
         return out

@@ -286,17 +286,22 @@ def test_a_victim_unit_spread_over_nodes_the_workload_does_not_take_is_evicted_w
         assert sorted((e.pod, e.node) for e in answer.evictions) == [("default/eval-0", "n1"), ("default/eval-1", "n2")]
 
 
+def _gang_a(api: ApiServerDouble) -> None:
+    """Two nodes of 4 cpu and gang a (2 x 2 cpu, priority 100): the plan packs it on n1."""
+    for name in ("n1", "n2"):
+        api.put(node(name).cpu_m(4000).build())
+    api.put(pod_group("a", 2).priority(100).build())
+    for k in range(2):
+        api.put(ours(pod(f"a-{k}").group("a").priority(100).cpu_m(2000)))
+
+
 def test_advice_handed_out_is_kept_by_the_next_plan_for_a_while_then_planned_afresh(api: ApiServerDouble) -> None:
     """kube-scheduler may be binding a gang it was just advised on: the next plan takes that
     advice (and its victims' evictions) as decided for HONOUR_SECONDS, so it sends no other
     group to those nodes; a pod still pending after that is planned afresh."""
     from adapter.advise import HONOUR_SECONDS
 
-    for name in ("n1", "n2"):
-        api.put(node(name).cpu_m(4000).build())
-    api.put(pod_group("a", 2).priority(100).build())
-    for k in range(2):
-        api.put(ours(pod(f"a-{k}").group("a").priority(100).cpu_m(2000)))
+    _gang_a(api)
     now = [1000.0]
     with advising(api, clock=lambda: now[0]) as advisor:
         advisor.plan_once()
@@ -318,6 +323,39 @@ def test_advice_handed_out_is_kept_by_the_next_plan_for_a_while_then_planned_afr
         advisor.plan_once()
         moved = advisor.advise("PodGroup", "default", "a")
         assert {b.node for b in moved.bindings} == {"n2"}
+        assert [(b.pod, b.node) for b in advisor.advise("PodGroup", "default", "b").bindings] == [("default/b-0", "n1")]
+
+
+def test_a_pod_made_again_under_an_advised_name_is_a_new_pod_not_decided(api: ApiServerDouble) -> None:
+    """Advice is honoured for the pod it was handed out for, by uid: gang a's pods deleted and
+    made again at once under the same names (as a StatefulSet or an Indexed Job does) are planned
+    afresh, not pinned to the node their namesakes were advised to."""
+    from adapter.advise import HONOUR_SECONDS
+
+    _gang_a(api)
+    now = [1000.0]
+    with advising(api, clock=lambda: now[0]) as advisor:
+        advisor.plan_once()
+        assert {b.node for b in advisor.advise("PodGroup", "default", "a").bindings} == {"n1"}
+        old = {k: api.get("pods", "default", f"a-{k}")["metadata"]["uid"] for k in range(2)}
+        for k in range(2):
+            api.delete("pods", "default", f"a-{k}")
+            api.put(ours(pod(f"a-{k}").group("a").priority(100).cpu_m(2000)))
+        # b can only go to n1: a plan free to move the new a-0 and a-1 puts them on n2
+        api.put(pod_group("b", 1).priority(50).build())
+        api.put(ours(pod("b-0").group("b").priority(50).cpu_m(4000).selector("kubernetes.io/hostname", "n1")))
+
+        def caught_up() -> bool:
+            pods = {o["metadata"]["name"]: o["metadata"]["uid"] for o in advisor.cache.objects() if o["kind"] == "Pod"}
+            return "b-0" in pods and all(pods.get(f"a-{k}") not in (None, old[k]) for k in range(2))
+
+        deadline = time.monotonic() + 10
+        while not caught_up():
+            assert time.monotonic() < deadline, "the watch did not see the pods made again"
+            time.sleep(0.02)
+        now[0] += HONOUR_SECONDS / 2  # the old advice is still within its time
+        advisor.plan_once()
+        assert {b.node for b in advisor.advise("PodGroup", "default", "a").bindings} == {"n2"}
         assert [(b.pod, b.node) for b in advisor.advise("PodGroup", "default", "b").bindings] == [("default/b-0", "n1")]
 
 
