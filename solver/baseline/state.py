@@ -193,7 +193,8 @@ class State:
         if most and cls.pods[0].local_claims:  # a node-local volume for each claim (localpv.py)
             beside = [(self.problem.classes[c].pods[0], n) for c, n in self.placed.get(node, {}).items()]
             if bound := self._shared_on(node):  # claims shared and bound there take a volume each
-                beside.append((dataclasses.replace(cls.pods[0], local_claims=tuple(bound), shared_local=()), 1))
+                claims = tuple(bound.values())
+                beside.append((dataclasses.replace(cls.pods[0], local_claims=claims, shared_local=()), 1))
             most = min(most, localpv.room(self.nodes[node], cls.pods[0], beside) or 0)
         if most and self.problem.dra.reserve_caps:
             most = min(most, self.reserve_room(cls))
@@ -203,29 +204,32 @@ class State:
             most = self.rules.room(cls, node, most)
         return most
 
-    def _shared_on(self, node: s.NodeName) -> list[tuple[str, frozenset[str], int]]:
-        """The claims pending pods share bound on ``node`` by a pod placed there, once each."""
+    def _shared_on(self, node: s.NodeName) -> dict[str, tuple[str, frozenset[str], int]]:
+        """The claims pending pods share bound on ``node`` by a pod placed there, once each, by key."""
         seen: dict[str, tuple[str, frozenset[str], int]] = {}
         for c, n in self.placed.get(node, {}).items():
             if n > 0:
                 for key, cls_name, modes, size in self.problem.classes[c].pods[0].shared_local:
                     seen[key] = (cls_name, modes, size)
-        return [seen[k] for k in sorted(seen)]
+        return {k: seen[k] for k in sorted(seen)}
+
+    def shared_elsewhere(self, cls: PodClass, node: s.NodeName) -> bool:
+        """A claim the pods of ``cls`` share is bound, by a pod placed before them, on another
+        node than ``node``: VolumeBinding finds it bound there (the scheduler assumes each binding)."""
+        mine = {key for key, *_ in cls.pods[0].shared_local}
+        return any(n > 0 and other != node and mine & {k for k, *_ in self.problem.classes[c].pods[0].shared_local}
+                   for other, placed in self.placed.items() for c, n in placed.items())
 
     def _shared_fits(self, cls: PodClass, node: s.NodeName) -> bool:
         """Pods of ``cls`` may go to ``node`` as far as the claims they share go: a claim
         bound elsewhere by a pod placed there keeps them there; one not bound yet needs a
         volume of the node's own beside the claims already taking one (localpv.shared_room)."""
+        if self.shared_elsewhere(cls, node):
+            return False
         mine = {key for key, *_ in cls.pods[0].shared_local}
-        for other, placed in self.placed.items():
-            if other != node and any(n > 0 and mine & {k for k, *_ in self.problem.classes[c].pods[0].shared_local}
-                                     for c, n in placed.items()):
-                return False
         taken = [(cls_name, modes, size) for c, n in self.placed.get(node, {}).items()
                  for cls_name, modes, size in self.problem.classes[c].pods[0].local_claims for _ in range(n)]
-        taken += [(cls_name, modes, size) for key, cls_name, modes, size in
-                  {e for c, n in self.placed.get(node, {}).items() if n > 0
-                   for e in self.problem.classes[c].pods[0].shared_local} if key not in mine]
+        taken += [claim for key, claim in self._shared_on(node).items() if key not in mine]
         return localpv.shared_room(self.nodes[node], cls.pods[0], taken)
 
     def reserve_room(self, cls: PodClass) -> int:

@@ -270,7 +270,7 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
     if pod.local_claims and not localpv.room(node, pod, [  # no volume of the node's own left for a claim
             (state.problem.classes[c].pods[0], n) for c, n in state.placed.get(node.name, {}).items()]):
         return ["node(s) didn't find available persistent volumes to bind"], False
-    if pod.shared_local and _shared_elsewhere(state, cls, node):  # the claim binds with a pod placed elsewhere
+    if pod.shared_local and state.shared_elsewhere(cls, node.name):  # the claim binds with a pod placed elsewhere
         return ["node(s) didn't match PersistentVolume's node affinity"], False
     if not selectors.volumes_reachable(pod, node):
         return _volume_reasons(pod, node), False
@@ -295,14 +295,6 @@ def _refusal(state: State, cls: PodClass, node: s.Node) -> tuple[list[str], bool
             and state.device_room(cls, node.name, 1) == 0:
         return [CLAIMS], False
     return [], False
-
-
-def _shared_elsewhere(state: State, cls: PodClass, node: s.Node) -> bool:
-    """A claim the pod shares is bound, by a pod of the plan placed before it, to a volume of
-    another node: VolumeBinding finds it bound there (the scheduler assumes each binding)."""
-    mine = {key for key, *_ in cls.pods[0].shared_local}
-    return any(n > 0 and other != node.name and mine & {k for k, *_ in state.problem.classes[c].pods[0].shared_local}
-               for other, placed in state.placed.items() for c, n in placed.items())
 
 
 def _claim_elsewhere(problem: Problem, pod: s.Pod, node: s.Node) -> bool:
