@@ -2,8 +2,11 @@
 
 kube-scheduler is the plugin's build (scripts/build-scheduler-plugin.sh) run with the
 KubeSchedulerConfiguration deploy/components/scheduler-plugin ships (its address, client
-connection and leader election replaced by the test's, and maxPlanAgeMilliseconds shortened so
-the stale case takes seconds); its advisor is `gangplace adapter --advise`'s own parts
+connection and leader election replaced by the test's, maxPlanAgeMilliseconds shortened so
+the stale case takes seconds, and the Advise deadline and the hold lengthened: on a shared test
+machine running two control planes and solves at once, the in-process advisor can miss 50 ms, and
+a cycle that misses it is upstream's by design, which is not what a test of the planned outcome
+asks about (the slow test sleeps past the longer deadline)); its advisor is `gangplace adapter --advise`'s own parts
 (``Advisor`` over the adapter's ``WatchCache``, as deploy/base's ServiceAccount, solving in
 process) served on loopback. Every test runs under both gate sets the issue names: GenericWorkload
 alone (the PodGroup cycle with per-pod PreFilter and PodGroupPostFilter) and with
@@ -46,6 +49,8 @@ GATES = {
     "topology-aware": {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "CompositePodGroup": True},
 }
 MAX_PLAN_AGE_MS = 5000
+ADVISE_TIMEOUT_MS = 1000  # deploy's 50 ms is for a dedicated advisor; see the module's docstring
+HOLD_MS = 20000
 
 
 class Paused:
@@ -99,7 +104,8 @@ class PluginScheduler:
         self.server, self.port = serve(self.advisor, ServerConfig(address="127.0.0.1:0"))
         self.up = True
         self.config = controlplane.plugin_config(f"127.0.0.1:{self.port}", scheduler_name="gangplace",
-                                                 maxPlanAgeMilliseconds=MAX_PLAN_AGE_MS)
+                                                 maxPlanAgeMilliseconds=MAX_PLAN_AGE_MS,
+                                                 timeoutMilliseconds=ADVISE_TIMEOUT_MS, holdMilliseconds=HOLD_MS)
         self.start_scheduler()
 
     def start_scheduler(self, *, healthy: bool = True) -> None:
@@ -170,12 +176,26 @@ def _fresh(plugin: PluginScheduler) -> Iterator[None]:
     plugin.advisor_up()
 
 
-def _until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> float:
+def _until(check: Callable[[], bool], what: str, timeout: float = 60.0,
+           state: Callable[[], str] = lambda: "") -> float:
+    """Wait for ``check``; past ``timeout`` fail, with ``state()`` (what the cluster and the plugin
+    did) in the message."""
     start = time.monotonic()
     while not check():
-        assert time.monotonic() - start < timeout, f"{what}: not within {timeout:.0f} s"
+        assert time.monotonic() - start < timeout, f"{what}: not within {timeout:.0f} s; {state()}"
         time.sleep(0.1)
     return time.monotonic() - start
+
+
+def _state(plugin: PluginScheduler, real: Real, pods: tuple[str, ...]) -> Callable[[], str]:
+    """What a failed wait reports: each pod's node, the advisor's current answer for it, and the
+    plugin's advice counters."""
+    def say() -> str:
+        advice = {p: plugin.advisor.advise("Pod", "default", p) for p in pods}
+        return (f"nodes {({p: real.node_of(p) for p in pods})}, advice "
+                f"{({p: (a.planned, [(b.pod, b.node) for b in a.bindings]) for p, a in advice.items()})}, "
+                f"plugin counters {plugin.advice()}")
+    return say
 
 
 def _two_gangs(real: Real, nodes: tuple[str, ...] = ("n1", "n2")) -> None:
@@ -217,7 +237,8 @@ def _epoch(stamp: str) -> float:
 
 def test_both_gangs_are_bound_where_the_joint_plan_puts_them(plugin: PluginScheduler, real: Real) -> None:
     _two_gangs(real)
-    _until(lambda: all(real.node_of(p) for p in ("a-0", "a-1", "b-0")), "every pod bound")
+    _until(lambda: all(real.node_of(p) for p in ("a-0", "a-1", "b-0")), "every pod bound",
+           state=_state(plugin, real, ("a-0", "a-1", "b-0")))
     # the plan (docs/design.md's tie rule: the first node by name): a packed on n1, b on n2
     assert {p: real.node_of(p) for p in ("a-0", "a-1", "b-0")} == {"a-0": "n1", "a-1": "n1", "b-0": "n2"}
     assert plugin.advice().get(("PreFilter", "planned"), 0) >= 3
@@ -248,8 +269,10 @@ def test_without_an_advisor_in_time_kube_scheduler_does_what_upstream_does(
         plugin.advisor_down()
     else:
         answer = plugin.advisor.advise
-        monkeypatch.setattr(plugin.advisor, "advise", lambda *a: (time.sleep(0.3), answer(*a))[1])  # past 50 ms
-    time.sleep(1.0)  # the plugin's probe (every 0.2 s) has found it unhealthy: no group is held
+        late = ADVISE_TIMEOUT_MS / 1000 + 0.5
+        monkeypatch.setattr(plugin.advisor, "advise", lambda *a: (time.sleep(late), answer(*a))[1])  # past the deadline
+    # the plugin's probe (every 0.2 s, each bounded by the deadline) finds it unhealthy: no group is held
+    _until(lambda: "gangplace_advisor_healthy 0" in plugin.metrics(), "the advisor unhealthy", timeout=30)
     start = time.monotonic()
     _two_gangs(real)
     _upstreams_outcome(real)
@@ -258,9 +281,6 @@ def test_without_an_advisor_in_time_kube_scheduler_does_what_upstream_does(
     assert unavailable() > before
 
 
-@pytest.mark.xfail(strict=False, reason="flaky (2026-12-07): in about one run of three a gang pod is bound to "
-                   "the deleted node; cause not found yet (waiting for the watch cache to drop the node did not "
-                   "help); named in issue 50's note")
 def test_a_plan_naming_a_node_that_is_gone_is_no_advice(plugin: PluginScheduler, real: Real) -> None:
     plugin.stop_scheduler()
     _two_gangs(real, ("n1", "n2", "n3"))
@@ -271,8 +291,12 @@ def test_a_plan_naming_a_node_that_is_gone_is_no_advice(plugin: PluginScheduler,
     gone = planned.pop()
     real.rest.call("DELETE", f"/api/v1/nodes/{gone}")
     plugin.start_scheduler(healthy=False)
-    _upstreams_outcome(real)
-    assert gone not in {real.node_of("a-0"), real.node_of("a-1")}
+    # gang a's advice names the gone node: upstream's choice among the nodes left. Whether that
+    # spreads a (upstream alone) or packs it beside b depends on which cycle runs first: b's
+    # advice (a node that is still there) is good, and a gang that follows it packs a.
+    _until(lambda: bool(real.node_of("a-0") and real.node_of("a-1")), "gang a bound",
+           state=_state(plugin, real, ("a-0", "a-1", "b-0")))
+    assert gone not in {real.node_of("a-0"), real.node_of("a-1")}, (gone, _state(plugin, real, ("a-0", "a-1", "b-0"))())
     assert plugin.advice().get(("PreFilter", "node_gone"), 0) >= 1
 
 
