@@ -74,6 +74,7 @@ from solver.baseline.preempt import (
     preempt_for_remainder,
     preempt_in_domains,
     preempt_pod,
+    preempt_pod_hint,
     preemption_domains,
     reprieve,
     try_with,
@@ -142,18 +143,17 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
         if workload.index in skip or workload.rejected:
             continue
         point = state.savepoint()
-        if place_workload(state, workload):
+        if _place(state, workload):
             done.add(workload.index)
             if workload.power is not None:
                 preempt_for_remainder(state, workload)
             continue
-        state.rollback(point)
         if workload.power is None:
             continue
         if not spread and (domains := preemption_domains(state, workload)) is not None:
             placed = preempt_in_domains(state, workload, domains, point)
-        elif spread and workload.kind == s.STANDALONE_POD:
-            placed = preempt_pod(state, workload)
+        elif workload.kind == s.STANDALONE_POD:
+            placed = preempt_pod(state, workload) if spread else preempt_pod_hint(state, workload)
         else:
             victims = candidate_victims(problem, workload, state)
             placed = bool(victims) and try_with(state, workload, victims, point)
@@ -170,15 +170,28 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
             if workload.index in done or workload.index in skip or workload.rejected:
                 continue
             checkpoint("the greedy walk (retries)")
-            point = state.savepoint()
-            if place_workload(state, workload):
+            if _place(state, workload):
                 done.add(workload.index)
-            else:
-                state.rollback(point)
     # A later workload's evictions can make room that an earlier victim no longer
     # needs to leave: put back every victim that fits again (the plan is joint).
     reprieve(state, sorted(state.evicted))
     return state, reached, done
+
+
+def _place(state: State, workload: Workload) -> bool:
+    """``place_workload`` without preemption, taken back when it fails. In the hint, a pod
+    outside any group whose class found no room a moment ago (``State.no_room``) tries only the
+    nodes an eviction has freed since: 5,000 alike pods do not each sort 5,000 nodes."""
+    point = state.savepoint()
+    remember = not state.spread and workload.kind == s.STANDALONE_POD and \
+        state.remembers(state.problem.classes[workload.classes[0]])
+    allowed = state.freed_since(workload.classes[0]) if remember else None
+    if (allowed is None or allowed) and place_workload(state, workload, allowed):
+        return True
+    state.rollback(point)
+    if remember:
+        state.no_room[workload.classes[0]] = point
+    return False
 
 
 def state_of(problem: Problem, assignment: Assignment) -> State:

@@ -53,6 +53,11 @@ class State:
         self.position = {n: i for i, n in enumerate(self.order)}
         self.rules = InterPodRules(problem, self.evicted, self.placed, lambda: self.log)
         self._unit_of: dict[s.PodKey, int] | None = None  # running pod -> its victim unit (volume limits)
+        # the hint's memory of a pooled class (``freed_since``): class -> the savepoint at which
+        # no node had room for one more of its pods without preemption
+        self.no_room: dict[int, int] = {}
+        self.no_preempt: dict[int, int] = {}  # likewise, with preemption (``preempt_pod_hint``)
+        self.preempt_start: dict[int, int] = {}  # class -> where its next preemption walk starts
 
     def running_on(self, node: s.NodeName) -> Mapping[str, int]:
         """Requests of the running pods on ``node`` that are not evicted."""
@@ -99,6 +104,10 @@ class State:
         return len(self.log)
 
     def rollback(self, point: int) -> None:
+        if self.no_room:  # a memory of a state this undoes no longer holds
+            self.no_room = {c: at for c, at in self.no_room.items() if at <= point}
+        if self.no_preempt:
+            self.no_preempt = {c: at for c, at in self.no_preempt.items() if at <= point}
         while len(self.log) > point:
             op, a, node, n = self.log.pop()
             if op == "dev":
@@ -136,6 +145,23 @@ class State:
         self.placed[node][cls] = self.placed[node].get(cls, 0) + n
         self._bump_class(cls, node, n)
         self.log.append(("place", cls, node, n))
+
+    def remembers(self, cls: PodClass) -> bool:
+        """Whether ``no_room`` may be kept for ``cls``: its room on a node grows only with an
+        eviction there or a placement taken back (no inter-pod rule, no devices, no claim
+        whose holder or sharer elsewhere decides it)."""
+        pod = cls.pods[0]
+        return not (self.rules.active or self.problem.dra.active or pod.once_holders or pod.shared_local)
+
+    def freed_since(self, c: int) -> set[s.NodeName] | None:
+        """The nodes that may have room for one more pod of class ``c`` without preemption, when
+        ``no_room`` remembers a state in which none had: those with an eviction since. None
+        without a memory (every node may)."""
+        at = self.no_room.get(c)
+        if at is None:
+            return None
+        units = self.problem.units
+        return {node for op, u, _, _ in self.log[at:] if op == "evict" for node in units[u].usage}
 
     def assignment(self) -> Assignment:
         counts = {(c, node): n for node, by_class in self.placed.items() for c, n in by_class.items() if n}

@@ -205,10 +205,13 @@ class Potential:
 def within_budgets(problem: Problem, evicted: Iterable[int], victims: list[int]) -> list[int]:
     """The victims, lowest priority first, each taken while every budget it is under has room
     (``evicted`` already spent theirs)."""
+    order = sorted(victims, key=lambda u: (problem.units[u].priority, problem.units[u].key))
+    if not any(problem.units[u].pdb_counts for u in order):  # under no budget: every one (and no
+        return order  # count of what the evictions before spent, which grows with them)
     taken = pdb_taken(problem, evicted)
     allowed = _allowed(problem)
     out = []
-    for u in sorted(victims, key=lambda u: (problem.units[u].priority, problem.units[u].key)):
+    for u in order:
         counts = problem.units[u].pdb_counts
         if all(taken[p] + n <= allowed[p] for p, n in counts.items()):
             out.append(u)
