@@ -48,7 +48,6 @@ SUITES: dict[str, tuple[tuple[str, Callable[[], Objects]], ...]] = {
         ("podgroup-preemption-1000-all", lambda: generate.podgroup_preemption(nodes=1000, mode="all")),
         ("podgroup-preemption-1000-single", lambda: generate.podgroup_preemption(nodes=1000, mode="single")),
         ("preemption-basic-1000", lambda: generate.preemption_basic(nodes=1000, init_pods=4000, pods=1000)),
-        ("preemption-basic-5000", lambda: generate.preemption_basic(nodes=5000, init_pods=20000, pods=5000)),
         # zone on the composite, rack on its 4 groups of 16; 90 % busy nodes, so it must preempt
         ("composite-topology-5000", _spec(generate.GenerateSpec(
             nodes=5000, pods_per_node=6, utilisation=0.9, gang_pods=0, composite_groups=4, composite_pods=16))),
