@@ -1,6 +1,7 @@
-"""The hint's preemption for pods outside any group (issue 51, item 4): each pod tries its nodes
-one at a time with that node's victims only, and a pooled class remembers that its last pod
-found no room without preempting. Exact outcomes and bounds on the work done (counted calls,
+"""Preemption for pods outside any group at scale (issue 51, item 4). The hint: each pod tries
+its nodes one at a time with that node's victims only, and a pooled class remembers that its
+last pod found no room without preempting. The baseline: DefaultPreemption's dry run stops at
+upstream's number of candidates. Exact outcomes and bounds on the work done (counted calls,
 never times), under both PDB policies; each plan passes the verifier."""
 
 from __future__ import annotations
@@ -92,4 +93,24 @@ def test_the_hint_takes_the_cheaper_of_the_nodes_it_compares(policy: str) -> Non
     assignment = greedy.hint(problem)
     assert [node for (_, node), n in assignment.counts.items() if n] == ["n1"]
     assert [problem.units[u].key for u in assignment.evicted] == ["default/cheap"]
+    assert verify.verify(snap.facts, snap, make_plan(problem, assignment, stats={})) == []
+
+
+@pytest.mark.parametrize("policy", ["strict", "soft"])
+def test_the_baselines_dry_run_stops_at_upstreams_number_of_candidates(policy: str) -> None:
+    """150 nodes, each with one victim; the last one's is the cheapest (the lowest priority).
+    DefaultPreemption compares max(10 %, 100) = 100 candidates: the baseline, starting at the
+    first node, never reaches the last, and takes the best of the first 100 (the first: ties)."""
+    from solver.baseline.preempt import candidates_to_find
+
+    assert [candidates_to_find(n) for n in (50, 100, 150, 1000, 5000)] == [50, 100, 100, 100, 500]
+    objs: list[Any] = []
+    for k in range(150):
+        objs += [b.node(f"n{k:03d}").cpu_m(1000),
+                 b.pod(f"v{k:03d}").on(f"n{k:03d}").cpu_m(800).priority(10 if k == 149 else 50)]
+    snap = b.snapshot(*objs, b.pod("p").cpu_m(800).priority(100))
+    problem = build_problem(snap, pdb_policy=policy)
+    assignment = greedy.baseline(problem)
+    assert [node for (_, node), n in assignment.counts.items() if n] == ["n000"]
+    assert [problem.units[u].key for u in assignment.evicted] == ["default/v000"]
     assert verify.verify(snap.facts, snap, make_plan(problem, assignment, stats={})) == []
