@@ -27,7 +27,7 @@ from solver.core.features import FeatureGates, format_feature_gates
 from solver.core.plan import OPTIMAL, TIER_NAMES, BudgetNeed, Plan, Tiers
 from solver.gcpause import without_gc
 from solver.model import decompose
-from solver.model.bounds import floors, room
+from solver.model.bounds import domains, floors, room
 from solver.model.build import build_model
 from solver.model.solve import OnSolution as OnSolution  # re-exported: PlanOptions.on_solution's type
 from solver.model.solve import SolveParams, SolveResult, solve
@@ -176,6 +176,9 @@ RESERVE_SHARE = 0.1
 BUILD_SECONDS_PER_VARIABLE = 50e-6  # twice the rate measured on contention-5000 (0.9 M in 21 s)
 BUILD_SECONDS_PER_WORKLOAD = 25e-6  # twice the rate measured on 100,000 standalone pods (1.2 s)
 BASELINE_PER_HINT = 5  # upstream's walk against the hint's, measured on scale-1000 (2.4 s and 0.47 s)
+# the first tier's domain bound (bounds/domains.py) may take this share of the limit, out of
+# what the fallback would have: on contention-5000 its first level took 1.2-2.3 s
+DOMAIN_BOUND_SHARE = 0.2
 
 
 _NOTHING = Assignment(counts={}, evicted=frozenset())  # nothing placed, nothing evicted
@@ -365,9 +368,12 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
             assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
         if tiers_of(assignment if assignment is not None else hint).satisfied != bound.satisfied \
                 and not clock.passed(1 - RESERVE_SHARE):
-            # the first tier unproven: room alone bounds it, for every workload at once (before the
-            # fallback, which may take what is left)
-            bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem)))
+            # the first tier unproven: room bounds it, for every workload at once, and so do the
+            # domains a gang must fit in (before the fallback, which may take what is left)
+            seconds = min(DOMAIN_BOUND_SHARE * options.time_limit,
+                          clock.left() - options.time_limit * RESERVE_SHARE)
+            caps = domains.satisfied_caps(problem, seconds) if seconds > 0 else {}
+            bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, caps)))
         fallbacks = [hint]
         if solved is None or solved.status != OPTIMAL:  # an optimum is never worse than upstream's plan
             # upstream's choice, as far as it gets before half the reserve is left; it cannot stop

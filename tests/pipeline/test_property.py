@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from solver import api, verify
 from solver.baseline import greedy
 from solver.core.features import FeatureGates
-from solver.model.bounds import room
+from solver.model.bounds import domains, room
 from solver.plan.decode import make_plan
 from solver.problem.build import build_problem
 from tests import builders as b
@@ -523,6 +523,7 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     assert have_levels == want.satisfied_by_priority
     problem = build_problem(snap, gates=gates, dra_preemption=dra_free, pdb_policy="soft")
     assert _at_least(room.satisfied_bound(problem), want.satisfied_by_priority)
+    assert _at_least(room.satisfied_bound(problem, domains.satisfied_caps(problem, 10)), want.satisfied_by_priority)
     assert o.placed_pods == want.placed
     assert o.pdb_violations == want.pdb_violations
     assert round(o.preemption_cost * 1000) == want.cost_milli
@@ -552,13 +553,16 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
         want.satisfied_by_priority
     assert (o.placed_pods, o.pdb_violations, round(o.preemption_cost * 1000), o.evicted_pods) == \
         (want.placed, 0, want.cost_milli, want.evicted)
-    assert _at_least(room.satisfied_bound(build_problem(snap, pdb_policy="strict")), want.satisfied_by_priority)
+    strict = build_problem(snap, pdb_policy="strict")
+    assert _at_least(room.satisfied_bound(strict), want.satisfied_by_priority)
+    assert _at_least(room.satisfied_bound(strict, domains.satisfied_caps(strict, 10)), want.satisfied_by_priority)
     baseline = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="strict"))
     assert verify.verify(snap.facts, snap, baseline, strict_pdbs=True) == []
 
 
 def _at_least(bound: tuple[tuple[int, int], ...], best: tuple[tuple[int, int], ...]) -> bool:
-    """Is the room bound (per priority) lexicographically at least the naive optimum's?"""
+    """Is the room bound (per priority, with or without the domains' caps) lexicographically at
+    least the naive optimum's?"""
     levels = sorted({p for p, _ in bound} | {p for p, _ in best}, reverse=True)
     have, want = dict(bound), dict(best)
     return [have.get(p, 0) for p in levels] >= [want.get(p, 0) for p in levels]

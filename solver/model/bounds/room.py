@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -39,9 +39,13 @@ Volume = dict[str, int]
 SLOTS = "#slots"  # pods of the smallest request that fit, per node, summed: the pseudo-resource
 
 
-def satisfied_bound(problem: Problem) -> tuple[tuple[int, int], ...]:
+def satisfied_bound(problem: Problem, caps: Mapping[int, int] | None = None) -> tuple[tuple[int, int], ...]:
     """Per priority (strongest first), the most workloads (their values summed) any plan
-    satisfies when every stronger priority satisfies its bound: the shape of ``Tiers.satisfied``."""
+    satisfies when every stronger priority satisfies its bound: the shape of ``Tiers.satisfied``.
+    ``caps`` (``domains.satisfied_caps``) bound the strongest levels likewise, each under its
+    stronger levels at their caps: a cap is taken where it is the lower, and once room alone
+    bounds a level lower than its cap, the caps below it were made under a stronger premise
+    than the bound's and are not used."""
     resources = sorted({r for c in problem.classes for r in c.requests})
     by_level: dict[int, list[Workload]] = defaultdict(list)
     for w in problem.workloads:
@@ -70,9 +74,28 @@ def satisfied_bound(problem: Problem) -> tuple[tuple[int, int], ...]:
             value, most = _most_value(values, needs, left, most)
         else:
             value = most
+        if caps is not None and p in caps:
+            if caps[p] <= value:
+                value, most = caps[p], _fewest(values, caps[p])
+            else:
+                caps = None
+        elif caps is not None:
+            caps = None
         out.append((p, value))
         taken += ordered[:most].sum(axis=0)
     return tuple(out)
+
+
+def _fewest(values: Sequence[int], value: int) -> int:
+    """The fewest workloads of these values that reach ``value`` (the largest first): what a
+    level satisfying that much takes at least."""
+    fewest, reached = 0, 0
+    for v in sorted(values, reverse=True):
+        if reached >= value:
+            break
+        reached += v
+        fewest += 1
+    return fewest
 
 
 def _most_value(values: Sequence[int], needs: np.ndarray, left: np.ndarray, most: int) -> tuple[int, int]:
@@ -95,11 +118,7 @@ def _most_value(values: Sequence[int], needs: np.ndarray, left: np.ndarray, most
             total += v * take
             room -= n
         best = min(best, math.floor(total + 1e-9))
-    fewest, reached = 0, 0
-    while reached < best:
-        reached += order[fewest]
-        fewest += 1
-    return best, fewest
+    return best, _fewest(values, best)
 
 
 def _table(rows: Sequence[Sequence[int]], width: int) -> np.ndarray:
