@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.core import snapshot as s
@@ -131,11 +132,11 @@ def _inside(domains: dict[Domain, frozenset[s.NodeName]]) -> dict[Domain, list[D
     return out
 
 
-def _within(model: cp_model.CpModel, terms: list[tuple[list[int], cp_model.IntVar]], room_left: object,
+def _within(model: cp_model.CpModel, terms: list[tuple[list[int], cp_model.IntVar]], room_left: np.ndarray,
             width: int) -> None:
     """Per resource (and the slots), what the chosen terms need is at most ``room_left``."""
     for r in range(width):
         parts = [(need[r], x) for need, x in terms if need[r]]
-        have = int(room_left[r])  # type: ignore[index]
+        have = int(room_left[r])
         if parts and sum(n for n, _ in parts) > have:
             model.add(sum(n * x for n, x in parts) <= have)
