@@ -2,8 +2,8 @@
 
 kube-scheduler is the plugin's build (scripts/build-scheduler-plugin.sh) run with the
 KubeSchedulerConfiguration deploy/components/scheduler-plugin ships (its address, client
-connection and leader election replaced by the test's, maxPlanAgeMilliseconds shortened so
-the stale case takes seconds, and the Advise deadline and the hold lengthened: on a shared test
+connection and leader election replaced by the test's, maxPlanAgeMilliseconds 30 s (5 s for
+the stale case alone, so that it takes seconds), and the Advise deadline and the hold lengthened: on a shared test
 machine running two control planes and solves at once, the in-process advisor can miss 50 ms, and
 a cycle that misses it is upstream's by design, which is not what a test of the planned outcome
 asks about (the slow test sleeps past the longer deadline)); its advisor is `gangplace adapter --advise`'s own parts
@@ -48,7 +48,8 @@ GATES = {
                          "CompositePodGroup": False},
     "topology-aware": {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "CompositePodGroup": True},
 }
-MAX_PLAN_AGE_MS = 5000
+MAX_PLAN_AGE_MS = 30000  # a plan the test pauses stays current while kube-scheduler starts, however slowly
+STALE_PLAN_AGE_MS = 5000  # the stale test's
 ADVISE_TIMEOUT_MS = 1000  # deploy's 50 ms is for a dedicated advisor; see the module's docstring
 HOLD_MS = 20000
 
@@ -103,15 +104,16 @@ class PluginScheduler:
         self.thread.start()
         self.server, self.port = serve(self.advisor, ServerConfig(address="127.0.0.1:0"))
         self.up = True
-        self.config = controlplane.plugin_config(f"127.0.0.1:{self.port}", scheduler_name="gangplace",
-                                                 maxPlanAgeMilliseconds=MAX_PLAN_AGE_MS,
-                                                 timeoutMilliseconds=ADVISE_TIMEOUT_MS, holdMilliseconds=HOLD_MS)
         self.start_scheduler()
 
-    def start_scheduler(self, *, healthy: bool = True) -> None:
+    def start_scheduler(self, *, healthy: bool = True, max_plan_age_ms: int = MAX_PLAN_AGE_MS) -> None:
         """Start kube-scheduler; with ``healthy``, wait until the plugin's probe has found the
         advisor healthy (before that, the plugin does what upstream does: no group is held)."""
-        self.plane.start_scheduler(self.gates, binary=self.binary, config=self.config)
+        config = controlplane.plugin_config(f"127.0.0.1:{self.port}", scheduler_name="gangplace",
+                                            maxPlanAgeMilliseconds=max_plan_age_ms,
+                                            timeoutMilliseconds=ADVISE_TIMEOUT_MS, holdMilliseconds=HOLD_MS)
+        self.max_plan_age_ms = max_plan_age_ms
+        self.plane.start_scheduler(self.gates, binary=self.binary, config=config)
         if healthy:
             _until(lambda: "gangplace_advisor_healthy 1" in self.metrics(), "the advisor healthy", timeout=30)
 
@@ -171,7 +173,7 @@ def _fresh(plugin: PluginScheduler) -> Iterator[None]:
     """Each test starts with the advisor up and solving and kube-scheduler running."""
     yield
     plugin.solve.paused = False
-    if "kube-scheduler" not in plugin.plane.procs:
+    if "kube-scheduler" not in plugin.plane.procs or plugin.max_plan_age_ms != MAX_PLAN_AGE_MS:
         plugin.start_scheduler()
     plugin.advisor_up()
 
@@ -307,9 +309,9 @@ def test_a_plan_the_cluster_has_been_ahead_of_for_too_long_is_no_advice(plugin: 
     plugin.solve.paused = True
     real.rest.call("PATCH", "/api/v1/nodes/n2", {"metadata": {"labels": {"touched": "yes"}}},
                    content_type="application/merge-patch+json")
-    _until(lambda: plugin.advisor.advise("PodGroup", "default", "a").age_seconds > MAX_PLAN_AGE_MS / 1000,
+    _until(lambda: plugin.advisor.advise("PodGroup", "default", "a").age_seconds > STALE_PLAN_AGE_MS / 1000,
            "the plan aged", timeout=10)
-    plugin.start_scheduler(healthy=False)
+    plugin.start_scheduler(healthy=False, max_plan_age_ms=STALE_PLAN_AGE_MS)
     _upstreams_outcome(real)
     assert sum(plugin.advice().get((point, "stale"), 0) for point in ("PreFilter", "PlacementGenerate")) >= 1
 

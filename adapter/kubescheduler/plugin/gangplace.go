@@ -160,8 +160,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	g.fitOpts = noderesources.ResourceRequestsOptions{EnablePodLevelResources: features.EnablePodLevelResources}
 	g.holds.activate = func(pods map[string]*v1.Pod) { h.Activate(klog.FromContext(ctx), pods) }
-	g.probing.Store(true)
-	go g.probe(ctx)
+	g.startProbing(ctx)
 	return g, nil
 }
 
@@ -333,6 +332,16 @@ func (g *Gangplace) probeOnce(ctx context.Context) bool {
 			"err", err, "ageSeconds", answer.GetAgeSeconds())
 	}
 	return healthy
+}
+
+// startProbing asks once before it returns, so that kube-scheduler's first cycles (which start
+// once its informers have synced, moments after the plugins are made) find the advisor's health
+// known instead of "not probed yet, unavailable", then probes in the background. The one question
+// is bounded by the deadline, like every other; it is not in a scheduling cycle.
+func (g *Gangplace) startProbing(ctx context.Context) {
+	g.probing.Store(true)
+	g.probeOnce(ctx)
+	go g.probe(ctx)
 }
 
 // probe runs probeOnce every probeInterval until ctx ends.

@@ -417,6 +417,19 @@ func TestAnAdvisorTheProbeFindsUnhealthyIsNotAsked(t *testing.T) {
 	}
 }
 
+func TestTheAdvisorsHealthIsKnownWhenProbingStarts(t *testing.T) {
+	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"Pod/default/train-1": gang(),
+		"Pod//" + probeName: {Status: "OPTIMAL"}}}
+	g := newPlugin(t, advisor, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g.startProbing(ctx)
+	// no wait: the first cycle after the plugin is made already follows the plan
+	if result, _ := g.PreFilter(context.Background(), nil, pod("train-1"), nodes("n1", "n2")); result == nil {
+		t.Fatal("a healthy advisor's plan, from the first cycle on")
+	}
+}
+
 func TestAPodGroupWhosePlannedPodsStillFitGetsThePlannedPlacementAloneElseUpstreams(t *testing.T) {
 	upstream := fixedGenerator{[]*fwk.Placement{{Name: "rack-a"}}}
 	advisor := &fakeAdvisor{advice: map[string]*pb.AdviseResponse{"PodGroup/default/train": gang()}}
