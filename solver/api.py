@@ -177,8 +177,10 @@ BUILD_SECONDS_PER_VARIABLE = 50e-6  # twice the rate measured on contention-5000
 BUILD_SECONDS_PER_WORKLOAD = 25e-6  # twice the rate measured on 100,000 standalone pods (1.2 s)
 BASELINE_PER_HINT = 5  # upstream's walk against the hint's, measured on scale-1000 (2.4 s and 0.47 s)
 # the first tier's domain bound (bounds/domains.py) may take this share of the limit, out of
-# what the fallback would have: on contention-5000 its first level took 1.2-2.3 s
+# what the fallback would have: on contention-5000 its model takes 1.4-3.3 s to build and its
+# first level 3-6 s to prove
 DOMAIN_BOUND_SHARE = 0.2
+DOMAIN_BOUND_MIN_SECONDS = 1.0  # less is not worth its build: contention-5000's takes 1.4-3.3 s
 
 
 _NOTHING = Assignment(counts={}, evicted=frozenset())  # nothing placed, nothing evicted
@@ -372,7 +374,7 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
             # domains a gang must fit in (before the fallback, which may take what is left)
             seconds = min(DOMAIN_BOUND_SHARE * options.time_limit,
                           clock.left() - options.time_limit * RESERVE_SHARE)
-            caps = domains.satisfied_caps(problem, seconds) if seconds > 0 else {}
+            caps = domains.satisfied_caps(problem, seconds) if seconds >= DOMAIN_BOUND_MIN_SECONDS else {}
             bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, caps)))
         fallbacks = [hint]
         if solved is None or solved.status != OPTIMAL:  # an optimum is never worse than upstream's plan

@@ -13,7 +13,8 @@ without a key too.
 Per priority, strongest first, a small CP-SAT over workloads × domains (not nodes) finds the
 most satisfied (their ``gangplace.io/value`` summed) with every stronger priority at its own
 bound, proven or not used: each level is solved within what is left of ``seconds`` and the
-first level not proven ends the bound there. Every step relaxes (node boundaries beyond the
+first level not proven ends the bound there; building the model past half of ``seconds`` gives
+no bound at all. Every step relaxes (node boundaries beyond the
 slots, inter-pod rules, devices, eviction necessity, which victims a priority may evict: the
 strongest preemptor's room serves all), so no plan satisfies more. ``room.satisfied_bound``
 takes the levels as caps. Pure: no I/O.
@@ -49,7 +50,14 @@ def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
     tables = room._Tables(problem, resources)
     strongest = room._power(problem, problem.workloads)
     domains = _domains(problem, set(keyed.values()))
-    rooms = {d: tables.room(set(nodes), strongest) for d, nodes in domains.items()}
+    def late() -> bool:  # half of ``seconds`` is kept for the first level's search
+        return time.perf_counter() - start > seconds / 2
+
+    rooms: dict[Domain, np.ndarray] = {}
+    for d, nodes in domains.items():
+        rooms[d] = tables.room(set(nodes), strongest)
+        if late():
+            return {}
     everywhere = tables.room({n.name for n in problem.nodes}, strongest)
     inside = _inside(domains)
     width = len(resources) + 1
@@ -61,16 +69,18 @@ def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
     for w in problem.workloads:
         if w.rejected:
             continue
+        if late():
+            return {}
         need = room._need(problem, w, resources)
         key = keyed.get(w.index)
-        where = [None] if key is None else [d for d in domains if d[0] == key
-                                            and all(n <= int(r) for n, r in zip(need, rooms[d], strict=True))]
-        for d in where:
+        where: list[Domain | None] = [None] if key is None else [
+            d for d in domains if d[0] == key and all(n <= int(r) for n, r in zip(need, rooms[d], strict=True))]
+        for at in where:
             x = model.new_bool_var("")
             placed[w.index].append(x)
             every.append((need, x))
-            if d is not None:
-                in_domain[d].append((need, x))
+            if at is not None:
+                in_domain[at].append((need, x))
         if len(placed[w.index]) > 1:
             model.add(sum(placed[w.index]) <= 1)
     for outer in domains:
