@@ -368,25 +368,28 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
         bound = solved.bound if solved else trivial
         if assignment is not None and assignment.evicted and (solved is None or solved.status != OPTIMAL):
             assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
-        if tiers_of(assignment if assignment is not None else hint).satisfied != bound.satisfied \
-                and not clock.passed(1 - RESERVE_SHARE):
-            # the first tier unproven: room bounds it, for every workload at once, and so do the
-            # domains a gang must fit in (before the fallback, which may take what is left)
-            seconds = min(DOMAIN_BOUND_SHARE * options.time_limit,
-                          clock.left() - options.time_limit * RESERVE_SHARE)
-            caps = domains.satisfied_caps(problem, seconds) if seconds >= DOMAIN_BOUND_MIN_SECONDS else {}
+        # upstream's choice, as far as it gets before half the reserve is left; it cannot stop
+        # inside a workload and scores every pod over sampled nodes (measured at up to 5 times
+        # the hint's walk), so it is not started without that much time left (a hint the
+        # deadline cut says nothing of how long a whole walk takes); an optimum is never worse
+        walk = (solved is None or solved.status != OPTIMAL) and "hint" not in cut and \
+            clock.left() - options.time_limit * RESERVE_SHARE / 2 > BASELINE_PER_HINT * phases["hint"]
+        # the first tier unproven: room bounds it, for every workload at once, and so do the
+        # domains a gang must fit in, within a share of the limit and before the reserve: after
+        # the walk, in what it leaves (beside it, the walk reached fewer workloads on
+        # contention-5000: its model is built in the interpreter), before it when none runs
+        unproven = tiers_of(assignment if assignment is not None else hint).satisfied != bound.satisfied
+        if unproven and not clock.passed(1 - RESERVE_SHARE):
+            caps = {} if walk else _domain_caps(problem, options, clock)
             bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, caps)))
         fallbacks = [hint]
-        if solved is None or solved.status != OPTIMAL:  # an optimum is never worse than upstream's plan
-            # upstream's choice, as far as it gets before half the reserve is left; it cannot stop
-            # inside a workload and scores every pod over sampled nodes (measured at up to 5 times
-            # the hint's walk), so it is not started without that much time left
-            # (a hint the deadline cut says nothing of how long a whole walk takes)
-            if "hint" not in cut and \
-                    clock.left() - options.time_limit * RESERVE_SHARE / 2 > BASELINE_PER_HINT * phases["hint"]:
+        if solved is None or solved.status != OPTIMAL:
+            if walk:
                 fallbacks.append(greedy.baseline(problem, stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
             if clock.passed(1 - RESERVE_SHARE / 2) or len(fallbacks) == 1:
                 cut.append("baselineFallback")
+        if unproven and walk and (caps := _domain_caps(problem, options, clock)):
+            bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, caps)))
         for fallback in fallbacks:
             if assignment is None or tiers_of(assignment) < tiers_of(fallback):
                 # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
@@ -399,6 +402,13 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     if bound < found:
         bound, stats["boundDropped"] = trivial, True
     return partial(make_plan, problem, assignment, bound=bound, stats=stats)
+
+
+def _domain_caps(problem: Problem, options: PlanOptions, clock: _Deadline) -> dict[int, int]:
+    """The domain bound's levels (bounds/domains.py) in its share of the limit, before the
+    reserve; none when that is under DOMAIN_BOUND_MIN_SECONDS."""
+    seconds = min(DOMAIN_BOUND_SHARE * options.time_limit, clock.left() - options.time_limit * RESERVE_SHARE)
+    return domains.satisfied_caps(problem, seconds) if seconds >= DOMAIN_BOUND_MIN_SECONDS else {}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
