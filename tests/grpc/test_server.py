@@ -608,7 +608,7 @@ def test_the_client_sends_plan_options_and_refuses_those_the_wire_cannot_carry()
 def test_a_deadline_stops_the_solve_inside_a_slow_cel_selector(running: server.Running) -> None:
     # a selector of 10^4 iterations, within the cost limit, read for each of 12 devices that
     # differ in the attribute it reads: 20 s and more of cel-python. The call's 2 s deadline caps
-    # the plan's time limit (2 s less the margin): when it passes inside the selector, the answer
+    # the plan's time limit (2 s less the margin, 0.5 s): when it passes inside the selector, the answer
     # says so, naming the selector (RESOURCE_EXHAUSTED, reason CEL_TIME_LIMIT), before the
     # deadline, and the slot is free again at once
     start = time.perf_counter()
