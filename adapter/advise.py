@@ -79,7 +79,7 @@ class Advised:
         for i, e in enumerate(victims):
             evictions.setdefault(e.node, []).append(i)
         roots, under = hierarchy(objects)
-        uids = {key_of(o): str((o.get("metadata") or {}).get("uid", "")) for o in objects if o.get("kind") == "Pod"}
+        uids = pod_uids(objects)
         return cls(plan=plan, made=made, generation=generation, number=number, versions=versions, owner=owner,
                    verdicts={qualified(w.kind, w.name): w for w in plan.workloads}, bindings=bindings,
                    victims=victims, evictions=evictions, roots=roots, under=under, uids=uids)
@@ -100,6 +100,12 @@ class Advised:
         if kind == "Pod" and named not in self.versions:
             return self.owner.get(f"{namespace}/{name}", named)
         return self.roots.get(named, named)
+
+
+def pod_uids(objects: Iterable[Obj]) -> dict[str, str]:
+    """Per pod ("ns/name"), its uid ("" when it has none): advice is honoured for the pod it was
+    handed out for, not for a pod made again under its name."""
+    return {key_of(o): str((o.get("metadata") or {}).get("uid", "")) for o in objects if o.get("kind") == "Pod"}
 
 
 def hierarchy(objects: Iterable[Obj]) -> tuple[dict[str, str], dict[str, frozenset[str]]]:
@@ -217,7 +223,7 @@ class Advisor:
         generation, objects = self.cache.snapshot()
         now = self.clock()
         with self._lock:
-            uids = {key_of(o): str((o.get("metadata") or {}).get("uid", "")) for o in objects if o.get("kind") == "Pod"}
+            uids = pod_uids(objects)
             self._handed = {p: (u, n, t) for p, (u, n, t) in self._handed.items()
                             if now - t <= HONOUR_SECONDS and uids.get(p) == u}
             self._victims = {p: (u, e, t) for p, (u, e, t) in self._victims.items()

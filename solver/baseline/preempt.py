@@ -147,7 +147,7 @@ def preempt_pod_hint(state: State, workload: Workload) -> bool:
         return False
     state.preempt_start[c] = last + 1
     _, _, node = min(found)
-    return _victims_on(state, workload, c, node, keep=True, potential=potential) is not None
+    return _victims_on(state, workload, c, node, keep=True, potential=potential, cheapest=True) is not None
 
 
 def _victims_on(state: State, workload: Workload, c: int, node: s.NodeName, *, keep: bool,

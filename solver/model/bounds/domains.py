@@ -50,6 +50,7 @@ def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
     tables = room._Tables(problem, resources)
     strongest = room._power(problem, problem.workloads)
     domains = _domains(problem, set(keyed.values()))
+
     def late() -> bool:  # half of ``seconds`` is kept for the first level's search
         return time.perf_counter() - start > seconds / 2
 

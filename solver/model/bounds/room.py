@@ -74,12 +74,10 @@ def satisfied_bound(problem: Problem, caps: Mapping[int, int] | None = None) -> 
             value, most = _most_value(values, needs, left, most)
         else:
             value = most
-        if caps is not None and p in caps:
-            if caps[p] <= value:
-                value, most = caps[p], _fewest(values, caps[p])
-            else:
-                caps = None
-        elif caps is not None:
+        cap = caps.get(p) if caps is not None else None
+        if cap is not None and cap <= value:
+            value, most = cap, _fewest(values, cap)
+        else:  # no cap here, or room is lower: the caps below were made above this bound
             caps = None
         out.append((p, value))
         taken += ordered[:most].sum(axis=0)
