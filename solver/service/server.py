@@ -254,9 +254,12 @@ class PlacementService(pb_grpc.PlacementServiceServicer):
         limit = options.time_limit
         remaining = context.time_remaining()
         if remaining is not None and remaining < 1e9:  # no deadline reads as ~9e18 s
-            if remaining <= MARGIN:  # reading the request used the deadline up: no plan could reach the caller
+            if remaining <= MARGIN:  # no plan could be decoded, verified and sent back in what is left
+                read = time.perf_counter() - start
                 _abort(context, Kind.DEADLINE,
-                       f"the deadline passed while the request was read ({time.perf_counter() - start:.2f} s)")
+                       f"the deadline passed while the request was read ({read:.2f} s)" if remaining <= 0 else
+                       f"{remaining:.2f} s of the deadline were left after reading the request ({read:.2f} s): "
+                       f"less than the {MARGIN} s kept for decoding, verifying and replying")
             limit = max(0.05, min(limit, remaining - MARGIN))
             options = dataclasses.replace(options, time_limit=limit)
         try:

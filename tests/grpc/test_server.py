@@ -405,6 +405,16 @@ def test_an_expiring_deadline_returns_the_best_plan_so_far(running: server.Runni
     assert verify.verify(*facts_and(reading.from_bytes(body)), plan) == []
 
 
+def test_a_deadline_shorter_than_the_reply_margin_is_refused_saying_so(running: server.Running) -> None:
+    # with 0.5 s kept for replying, a call whose deadline leaves less after reading was told "the
+    # deadline passed while the request was read", which it had not
+    with grpc.insecure_channel(_target(running)) as ch, pytest.raises(grpc.RpcError) as err:
+        pb_grpc.PlacementServiceStub(ch).Solve(pb.SolveRequest(kubernetes_objects=_hard()),
+                                               timeout=server.MARGIN * 0.9)
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert f"less than the {server.MARGIN} s kept for decoding, verifying and replying" in err.value.details()
+
+
 @pytest.mark.slow
 def test_overload_is_refused_while_the_admitted_solve_finishes(running: server.Running) -> None:
     body = _hard()
