@@ -12,7 +12,7 @@ import pytest
 from solver import api
 from solver.model.bounds import domains, room
 from solver.problem.build import Problem, build_problem
-from tests.builders import RACK, node, pod, pod_group, snapshot
+from tests.builders import RACK, node, pdb, pod, pod_group, snapshot
 
 
 def _gang(name: str, pods: int, cpu_m: int, priority: int, key: str | None = RACK) -> list[Any]:
@@ -79,3 +79,42 @@ def test_a_plan_without_a_model_reports_the_domain_bound(monkeypatch: pytest.Mon
     assert plan.stats["cut"] == ["model"]
     o = plan.objective
     assert (o.satisfied_workloads, o.satisfied_bound, o.gap_tier) == (2, 2, "placedPods")
+
+
+def _one_budget_three_racks() -> list[Any]:
+    """Racks r0, r1 and r2: each an empty 4-core node (2 slots of 2 cores) and a 4-core node
+    full of two 2-core pods a budget allowing 2 covers. Gangs a, b and c of four 2-core pods,
+    one rack each: each needs both its rack's budget pods gone."""
+    objs: list[Any] = [pdb("db", 2, app="db")]
+    for r in ("r0", "r1", "r2"):
+        objs += [node(f"{r}-empty").rack(r).cpu_m(4000), node(f"{r}-full").rack(r).cpu_m(4000),
+                 *(pod(f"{r}-db{i}").on(f"{r}-full").cpu_m(2000).label("app", "db") for i in range(2))]
+    return objs + [o for g in "abc" for o in _gang(g, 4, 2000, 10)]
+
+
+@pytest.mark.parametrize("policy, pooled, most", [("strict", 2, 1), ("soft", 3, 3)])
+def test_a_budget_is_shared_by_the_racks_it_spans(policy: str, pooled: int, most: int) -> None:
+    """What a budget lets go is counted once over the cluster, not once per rack: under strict
+    budgets its two evictions empty one rack's full node (by volume 6 free slots and 2 freed
+    hold two gangs, and each rack alone with the budget's two holds one); under soft ones every
+    rack's pods go."""
+    objs = _one_budget_three_racks()
+    problem = build_problem(snapshot(*objs), pdb_policy=policy)
+    assert room.satisfied_bound(problem) == ((10, pooled),)
+    assert domains.satisfied_caps(problem, 10) == {10: most}
+    plan = api.plan(snapshot(*objs), api.PlanOptions(time_limit=10, pdb_policy=policy))
+    assert plan.objective.satisfied_workloads == most
+
+
+def test_the_slots_an_eviction_frees_are_counted_on_its_node() -> None:
+    """Rack r0: n0, n1 and n2 each hold a 1-core pod that stays, n0 a 3-core pod a budget
+    covers too. Gangs a and b of two 2-core pods each fit alone; together they ask 4 slots, and
+    evicting the budget's pod leaves n0 3 cores, one slot: 3 in all, though the rack's cores
+    (9) hold 4 pods' and the evicted pod, cut into 2-core slots, rounds up to two."""
+    objs = [pdb("db", 1, app="db"), *(node(f"n{i}").rack("r0").cpu_m(4000) for i in range(3)),
+            *(pod(f"stay{i}").on(f"n{i}").cpu_m(1000).priority(100) for i in range(3)),
+            pod("db").on("n0").cpu_m(3000).label("app", "db"), *_gang("a", 2, 2000, 10), *_gang("b", 2, 2000, 10)]
+    problem = build_problem(snapshot(*objs), pdb_policy="strict")
+    assert room.satisfied_bound(problem) == ((10, 2),)
+    assert domains.satisfied_caps(problem, 10) == {10: 1}
+    assert api.plan(snapshot(*objs), api.PlanOptions(time_limit=10)).objective.satisfied_workloads == 1

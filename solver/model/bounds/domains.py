@@ -4,26 +4,36 @@ The room bound (``room``) pools every node's room: two gangs that each need most
 both fit by volume even when only one rack has room for either. Here each pending workload
 whose root has a topology key is placed, in a relaxation, in one domain of that key or not at
 all, and what the workloads placed in a domain need (``room._need``: the requests of the
-fewest new pods that satisfy them, and their slots) stays within that domain's room
-(``room._Tables.room`` over its nodes: allocatable less what no preemptor may evict, under
-strict budgets what they allow added back). A domain's room also bounds every workload placed
-in a domain inside it (a rack in its block); the cluster's room bounds them all, workloads
-without a key too.
+fewest new pods that satisfy them, and their slots) stays within that domain's room. A
+domain's room also bounds every workload placed in a domain inside it (a rack in its block);
+the cluster's room bounds them all, workloads without a key too.
 
-Per priority, strongest first, a small CP-SAT over workloads × domains (not nodes) finds the
-most satisfied (their ``gangplace.io/value`` summed) with every stronger priority at its own
-bound, proven or not used: each level is solved within what is left of ``seconds`` and the
-first level not proven ends the bound there; building the model past half of ``seconds`` gives
-no bound at all. Every step relaxes (node boundaries beyond the
-slots, inter-pod rules, devices, eviction necessity, which victims a priority may evict: the
-strongest preemptor's room serves all), so no plan satisfies more. ``room.satisfied_bound``
-takes the levels as caps. Pure: no I/O.
+The room comes from one pass over the nodes, split into cells (nodes with the same values of
+the keys: a rack inside its block is one cell; ``_Cells``): per cell the allocatable less what
+no preemptor may evict holds, and the slots, node by node. Under strict budgets every pod a
+budget covers is held, and what the budgets let go is shared by every cell: per budget and
+cell a count of evicted pods, together at most what the budget allows, and per cell what k
+evicted pods free at most (per resource a fractional knapsack; in slots the best split of k
+over the cell's nodes, each node's slots counted from its own free room, not the evicted
+pods' requests cut into slots), entered as its concave hull so that the LP relaxation keeps it.
+
+Alike workloads (key, need, priority, value) are one class, and per class and domain an
+integer counts how many are placed there: the model grows with classes × domains, not with
+workloads. Per priority, strongest first, it finds the most satisfied (their
+``gangplace.io/value`` summed) with every stronger priority at its own bound, proven or not
+used: each level is solved within what is left of ``seconds`` and the first level not proven
+ends the bound there; building past half of ``seconds`` gives no bound at all. Every step
+relaxes (node boundaries beyond the slots, inter-pod rules, devices, eviction necessity,
+which victims a priority may evict: the strongest preemptor's room serves all), so no plan
+satisfies more. ``room.satisfied_bound`` takes the levels as caps. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -34,6 +44,7 @@ from solver.problem.build import Problem
 from solver.problem.workloads import Workload
 
 Domain = tuple[str, str]  # (topology key, value)
+_Term = tuple[Sequence[int], cp_model.IntVar, int]  # a class's need, how many of it are placed, at most
 
 
 def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
@@ -47,67 +58,224 @@ def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
     if not keyed:
         return {}
     resources = sorted({r for c in problem.classes for r in c.requests})
-    tables = room._Tables(problem, resources)
-    strongest = room._power(problem, problem.workloads)
-    domains = _domains(problem, set(keyed.values()))
+    cells = _Cells(problem, resources, sorted(set(keyed.values())))
+    domains = cells.domains()
+    inside = _inside(domains)
+    width = len(resources) + 1
 
     def late() -> bool:  # half of ``seconds`` is kept for the first level's search
         return time.perf_counter() - start > seconds / 2
 
-    rooms: dict[Domain, np.ndarray] = {}
-    for d, nodes in domains.items():
-        rooms[d] = tables.room(set(nodes), strongest)
-        if late():
-            return {}
-    everywhere = tables.room({n.name for n in problem.nodes}, strongest)
-    inside = _inside(domains)
-    width = len(resources) + 1
-
+    most = {d: cells.most(its) for d, its in domains.items()}
+    if late():
+        return {}
     model = cp_model.CpModel()
-    placed: dict[int, list[cp_model.IntVar]] = defaultdict(list)  # workload -> its choices
-    in_domain: dict[Domain, list[tuple[list[int], cp_model.IntVar]]] = defaultdict(list)
-    every: list[tuple[list[int], cp_model.IntVar]] = []
+    # under strict budgets: per budget and cell, how many of its pods go there (together at most
+    # what the budget allows); per cell, what as many pods free at most, per column (the table's
+    # concave hull: linear pieces, which the LP relaxation keeps)
+    evicted = {bc: model.new_int_var(0, top, "") for bc, top in cells.evictable.items()}
+    freed: dict[int, list[cp_model.LinearExprT]] = {}
+    for cell, table in cells.freed.items():
+        k = sum(e for (_, c), e in evicted.items() if c == cell)
+        freed[cell] = []
+        for col in table:
+            f = model.new_int_var(0, max(col), "")
+            for run, rise, offset in _hull(col):
+                model.add(run * f <= offset + rise * k)
+            freed[cell].append(f)
+    # alike workloads (key, need, priority, value) are one class: per class and domain, how many
+    # of them are placed there
+    alike: dict[tuple[str | None, tuple[int, ...], int, int], int] = defaultdict(int)
     for w in problem.workloads:
-        if w.rejected:
-            continue
+        if not w.rejected:
+            alike[keyed.get(w.index), tuple(room._need(problem, w, resources)), w.priority, w.value] += 1
+    placed: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)  # priority -> (value, count)
+    in_domain: dict[Domain, list[_Term]] = defaultdict(list)
+    every: list[_Term] = []
+    for (key, need, priority, value), count in alike.items():
         if late():
             return {}
-        need = room._need(problem, w, resources)
-        key = keyed.get(w.index)
         where: list[Domain | None] = [None] if key is None else [
-            d for d in domains if d[0] == key and all(n <= int(r) for n, r in zip(need, rooms[d], strict=True))]
+            d for d in domains if d[0] == key and all(n <= int(r) for n, r in zip(need, most[d], strict=True))]
+        mine = []
         for at in where:
-            x = model.new_bool_var("")
-            placed[w.index].append(x)
-            every.append((need, x))
+            y = model.new_int_var(0, count, "")
+            mine.append(y)
+            placed[priority].append((value, y))
+            every.append((need, y, count))
             if at is not None:
-                in_domain[at].append((need, x))
-        if len(placed[w.index]) > 1:
-            model.add(sum(placed[w.index]) <= 1)
-    for outer in domains:
+                in_domain[at].append((need, y, count))
+        if len(mine) > 1:
+            model.add(sum(mine) <= count)
+    for outer, its in domains.items():
         terms = [t for d in inside[outer] for t in in_domain[d]]
-        _within(model, terms, rooms[outer], width)
-    _within(model, every, everywhere, width)
+        _within(model, terms, cells, its, freed, width)
+    _within(model, every, cells, range(len(cells.base)), freed, width)
+    for budget, allowed in cells.allowed.items():
+        if sum(n for (b, _), n in cells.evictable.items() if b == budget) > allowed:
+            model.add(sum(e for (b, _), e in evicted.items() if b == budget) <= allowed)
 
     caps: dict[int, int] = {}
     for level in sorted({w.priority for w in problem.workloads}, reverse=True):
-        mine = [(w.value, x) for w in problem.workloads if w.priority == level for x in placed.get(w.index, ())]
-        if not mine:
+        mine_x = placed.get(level, [])
+        if not mine_x:
             caps[level] = 0
             continue
         left = seconds - (time.perf_counter() - start)
         if left <= 0:
             break
-        objective = sum(v * x for v, x in mine)
+        objective = sum(v * x for v, x in mine_x)
         model.maximize(objective)
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = left
         solver.parameters.num_workers = 1
+        solver.parameters.cp_model_presolve = False  # on contention-5000 it took 2-3.5 s of 2.1-3.9 a level
         if solver.solve(model) != cp_model.OPTIMAL:
             break
         caps[level] = round(solver.objective_value)
         model.add(objective >= caps[level])
     return caps
+
+
+class _Cells:
+    """The nodes split by their values of the keys (a rack inside its block is one cell), and
+    per cell the room a preemptor of the strongest pending power has, from one pass over the
+    nodes: the allocatable less what running units it may not evict hold (under strict budgets
+    every unit a budget covers is held), and the slots.
+
+    Under strict budgets what the budgets let go is shared by every cell: per budget and cell
+    at most ``evictable[budget, cell]`` pods go (together at most what the budget allows), and
+    per cell ``freed[cell][col][k]`` is the most evicting ``k`` of the pods counted there
+    frees of each column: a fractional knapsack per resource (rounded up), and for the slots
+    the best split of the ``k`` over the cell's nodes (``_slots_freed``)."""
+
+    def __init__(self, problem: Problem, resources: list[str], keys: list[str]) -> None:
+        tables = room._Tables(problem, resources)
+        power = room._power(problem, problem.workloads)
+        r_count = len(resources)
+        signature: dict[tuple[str | None, ...], int] = {}
+        self.of_node = np.array([signature.setdefault(tuple(n.labels.get(k) for k in keys), len(signature))
+                                 for n in problem.nodes], dtype=np.int64)
+        self.signatures = list(signature)
+        self.keys = keys
+        movable = (~tables.protected & (tables.priority < power)) if power is not None \
+            else np.zeros(len(tables.priority), dtype=bool)
+        shared = movable & tables.covered if problem.strict_pdbs else np.zeros_like(movable)
+        self.allowed = {p.key: p.allowed for p in problem.snapshot.pdbs}
+        free_parts, counted = self._items(problem, tables, shared) if shared.any() else ([], [])
+        stays = ~(movable & ~shared)[tables.entry_unit]
+        held = np.zeros_like(tables.alloc)
+        np.add.at(held, tables.entry_node[stays], tables.usage[stays])
+        for node, usage in free_parts:  # counted against no budget: free to go
+            held[node] -= usage
+        free = np.maximum(0, tables.alloc - held)
+        self.smallest = tables.smallest
+        self.asks = tables.smallest > 0
+        slots = self._slots(free)
+        self.base = np.zeros((len(signature), r_count + 1), dtype=np.int64)
+        np.add.at(self.base, self.of_node, np.column_stack([free, slots]))
+        self.evictable: dict[tuple[s.PdbKey, int], int] = {}
+        self.freed: dict[int, list[list[int]]] = {}
+        by_cell: dict[int, list[tuple[int, int, np.ndarray]]] = defaultdict(list)
+        for node, budget, charge, usage in counted:
+            cell = int(self.of_node[node])
+            self.evictable[budget, cell] = self.evictable.get((budget, cell), 0) + charge
+            by_cell[cell].append((node, charge, usage))
+        self.evictable = {bc: min(n, self.allowed[bc[0]]) for bc, n in self.evictable.items()}
+        for cell, its in by_cell.items():
+            most = sum(n for (_, c), n in self.evictable.items() if c == cell)
+            self.freed[cell] = self._freed(its, free, slots, most)
+
+    def _items(self, problem: Problem, tables: room._Tables,
+               shared: np.ndarray) -> tuple[list[tuple[int, np.ndarray]], list[tuple[int, s.PdbKey, int, np.ndarray]]]:
+        """The units a budget covers, node by node: each counted against one budget it is
+        under (the one allowing most: dropping the others only relaxes), a node charged its
+        share of the unit's count by the members there, rounded down (so the charges add up
+        to no more than the count). Returns the parts charged nothing, free to go (node,
+        usage), and the others (node, budget, charge, usage); a unit whose budget allows none
+        stays."""
+        at = {n.name: i for i, n in enumerate(problem.nodes)}
+        free: list[tuple[int, np.ndarray]] = []
+        counted: list[tuple[int, s.PdbKey, int, np.ndarray]] = []
+        for row in np.flatnonzero(shared[tables.entry_unit]):
+            unit = problem.units[int(tables.entry_unit[row])]
+            node = int(tables.entry_node[row])
+            budget = max(unit.pdb_counts, key=lambda b: (self.allowed.get(b, 0), b))
+            if self.allowed.get(budget, 0) <= 0:
+                continue  # no pod of it may go: it stays held
+            here = sum(1 for m in unit.members if m.node is not None and at.get(m.node) == node)
+            charge = unit.pdb_counts[budget] * here // max(1, len(unit.members))
+            if charge > 0:
+                counted.append((node, budget, charge, tables.usage[row]))
+            else:
+                free.append((node, tables.usage[row]))
+        return free, counted
+
+    def _slots(self, free: np.ndarray) -> np.ndarray:
+        if not self.asks.any():
+            return np.full(len(free), 1 << 40, dtype=np.int64)
+        slots: np.ndarray = (free[..., self.asks] // self.smallest[self.asks]).min(axis=-1)
+        return slots
+
+    def _freed(self, items: list[tuple[int, int, np.ndarray]], free: np.ndarray, slots: np.ndarray,
+               most: int) -> list[list[int]]:
+        """Per column, for k = 0..most pods counted: the most evicting k of these items frees."""
+        charges = np.array([c for _, c, _ in items], dtype=np.int64)
+        usage = np.array([u for _, _, u in items], dtype=np.int64).reshape(len(items), -1)
+        out = [_knapsack(usage[:, r], charges, most) for r in range(usage.shape[1])]
+        extra = np.zeros(most + 1, dtype=np.int64)  # the best split of k over the nodes so far
+        nodes = np.array([n for n, _, _ in items], dtype=np.int64)
+        for node in np.unique(nodes):
+            mine = nodes == node
+            best = np.array([_knapsack(usage[mine, r], charges[mine], most) for r in range(usage.shape[1])]).T
+            gain = np.maximum(0, self._slots(free[node] + best) - slots[node])  # k -> slots it frees here
+            k = np.arange(most + 1)
+            split = extra[k[:, None] - k[None, :]] + gain[None, :]  # [k, j]: j of the k on this node
+            extra = np.where(k[None, :] <= k[:, None], split, -1).max(axis=1)
+        out.append(extra.tolist())
+        return out
+
+    def domains(self) -> dict[Domain, list[int]]:
+        """Each domain of the keys: its cells (a node without a key's label is in no domain of
+        it: a gang that needs one cannot use it)."""
+        out: dict[Domain, list[int]] = defaultdict(list)
+        for c, values in enumerate(self.signatures):
+            for key, value in zip(self.keys, values, strict=True):
+                if value is not None:
+                    out[key, value].append(c)
+        return dict(sorted(out.items()))
+
+    def most(self, cells: Sequence[int]) -> np.ndarray:
+        """The most room these cells have: their own, and all the pods counted there could free."""
+        out: np.ndarray = self.base[list(cells)].sum(axis=0)
+        for c in cells:
+            if c in self.freed:
+                out = out + np.array([col[-1] for col in self.freed[c]], dtype=np.int64)
+        return out
+
+
+def _hull(table: Sequence[int]) -> list[tuple[int, int, int]]:
+    """The pieces of the least concave function on or above ``table`` (k -> most freed), each
+    as ``(run, rise, at)``: ``run * f <= run * at + rise * k`` for every k, exact in integers."""
+    points: list[tuple[int, int]] = []
+    for k, v in enumerate(table):
+        while len(points) >= 2 and (points[-1][1] - points[-2][1]) * (k - points[-1][0]) <= \
+                (v - points[-1][1]) * (points[-1][0] - points[-2][0]):
+            points.pop()
+        points.append((k, v))
+    return [(k1 - k0, v1 - v0, v0 * (k1 - k0) - (v1 - v0) * k0)
+            for (k0, v0), (k1, v1) in itertools.pairwise(points)]
+
+
+def _knapsack(usage: np.ndarray, charges: np.ndarray, most: int) -> list[int]:
+    """For k = 0..most: the most of ``usage`` items of these charges free within k counted,
+    fractional (rounded up: an overestimate)."""
+    order = np.argsort(-usage / charges, kind="stable")
+    u, c = usage[order].astype(float), charges[order]
+    before = np.concatenate([[0], np.cumsum(c)[:-1]])
+    k = np.arange(most + 1)[:, None]
+    take = np.clip(k - before[None, :], 0, c[None, :])
+    return [int(v) for v in np.ceil((take * (u / c)[None, :]).sum(axis=1) - 1e-9)]
 
 
 def _key(problem: Problem, w: Workload) -> str | None:
@@ -117,37 +285,32 @@ def _key(problem: Problem, w: Workload) -> str | None:
     return problem.groups[w.groups[0]].topology_key
 
 
-def _domains(problem: Problem, keys: set[str]) -> dict[Domain, frozenset[s.NodeName]]:
-    """Each domain of ``keys``: the nodes labelled with that value (a node without the label
-    is in no domain of its key: a gang that needs one cannot use it)."""
-    nodes: dict[Domain, set[s.NodeName]] = defaultdict(set)
-    for n in problem.nodes:
-        for key in keys:
-            if key in n.labels:
-                nodes[key, n.labels[key]].add(n.name)
-    return {d: frozenset(v) for d, v in sorted(nodes.items())}
-
-
-def _inside(domains: dict[Domain, frozenset[s.NodeName]]) -> dict[Domain, list[Domain]]:
-    """Per domain, the domains whose nodes are all among its own (itself included): found
-    through one node of each, so with a few subset tests per domain, not one per pair."""
-    by_node: dict[s.NodeName, list[Domain]] = defaultdict(list)
-    for d, nodes in domains.items():
-        for n in nodes:
-            by_node[n].append(d)
+def _inside(domains: dict[Domain, list[int]]) -> dict[Domain, list[Domain]]:
+    """Per domain, the domains whose cells are all among its own (itself included): found
+    through one cell of each, so with a few subset tests per domain, not one per pair."""
+    by_cell: dict[int, list[Domain]] = defaultdict(list)
+    for d, cells in domains.items():
+        for c in cells:
+            by_cell[c].append(d)
+    sets = {d: set(cells) for d, cells in domains.items()}
     out: dict[Domain, list[Domain]] = {d: [] for d in domains}
-    for d, nodes in domains.items():
-        for outer in by_node[next(iter(nodes))]:
-            if nodes <= domains[outer]:
+    for d, cells in domains.items():
+        for outer in by_cell[cells[0]]:
+            if sets[d] <= sets[outer]:
                 out[outer].append(d)
     return out
 
 
-def _within(model: cp_model.CpModel, terms: list[tuple[list[int], cp_model.IntVar]], room_left: np.ndarray,
-            width: int) -> None:
-    """Per resource (and the slots), what the chosen terms need is at most ``room_left``."""
+def _within(model: cp_model.CpModel, terms: list[_Term], cells: _Cells,
+            its: Iterable[int], freed: dict[int, list[cp_model.LinearExprT]], width: int) -> None:
+    """Per resource (and the slots), what the chosen terms need is at most the room of the
+    cells ``its``: their own, and what the pods evicted there free."""
+    mine = list(its)
+    base = cells.base[mine].sum(axis=0)
+    most = cells.most(mine)
+    shared = [freed[c] for c in mine if c in freed]
     for r in range(width):
-        parts = [(need[r], x) for need, x in terms if need[r]]
-        have = int(room_left[r])
-        if parts and sum(n for n, _ in parts) > have:
-            model.add(sum(n * x for n, x in parts) <= have)
+        parts = [(need[r], y, top) for need, y, top in terms if need[r]]
+        if not parts or sum(n * top for n, _, top in parts) <= int(most[r]):
+            continue
+        model.add(sum(n * y for n, y, _ in parts) <= int(base[r]) + sum(f[r] for f in shared))
