@@ -122,6 +122,9 @@ def topology_domains(
     key = group.topology_key
     assert key is not None
     classes = problem.classes_under(group.key)
+    if allowed is None and all(state.requests_only(problem.classes[c]) for c in classes):
+        # the same on every node at once (5,000 nodes a call: 90 % of contention-5000's hint)
+        return sorted(state.rooms_by_domain(key, classes, fixed=fixed), key=lambda d: (d[2], d[0]))
     room: dict[str, int] = defaultdict(int)
     for c in classes:
         cand = problem.candidates[c]

@@ -40,10 +40,10 @@ def preemption_domains(state: State, workload: Workload) -> list[set[s.NodeName]
         return None
     least = problem.least_new_pods(root.key)
     ranked = []
+    evicting = {value: most for value, _, most in state.rooms_by_domain(root.topology_key, workload.classes,
+                                                                          evicting=True, fixed=fixed)}
     for value, nodes, room in topology_domains(state, root, None, fixed):
-        most = sum(state.room_evicting(problem.classes[c], node)
-                   for c in workload.classes for node in nodes if node in problem.candidates[c])
-        if most >= least:
+        if evicting.get(value, 0) >= least:
             ranked.append((-room, value, nodes))
     return [nodes for _, _, nodes in sorted(ranked, key=lambda r: (r[0], r[1]))][:HINT_DOMAINS]
 

@@ -9,6 +9,8 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+import numpy as np
+
 from solver.baseline.devices import Devices, Load, Take
 from solver.baseline.fragment import Fragmentation, score
 from solver.baseline.interpod import InterPodRules
@@ -58,6 +60,8 @@ class State:
         self.no_room: dict[int, int] = {}
         self.no_preempt: dict[int, int] = {}  # likewise, with preemption (``preempt_pod_hint``)
         self.preempt_start: dict[int, int] = {}  # class -> where its next preemption walk starts
+        self.dirty: set[s.NodeName] = set()  # nodes whose rows in ``_rooms`` are out of date
+        self._rooms: _Rooms | None = None
 
     def running_on(self, node: s.NodeName) -> Mapping[str, int]:
         """Requests of the running pods on ``node`` that are not evicted."""
@@ -80,6 +84,7 @@ class State:
 
     def _bump_unit(self, u: int, sign: int) -> None:
         for node, usage in self.problem.units[u].usage.items():
+            self.dirty.add(node)
             running = self._own(self._running, self._base_running, node)
             for res, amount in usage.items():
                 running[res] += sign * amount
@@ -90,6 +95,7 @@ class State:
                     nonzero[res] += sign * amount
 
     def _bump_class(self, cls: int, node: s.NodeName, n: int) -> None:
+        self.dirty.add(node)
         new = self.new_requests[node]
         requests = self.problem.classes[cls].requests
         for res, amount in requests.items():
@@ -313,6 +319,43 @@ class State:
                     return True
         return False
 
+    def requests_only(self, cls: PodClass) -> bool:
+        """Whether ``room_for`` a pod of ``cls`` is its requests' alone (no inter-pod rule, device,
+        claim or volume), so that ``rooms`` gives it on every node at once."""
+        pod = cls.pods[0]
+        return not (self.rules.active or self.problem.dra.active or self.problem.dra.reserve_caps
+                    or self.problem.once_units.get(cls.index) or pod.csi_volumes or pod.shared_local
+                    or pod.local_claims)
+
+    def rooms(self, cls: PodClass, *, evicting: bool = False) -> np.ndarray:
+        """``_requests_room`` on every node at once, in ``problem.nodes`` order: ``room_for`` when
+        ``requests_only(cls)``, or ``room_evicting`` with ``evicting``. The nodes changed since
+        the last call are read again, so a walk of many workloads pays per change, not per node."""
+        if self._rooms is None:
+            self._rooms = _Rooms(self)
+        return self._rooms.of(cls, evicting)
+
+    def rooms_by_domain(self, key: str, classes: Iterable[int], *, evicting: bool = False,
+                        fixed: str | None = None) -> list[tuple[str, set[s.NodeName], int]]:
+        """Per value of ``key`` (``fixed`` alone, if given) where a node is a candidate of one of
+        ``classes``: the value, its nodes, and the room of those classes on its candidate nodes
+        summed (``rooms``): ``room_for`` each (``requests_only``) or ``room_evicting``."""
+        if self._rooms is None:
+            self._rooms = _Rooms(self)
+        values, value_of, members = self._rooms.domains(key)
+        total = np.zeros(len(values), dtype=np.int64)
+        seen = np.zeros(len(values), dtype=bool)
+        for c in classes:
+            rows = self._rooms.candidate_rows(c)
+            at = value_of[rows]
+            keep = at >= 0
+            if fixed is not None:
+                keep &= at == (values.index(fixed) if fixed in values else -2)
+            total += np.bincount(at[keep], weights=self.rooms(self.problem.classes[c], evicting=evicting)[rows][keep],
+                                 minlength=len(values)).astype(np.int64)
+            seen[at[keep]] = True
+        return [(values[i], members[i], int(total[i])) for i in np.flatnonzero(seen)]
+
     def room_evicting(self, cls: PodClass, node: s.NodeName) -> int:
         """How many more pods of ``cls`` would fit on ``node`` were every unit it may preempt
         evicted (requested resources only: the hint's estimate of where preemption can help)."""
@@ -450,6 +493,75 @@ class State:
             if total > 0:
                 score += (running.get(res, 0) + (new.get(res, 0) if new else 0)) / total
         return self.dev.fullness(node), score
+
+
+class _Rooms:
+    """``State``'s requests as arrays (nodes × resources): the allocatable, what the running pods
+    not evicted and the pods placed hold (rows brought up to date from ``State.dirty``), and per
+    preemptor power what it may not evict."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        problem = state.problem
+        self.names = [n.name for n in problem.nodes]
+        self.at = {name: i for i, name in enumerate(self.names)}
+        self.resources = sorted({r for c in problem.classes for r in c.requests})
+        self.column = {r: i for i, r in enumerate(self.resources)}
+        self.alloc = self._table(n.allocatable for n in problem.nodes)
+        self.running = self._table(state.running_on(name) for name in self.names)
+        self.new = self._table(state.new_requests.get(name, _EMPTY) for name in self.names)
+        self.held: dict[int, np.ndarray] = {}
+        self.candidates: dict[int, np.ndarray] = {}
+        self.keys: dict[str, tuple[list[str], np.ndarray, list[set[s.NodeName]]]] = {}
+        state.dirty.clear()
+
+    def domains(self, key: str) -> tuple[list[str], np.ndarray, list[set[s.NodeName]]]:
+        """The values of ``key`` (sorted), each node's value's index (-1: no label), and each
+        value's nodes."""
+        if key not in self.keys:
+            labels = [n.labels.get(key) for n in self.state.problem.nodes]
+            values = sorted({v for v in labels if v is not None})
+            index = {v: i for i, v in enumerate(values)}
+            members: list[set[s.NodeName]] = [set() for _ in values]
+            for name, v in zip(self.names, labels, strict=True):
+                if v is not None:
+                    members[index[v]].add(name)
+            self.keys[key] = (values, np.array([index.get(v, -1) if v is not None else -1 for v in labels],
+                                               dtype=np.int64), members)
+        return self.keys[key]
+
+    def candidate_rows(self, c: int) -> np.ndarray:
+        if c not in self.candidates:
+            self.candidates[c] = np.array([self.at[n] for n in self.state.problem.candidates[c] if n in self.at],
+                                          dtype=np.int64)
+        return self.candidates[c]
+
+    def _table(self, rows: Iterable[Mapping[str, int]]) -> np.ndarray:
+        return np.array([[row.get(r, 0) for r in self.resources] for row in rows], dtype=np.int64).reshape(
+            -1, len(self.resources))
+
+    def of(self, cls: PodClass, evicting: bool) -> np.ndarray:
+        state = self.state
+        for name in state.dirty:
+            i = self.at.get(name)
+            if i is not None:
+                running, new = state.running_on(name), state.new_requests.get(name, _EMPTY)
+                self.running[i] = [running.get(r, 0) for r in self.resources]
+                self.new[i] = [new.get(r, 0) for r in self.resources]
+        state.dirty.clear()
+        if evicting:
+            assert cls.power is not None
+            if cls.power not in self.held:
+                held = state.held_by(cls.power)
+                self.held[cls.power] = self._table(held.get(name, _EMPTY) for name in self.names)
+            used = self.held[cls.power]
+        else:
+            used = self.running
+        most = np.full(len(self.names), len(cls.pods), dtype=np.int64)
+        for res, amount in cls.requests.items():
+            free = self.alloc[:, self.column[res]] - used[:, self.column[res]] - self.new[:, self.column[res]]
+            most = np.minimum(most, np.where(free < amount, 0, free // max(amount, 1)))
+        return most
 
 
 _RUNNING: PerUnits[dict[s.NodeName, dict[str, int]]] = PerUnits()
