@@ -379,21 +379,35 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
         # the walk, in what it leaves (beside it, the walk reached fewer workloads on
         # contention-5000: its model is built in the interpreter), before it when none runs
         unproven = tiers_of(assignment if assignment is not None else hint).satisfied != bound.satisfied
+        choice = domains.Choice()
+        tables = room.Tables(problem) if unproven else None  # both bounds read the cluster's arrays
         if unproven and not clock.passed(1 - RESERVE_SHARE):
-            caps = {} if walk else _domain_caps(problem, options, clock)
-            bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, caps)))
+            choice = domains.Choice() if walk else _domain_choice(problem, options, clock, tables)
+            bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, choice.caps, tables)))
         fallbacks = [hint]
-        if solved is None or solved.status != OPTIMAL:
+        cut_short = solved is None or solved.status != OPTIMAL
+        if cut_short:
             if walk:
                 fallbacks.append(greedy.baseline(problem, stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
             if clock.passed(1 - RESERVE_SHARE / 2) or len(fallbacks) == 1:
                 cut.append("baselineFallback")
-        if unproven and walk and (caps := _domain_caps(problem, options, clock)):
-            bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, caps)))
+        if unproven and walk and (choice := _domain_choice(problem, options, clock, tables)).caps:
+            bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, choice.caps, tables)))
+        # the hint's walk again, the relaxation's workloads first, each in the domain it chose
+        # (issue 51, item 3), when a walk as long as the hint's fits before half the reserve
+        guided: Assignment | None = None
+        if cut_short and choice.where and \
+                clock.left() - options.time_limit * RESERVE_SHARE / 2 > phases["hint"]:
+            guided_start = time.perf_counter()
+            fallbacks.append(guided := greedy.guided(problem, choice.where,
+                                                     stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
+            phases["guided"] = time.perf_counter() - guided_start
         for fallback in fallbacks:
             if assignment is None or tiers_of(assignment) < tiers_of(fallback):
                 # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
                 assignment, stats["fromBaseline"] = fallback, True
+                if fallback is guided:
+                    stats["fromGuided"] = True
         assert assignment is not None  # the fallbacks hold the hint at least
     phases["fallback"] = time.perf_counter() - fallback_start
     found = tiers_of(assignment)
@@ -404,11 +418,14 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     return partial(make_plan, problem, assignment, bound=bound, stats=stats)
 
 
-def _domain_caps(problem: Problem, options: PlanOptions, clock: _Deadline) -> dict[int, int]:
-    """The domain bound's levels (bounds/domains.py) in its share of the limit, before the
-    reserve; none when that is under DOMAIN_BOUND_MIN_SECONDS."""
+def _domain_choice(problem: Problem, options: PlanOptions, clock: _Deadline,
+                   tables: room.Tables | None) -> domains.Choice:
+    """The domain bound's levels and choice (bounds/domains.py) in its share of the limit,
+    before the reserve; none when that is under DOMAIN_BOUND_MIN_SECONDS."""
     seconds = min(DOMAIN_BOUND_SHARE * options.time_limit, clock.left() - options.time_limit * RESERVE_SHARE)
-    return domains.satisfied_caps(problem, seconds) if seconds >= DOMAIN_BOUND_MIN_SECONDS else {}
+    if seconds < DOMAIN_BOUND_MIN_SECONDS:
+        return domains.Choice()
+    return domains.choose(problem, seconds, tables)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -66,7 +66,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from solver.baseline.place import place_workload
 from solver.baseline.preempt import (
@@ -103,7 +103,16 @@ def hint(problem: Problem, stop: Callable[[], bool] | None = None) -> Assignment
     return _run(problem, spread=False, stop=stop)
 
 
-def _run(problem: Problem, *, spread: bool, stop: Callable[[], bool] | None = None) -> Assignment:
+def guided(problem: Problem, where: Mapping[int, frozenset[s.NodeName] | None],
+           stop: Callable[[], bool] | None = None) -> Assignment:
+    """The hint's walk, guided by a relaxation over domains (``domains.choose``; issue 51,
+    item 3): within a priority the workloads it satisfies first, each tried in the domain it
+    chose (without preemption, then with, in that domain alone) before the hint's own search."""
+    return _run(problem, spread=False, stop=stop, where=where)
+
+
+def _run(problem: Problem, *, spread: bool, stop: Callable[[], bool] | None = None,
+         where: Mapping[int, frozenset[s.NodeName] | None] | None = None) -> Assignment:
     """A lower-priority workload may lean on room a victim left for a higher one; when a later
     eviction then makes that victim unnecessary, the lowest-priority workload on its node is
     dropped and the greedy run again (every eviction of a plan must be necessary). A run cut
@@ -111,7 +120,8 @@ def _run(problem: Problem, *, spread: bool, stop: Callable[[], bool] | None = No
     skip: set[int] = set()
     upto: int | None = None
     while True:
-        state, reached, done = _greedy(problem, skip, spread, stop=stop if upto is None else None, upto=upto)
+        state, reached, done = _greedy(problem, skip, spread, stop=stop if upto is None else None, upto=upto,
+                                       where=where)
         blamed = state.blame_unnecessary()
         if blamed is None:
             return state.assignment()
@@ -124,15 +134,20 @@ def _run(problem: Problem, *, spread: bool, stop: Callable[[], bool] | None = No
 
 
 def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Callable[[], bool] | None = None,
-            upto: int | None = None) -> tuple[State, int, set[int]]:
+            upto: int | None = None, where: Mapping[int, frozenset[s.NodeName] | None] | None = None,
+            ) -> tuple[State, int, set[int]]:
     """The walk over the workloads in priority order; it ends early when ``stop()`` is true or
     after ``upto`` of them. Returns the state, how many workloads it went through and the ones
     it placed."""
     state = State(problem, spread=spread)
+    chosen = where or {}
     if spread:  # upstream's queue: priority, then (here) the name
         order = sorted(problem.workloads, key=lambda w: (-w.priority, w.key))
     else:  # the hint: within a priority the smallest first, the most workloads for the room
-        order = sorted(problem.workloads, key=lambda w: (-w.priority, _size(problem, w), w.key))
+        # (guided: the relaxation's choice first, the largest first, as a bin packing's decreasing
+        # fit: which workloads go is chosen, what is left is where the last ones fit)
+        order = sorted(problem.workloads, key=lambda w: (
+            -w.priority, w.index not in chosen, -_size(problem, w) if w.index in chosen else _size(problem, w), w.key))
     reached = 0
     done: set[int] = set()  # workloads placed
     for workload in order[:upto]:
@@ -143,6 +158,15 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
         if workload.index in skip or workload.rejected:
             continue
         point = state.savepoint()
+        if (nodes := chosen.get(workload.index)) is not None:  # where the relaxation put it, first
+            if place_workload(state, workload, set(nodes)):
+                done.add(workload.index)
+                if workload.power is not None:
+                    preempt_for_remainder(state, workload)
+                continue
+            if workload.power is not None and preempt_in_domains(state, workload, [set(nodes)], point):
+                done.add(workload.index)
+                continue
         if _place(state, workload):
             done.add(workload.index)
             if workload.power is not None:

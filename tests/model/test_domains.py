@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from solver import api
+from solver import api, verify
+from solver.api import score
+from solver.baseline import greedy
 from solver.model.bounds import domains, room
 from solver.problem.build import Problem, build_problem
-from tests.builders import RACK, node, pdb, pod, pod_group, snapshot
+from tests.builders import RACK, composite, facts_and, node, pdb, pod, pod_group, snapshot
 
 
 def _gang(name: str, pods: int, cpu_m: int, priority: int, key: str | None = RACK) -> list[Any]:
@@ -115,6 +117,72 @@ def test_the_slots_an_eviction_frees_are_counted_on_its_node() -> None:
             *(pod(f"stay{i}").on(f"n{i}").cpu_m(1000).priority(100) for i in range(3)),
             pod("db").on("n0").cpu_m(3000).label("app", "db"), *_gang("a", 2, 2000, 10), *_gang("b", 2, 2000, 10)]
     problem = build_problem(snapshot(*objs), pdb_policy="strict")
+    assert room.satisfied_bound(problem) == ((10, 2),)
+    assert domains.satisfied_caps(problem, 10) == {10: 1}
+    assert api.plan(snapshot(*objs), api.PlanOptions(time_limit=10)).objective.satisfied_workloads == 1
+
+
+def _block_and_a_small_gang() -> list[Any]:
+    """Block B: rack r0 of 5 slots (a 4-core and a 6-core node, 2-core pods), rack r1 of 2 (a
+    4-core node). A CompositePodGroup c (block) of x (2 pods) and y (4 pods), each in a rack,
+    and a gang g of 1 pod (rack). All fit (x in r1; y and g in r0); the hint, smallest first,
+    puts g in r1 (the tightest rack), then x in r0, and y finds no rack."""
+    block = "topology.kubernetes.io/block"
+    objs: list[Any] = [node("n0").rack("r0").label(block, "B").cpu_m(4000),
+                       node("n1").rack("r0").label(block, "B").cpu_m(6000),
+                       node("n2").rack("r1").label(block, "B").cpu_m(4000),
+                       composite("c", 2).topology(block).priority(10)]
+    for child, pods in (("x", 2), ("y", 4)):
+        objs += [pod_group(child, pods).parent("c").topology(RACK).priority(10),
+                 *(pod(f"{child}-{i}").group(child).cpu_m(2000).priority(10) for i in range(pods))]
+    return objs + _gang("g", 1, 2000, 10)
+
+
+@pytest.mark.parametrize("policy", ["strict", "soft"])
+def test_the_walk_guided_by_the_domain_choice_places_what_the_hint_does_not(policy: str) -> None:
+    """The relaxation chooses c (in B) and g; the guided walk places its choice first, the
+    largest first, c's children each in the tightest rack that holds it: both are satisfied,
+    the bound is reached and the plan is proven, where the hint's walk alone satisfied one."""
+    problem = build_problem(snapshot(*_block_and_a_small_gang()), pdb_policy=policy)
+    choice = domains.choose(problem, 10)
+    assert choice.caps == {10: 2}
+    assert sorted(problem.workloads[w].key for w in choice.where) == ["CompositePodGroup/default/c", "default/g"]
+    assert score(problem, greedy.hint(problem)).satisfied == ((10, 1),)
+    guided = greedy.guided(problem, choice.where)
+    assert score(problem, guided).satisfied == ((10, 2),)
+    on = {(problem.classes[c].group[-1], node): n for (c, node), n in guided.counts.items()}
+    assert on == {("x", "n2"): 2, ("y", "n0"): 2, ("y", "n1"): 2, ("g", "n1"): 1}
+
+
+def test_a_plan_without_a_model_walks_the_domain_choice_and_proves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api, "BUILD_SECONDS_PER_VARIABLE", 1e6)  # no model: the hint is the plan
+    snap = snapshot(*_block_and_a_small_gang())
+    plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
+    assert plan.stats["cut"] == ["model"] and "guided" in plan.stats["phaseSeconds"]
+    assert (plan.objective.satisfied_workloads, plan.objective.satisfied_bound) == (2, 2)
+    # upstream's walk (run too, with the time there is) reaches it as well and is compared first;
+    # without it the guided walk's plan is the one taken
+    monkeypatch.setattr(api, "BASELINE_PER_HINT", 1e9)
+    plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy="soft"))
+    assert plan.stats["fromGuided"] and plan.objective.satisfied_workloads == 2
+    assert verify.verify(*facts_and(snap), plan) == []
+
+
+def test_a_composite_whose_children_fit_no_set_of_its_racks_is_not_counted() -> None:
+    """Block B: racks of 4, 3 and 3 slots; block B2: a rack of 3. A CompositePodGroup (block)
+    of two 4-pod PodGroups (rack), and a 3-pod gang g (rack). By volume both fit (11 of 13
+    slots) and each of c's children fits rack r0 alone, but only r0 holds 4: c fits no block,
+    and the bound knows (its two largest children need racks of 4 that hold 8)."""
+    block = "topology.kubernetes.io/block"
+    objs: list[Any] = [node("n0").rack("r0").label(block, "B").cpu_m(8000),
+                       node("n1").rack("r1").label(block, "B").cpu_m(6000),
+                       node("n2").rack("r2").label(block, "B").cpu_m(6000),
+                       node("n3").rack("r3").label(block, "B2").cpu_m(6000),
+                       composite("c", 2).topology(block).priority(10), *_gang("g", 3, 2000, 10)]
+    for child in ("x", "y"):
+        objs += [pod_group(child, 4).parent("c").topology(RACK).priority(10),
+                 *(pod(f"{child}-{i}").group(child).cpu_m(2000).priority(10) for i in range(4))]
+    problem = build_problem(snapshot(*objs), pdb_policy="soft")
     assert room.satisfied_bound(problem) == ((10, 2),)
     assert domains.satisfied_caps(problem, 10) == {10: 1}
     assert api.plan(snapshot(*objs), api.PlanOptions(time_limit=10)).objective.satisfied_workloads == 1

@@ -34,6 +34,7 @@ import itertools
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -47,18 +48,36 @@ Domain = tuple[str, str]  # (topology key, value)
 _Term = tuple[Sequence[int], cp_model.IntVar, int]  # a class's need, how many of it are placed, at most
 
 
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The bound's levels (``caps``) and the relaxation's last solution: the workloads it
+    satisfies, each with the nodes of the domain it put it in (None: a workload without a
+    key), for a walk to try first (``greedy.guided``; issue 51, item 3)."""
+
+    caps: dict[int, int] = field(default_factory=dict)
+    where: dict[int, frozenset[s.NodeName] | None] = field(default_factory=dict)
+
+
 def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
     """Per priority, strongest first and as far as each level is proven within ``seconds``,
     the most any plan satisfies at it (values summed) when every stronger priority satisfies
     its cap. Empty when no pending workload's root has a topology key (the room bound is
     then as good) or the first level is not proven in time."""
+    return choose(problem, seconds).caps
+
+
+def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) -> Choice:
+    """``satisfied_caps``, and where the relaxation's last solution (proven or not) puts the
+    workloads it satisfies. ``tables``: the cluster's, when the caller has them."""
     start = time.perf_counter()
     keyed = {w.index: key for w in problem.workloads
              if not w.rejected and (key := _key(problem, w)) is not None}
     if not keyed:
-        return {}
-    resources = sorted({r for c in problem.classes for r in c.requests})
-    cells = _Cells(problem, resources, sorted(set(keyed.values())))
+        return Choice()
+    tables = tables if tables is not None else room.Tables(problem)
+    resources = tables.resources
+    inner = {w: found for w in keyed if (found := _inner(problem, problem.workloads[w], resources)) is not None}
+    cells = _Cells(problem, tables, sorted(set(keyed.values()) | {k for k, _ in inner.values()}))
     domains = cells.domains()
     inside = _inside(domains)
     width = len(resources) + 1
@@ -67,8 +86,13 @@ def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
         return time.perf_counter() - start > seconds / 2
 
     most = {d: cells.most(its) for d, its in domains.items()}
+    # per domain and finer key, the slots of each domain of that key inside it
+    slots_in: dict[tuple[Domain, str], list[int]] = defaultdict(list)
+    for outer, nested in inside.items():
+        for d in nested:
+            slots_in[outer, d[0]].append(int(most[d][-1]))
     if late():
-        return {}
+        return Choice()
     model = cp_model.CpModel()
     # under strict budgets: per budget and cell, how many of its pods go there (together at most
     # what the budget allows); per cell, what as many pods free at most, per column (the table's
@@ -85,22 +109,28 @@ def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
             freed[cell].append(f)
     # alike workloads (key, need, priority, value) are one class: per class and domain, how many
     # of them are placed there
-    alike: dict[tuple[str | None, tuple[int, ...], int, int], int] = defaultdict(int)
+    alike: dict[tuple[str | None, tuple[int, ...], int, int, tuple[str, tuple[int, ...]] | None], list[int]] = \
+        defaultdict(list)
     for w in problem.workloads:
         if not w.rejected:
-            alike[keyed.get(w.index), tuple(room._need(problem, w, resources)), w.priority, w.value] += 1
+            need = tuple(room._need(problem, w, resources))
+            alike[keyed.get(w.index), need, w.priority, w.value, inner.get(w.index)].append(w.index)
+    choices: list[tuple[list[int], Domain | None, cp_model.IntVar]] = []  # a class's workloads, where, how many
     placed: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)  # priority -> (value, count)
     in_domain: dict[Domain, list[_Term]] = defaultdict(list)
     every: list[_Term] = []
-    for (key, need, priority, value), count in alike.items():
+    for (key, need, priority, value, child), members in alike.items():
+        count = len(members)
         if late():
-            return {}
+            return Choice()
         where: list[Domain | None] = [None] if key is None else [
-            d for d in domains if d[0] == key and all(n <= int(r) for n, r in zip(need, most[d], strict=True))]
+            d for d in domains if d[0] == key and all(n <= int(r) for n, r in zip(need, most[d], strict=True))
+            and (child is None or _children_fit(child[1], slots_in[d, child[0]]))]
         mine = []
         for at in where:
             y = model.new_int_var(0, count, "")
             mine.append(y)
+            choices.append((members, at, y))
             placed[priority].append((value, y))
             every.append((need, y, count))
             if at is not None:
@@ -116,6 +146,7 @@ def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
             model.add(sum(e for (b, _), e in evicted.items() if b == budget) <= allowed)
 
     caps: dict[int, int] = {}
+    counts: list[int] = []  # the last solution's, per choice
     for level in sorted({w.priority for w in problem.workloads}, reverse=True):
         mine_x = placed.get(level, [])
         if not mine_x:
@@ -130,11 +161,34 @@ def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
         solver.parameters.max_time_in_seconds = left
         solver.parameters.num_workers = 1
         solver.parameters.cp_model_presolve = False  # on contention-5000 it took 2-3.5 s of 2.1-3.9 a level
-        if solver.solve(model) != cp_model.OPTIMAL:
+        status = solver.solve(model)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            counts = [int(solver.value(y)) for _, _, y in choices]
+        if status != cp_model.OPTIMAL:
             break
         caps[level] = round(solver.objective_value)
         model.add(objective >= caps[level])
-    return caps
+    return Choice(caps, _where(problem, cells, domains, choices, counts))
+
+
+def _where(problem: Problem, cells: _Cells, domains: dict[Domain, list[int]],
+           choices: list[tuple[list[int], Domain | None, cp_model.IntVar]],
+           counts: list[int]) -> dict[int, frozenset[s.NodeName] | None]:
+    """Each workload the solution satisfies, with its domain's nodes: a class's workloads are
+    given out in order to the domains it counts there."""
+    names: dict[int, list[s.NodeName]] = defaultdict(list)
+    for n, cell in zip(problem.nodes, cells.of_node, strict=True):
+        names[int(cell)].append(n.name)
+    nodes: dict[Domain, frozenset[s.NodeName]] = {}
+    given: dict[int, int] = defaultdict(int)  # by the class's first workload: how many given out
+    out: dict[int, frozenset[s.NodeName] | None] = {}
+    for (members, at, _), count in zip(choices, counts, strict=True):
+        if at is not None and at not in nodes:
+            nodes[at] = frozenset(name for c in domains[at] for name in names[c])
+        for w in members[given[members[0]]:given[members[0]] + count]:
+            out[w] = None if at is None else nodes[at]
+        given[members[0]] += count
+    return out
 
 
 class _Cells:
@@ -149,8 +203,8 @@ class _Cells:
     frees of each column: a fractional knapsack per resource (rounded up), and for the slots
     the best split of the ``k`` over the cell's nodes (``_slots_freed``)."""
 
-    def __init__(self, problem: Problem, resources: list[str], keys: list[str]) -> None:
-        tables = room._Tables(problem, resources)
+    def __init__(self, problem: Problem, tables: room.Tables, keys: list[str]) -> None:
+        resources = tables.resources
         power = room._power(problem, problem.workloads)
         r_count = len(resources)
         signature: dict[tuple[str | None, ...], int] = {}
@@ -186,7 +240,7 @@ class _Cells:
             most = sum(n for (_, c), n in self.evictable.items() if c == cell)
             self.freed[cell] = self._freed(its, free, slots, most)
 
-    def _items(self, problem: Problem, tables: room._Tables,
+    def _items(self, problem: Problem, tables: room.Tables,
                shared: np.ndarray) -> tuple[list[tuple[int, np.ndarray]], list[tuple[int, s.PdbKey, int, np.ndarray]]]:
         """The units a budget covers, node by node: each counted against one budget it is
         under (the one allowing most: dropping the others only relaxes), a node charged its
@@ -203,8 +257,11 @@ class _Cells:
             budget = max(unit.pdb_counts, key=lambda b: (self.allowed.get(b, 0), b))
             if self.allowed.get(budget, 0) <= 0:
                 continue  # no pod of it may go: it stays held
-            here = sum(1 for m in unit.members if m.node is not None and at.get(m.node) == node)
-            charge = unit.pdb_counts[budget] * here // max(1, len(unit.members))
+            if len(unit.members) == 1:  # a pod alone: all of it here
+                charge = unit.pdb_counts[budget]
+            else:
+                here = sum(1 for m in unit.members if m.node is not None and at.get(m.node) == node)
+                charge = unit.pdb_counts[budget] * here // len(unit.members)
             if charge > 0:
                 counted.append((node, budget, charge, tables.usage[row]))
             else:
@@ -220,19 +277,23 @@ class _Cells:
     def _freed(self, items: list[tuple[int, int, np.ndarray]], free: np.ndarray, slots: np.ndarray,
                most: int) -> list[list[int]]:
         """Per column, for k = 0..most pods counted: the most evicting k of these items frees."""
-        charges = np.array([c for _, c, _ in items], dtype=np.int64)
-        usage = np.array([u for _, _, u in items], dtype=np.int64).reshape(len(items), -1)
-        out = [_knapsack(usage[:, r], charges, most) for r in range(usage.shape[1])]
+        charges = [c for _, c, _ in items]
+        columns = [[int(u[r]) for _, _, u in items] for r in range(len(items[0][2]))]
+        out = [_knapsack(col, charges, most) for col in columns]
         extra = np.zeros(most + 1, dtype=np.int64)  # the best split of k over the nodes so far
-        nodes = np.array([n for n, _, _ in items], dtype=np.int64)
-        for node in np.unique(nodes):
-            mine = nodes == node
-            best = np.array([_knapsack(usage[mine, r], charges[mine], most) for r in range(usage.shape[1])]).T
+        k = np.arange(most + 1)
+        by_node: dict[int, list[int]] = defaultdict(list)
+        for i, (node, _, _) in enumerate(items):
+            by_node[node].append(i)
+        for node, mine in by_node.items():
+            best = np.array([_knapsack([col[i] for i in mine], [charges[i] for i in mine], most)
+                             for col in columns], dtype=np.int64).T
             gain = np.maximum(0, self._slots(free[node] + best) - slots[node])  # k -> slots it frees here
-            k = np.arange(most + 1)
+            if not gain[-1]:
+                continue
             split = extra[k[:, None] - k[None, :]] + gain[None, :]  # [k, j]: j of the k on this node
             extra = np.where(k[None, :] <= k[:, None], split, -1).max(axis=1)
-        out.append(extra.tolist())
+        out.append([int(v) for v in extra])
         return out
 
     def domains(self) -> dict[Domain, list[int]]:
@@ -267,15 +328,22 @@ def _hull(table: Sequence[int]) -> list[tuple[int, int, int]]:
             for (k0, v0), (k1, v1) in itertools.pairwise(points)]
 
 
-def _knapsack(usage: np.ndarray, charges: np.ndarray, most: int) -> list[int]:
-    """For k = 0..most: the most of ``usage`` items of these charges free within k counted,
-    fractional (rounded up: an overestimate)."""
-    order = np.argsort(-usage / charges, kind="stable")
-    u, c = usage[order].astype(float), charges[order]
-    before = np.concatenate([[0], np.cumsum(c)[:-1]])
-    k = np.arange(most + 1)[:, None]
-    take = np.clip(k - before[None, :], 0, c[None, :])
-    return [int(v) for v in np.ceil((take * (u / c)[None, :]).sum(axis=1) - 1e-9)]
+def _knapsack(usage: Sequence[int], charges: Sequence[int], most: int) -> list[int]:
+    """For k = 0..most: the most these items (``usage``, each counting ``charges`` pods) free
+    within k pods counted, fractional (the most per pod first; a part rounded up): exact in
+    integers, an overestimate of any whole choice."""
+    out = [0] * (most + 1)
+    k, whole = 0, 0
+    for u, c in sorted(zip(usage, charges, strict=True), key=lambda uc: -uc[0] / uc[1]):
+        for t in range(1, c + 1):
+            if k == most:
+                return out
+            k += 1
+            out[k] = whole - (-(t * u) // c)
+        whole += u
+    for rest in range(k + 1, most + 1):
+        out[rest] = whole
+    return out
 
 
 def _key(problem: Problem, w: Workload) -> str | None:
@@ -283,6 +351,38 @@ def _key(problem: Problem, w: Workload) -> str | None:
     if w.kind == s.STANDALONE_POD:
         return None
     return problem.groups[w.groups[0]].topology_key
+
+
+def _inner(problem: Problem, w: Workload, resources: Sequence[str]) -> tuple[str, tuple[int, ...]] | None:
+    """For a root whose children all have one finer topology key: that key, and the slots each
+    of its ``floor`` smallest children needs (the largest first). Any ``floor`` children that
+    satisfy the root need at least as much, child by child, each in one domain of that key
+    inside the root's (``_children_fit``)."""
+    if w.kind == s.STANDALONE_POD:
+        return None
+    root = problem.groups[w.groups[0]]
+    children = list(problem.tree.children(root.key))
+    keys = {problem.groups[c].topology_key for c in children}
+    if root.kind == s.POD_GROUP or not children or len(keys) != 1 or None in keys or root.topology_key in keys \
+            or root.floor < 1 or root.floor > len(children):
+        return None
+    (key,) = keys
+    assert key is not None
+    slots = sorted(room._group_need(problem, c, resources)[room.SLOTS] for c in children)[:root.floor]
+    return key, tuple(sorted(slots, reverse=True))
+
+
+def _children_fit(children: Sequence[int], domains: Sequence[int]) -> bool:
+    """Whether children needing these slots (the largest first) may go into domains of these
+    slots, each child in one: for every j, the j largest children go only into domains of at
+    least the j-th largest's slots, so those domains hold their sum (Hall's condition on a
+    threshold; a necessary one)."""
+    need = 0
+    for child in children:
+        need += child
+        if sum(d for d in domains if d >= child) < need:
+            return False
+    return True
 
 
 def _inside(domains: dict[Domain, list[int]]) -> dict[Domain, list[Domain]]:

@@ -39,14 +39,16 @@ Volume = dict[str, int]
 SLOTS = "#slots"  # pods of the smallest request that fit, per node, summed: the pseudo-resource
 
 
-def satisfied_bound(problem: Problem, caps: Mapping[int, int] | None = None) -> tuple[tuple[int, int], ...]:
+def satisfied_bound(problem: Problem, caps: Mapping[int, int] | None = None,
+                    tables: Tables | None = None) -> tuple[tuple[int, int], ...]:
     """Per priority (strongest first), the most workloads (their values summed) any plan
     satisfies when every stronger priority satisfies its bound: the shape of ``Tiers.satisfied``.
     ``caps`` (``domains.satisfied_caps``) bound the strongest levels likewise, each under its
     stronger levels at their caps: a cap is taken where it is the lower, and once room alone
     bounds a level lower than its cap, the caps below it were made under a stronger premise
-    than the bound's and are not used."""
-    resources = sorted({r for c in problem.classes for r in c.requests})
+    than the bound's and are not used. ``tables``: the cluster's, when the caller has them."""
+    tables = tables if tables is not None else Tables(problem)
+    resources = tables.resources
     by_level: dict[int, list[Workload]] = defaultdict(list)
     for w in problem.workloads:
         by_level[w.priority].append(w)
@@ -57,7 +59,6 @@ def satisfied_bound(problem: Problem, caps: Mapping[int, int] | None = None) -> 
     # may not preempt can take what a stronger workload's victims left): the strongest power
     # decides what may be freed, for every priority
     strongest = _power(problem, problem.workloads)
-    tables = _Tables(problem, resources)
     union = tables.room(every, strongest)
     taken = np.zeros(len(union), dtype=np.int64)
     out = []
@@ -132,12 +133,14 @@ def _nodes(problem: Problem, workloads: Sequence[Workload]) -> set[s.NodeName]:
     return {n for w in workloads for c in w.classes for n in problem.candidates[c]}
 
 
-class _Tables:
+class Tables:
     """The cluster as arrays: what each node has, what each unit holds where, and what it
-    frees; columns are the resources, then ``SLOTS``."""
+    frees; columns are the resources the pending pods ask for, then ``SLOTS``. Built once per
+    plan (0.5 s at 5,000 nodes), read by this bound and the domain bound."""
 
-    def __init__(self, problem: Problem, resources: Sequence[str]) -> None:
+    def __init__(self, problem: Problem) -> None:
         self.problem = problem
+        self.resources = resources = sorted({r for c in problem.classes for r in c.requests})
         self.names = [n.name for n in problem.nodes]
         at = {name: i for i, name in enumerate(self.names)}
         r_count = len(resources)
