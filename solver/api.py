@@ -401,14 +401,27 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
             guided_start = time.perf_counter()
             fallbacks.append(guided := greedy.guided(problem, choice.where,
                                                      stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
-            phases["guided"] = time.perf_counter() - guided_start
+            stats["guidedSeconds"] = round(time.perf_counter() - guided_start, 4)  # inside the fallback phase
+        # the second level exactly: the chosen workloads alone, each on its domain's nodes (a
+        # model of their classes × those nodes), when its build fits in half of what is left
+        chosen: Assignment | None = None
+        if cut_short and choice.where and (left := clock.left() - options.time_limit * RESERVE_SHARE) > 0 and \
+                _build_estimate(sub := _chosen(problem, choice.where)) < left / 2:
+            chosen_start = time.perf_counter()
+            built_sub = build_model(sub)
+            if (left := clock.left() - options.time_limit * RESERVE_SHARE) > 0:
+                exact = solve(built_sub, replace(params, time_limit=left, on_solution=None))
+                if exact.assignment is not None:
+                    fallbacks.append(chosen := exact.assignment)
+            stats["chosenSeconds"] = round(time.perf_counter() - chosen_start, 4)  # inside the fallback phase
         for fallback in fallbacks:
             if assignment is None or tiers_of(assignment) < tiers_of(fallback):
                 # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
                 assignment, stats["fromBaseline"] = fallback, True
-                if fallback is guided:
-                    stats["fromGuided"] = True
         assert assignment is not None  # the fallbacks hold the hint at least
+        for taken, flag in ((guided, "fromGuided"), (chosen, "fromChosen")):
+            if taken is not None and assignment is taken:
+                stats[flag] = True
     phases["fallback"] = time.perf_counter() - fallback_start
     found = tiers_of(assignment)
     # the bound is the problem's, whichever plan is returned; a fallback above it means the model
@@ -416,6 +429,16 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     if bound < found:
         bound, stats["boundDropped"] = trivial, True
     return partial(make_plan, problem, assignment, bound=bound, stats=stats)
+
+
+def _chosen(problem: Problem, where: dict[int, frozenset[s.NodeName] | None]) -> Problem:
+    """The problem with only the chosen workloads' classes placeable, each on its domain's
+    nodes (a keyless workload's on all its own)."""
+    cut: list[dict[s.NodeName, int]] = [{} for _ in problem.candidates]
+    for w, nodes in where.items():
+        for c in problem.workloads[w].classes:
+            cut[c] = {n: k for n, k in problem.candidates[c].items() if nodes is None or n in nodes}
+    return replace(problem, candidates=tuple(cut))
 
 
 def _domain_choice(problem: Problem, options: PlanOptions, clock: _Deadline,
