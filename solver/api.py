@@ -380,8 +380,9 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
         # contention-5000: its model is built in the interpreter), before it when none runs
         unproven = tiers_of(assignment if assignment is not None else hint).satisfied != bound.satisfied
         choice = domains.Choice()
-        tables = room.Tables(problem) if unproven else None  # both bounds read the cluster's arrays
+        tables: room.Tables | None = None  # the cluster's arrays, read by both bounds
         if unproven and not clock.passed(1 - RESERVE_SHARE):
+            tables = room.Tables(problem)
             choice = domains.Choice() if walk else _domain_choice(problem, options, clock, tables)
             bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, choice.caps, tables)))
         fallbacks = [hint]
