@@ -177,10 +177,11 @@ BUILD_SECONDS_PER_VARIABLE = 50e-6  # twice the rate measured on contention-5000
 BUILD_SECONDS_PER_WORKLOAD = 25e-6  # twice the rate measured on 100,000 standalone pods (1.2 s)
 BASELINE_PER_HINT = 5  # upstream's walk against the hint's, measured on scale-1000 (2.4 s and 0.47 s)
 # the first tier's domain bound (bounds/domains.py) may take this share of the limit, out of
-# what the fallback would have: on contention-5000 its model takes 1.4-3.3 s to build and its
-# first level 3-6 s to prove
+# what the fallback would have: on contention-5000 it takes 0.9 s (soft) to 2.5 s (strict), all
+# three levels proven
 DOMAIN_BOUND_SHARE = 0.2
-DOMAIN_BOUND_MIN_SECONDS = 1.0  # less is not worth its build: contention-5000's takes 1.4-3.3 s
+CHOSEN_SHARE = 0.3  # at most this share of the limit for the chosen workloads' exact placement
+DOMAIN_BOUND_MIN_SECONDS = 1.0  # less is not worth its build
 
 
 _NOTHING = Assignment(counts={}, evicted=frozenset())  # nothing placed, nothing evicted
@@ -368,34 +369,22 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
         bound = solved.bound if solved else trivial
         if assignment is not None and assignment.evicted and (solved is None or solved.status != OPTIMAL):
             assignment = greedy.put_back(problem, assignment)  # see constraints/preemption.py
-        # upstream's choice, as far as it gets before half the reserve is left; it cannot stop
-        # inside a workload and scores every pod over sampled nodes (measured at up to 5 times
-        # the hint's walk), so it is not started without that much time left (a hint the
-        # deadline cut says nothing of how long a whole walk takes); an optimum is never worse
-        walk = (solved is None or solved.status != OPTIMAL) and "hint" not in cut and \
-            clock.left() - options.time_limit * RESERVE_SHARE / 2 > BASELINE_PER_HINT * phases["hint"]
+        cut_short = solved is None or solved.status != OPTIMAL
+        fallbacks = [hint]
         # the first tier unproven: room bounds it, for every workload at once, and so do the
-        # domains a gang must fit in, within a share of the limit and before the reserve: after
-        # the walk, in what it leaves (beside it, the walk reached fewer workloads on
-        # contention-5000: its model is built in the interpreter), before it when none runs
+        # domains a gang must fit in (a relaxation whose solution also chooses workloads and
+        # their domains), within a share of the limit and before the reserve
         unproven = tiers_of(assignment if assignment is not None else hint).satisfied != bound.satisfied
         choice = domains.Choice()
-        tables: room.Tables | None = None  # the cluster's arrays, read by both bounds
         if unproven and not clock.passed(1 - RESERVE_SHARE):
-            tables = room.Tables(problem)
-            choice = domains.Choice() if walk else _domain_choice(problem, options, clock, tables)
+            tables = room.Tables(problem)  # the cluster's arrays, read by both bounds
+            choice = _domain_choice(problem, options, clock, tables)
             bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, choice.caps, tables)))
-        fallbacks = [hint]
-        cut_short = solved is None or solved.status != OPTIMAL
-        if cut_short:
-            if walk:
-                fallbacks.append(greedy.baseline(problem, stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
-            if clock.passed(1 - RESERVE_SHARE / 2) or len(fallbacks) == 1:
-                cut.append("baselineFallback")
-        if unproven and walk and (choice := _domain_choice(problem, options, clock, tables)).caps:
-            bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, choice.caps, tables)))
-        # the hint's walk again, the relaxation's workloads first, each in the domain it chose
-        # (issue 51, item 3), when a walk as long as the hint's fits before half the reserve
+        # the two-level search (issue 51, item 3): the hint's walk again, the relaxation's
+        # workloads first, each in the domain it chose, when a walk as long as the hint's fits
+        # before half the reserve; then the chosen workloads alone, each on its domain's nodes,
+        # placed exactly (a model of their classes × those nodes), when its build fits in half of
+        # its share (CHOSEN_SHARE of the limit, before the reserve)
         guided: Assignment | None = None
         if cut_short and choice.where and \
                 clock.left() - options.time_limit * RESERVE_SHARE / 2 > phases["hint"]:
@@ -403,18 +392,28 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
             fallbacks.append(guided := greedy.guided(problem, choice.where,
                                                      stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
             stats["guidedSeconds"] = round(time.perf_counter() - guided_start, 4)  # inside the fallback phase
-        # the second level exactly: the chosen workloads alone, each on its domain's nodes (a
-        # model of their classes × those nodes), when its build fits in half of what is left
         chosen: Assignment | None = None
-        if cut_short and choice.where and (left := clock.left() - options.time_limit * RESERVE_SHARE) > 0 and \
-                _build_estimate(sub := _chosen(problem, choice.where)) < left / 2:
+        share = min(CHOSEN_SHARE * options.time_limit, clock.left() - options.time_limit * RESERVE_SHARE)
+        if cut_short and choice.where and share > 0 and \
+                _build_estimate(sub := _chosen(problem, choice.where)) < share / 2:
             chosen_start = time.perf_counter()
             built_sub = build_model(sub)
-            if (left := clock.left() - options.time_limit * RESERVE_SHARE) > 0:
+            if (left := share - (time.perf_counter() - chosen_start)) > 0:
                 exact = solve(built_sub, replace(params, time_limit=left, on_solution=None))
                 if exact.assignment is not None:
                     fallbacks.append(chosen := exact.assignment)
             stats["chosenSeconds"] = round(time.perf_counter() - chosen_start, 4)  # inside the fallback phase
+        # upstream's choice, as far as it gets before half the reserve is left; it cannot stop
+        # inside a workload and scores every pod over sampled nodes (measured at up to 5 times
+        # the hint's walk), so it is not started without that much time left (a hint the
+        # deadline cut says nothing of how long a whole walk takes); an optimum is never worse
+        walk = cut_short and "hint" not in cut and \
+            clock.left() - options.time_limit * RESERVE_SHARE / 2 > BASELINE_PER_HINT * phases["hint"]
+        if cut_short:
+            if walk:
+                fallbacks.append(greedy.baseline(problem, stop=lambda: clock.passed(1 - RESERVE_SHARE / 2)))
+            if clock.passed(1 - RESERVE_SHARE / 2) or not walk:
+                cut.append("baselineFallback")
         for fallback in fallbacks:
             if assignment is None or tiers_of(assignment) < tiers_of(fallback):
                 # a hint alone does not guarantee the solver keeps the hint's or the baseline's quality
