@@ -22,7 +22,7 @@ integer counts how many are placed there: the model grows with classes × domain
 workloads. Per priority, strongest first, it finds the most satisfied (their
 ``gangplace.io/value`` summed) with every stronger priority at its own bound, proven or not
 used: each level is solved within what is left of ``seconds`` and the first level not proven
-ends the bound there; building past half of ``seconds`` gives no bound at all. Every step
+ends the bound there; building past three quarters of ``seconds`` gives no bound at all. Every step
 relaxes (node boundaries beyond the slots, inter-pod rules, devices, eviction necessity,
 which victims a priority may evict: the strongest preemptor's room serves all), so no plan
 satisfies more. ``room.satisfied_bound`` takes the levels as caps. Pure: no I/O.
@@ -82,8 +82,8 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
     inside = _inside(domains)
     width = len(resources) + 1
 
-    def late() -> bool:  # half of ``seconds`` is kept for the first level's search
-        return time.perf_counter() - start > seconds / 2
+    def late() -> bool:  # a quarter of ``seconds`` is kept for the first level's search (0.2 s here)
+        return time.perf_counter() - start > seconds * 3 / 4
 
     most = {d: cells.most(its) for d, its in domains.items()}
     # per domain and finer key, the slots of each domain of that key inside it
