@@ -99,8 +99,11 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
     # concave hull: linear pieces, which the LP relaxation keeps)
     evicted = {bc: model.new_int_var(0, top, "") for bc, top in cells.evictable.items()}
     freed: dict[int, list[cp_model.LinearExprT]] = {}
+    in_cell: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+    for (_, c), e in evicted.items():
+        in_cell[c].append(e)
     for cell, table in cells.freed.items():
-        k = sum(e for (_, c), e in evicted.items() if c == cell)
+        k = sum(in_cell[cell])
         freed[cell] = []
         for col in table:
             f = model.new_int_var(0, max(col), "")
@@ -236,9 +239,11 @@ class _Cells:
             self.evictable[budget, cell] = self.evictable.get((budget, cell), 0) + charge
             by_cell[cell].append((node, charge, usage))
         self.evictable = {bc: min(n, self.allowed[bc[0]]) for bc, n in self.evictable.items()}
+        most: dict[int, int] = defaultdict(int)  # per cell, the pods every budget may evict there
+        for (_, c), n in self.evictable.items():
+            most[c] += n
         for cell, its in by_cell.items():
-            most = sum(n for (_, c), n in self.evictable.items() if c == cell)
-            self.freed[cell] = self._freed(its, free, slots, most)
+            self.freed[cell] = self._freed(its, free, slots, most[cell])
 
     def _items(self, problem: Problem, tables: room.Tables,
                shared: np.ndarray) -> tuple[list[tuple[int, np.ndarray]], list[tuple[int, s.PdbKey, int, np.ndarray]]]:
