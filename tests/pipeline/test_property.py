@@ -23,9 +23,12 @@ from hypothesis import strategies as st
 from solver import api, verify
 from solver.baseline import greedy
 from solver.core.features import FeatureGates
+from solver.core.plan import Plan
 from solver.model.bounds import domains, room
+from solver.model.build import build_model
+from solver.model.solve import SolveParams, solve
 from solver.plan.decode import make_plan
-from solver.problem.build import build_problem
+from solver.problem.build import Problem, build_problem
 from tests import builders as b
 from tests.dra_builders import (
     DRIVER,
@@ -537,6 +540,9 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     base = make_plan(problem, greedy.baseline(problem), stats={})
     assert verify.verify(snap.facts, snap, base, gates=gates, dra_preemption=False) == []  # upstream frees no device
     assert base.objective.tiers <= o.tiers
+    for two_level in _two_level(problem):
+        assert verify.verify(snap.facts, snap, two_level, gates=gates, dra_preemption=dra_free) == []
+        assert two_level.objective.tiers <= o.tiers
 
 
 @given(clusters())
@@ -558,6 +564,22 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
     assert _at_least(room.satisfied_bound(strict, domains.satisfied_caps(strict, 10)), want.satisfied_by_priority)
     baseline = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="strict"))
     assert verify.verify(snap.facts, snap, baseline, strict_pdbs=True) == []
+    for two_level in _two_level(strict):
+        assert verify.verify(snap.facts, snap, two_level, strict_pdbs=True) == []
+        assert two_level.objective.tiers <= o.tiers
+
+
+def _two_level(problem: Problem) -> list[Plan]:
+    """The plans of the two-level search (the guided walk; the chosen workloads placed exactly
+    on their domains' nodes), made whatever the deadline: each must pass the verifier and be
+    no better than the optimum."""
+    choice = domains.choose(problem, 10)
+    assignments = [greedy.guided(problem, choice.where)]
+    if choice.where:
+        exact = solve(build_model(api._chosen(problem, choice.where)), SolveParams(time_limit=10))
+        assert exact.assignment is not None  # the empty plan at least
+        assignments.append(exact.assignment)
+    return [make_plan(problem, a, stats={}) for a in assignments]
 
 
 def _at_least(bound: tuple[tuple[int, int], ...], best: tuple[tuple[int, int], ...]) -> bool:
