@@ -158,16 +158,14 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
         if workload.index in skip or workload.rejected:
             continue
         point = state.savepoint()
-        if (nodes := chosen.get(workload.index)) is not None:  # where the relaxation put it, first
-            if place_workload(state, workload, set(nodes)):
-                done.add(workload.index)
-                if workload.power is not None:
-                    preempt_for_remainder(state, workload)
-                continue
-            if workload.power is not None and preempt_in_domains(state, workload, [set(nodes)], point):
-                done.add(workload.index)
-                continue
-        if _place(state, workload):
+        # where the relaxation put it first: placed there, else by preempting there alone
+        mine = set(nodes) if (nodes := chosen.get(workload.index)) is not None else None
+        there = mine is not None and place_workload(state, workload, mine)
+        if mine is not None and not there and workload.power is not None and \
+                preempt_in_domains(state, workload, [mine], point):
+            done.add(workload.index)
+            continue
+        if there or _place(state, workload):
             done.add(workload.index)
             if workload.power is not None:
                 preempt_for_remainder(state, workload)

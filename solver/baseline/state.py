@@ -331,26 +331,27 @@ class State:
         """``_requests_room`` on every node at once, in ``problem.nodes`` order: ``room_for`` when
         ``requests_only(cls)``, or ``room_evicting`` with ``evicting``. The nodes changed since
         the last call are read again, so a walk of many workloads pays per change, not per node."""
+        return self._arrays().of(cls, evicting)
+
+    def _arrays(self) -> _Rooms:
         if self._rooms is None:
             self._rooms = _Rooms(self)
-        return self._rooms.of(cls, evicting)
+        return self._rooms
 
     def rooms_by_domain(self, key: str, classes: Iterable[int], *, evicting: bool = False,
                         fixed: str | None = None) -> list[tuple[str, set[s.NodeName], int]]:
         """Per value of ``key`` (``fixed`` alone, if given) where a node is a candidate of one of
         ``classes``: the value, its nodes, and the room of those classes on its candidate nodes
         summed (``rooms``): ``room_for`` each (``requests_only``) or ``room_evicting``."""
-        if self._rooms is None:
-            self._rooms = _Rooms(self)
-        values, value_of, members = self._rooms.domains(key)
+        arrays = self._arrays()
+        values, value_of, members = arrays.domains(key)
+        only = (values.index(fixed) if fixed in values else -2) if fixed is not None else None
         total = np.zeros(len(values), dtype=np.int64)
         seen = np.zeros(len(values), dtype=bool)
         for c in classes:
-            rows = self._rooms.candidate_rows(c)
+            rows = arrays.candidate_rows(c)
             at = value_of[rows]
-            keep = at >= 0
-            if fixed is not None:
-                keep &= at == (values.index(fixed) if fixed in values else -2)
+            keep = at >= 0 if only is None else at == only
             total += np.bincount(at[keep], weights=self.rooms(self.problem.classes[c], evicting=evicting)[rows][keep],
                                  minlength=len(values)).astype(np.int64)
             seen[at[keep]] = True
@@ -526,8 +527,8 @@ class _Rooms:
             for name, v in zip(self.names, labels, strict=True):
                 if v is not None:
                     members[index[v]].add(name)
-            self.keys[key] = (values, np.array([index.get(v, -1) if v is not None else -1 for v in labels],
-                                               dtype=np.int64), members)
+            self.keys[key] = (values, np.array([index[v] if v is not None else -1 for v in labels], dtype=np.int64),
+                              members)
         return self.keys[key]
 
     def candidate_rows(self, c: int) -> np.ndarray:

@@ -100,8 +100,10 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
     evicted = {bc: model.new_int_var(0, top, "") for bc, top in cells.evictable.items()}
     freed: dict[int, list[cp_model.LinearExprT]] = {}
     in_cell: dict[int, list[cp_model.IntVar]] = defaultdict(list)
-    for (_, c), e in evicted.items():
+    in_budget: dict[s.PdbKey, list[tuple[s.PdbKey, int]]] = defaultdict(list)
+    for (b, c), e in evicted.items():
         in_cell[c].append(e)
+        in_budget[b].append((b, c))
     for cell, table in cells.freed.items():
         k = sum(in_cell[cell])
         freed[cell] = []
@@ -142,11 +144,12 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
             model.add(sum(mine) <= count)
     for outer, its in domains.items():
         terms = [t for d in inside[outer] for t in in_domain[d]]
-        _within(model, terms, cells, its, freed, width)
-    _within(model, every, cells, range(len(cells.base)), freed, width)
-    for budget, allowed in cells.allowed.items():
-        if sum(n for (b, _), n in cells.evictable.items() if b == budget) > allowed:
-            model.add(sum(e for (b, _), e in evicted.items() if b == budget) <= allowed)
+        _within(model, terms, cells, its, most[outer], freed, width)
+    everywhere = range(len(cells.base))
+    _within(model, every, cells, everywhere, cells.most(everywhere), freed, width)
+    for budget, mine_e in in_budget.items():
+        if sum(cells.evictable[bc] for bc in mine_e) > cells.allowed[budget]:
+            model.add(sum(evicted[bc] for bc in mine_e) <= cells.allowed[budget])
 
     caps: dict[int, int] = {}
     counts: list[int] = []  # the last solution's, per choice
@@ -204,7 +207,7 @@ class _Cells:
     at most ``evictable[budget, cell]`` pods go (together at most what the budget allows), and
     per cell ``freed[cell][col][k]`` is the most evicting ``k`` of the pods counted there
     frees of each column: a fractional knapsack per resource (rounded up), and for the slots
-    the best split of the ``k`` over the cell's nodes (``_slots_freed``)."""
+    the best split of the ``k`` over the cell's nodes (``_freed``)."""
 
     def __init__(self, problem: Problem, tables: room.Tables, keys: list[str]) -> None:
         resources = tables.resources
@@ -215,8 +218,7 @@ class _Cells:
                                  for n in problem.nodes], dtype=np.int64)
         self.signatures = list(signature)
         self.keys = keys
-        movable = (~tables.protected & (tables.priority < power)) if power is not None \
-            else np.zeros(len(tables.priority), dtype=bool)
+        movable = tables.movable(power)
         shared = movable & tables.covered if problem.strict_pdbs else np.zeros_like(movable)
         self.allowed = {p.key: p.allowed for p in problem.snapshot.pdbs}
         free_parts, counted = self._items(problem, tables, shared) if shared.any() else ([], [])
@@ -226,9 +228,8 @@ class _Cells:
         for node, usage in free_parts:  # counted against no budget: free to go
             held[node] -= usage
         free = np.maximum(0, tables.alloc - held)
-        self.smallest = tables.smallest
-        self.asks = tables.smallest > 0
-        slots = self._slots(free)
+        self.tables = tables
+        slots = tables.slots(free)
         self.base = np.zeros((len(signature), r_count + 1), dtype=np.int64)
         np.add.at(self.base, self.of_node, np.column_stack([free, slots]))
         self.evictable: dict[tuple[s.PdbKey, int], int] = {}
@@ -273,12 +274,6 @@ class _Cells:
                 free.append((node, tables.usage[row]))
         return free, counted
 
-    def _slots(self, free: np.ndarray) -> np.ndarray:
-        if not self.asks.any():
-            return np.full(len(free), 1 << 40, dtype=np.int64)
-        slots: np.ndarray = (free[..., self.asks] // self.smallest[self.asks]).min(axis=-1)
-        return slots
-
     def _freed(self, items: list[tuple[int, int, np.ndarray]], free: np.ndarray, slots: np.ndarray,
                most: int) -> list[list[int]]:
         """Per column, for k = 0..most pods counted: the most evicting k of these items frees."""
@@ -293,7 +288,7 @@ class _Cells:
         for node, mine in by_node.items():
             best = np.array([_knapsack([col[i] for i in mine], [charges[i] for i in mine], most)
                              for col in columns], dtype=np.int64).T
-            gain = np.maximum(0, self._slots(free[node] + best) - slots[node])  # k -> slots it frees here
+            gain = np.maximum(0, self.tables.slots(free[node] + best) - slots[node])  # k -> slots it frees here
             if not gain[-1]:
                 continue
             split = extra[k[:, None] - k[None, :]] + gain[None, :]  # [k, j]: j of the k on this node
@@ -406,13 +401,13 @@ def _inside(domains: dict[Domain, list[int]]) -> dict[Domain, list[Domain]]:
     return out
 
 
-def _within(model: cp_model.CpModel, terms: list[_Term], cells: _Cells,
-            its: Iterable[int], freed: dict[int, list[cp_model.LinearExprT]], width: int) -> None:
+def _within(model: cp_model.CpModel, terms: list[_Term], cells: _Cells, its: Iterable[int], most: np.ndarray,
+            freed: dict[int, list[cp_model.LinearExprT]], width: int) -> None:
     """Per resource (and the slots), what the chosen terms need is at most the room of the
-    cells ``its``: their own, and what the pods evicted there free."""
+    cells ``its``: their own, and what the pods evicted there free (``most``: all of it, which
+    terms that cannot exceed it need no constraint)."""
     mine = list(its)
     base = cells.base[mine].sum(axis=0)
-    most = cells.most(mine)
     shared = [freed[c] for c in mine if c in freed]
     for r in range(width):
         parts = [(need[r], y, top) for need, y, top in terms if need[r]]

@@ -184,8 +184,7 @@ class Tables:
         fractional knapsack, rounded up: an overestimate), all their room counted."""
         r_count = self.alloc.shape[1]
         inside = np.array([n in nodes for n in self.names], dtype=bool)
-        movable = (~self.protected & (self.priority < power)) if power is not None \
-            else np.zeros(len(self.priority), dtype=bool)
+        movable = self.movable(power)
         free_to_go = movable & ~self.covered if self.problem.strict_pdbs else movable
         stays = ~free_to_go[self.entry_unit] & inside[self.entry_node]
         held = np.zeros_like(self.alloc)
@@ -193,13 +192,30 @@ class Tables:
         free = np.maximum(0, self.alloc - held)[inside]
         total = np.zeros(r_count + 1, dtype=np.int64)
         total[:r_count] = free.sum(axis=0)
-        asks = self.smallest > 0
-        total[r_count] = (free[:, asks] // self.smallest[asks]).min(axis=1).sum() if asks.any() else 1 << 40
+        total[r_count] = self.slots(free).sum() if (self.smallest > 0).any() else 1 << 40
         if self.problem.strict_pdbs:
             for pdb, (units, counts) in self.pdb_units.items():
                 keep = movable[units]
                 total += _most_freed(self.volume[units[keep]], counts[keep], self.allowed.get(pdb, 0))
         return total
+
+
+    def movable(self, power: int | None) -> np.ndarray:
+        """Per unit, whether a preemptor of ``power`` may evict it (None: it may evict none)."""
+        if power is None:
+            return np.zeros(len(self.priority), dtype=bool)
+        movable: np.ndarray = ~self.protected & (self.priority < power)
+        return movable
+
+    def slots(self, free: np.ndarray) -> np.ndarray:
+        """Per row of ``free`` (a node's free room, per resource), the pods of the smallest
+        request that fit there (every pending pod asks at least that much); unbounded when no
+        pending pod asks for anything."""
+        asks = self.smallest > 0
+        if not asks.any():
+            return np.full(len(free), 1 << 40, dtype=np.int64)
+        slots: np.ndarray = (free[..., asks] // self.smallest[asks]).min(axis=-1)
+        return slots
 
 
 def _most_freed(volume: np.ndarray, counts: np.ndarray, pods: int) -> np.ndarray:
