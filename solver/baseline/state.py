@@ -42,7 +42,6 @@ class State:
         # what the non-zero defaults add to those requests, for the node scores (baseline only)
         self._unit_nonzero, self._base_nonzero = _base_nonzero(problem) if spread else ([], {})
         self._nonzero: dict[s.NodeName, dict[str, int]] = {}
-        self._held: dict[int, dict[s.NodeName, dict[str, int]]] = {}  # per power: _held_by
         # upstream's allocator takes the first device that fits; the hint packs shares best fit
         self.dev = Devices(problem.dra, self.evicted, frees=frees_devices, best_fit=not spread)
         # the hint with expected pods: each pod where it fragments least (solver.baseline.fragment)
@@ -328,7 +327,8 @@ class State:
                     or pod.local_claims)
 
     def rooms(self, cls: PodClass, *, evicting: bool = False) -> np.ndarray:
-        """``_requests_room`` on every node at once, in ``problem.nodes`` order: ``room_for`` when
+        """``_requests_room`` on every candidate node at once (a node some class may use, in
+        ``problem.nodes`` order: a domain's sub-problem has its domain's rows): ``room_for`` when
         ``requests_only(cls)``, or ``room_evicting`` with ``evicting``. The nodes changed since
         the last call are read again, so a walk of many workloads pays per change, not per node."""
         return self._arrays().of(cls, evicting)
@@ -377,10 +377,11 @@ class State:
     def held_by(self, power: int) -> Mapping[s.NodeName, Mapping[str, int]]:
         """Requests per node of the running units a preemptor of ``power`` may not evict (those
         an earlier workload evicted still counted: an estimate on the safe side)."""
-        held = self._held.get(power)
+        problem = self.problem
+        per_power = _HELD.get(problem, dict)  # every domain's sub-problem shares its cluster's
+        held = per_power.get(power)
         if held is None:
-            held = self._held[power] = _sum_by_node(
-                u.usage for u in self.problem.units if u.protected or u.priority >= power)
+            held = per_power[power] = _sum_by_node(u.usage for u in problem.units if u.protected or u.priority >= power)
         return held
 
     def device_room(self, cls: PodClass, node: s.NodeName, most: int) -> int:
@@ -504,11 +505,14 @@ class _Rooms:
     def __init__(self, state: State) -> None:
         self.state = state
         problem = state.problem
-        self.names = [n.name for n in problem.nodes]
+        used = {name for cand in problem.candidates for name in cand}
+        nodes = [n for n in problem.nodes if n.name in used]
+        self.nodes = nodes
+        self.names = [n.name for n in nodes]
         self.at = {name: i for i, name in enumerate(self.names)}
         self.resources = sorted({r for c in problem.classes for r in c.requests})
         self.column = {r: i for i, r in enumerate(self.resources)}
-        self.alloc = self._table(n.allocatable for n in problem.nodes)
+        self.alloc = self._table(n.allocatable for n in nodes)
         self.running = self._table(state.running_on(name) for name in self.names)
         self.new = self._table(state.new_requests.get(name, _EMPTY) for name in self.names)
         self.held: dict[int, np.ndarray] = {}
@@ -520,7 +524,7 @@ class _Rooms:
         """The values of ``key`` (sorted), each node's value's index (-1: no label), and each
         value's nodes."""
         if key not in self.keys:
-            labels = [n.labels.get(key) for n in self.state.problem.nodes]
+            labels = [n.labels.get(key) for n in self.nodes]
             values = sorted({v for v in labels if v is not None})
             index = {v: i for i, v in enumerate(values)}
             members: list[set[s.NodeName]] = [set() for _ in values]
@@ -566,6 +570,7 @@ class _Rooms:
 
 
 _RUNNING: PerUnits[dict[s.NodeName, dict[str, int]]] = PerUnits()
+_HELD: PerUnits[dict[int, dict[s.NodeName, dict[str, int]]]] = PerUnits()  # per power: held_by
 _NONZERO: PerUnits[tuple[list[dict[s.NodeName, dict[str, int]]], dict[s.NodeName, dict[str, int]]]] = PerUnits()
 _EMPTY: Mapping[str, int] = {}
 
