@@ -304,7 +304,7 @@ def _plan(snapshot: Reading, options: PlanOptions) -> Plan:
     # decoding (a reason per workload) and verifying in one pause of the collector: 100,000
     # workloads spent 1.2 s of 2.1 in collections decoding, and a pause apiece started two
     # full collections of 0.2 s each
-    with without_gc():
+    with without_gc(collect=False):
         decode_start = time.perf_counter()
         result = decode()
         phases["decode"] = time.perf_counter() - decode_start
@@ -357,7 +357,7 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
     })
     phases.update(build=size[2], solve=solved.solve_seconds if solved else 0.0)
     fallback_start = time.perf_counter()
-    with without_gc():  # scoring 100,000 workloads under the collector took 0.4 s more
+    with without_gc(collect=False):  # scoring 100,000 workloads under the collector took 0.4 s more
         scored: dict[int, Tiers] = {}  # by the assignment's id: each is scored once (0.1 s at 100,000 workloads)
 
         def tiers_of(a: Assignment) -> Tiers:

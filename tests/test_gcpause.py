@@ -110,3 +110,25 @@ def test_a_small_block_does_not_count_the_heap(monkeypatch: pytest.MonkeyPatch) 
     with without_gc():
         kept.append([[] for _ in range(gcpause.MIN_GROWTH + max(0, int((gcpause.GROWTH - 1) * gcpause._kept)))])
     assert counts == [1] and gcpause._due
+
+
+def test_a_block_inside_a_plan_leaves_a_due_collection_to_the_next_that_allows_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full collection due at a plan's second block would walk the whole problem inside its
+    deadline (1 s at 15,000 nodes): ``collect=False`` leaves it due, and the next block that
+    allows one runs it."""
+    collections = []
+    real = gc.collect
+
+    def counted(*args: int) -> int:
+        collections.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(gcpause, "_due", True)
+    monkeypatch.setattr(gc, "collect", counted)
+    with without_gc(collect=False):
+        pass
+    assert collections == [] and gcpause._due
+    with without_gc():
+        pass
+    assert collections == [1] and not gcpause._due
