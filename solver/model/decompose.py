@@ -17,7 +17,9 @@ by the floors, without a search (``floors.strict_blocks``).
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from solver.baseline import greedy
@@ -116,6 +118,10 @@ class _ByDomain:
         self.reports: list[StageReport] = []
         self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
         self.best: tuple[Tiers, Assignment] | None = None
+        self.key = key
+        self.whole: floors.PdbFloor | bool | None = None  # the whole problem's PDB floor (False: none)
+        self.plans: list[Assignment] = []  # plans made outside any domain's search (the whole floor's)
+        self.made: Tiers | None = None  # the best of their tiers
 
     def left(self) -> float:
         return self.params.time_limit - (time.perf_counter() - self.start)
@@ -127,8 +133,16 @@ class _ByDomain:
         stop = self.params.stop
         until = time.perf_counter() + self.left() * 0.5
         trivial = self.trivial
+        if self.whole is None:  # it may take the whole search: it bounds every domain, and its plan meets it
+            self.whole = self._whole_floor(self.start + self.params.time_limit)
+            until = time.perf_counter() + self.left() * 0.5
         while self.pending and time.perf_counter() < until and not (stop is not None and stop.is_set()):
             v = self.pending.pop(0)
+            if self.behind(v):  # its floor is behind a plan in hand: no search can help
+                self.reports.append({"domain": v, "status": "PRUNED", "tier": 3,
+                                     "floor": self.bounds[v].pdb_violations})
+                self.drop(v)
+                continue
             sub = self.subs[v]
             if floors.strict_blocks(sub):
                 # strict: placing the gang here needs more budget-counted evictions than the
@@ -136,10 +150,48 @@ class _ByDomain:
                 self.bounds[v] = replace(trivial, satisfied=tuple((p, 0) for p, _ in trivial.satisfied), placed=0)
                 self.reports.append({"domain": v, "status": "UNPLACEABLE"})
                 continue
-            self.floors[v] = floors.pdb_floor(sub)
-            self.hints[v] = _better(sub, greedy.hint(sub), self.floors[v])
+            self.floors[v] = floor = floors.pdb_floor(sub)
+            if floor is not None:
+                self.raise_to_floor(v, floor.violations)
+            self.hints[v] = _better(sub, greedy.hint(sub), floor)
             self.tried.append(v)
         return any(v not in self.passed for v in self.tried)
+
+    def _whole_floor(self, until: float) -> floors.PdbFloor | bool:
+        """The PDB floor of the whole problem, worked out once for every domain (the per-node
+        programs are most of a floor's work): each domain's bound from the start, so a domain the
+        groundwork does not reach still counts with its floor, and one needing more violations
+        than a plan found is behind it. Its plan, in the domain that needs the least, leads the
+        way (that domain's groundwork comes first). False when there is none (strict budgets,
+        no budgets, another shape) or no time for it."""
+        stop = self.params.stop
+        whole = floors.pdb_floor(self.problem, stop=lambda: time.perf_counter() > until or (
+            stop is not None and stop.is_set()))
+        if whole is None:
+            return False
+        for v, violations in whole.by_domain.items():
+            self.raise_to_floor(v, violations)
+        # the domains needing the fewest violations first (a stable sort: the floor's plan's domain
+        # ahead of its ties); where every pod cannot go, last
+        labels = {n.name: n.labels.get(self.key) for n in self.problem.nodes}
+        lead = {labels[n] for _, n in whole.plan.counts} if whole.plan is not None else set()
+        self.pending.sort(key=lambda v: (whole.by_domain.get(v, math.inf), v not in lead))
+        if whole.plan is not None:
+            self.plans.append(whole.plan)
+            self.made = score(self.problem, whole.plan)
+        return whole
+
+    def behind(self, v: str) -> bool:
+        """Domain ``v``'s bound is proven behind a plan already made (the whole floor's)."""
+        bound = self.bounds.get(v)
+        return bound is not None and self.made is not None and bound < self.made
+
+    def raise_to_floor(self, v: str, violations: int) -> None:
+        """A plan placing every pod in domain ``v`` has at least ``violations``: its bound says so.
+        (A plan placing fewer is behind the bound on an earlier tier.)"""
+        bound = self.bounds.get(v)
+        if bound is not None and bound.pdb_violations < violations and bound.placed == self.trivial.placed:
+            self.bounds[v] = replace(bound, pdb_violations=violations, cost_milli=0, evicted=0, first_available=0)
 
     def drop(self, v: str) -> None:
         """Domain ``v`` is proven no better than the incumbent: its bound no longer counts."""
@@ -174,7 +226,7 @@ class _ByDomain:
                 self.drop(v)
                 self.reports.append({"domain": v, "status": "PRUNED", "tier": 3})
                 continue
-            self.bounds[v] = result.bound
+            self.bounds[v] = min(self.bounds[v], result.bound)  # the floors' bound may be the tighter
             if result.assignment is None:
                 continue
             found = score(problem, result.assignment)
@@ -200,10 +252,13 @@ class _ByDomain:
         # a proven floor on each finalist's cost (solver/model/bounds/floors.py), when tiers 1-3 place every
         # pod, while the search has time left (a finalist past it has no floor: bound 0)
         costs: dict[str, floors.CostFloor | None] = {}
-        for v in finalists:
-            out_of_time = time.perf_counter() - self.start > self.params.time_limit or \
+
+        def out_of_time() -> bool:
+            return time.perf_counter() - self.start > self.params.time_limit or \
                 (self.params.stop is not None and self.params.stop.is_set())
-            costs[v] = None if out_of_time else _cost_floor(problem, self.subs[v], best13)
+
+        for v in finalists:
+            costs[v] = None if out_of_time() else _cost_floor(problem, self.subs[v], best13, out_of_time)
         self.cost_floors.update({v: None if c is None else c.cost for v, c in costs.items()})
         for v, c in costs.items():
             if c is not None and c.plan is not None:
@@ -246,7 +301,7 @@ class _ByDomain:
         nothing placed), and the best tiers any domain may still reach: OPTIMAL when they are
         the plan's own."""
         problem = self.problem
-        candidates = ([self.best[1]] if self.best is not None else []) + list(self.hints.values())
+        candidates = ([self.best[1]] if self.best is not None else []) + list(self.hints.values()) + self.plans
         assignment = max(candidates, key=lambda a: score(problem, a), default=None)
         if assignment is None:
             assignment = Assignment(counts={}, evicted=frozenset())
@@ -283,11 +338,11 @@ def _better_plan(sub: Problem, hint: Assignment, plan: Assignment) -> Assignment
     return plan if score(sub, plan) > score(sub, hint) else hint
 
 
-def _cost_floor(problem: Problem, sub: Problem, best13: Tiers) -> floors.CostFloor | None:
+def _cost_floor(problem: Problem, sub: Problem, best13: Tiers, stop: Callable[[], bool]) -> floors.CostFloor | None:
     """The domain's floor on cost at tiers 1-3 ``best13``, when those place every pending pod."""
     if best13.placed != sum(len(c.pods) for c in problem.classes):
         return None
-    return floors.cost_floor(sub, best13.pdb_violations)
+    return floors.cost_floor(sub, best13.pdb_violations, stop)
 
 
 class _Sizes:

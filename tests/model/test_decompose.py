@@ -70,3 +70,56 @@ def test_a_stop_set_before_the_plan_starts_ends_it_at_the_first_checkpoint() -> 
     stop.set()
     with pytest.raises(Stopped, match="stopped during reading"):
         run_plan(*_racks(), stop=stop)
+
+
+def _zones() -> reading.Reading:
+    """Three zones of 32 nodes, 90 % busy under budgets of 5; a CompositePodGroup (zone) of two
+    rack gangs of 32: the PDB floors of the zones are 44, 45 and 47 violations."""
+    from solver.bench.generate import GenerateSpec, generate
+
+    return reading.read(generate(GenerateSpec(
+        nodes=96, pods_per_node=10, utilisation=0.9, gang_pods=0, composite_groups=2, composite_pods=32,
+        nodes_per_rack=8, racks_per_block=2, blocks_per_zone=2, seed=1)))
+
+
+def test_a_zone_the_groundwork_does_not_reach_is_bounded_by_its_floor() -> None:
+    """The whole problem's floor gives every zone its own before any zone's groundwork (a zone
+    left unreached under a deadline kept the trivial bound: 100 % on the PDB tier at 15,000
+    nodes), and a zone whose floor is behind the floor's own plan is pruned without a search."""
+    from solver.model import decompose
+    from solver.model.bounds import floors
+    from solver.model.solve import SolveParams
+    from solver.problem.assignment import score
+    from solver.problem.build import build_problem
+
+    problem = build_problem(_zones(), pdb_policy="soft")
+    key = decompose.root_key(problem)
+    assert key is not None
+    own = {v: floors.pdb_floor(sub) for v, sub in decompose.split(problem, key).items()}
+    assert {v: f.violations for v, f in own.items() if f is not None} == {"z0": 44, "z1": 45, "z2": 47}
+    whole = floors.pdb_floor(problem)
+    assert whole is not None and whole.by_domain == {"z0": 44, "z1": 45, "z2": 47}
+
+    search = decompose._ByDomain(problem, SolveParams(time_limit=60), key)
+    search.whole = search._whole_floor(float("inf"))  # the groundwork's first step, alone
+    assert {v: b.pdb_violations for v, b in search.bounds.items()} == {"z0": 44, "z1": 45, "z2": 47}
+    assert search.pending[0] == "z0"  # the fewest violations first
+    result = search.combined()
+    assert result.assignment is not None and result.bound.pdb_violations == 44
+    # no domain's search ran: the floor's plan is the plan, and it meets the bound
+    assert score(problem, result.assignment).pdb_violations == 44
+
+    search.groundwork()
+    pruned = {r["domain"]: r.get("floor") for r in search.reports if r["status"] == "PRUNED"}
+    assert pruned == {"z1": 45, "z2": 47}  # behind the floor's plan: no floors, hint or search of their own
+    assert set(search.tried) == {"z0"}
+
+
+def test_the_zones_floors_prove_the_pdb_tier() -> None:
+    from solver import api, verify
+
+    snap = _zones()
+    plan = api.plan(snap, api.PlanOptions(time_limit=20, pdb_policy="soft"))
+    assert verify.verify(snap.facts, snap, plan) == []
+    assert plan.objective.gap_tier in ("", "preemptionCost", "evictedPods")
+    assert plan.objective.pdb_violations == plan.objective.pdb_violations_bound == 44

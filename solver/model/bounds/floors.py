@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,9 @@ class PdbFloor:
     violations: int  # the floor on tier 3: max(0, evictions − Σ disruptionsAllowed)
     evicted_pods: int  # the floor on tier 5: evictions, when no pod is counted by two budgets, else 0
     plan: Assignment | None  # a plan with that many budget-counted evictions, if one was built
+    # per domain of the root's key (one, "", without a key): the floor on PDB violations of a
+    # plan placing every pending pod there; a domain where they cannot all go is left out
+    by_domain: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,15 +92,17 @@ def pdb_floor(problem: Problem, stop: Callable[[], bool] | None = None) -> PdbFl
     found = _tree(problem, tree, options, stop)
     if found is None:
         return None
-    evictions, parts = found
+    (evictions, parts), least = found
     if not _every_pod_may_go(problem):
         return None  # no plan places every pending pod: a gang short of pods takes none
     plan = None if stop is not None and stop() else _build(problem, cls, tree, parts, per_node, options)
     # only units on these nodes can be evicted (an eviction makes room beside a placed pod)
     reachable = {u for name in per_node for u in problem.units_on_node.get(name, ())}
     once = all(sum(problem.units[u].pdb_counts.values()) <= len(problem.units[u].members) for u in reachable)
-    return PdbFloor(evictions=int(evictions), violations=max(0, int(evictions) - _allowed(problem)),
-                    evicted_pods=int(evictions) if once else 0, plan=plan)
+    allowed = _allowed(problem)
+    return PdbFloor(evictions=int(evictions), violations=max(0, int(evictions) - allowed),
+                    evicted_pods=int(evictions) if once else 0, plan=plan,
+                    by_domain={v: max(0, int(w) - allowed) for v, w in least.items()})
 
 
 def _every_pod_may_go(problem: Problem) -> bool:
@@ -178,7 +183,7 @@ class CostFloor:
     plan: Assignment | None  # the programs' choice built as a plan, when it could be
 
 
-def cost_floor(problem: Problem, violations: int) -> CostFloor | None:
+def cost_floor(problem: Problem, violations: int, stop: Callable[[], bool] | None = None) -> CostFloor | None:
     """A floor on the preemption cost (thousandths) of any plan that places every pending pod
     with ``violations`` PDB violations, and the plan behind it; None when the programs do
     not apply.
@@ -191,14 +196,14 @@ def cost_floor(problem: Problem, violations: int) -> CostFloor | None:
     pods, more groups are priced as fewer: more pods never cost less); per zone a program
     over its racks. On a node with more than ``_EXACT_UNITS`` eligible units the cheapest
     are taken as gone for nothing (still a relaxation); an X beyond ``_MOST_COUNTED`` gives
-    no floor.
+    no floor, and neither does ``stop()`` turning true before every node is priced.
 
     The plan walks the programs back: each node's cheapest units for its pods, the groups in
     their racks, victims evicted without need put back. It is None when a rack was priced
     past ``_RACK_PODS``. A unit split by the relaxation is evicted whole, so the plan may cost
     more than the floor, or break more budgets: callers compare its tiers.
     """
-    found = _cost_program(problem, violations)
+    found = _cost_program(problem, violations, stop)
     if found is None:
         return None
     return CostFloor(cost=found.floor, plan=_cost_plan(problem, found) if found.parts is not None else None)
@@ -235,7 +240,7 @@ class _CostProgram:
     parts: list[tuple[list[s.NodeName], int, int]] | None  # (rack's nodes, groups, counted) chosen
 
 
-def _cost_program(problem: Problem, violations: int) -> _CostProgram | None:
+def _cost_program(problem: Problem, violations: int, stop: Callable[[], bool] | None = None) -> _CostProgram | None:
     tree = _shape(problem)
     if tree is None:
         return None
@@ -247,6 +252,8 @@ def _cost_program(problem: Problem, violations: int) -> _CostProgram | None:
     costs: dict[s.NodeName, _NodeCost] = {}
     for name, most in _candidates(problem).items():
         checkpoint("the cost floor")  # up to 2^16 subsets a node: milliseconds each
+        if stop is not None and stop():
+            return None
         cost = _node_costs(problem, cls, nodes[name], most, most_counted)
         if cost is None:
             return None
@@ -382,19 +389,24 @@ def _node_costs(problem: Problem, cls: PodClass, node: s.Node, most: int, most_c
     counted = bits @ np.array(weights, dtype=np.int64).reshape(n)
     table = np.full((most + 1, most_counted + 1), _INF)
     pareto: list[tuple[tuple[int, float, int], ...]] = []
+    # the most pods each subset makes room for (-1: the node overflows even then), and the
+    # subsets by counted, then cost: a number of pods takes those that fit, in that order
+    slack = room + freed
+    per_resource = np.where(need > 0, slack // np.maximum(need, 1), most)
+    fits_most = np.where(np.all(slack >= 0, axis=1), np.min(per_resource, axis=1, initial=most), -1)
+    ordered = np.flatnonzero(counted <= most_counted)
+    ordered = ordered[np.lexsort((paid[ordered], counted[ordered]))]
     for k in range(most + 1):
-        fits = np.flatnonzero(np.all(room + freed >= k * need, axis=1) & (counted <= most_counted))
-        if not len(fits):
+        order = ordered[fits_most[ordered] >= k]
+        if not len(order):
             break
-        order = fits[np.lexsort((paid[fits], counted[fits]))]  # by counted, then cost
-        front: list[tuple[int, float, int]] = []
-        for m in order.tolist():
-            if not front or paid[m] < front[-1][1]:
-                front.append((int(counted[m]), float(paid[m]), m))
-        pareto.append(tuple(front))
+        # the Pareto front: each subset cheaper than every one before it in that order
+        cost = paid[order]
+        before = np.concatenate(([_INF], np.minimum.accumulate(cost)[:-1]))
+        front = order[cost < before]
+        pareto.append(tuple(zip(counted[front].tolist(), paid[front].tolist(), front.tolist(), strict=True)))
         row = np.full(most_counted + 1, _INF)
-        for w, c, _ in front:
-            row[w] = min(row[w], c)
+        np.minimum.at(row, counted[front], paid[front])
         table[k] = np.minimum.accumulate(row)
     return _NodeCost(table, tuple(pareto), tuple(units), tuple(free))
 
@@ -586,22 +598,27 @@ Options = tuple[tuple[float, int], ...]  # per node: (weight, pods) of each way 
 
 
 def _tree(problem: Problem, tree: _Tree, options: Mapping[s.NodeName, Options],
-          stop: Callable[[], bool] | None = None) -> tuple[float, list[tuple[list[s.NodeName], int]]] | None:
+          stop: Callable[[], bool] | None = None
+          ) -> tuple[tuple[float, list[tuple[list[s.NodeName], int]]], dict[str, float]] | None:
     """The least total weight placing every pending pod, and the domains (node lists) used with
     the number of leaf groups each takes, by the tree's keys: one domain of the root's key,
-    each leaf group in one domain of the leaves' key."""
+    each leaf group in one domain of the leaves' key; and the least weight in each domain of
+    the root's key where every pending pod may go."""
     labels = {n.name: n.labels for n in problem.nodes}
     best: tuple[float, list[tuple[list[s.NodeName], int]]] | None = None
-    for outer in _split(sorted(options), tree.root_key, labels).values():
+    least: dict[str, float] = {}
+    for value, outer in _split(sorted(options), tree.root_key, labels).items():
         if stop is not None and stop():
             return None  # the least over some domains is no floor
         if tree.leaf_key is _ROOT:
             found = (_domain(outer, options, tree.pods)[0], [(outer, 1)])
         else:
             found = _racks(_split(outer, tree.leaf_key, labels), options, len(tree.leaves), tree.pods)
-        if found[0] < _INF and (best is None or found[0] < best[0]):
-            best = found
-    return best
+        if found[0] < _INF:
+            least[value] = found[0]
+            if best is None or found[0] < best[0]:
+                best = found
+    return None if best is None else (best, least)
 
 
 def _split(names: list[s.NodeName], key: str | None,
