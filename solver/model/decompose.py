@@ -122,6 +122,7 @@ class _ByDomain:
         self.whole: floors.PdbFloor | bool | None = None  # the whole problem's PDB floor (False: none)
         self.plans: list[Assignment] = []  # plans made outside any domain's search (the whole floor's)
         self.made: Tiers | None = None  # the best of their tiers
+        self.evicted_floors: dict[str, int] = {}  # domain -> the fewest pods a plan placing every pod evicts
 
     def left(self) -> float:
         return self.params.time_limit - (time.perf_counter() - self.start)
@@ -152,7 +153,7 @@ class _ByDomain:
                 continue
             self.floors[v] = floor = floors.pdb_floor(sub)
             if floor is not None:
-                self.raise_to_floor(v, floor.violations)
+                self.raise_to_floor(v, floor.violations, floor.evicted_pods)
             self.hints[v] = _better(sub, greedy.hint(sub), floor)
             self.tried.append(v)
         return any(v not in self.passed for v in self.tried)
@@ -169,13 +170,13 @@ class _ByDomain:
             stop is not None and stop.is_set()))
         if whole is None:
             return False
-        for v, violations in whole.by_domain.items():
-            self.raise_to_floor(v, violations)
+        for v, (violations, evicted) in whole.by_domain.items():
+            self.raise_to_floor(v, violations, evicted)
         # the domains needing the fewest violations first (a stable sort: the floor's plan's domain
         # ahead of its ties); where every pod cannot go, last
         labels = {n.name: n.labels.get(self.key) for n in self.problem.nodes}
         lead = {labels[n] for _, n in whole.plan.counts} if whole.plan is not None else set()
-        self.pending.sort(key=lambda v: (whole.by_domain.get(v, math.inf), v not in lead))
+        self.pending.sort(key=lambda v: (whole.by_domain[v][0] if v in whole.by_domain else math.inf, v not in lead))
         if whole.plan is not None:
             self.plans.append(whole.plan)
             self.made = score(self.problem, whole.plan)
@@ -186,9 +187,12 @@ class _ByDomain:
         bound = self.bounds.get(v)
         return bound is not None and self.made is not None and bound < self.made
 
-    def raise_to_floor(self, v: str, violations: int) -> None:
-        """A plan placing every pod in domain ``v`` has at least ``violations``: its bound says so.
-        (A plan placing fewer is behind the bound on an earlier tier.)"""
+    def raise_to_floor(self, v: str, violations: int, evicted: int) -> None:
+        """A plan placing every pod in domain ``v`` has at least ``violations`` and evicts at least
+        ``evicted`` pods: its bound says so, and keeps the evicted pods' floor for when its cost
+        is priced (``open_cost_floors``). (A plan placing fewer is behind the bound on an earlier
+        tier.)"""
+        self.evicted_floors[v] = max(self.evicted_floors.get(v, 0), evicted)
         bound = self.bounds.get(v)
         if bound is not None and bound.pdb_violations < violations and bound.placed == self.trivial.placed:
             self.bounds[v] = replace(bound, pdb_violations=violations, cost_milli=0, evicted=0, first_available=0)
@@ -265,6 +269,7 @@ class _ByDomain:
                 self.hints[v] = _better_plan(self.subs[v], self.hints[v], c.plan)
             if c is not None and self.first[v][1]:  # tiers 1-3 proven: the cost is at least the floor
                 self.bounds[v] = replace(self.bounds[v], cost_milli=max(self.bounds[v].cost_milli, c.cost))
+        self.open_cost_floors(set(costs), out_of_time)
         finalists.sort(key=lambda v: (self.cost_floors[v] or 0, _greedy_cost(problem, self.hints[v], best13)))
         for i, v in enumerate(finalists):
             share = _share(self.params, self.start, len(finalists) - i, 1.0, self.sizes.overhead())
@@ -295,6 +300,24 @@ class _ByDomain:
             full = score(problem, result.assignment)
             if best is None or full > best[0]:
                 self.best = (full, result.assignment)
+
+    def open_cost_floors(self, done: set[str], stop: Callable[[], bool]) -> None:
+        """The cost floor of each domain not yet priced whose bound leads (it is the plan's bound),
+        at its bound's violations: a plan there placing every pod has at least those, and with
+        exactly those costs at least the floor (with more it is behind on the PDB tier). Without
+        it a zone tied on the PDB tier but never searched kept a cost bound of 0 (100 %)."""
+        every = self.trivial.placed
+        while not stop():
+            lead = max((b for v, b in self.bounds.items() if v not in done), default=None)
+            if lead is None or lead.placed != every:
+                return
+            v = next(v for v, b in self.bounds.items() if v not in done and b == lead)
+            done.add(v)
+            floor = floors.cost_floor(self.subs[v], lead.pdb_violations, stop)
+            if floor is not None and floor.cost > lead.cost_milli:
+                # a plan at that cost evicts at least the PDB floor's pods (whatever its cost)
+                self.bounds[v] = replace(lead, cost_milli=floor.cost, evicted=self.evicted_floors.get(v, 0),
+                                         first_available=0)
 
     def combined(self) -> SolveResult:
         """The best plan found (else the best pass-1 domain's, else the best greedy hint, else

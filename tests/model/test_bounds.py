@@ -30,13 +30,13 @@ from tests.pipeline.naive import naive_tiers
 
 @st.composite
 def single_gangs(draw: Any) -> list[Any]:
-    """One pending gang (a PodGroup, or a CompositePodGroup of equal PodGroups) on a few racks,
+    """One pending gang (a PodGroup, or a CompositePodGroup of equal PodGroups) on a few racks in two zones,
     over running pods some budgets count, some priorities it may not preempt, `all` units."""
     objs: list[Any] = []
     n_nodes = draw(st.integers(2, 5))
     nodes = [f"n{i}" for i in range(n_nodes)]
     for i, name in enumerate(nodes):
-        objs.append(b.node(name).cpu_m(draw(st.sampled_from([3000, 4000]))).rack(f"r{i // 2}").zone("z0"))
+        objs.append(b.node(name).cpu_m(draw(st.sampled_from([3000, 4000]))).rack(f"r{i // 2}").zone(f"z{i // 2 % 2}"))
     bg = 0
     for name in nodes:  # one to three running pods per node
         for _ in range(draw(st.integers(1, 3))):
@@ -106,6 +106,15 @@ def test_the_floor_never_exceeds_the_optimum_and_its_plan_is_valid(objs: list[An
     o = api.plan(snap, api.PlanOptions(time_limit=60, pdb_policy="soft")).objective
     assert (o.placed_pods, o.pdb_violations, round(o.preemption_cost * 1000)) == \
         (want.placed, want.pdb_violations, want.cost_milli)
+    # and its bounds (the domains' floors, whole or one by one, priced or not) never pass the
+    # optimum, given all the time or almost none
+    for limit in (60, 0.2):
+        o = api.plan(snap, api.PlanOptions(time_limit=limit, pdb_policy="soft")).objective
+        assert o.pdb_violations_bound <= want.pdb_violations
+        if o.pdb_violations_bound == want.pdb_violations:
+            assert round(o.preemption_cost_bound * 1000) <= want.cost_milli
+            if round(o.preemption_cost_bound * 1000) == want.cost_milli:
+                assert o.evicted_pods_bound <= want.evicted
 
 
 def _composite_cluster() -> Any:

@@ -98,7 +98,7 @@ def test_a_zone_the_groundwork_does_not_reach_is_bounded_by_its_floor() -> None:
     own = {v: floors.pdb_floor(sub) for v, sub in decompose.split(problem, key).items()}
     assert {v: f.violations for v, f in own.items() if f is not None} == {"z0": 44, "z1": 45, "z2": 47}
     whole = floors.pdb_floor(problem)
-    assert whole is not None and whole.by_domain == {"z0": 44, "z1": 45, "z2": 47}
+    assert whole is not None and {v: f for v, (f, _) in whole.by_domain.items()} == {"z0": 44, "z1": 45, "z2": 47}
 
     search = decompose._ByDomain(problem, SolveParams(time_limit=60), key)
     search.whole = search._whole_floor(float("inf"))  # the groundwork's first step, alone
@@ -123,3 +123,25 @@ def test_the_zones_floors_prove_the_pdb_tier() -> None:
     assert verify.verify(snap.facts, snap, plan) == []
     assert plan.objective.gap_tier in ("", "preemptionCost", "evictedPods")
     assert plan.objective.pdb_violations == plan.objective.pdb_violations_bound == 44
+
+
+def test_a_zone_tied_on_the_pdb_tier_is_priced_even_unsearched() -> None:
+    """A zone whose bound leads gets its cost floor at its bound's violations, and the PDB
+    floor's evicted pods, without a search of its own (composite-topology-5000's 20 zones tie
+    on 12 violations: the one never searched kept a cost bound of 0, a 100 % gap)."""
+    from solver.model import decompose
+    from solver.model.bounds import floors
+    from solver.model.solve import SolveParams
+    from solver.problem.build import build_problem
+
+    problem = build_problem(_zones(), pdb_policy="soft")
+    key = decompose.root_key(problem)
+    assert key is not None
+    search = decompose._ByDomain(problem, SolveParams(time_limit=60), key)
+    search.whole = search._whole_floor(float("inf"))
+    search.open_cost_floors(set(), stop=lambda: False)
+    own = floors.cost_floor(search.subs["z0"], 44)
+    assert own is not None and own.cost > 0
+    lead = search.bounds["z0"]
+    # 44 violations past the four budgets' 5 allowed each: 64 counted pods, each evicted once
+    assert (lead.pdb_violations, lead.cost_milli, lead.evicted) == (44, own.cost, 44 + 4 * 5)

@@ -57,9 +57,10 @@ class PdbFloor:
     violations: int  # the floor on tier 3: max(0, evictions − Σ disruptionsAllowed)
     evicted_pods: int  # the floor on tier 5: evictions, when no pod is counted by two budgets, else 0
     plan: Assignment | None  # a plan with that many budget-counted evictions, if one was built
-    # per domain of the root's key (one, "", without a key): the floor on PDB violations of a
-    # plan placing every pending pod there; a domain where they cannot all go is left out
-    by_domain: Mapping[str, int] = field(default_factory=dict)
+    # per domain of the root's key (one, "", without a key): the floors on PDB violations and
+    # on evicted pods of a plan placing every pending pod there; a domain where they cannot all
+    # go is left out
+    by_domain: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +103,7 @@ def pdb_floor(problem: Problem, stop: Callable[[], bool] | None = None) -> PdbFl
     allowed = _allowed(problem)
     return PdbFloor(evictions=int(evictions), violations=max(0, int(evictions) - allowed),
                     evicted_pods=int(evictions) if once else 0, plan=plan,
-                    by_domain={v: max(0, int(w) - allowed) for v, w in least.items()})
+                    by_domain={v: (max(0, int(w) - allowed), int(w) if once else 0) for v, w in least.items()})
 
 
 def _every_pod_may_go(problem: Problem) -> bool:
