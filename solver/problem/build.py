@@ -541,18 +541,21 @@ def _victim_units(
         unit_priority[key] = priority
         unit_root[key] = top
     pdbs = snapshot.pdbs
+    budgets = _Budgets(pdbs)
     units: list[VictimUnit] = []
     units_on_node: dict[s.NodeName, list[int]] = defaultdict(list)
     for n, key in enumerate(sorted(by_unit, key=lambda r: (r[1], r[0]))):
         if not n & 255:
             checkpoint("the victims")
-        members = tuple(sorted(by_unit[key], key=lambda p: p.key))
+        pods = by_unit[key]
+        members = tuple(pods) if len(pods) == 1 else tuple(sorted(pods, key=lambda p: p.key))
         priority = unit_priority[key]
-        usage: dict[s.NodeName, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        usage: dict[s.NodeName, dict[str, int]] = {}
         for pod in members:
             assert pod.node is not None
+            here = usage.setdefault(pod.node, {})
             for res, amount in pod.requests.items():
-                usage[pod.node][res] += amount
+                here[res] = here.get(res, 0) + amount
         refused = False
         if strict:
             counted: dict[s.PdbKey, int] = defaultdict(int)
@@ -563,12 +566,12 @@ def _victim_units(
                     counted[budget] += 1
             pdb_counts = dict(counted)
         else:
-            pdb_counts = {
-                pdb.key: n
-                for pdb in pdbs
-                if (n := sum(1 for p in members if p.namespace == pdb.namespace
-                             and selectors.label_selector_matches(pdb.selector, p.labels)))
-            }
+            pdb_counts = {}
+            for p in members:
+                for budget in budgets.of(p):
+                    pdb_counts[budget] = pdb_counts.get(budget, 0) + 1
+            if len(members) > 1 and len(pdb_counts) > 1:  # in the snapshot's order, as one pod's
+                pdb_counts = {pdb.key: pdb_counts[pdb.key] for pdb in pdbs if pdb.key in pdb_counts}
         cost = sum(
             p.preemption_cost_milli if p.preemption_cost_milli is not None else default_cost_milli(priority)
             for p in members
@@ -578,13 +581,32 @@ def _victim_units(
             VictimUnit(
                 index=index, key=key[1], members=members, priority=priority,
                 protected=unit_root[key] in planned_roots or key in terminating or refused, cost_milli=cost,
-                usage={n: dict(u) for n, u in usage.items()}, pdb_counts=pdb_counts,
+                usage=usage, pdb_counts=pdb_counts,
                 start_time=min(p.start_time for p in members),
             )
         )
         for node in usage:
             units_on_node[node].append(index)
     return tuple(units), dict(units_on_node)
+
+
+class _Budgets:
+    """The budgets whose selector takes a pod, in the snapshot's order, worked out once per
+    namespace and set of labels (a cluster's 180,000 pods carry a few hundred)."""
+
+    def __init__(self, pdbs: Sequence[s.PodDisruptionBudget]) -> None:
+        self.pdbs = pdbs
+        self.seen: dict[tuple[str, frozenset[tuple[str, str]]], tuple[s.PdbKey, ...]] = {}
+
+    def of(self, pod: s.Pod) -> tuple[s.PdbKey, ...]:
+        if not self.pdbs:
+            return ()
+        key = (pod.namespace, frozenset(pod.labels.items()))
+        found = self.seen.get(key)
+        if found is None:
+            found = self.seen[key] = tuple(pdb.key for pdb in self.pdbs if pdb.namespace == pod.namespace
+                                           and selectors.label_selector_matches(pdb.selector, pod.labels))
+        return found
 
 
 def _fixed_usage(units: Sequence[VictimUnit], on_node: Sequence[int], node: s.NodeName,

@@ -100,3 +100,29 @@ def test_soft_budgets_admit_no_free_violation() -> None:
 
     assert solve(problem, [preemption.add, pdb.add], demand).status == INFEASIBLE
     assert solve(problem, [preemption.add], demand).status == OPTIMAL
+
+
+def test_soft_budgets_count_by_namespace_and_labels_each_pod_alike() -> None:
+    """The budgets a pod's labels select are worked out once per namespace and labels: a pod of
+    another namespace with the same labels is not counted, two budgets over one pod both count
+    it, and a unit's counts follow the snapshot's budgets in order."""
+    other = pod("r3").on("n1").priority(10).label("app", "batch").label("tier", "a").build()
+    other["metadata"]["namespace"] = "elsewhere"
+    problem = problem_of(
+        node("n1"),
+        pod_group("old", 2).disruption_all().priority(10),
+        pod("old-0").group("old").on("n1").label("app", "batch"),
+        pod("old-1").group("old").on("n1").label("app", "batch").label("tier", "a"),
+        pod("r1").on("n1").priority(10).label("app", "batch").label("tier", "a"),
+        other,
+        pod("hi").priority(100),
+        budget("tier", 5, tier="a"),
+        budget("batch", 1, app="batch"),
+        pdb_policy="soft",
+    )
+    order = [b.key for b in problem.snapshot.pdbs]
+    assert order == ["default/batch", "default/tier"]
+    assert list(problem.units[unit(problem, "old")].pdb_counts.items()) == [("default/batch", 2), ("default/tier", 1)]
+    assert problem.units[unit(problem, "r1")].pdb_counts == {"default/tier": 1, "default/batch": 1}
+    (r3,) = [u for u in problem.units if u.key == "elsewhere/r3"]
+    assert r3.pdb_counts == {}
