@@ -309,8 +309,8 @@ class _ByDomain:
         every = self.trivial.placed
         while not stop():
             lead = max((b for v, b in self.bounds.items() if v not in done), default=None)
-            if lead is None or lead.placed != every:
-                return
+            if lead is None or lead.placed != every or lead < max(self.bounds.values()):
+                return  # none left, or behind a domain priced already: it does not set the bound
             v = next(v for v, b in self.bounds.items() if v not in done and b == lead)
             done.add(v)
             floor = floors.cost_floor(self.subs[v], lead.pdb_violations, stop)
