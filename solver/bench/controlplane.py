@@ -41,7 +41,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,6 +148,23 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+PORT_TRIES = 3
+
+
+def _on_free_ports(start: Callable[[], None]) -> None:
+    """``start()``, which picks free ports and starts a component listening on them, again (up
+    to PORT_TRIES times) when the component found one taken: a port free when picked may be
+    taken before the component binds it (an outgoing connection of another process is given
+    one from the same range; the full suite lost a run to etcd's peer port so)."""
+    for attempt in range(PORT_TRIES):
+        try:
+            start()
+            return
+        except ControlPlaneError as exc:
+            if "address already in use" not in str(exc).lower() or attempt == PORT_TRIES - 1:
+                raise
 
 
 # ---- certificates ----------------------------------------------------------------------------
@@ -285,8 +302,8 @@ class ControlPlane:
                     bin_dir=find_binaries(bin_dir), _own_workdir=own)
         plane.api_gates = {**dict.fromkeys(API_GATES, True), **(api_gates or {})}
         try:
-            plane._start_etcd()
-            plane._start_apiserver()
+            _on_free_ports(plane._start_etcd)
+            _on_free_ports(plane._start_apiserver)
             if controller_manager:
                 plane.start_controller_manager(controllers)
             if scheduler:
@@ -323,6 +340,7 @@ class ControlPlane:
     def _start_etcd(self) -> None:
         client, peer = _free_port(), _free_port()
         data = self.workdir / "etcd"
+        shutil.rmtree(data, ignore_errors=True)  # what a start on a taken port left
         proc = self._spawn("etcd", [
             str(self.bin_dir / "etcd"), "--name", "default", "--data-dir", str(data),
             "--listen-client-urls", f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
@@ -367,6 +385,9 @@ class ControlPlane:
         write_kubeconfig(self.admin_kubeconfig, self.url, p / "ca.crt", cert=p / "admin.crt", key=p / "admin.key")
 
     def start_controller_manager(self, controllers: Sequence[str] = CONTROLLERS) -> None:
+        _on_free_ports(lambda: self._start_controller_manager(controllers))
+
+    def _start_controller_manager(self, controllers: Sequence[str]) -> None:
         kc = write_kubeconfig(self.workdir / "controller-manager.kubeconfig", self.url, self.pki / "ca.crt",
                               cert=self.pki / "controller-manager.crt", key=self.pki / "controller-manager.key")
         port = _free_port()
@@ -385,6 +406,10 @@ class ControlPlane:
         upstream's binary and default profile, or ``binary`` (the plugin's build,
         ``plugin_scheduler``) with ``config``, a KubeSchedulerConfiguration whose client
         connection and leader election this sets."""
+        _on_free_ports(lambda: self._start_scheduler(gates, binary, config))
+
+    def _start_scheduler(self, gates: Mapping[str, bool], binary: Path | None,
+                         config: Mapping[str, Any] | None) -> None:
         self.stop_component("kube-scheduler")  # one at a time: a second would race the first
         kc = write_kubeconfig(self.workdir / "scheduler.kubeconfig", self.url, self.pki / "ca.crt",
                               cert=self.pki / "scheduler.crt", key=self.pki / "scheduler.key")
