@@ -380,6 +380,11 @@ def _solved(problem: Problem, options: PlanOptions, clock: _Deadline, hint: Assi
             tables = room.Tables(problem)  # the cluster's arrays, read by both bounds
             choice = _domain_choice(problem, options, clock, tables)
             bound = min(bound, replace(trivial, satisfied=room.satisfied_bound(problem, choice.caps, tables)))
+            if choice.placed is not None:
+                # a plan satisfying the caps at every priority places at most the relaxation's
+                # most pods there (the later tiers then keep their trivial bounds)
+                caps = tuple((p, choice.caps[p]) for p, _ in trivial.satisfied)
+                bound = min(bound, Tiers(satisfied=caps, placed=choice.placed))
         # the two-level search (issue 51, item 3): the hint's walk again, the relaxation's
         # workloads first, each in the domain it chose, when a walk as long as the hint's fits
         # before half the reserve; then the chosen workloads alone, each on its domain's nodes,

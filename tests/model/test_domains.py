@@ -81,7 +81,10 @@ def test_a_plan_without_a_model_reports_the_domain_bound(monkeypatch: pytest.Mon
     plan = api.plan(snapshot(*objs), api.PlanOptions(time_limit=10, pdb_policy="soft"))
     assert plan.stats["cut"] == ["model"]
     o = plan.objective
-    assert (o.satisfied_workloads, o.satisfied_bound, o.gap_tier) == (2, 2, "placedPods")
+    # two gangs of three: their 6 pods are all two satisfied workloads may place, so the
+    # placed pods are proven too (the bound was every pending pod, 9), and nothing is evicted
+    assert (o.satisfied_workloads, o.satisfied_bound, o.placed_pods, o.placed_bound) == (2, 2, 6, 6)
+    assert plan.status == "OPTIMAL" and o.gap_tier == ""
 
 
 def _one_budget_three_racks() -> list[Any]:
@@ -210,3 +213,21 @@ def test_the_chosen_workloads_placed_exactly_in_their_domains_reach_the_bound(mo
     assert (o.satisfied_by_priority, o.pdb_violations) == ({1000: 2, 100: 0}, 0)
     assert o.gap_tier != "satisfiedWorkloads"  # the first tier is proven
     assert verify.verify(snap.facts, snap, plan, strict_pdbs=True) == []
+
+
+@pytest.mark.parametrize("policy", ["strict", "soft"])
+def test_without_a_model_the_pods_placed_are_bounded_by_the_workloads_the_caps_allow(
+        policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every priority at its proven cap, a plan places pods only of the workloads it
+    satisfies: the relaxation's most pods under the caps bounds the second tier (it was the
+    trivial one, every pending pod: contention-5000's 99.9 % on placedPods). Here c and g fill
+    the block, and a 6-pod gang of a lower priority finds no room in any plan."""
+    monkeypatch.setattr(api, "BUILD_SECONDS_PER_VARIABLE", 1e6)  # no model: the hint is the plan
+    snap = snapshot(*_block_and_a_small_gang(), *_gang("big", 6, 2000, 5))
+    problem = build_problem(snap, pdb_policy=policy)
+    choice = domains.choose(problem, 10)
+    assert (choice.caps, choice.placed) == ({10: 2, 5: 0}, 7)
+    plan = api.plan(snap, api.PlanOptions(time_limit=10, pdb_policy=policy))
+    assert plan.stats["cut"] == ["model"]
+    assert (plan.objective.placed_pods, plan.objective.placed_bound) == (7, 7)
+    assert plan.status == "OPTIMAL" and verify.verify(*facts_and(snap), plan) == []

@@ -527,6 +527,7 @@ def test_aggregated_model_matches_naive_model(objs: list[Any], gate: bool, dra_f
     problem = build_problem(snap, gates=gates, dra_preemption=dra_free, pdb_policy="soft")
     assert _at_least(room.satisfied_bound(problem), want.satisfied_by_priority)
     assert _at_least(room.satisfied_bound(problem, domains.satisfied_caps(problem, 10)), want.satisfied_by_priority)
+    _placed_at_most(problem, want)
     assert o.placed_pods == want.placed
     assert o.pdb_violations == want.pdb_violations
     assert round(o.preemption_cost * 1000) == want.cost_milli
@@ -562,6 +563,7 @@ def test_strict_pdbs_match_the_naive_model_with_hard_budgets(objs: list[Any]) ->
     strict = build_problem(snap, pdb_policy="strict")
     assert _at_least(room.satisfied_bound(strict), want.satisfied_by_priority)
     assert _at_least(room.satisfied_bound(strict, domains.satisfied_caps(strict, 10)), want.satisfied_by_priority)
+    _placed_at_most(strict, want)
     baseline = api.plan(snap, api.PlanOptions(baseline_only=True, pdb_policy="strict"))
     assert verify.verify(snap.facts, snap, baseline, strict_pdbs=True) == []
     for two_level in _two_level(strict):
@@ -580,6 +582,19 @@ def _two_level(problem: Problem) -> list[Plan]:
         assert exact.assignment is not None  # the empty plan at least
         assignments.append(exact.assignment)
     return [make_plan(problem, a, stats={}) for a in assignments]
+
+
+def _placed_at_most(problem: Problem, want: Any) -> None:
+    """Where the optimum satisfies the domain bound's caps at every priority, it places no more
+    pods than the relaxation's most under them (``Choice.placed``)."""
+    choice = domains.choose(problem, 10)
+    if choice.placed is None:
+        return
+    caps = tuple((p, choice.caps[p]) for p in sorted(choice.caps, reverse=True))
+    event(f"placed bound: at the caps {caps == want.satisfied_by_priority}, "
+          f"tight {caps == want.satisfied_by_priority and choice.placed == want.placed}")
+    if caps == want.satisfied_by_priority:
+        assert want.placed <= choice.placed
 
 
 def _at_least(bound: tuple[tuple[int, int], ...], best: tuple[tuple[int, int], ...]) -> bool:

@@ -56,6 +56,9 @@ class Choice:
 
     caps: dict[int, int] = field(default_factory=dict)
     where: dict[int, frozenset[s.NodeName] | None] = field(default_factory=dict)
+    # with every level at its cap (each proven), the most pods the workloads satisfied may have
+    # (a workload not satisfied places none): a bound on placed pods of a plan at the caps
+    placed: int | None = None
 
 
 def satisfied_caps(problem: Problem, seconds: float) -> dict[int, int]:
@@ -121,6 +124,7 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
             need = tuple(room._need(problem, w, resources))
             alike[keyed.get(w.index), need, w.priority, w.value, inner.get(w.index)].append(w.index)
     choices: list[tuple[list[int], Domain | None, cp_model.IntVar]] = []  # a class's workloads, where, how many
+    pods: list[tuple[int, cp_model.IntVar]] = []  # (the most pods of a class's workload, how many) per choice
     placed: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)  # priority -> (value, count)
     in_domain: dict[Domain, list[_Term]] = defaultdict(list)
     every: list[_Term] = []
@@ -132,10 +136,12 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
             d for d in domains if d[0] == key and all(n <= int(r) for n, r in zip(need, most[d], strict=True))
             and (child is None or _children_fit(child[1], slots_in[d, child[0]]))]
         mine = []
+        most_pods = max(_pods(problem, problem.workloads[w]) for w in members)
         for at in where:
             y = model.new_int_var(0, count, "")
             mine.append(y)
             choices.append((members, at, y))
+            pods.append((most_pods, y))
             placed[priority].append((value, y))
             every.append((need, y, count))
             if at is not None:
@@ -153,7 +159,8 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
 
     caps: dict[int, int] = {}
     counts: list[int] = []  # the last solution's, per choice
-    for level in sorted({w.priority for w in problem.workloads}, reverse=True):
+    levels = sorted({w.priority for w in problem.workloads}, reverse=True)
+    for level in levels:
         mine_x = placed.get(level, [])
         if not mine_x:
             caps[level] = 0
@@ -174,7 +181,25 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
             break
         caps[level] = round(solver.objective_value)
         model.add(objective >= caps[level])
-    return Choice(caps, _where(problem, cells, domains, choices, counts))
+    most_placed = None
+    if len(caps) == len(levels) and (left := seconds - (time.perf_counter() - start)) > 0:
+        # every level at its cap: the most pods (the walk's choice stays the levels')
+        model.maximize(sum(n * y for n, y in pods))
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = left
+        solver.parameters.num_workers = 1
+        solver.parameters.cp_model_presolve = False
+        if solver.solve(model) == cp_model.OPTIMAL:
+            most_placed = round(solver.objective_value)
+    return Choice(caps, _where(problem, cells, domains, choices, counts), most_placed)
+
+
+def _pods(problem: Problem, w: Workload) -> int:
+    """The most pods workload ``w`` places when satisfied: its pending pods (a standalone pod's
+    class may pool its alike pods: one is its own)."""
+    if w.kind == s.STANDALONE_POD:
+        return 1
+    return sum(len(problem.classes[c].pods) for c in w.classes)
 
 
 def _where(problem: Problem, cells: _Cells, domains: dict[Domain, list[int]],
