@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -258,31 +259,24 @@ def test_a_component_that_found_its_port_taken_is_started_again_on_new_ports() -
     is tried again (the full suite lost a run to etcd's peer port), other failures are not."""
     from solver.bench import controlplane
 
-    calls: list[int] = []
+    def starts(message: str, failures: int) -> tuple[list[int], Callable[[], None]]:
+        calls: list[int] = []
 
-    def taken_twice() -> None:
-        calls.append(1)
-        if len(calls) < 3:
-            raise controlplane.ControlPlaneError('etcd exited with 1:\n{"error":"listen tcp 127.0.0.1:55371: '
-                                                 'bind: address already in use"}')
+        def start() -> None:
+            calls.append(1)
+            if len(calls) <= failures:
+                raise controlplane.ControlPlaneError(message)
+        return calls, start
 
-    controlplane._on_free_ports(taken_twice)
+    taken = 'etcd exited with 1:\n{"error":"listen tcp 127.0.0.1:55371: bind: address already in use"}'
+    calls, start = starts(taken, 2)
+    controlplane._on_free_ports(start)
     assert len(calls) == 3
-
-    def always_taken() -> None:
-        calls.append(1)
-        raise controlplane.ControlPlaneError("kube-apiserver exited with 1:\nbind: address already in use")
-
-    calls.clear()
+    calls, start = starts(taken, 99)
     with pytest.raises(controlplane.ControlPlaneError, match="already in use"):
-        controlplane._on_free_ports(always_taken)
+        controlplane._on_free_ports(start)
     assert len(calls) == controlplane.PORT_TRIES
-
-    def broken() -> None:
-        calls.append(1)
-        raise controlplane.ControlPlaneError("etcd exited with 2:\nflag provided but not defined")
-
-    calls.clear()
+    calls, start = starts("etcd exited with 2:\nflag provided but not defined", 99)
     with pytest.raises(controlplane.ControlPlaneError, match="not defined"):
-        controlplane._on_free_ports(broken)
+        controlplane._on_free_ports(start)
     assert len(calls) == 1
