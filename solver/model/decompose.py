@@ -12,7 +12,11 @@ Each domain has a bound, the best tiers any plan there may reach (lexicographica
 out. The plan's bound is the greatest left, so it is OPTIMAL exactly when no domain
 may beat it on any tier, firstAvailable included. Under strict budgets, a domain where
 the gang needs more budget-counted evictions than the budgets allow is proven empty
-by the floors, without a search (``floors.strict_blocks``).
+by the floors, without a search (``floors.strict_blocks``). Under soft budgets every
+domain's bound starts at its own PDB floor, from one floor of the whole problem
+(``PdbFloor.by_domain``), so a domain no search reaches within the deadline still
+counts with its floor, and one whose floor is behind that floor's plan is pruned
+without a search.
 """
 
 from __future__ import annotations
