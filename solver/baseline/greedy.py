@@ -147,7 +147,8 @@ def _greedy(problem: Problem, skip: set[int], spread: bool = False, *, stop: Cal
         # (guided: the relaxation's choice first, the largest first, as a bin packing's decreasing
         # fit: which workloads go is chosen, what is left is where the last ones fit)
         order = sorted(problem.workloads, key=lambda w: (
-            -w.priority, w.index not in chosen, -_size(problem, w) if w.index in chosen else _size(problem, w), w.key))
+            -w.priority, w.index not in chosen,
+            -problem.pending_pods(w) if w.index in chosen else problem.pending_pods(w), w.key))
     reached = 0
     done: set[int] = set()  # workloads placed
     for workload in order[:upto]:
@@ -242,7 +243,3 @@ def put_back(problem: Problem, assignment: Assignment) -> Assignment:
     return state.assignment()
 
 
-def _size(problem: Problem, workload: Workload) -> int:
-    if workload.kind == s.STANDALONE_POD:
-        return 1
-    return sum(len(problem.classes[c].pods) for c in workload.classes)

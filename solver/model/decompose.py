@@ -123,13 +123,16 @@ class _ByDomain:
         self.cost_floors: dict[str, int | None] = {}  # finalist -> its proven floor on the cost
         self.best: tuple[Tiers, Assignment] | None = None
         self.key = key
-        self.whole: floors.PdbFloor | bool | None = None  # the whole problem's PDB floor (False: none)
-        self.plans: list[Assignment] = []  # plans made outside any domain's search (the whole floor's)
-        self.made: Tiers | None = None  # the best of their tiers
+        self.whole_done = False  # the whole problem's PDB floor tried (``whole_floor``)
+        self.floor_plan: tuple[Tiers, Assignment] | None = None  # its plan, made outside any domain's search
         self.evicted_floors: dict[str, int] = {}  # domain -> the fewest pods a plan placing every pod evicts
 
     def left(self) -> float:
         return self.params.time_limit - (time.perf_counter() - self.start)
+
+    def out_of_time(self) -> bool:
+        """The search's time is up, or its caller has gone."""
+        return self.left() < 0 or (self.params.stop is not None and self.params.stop.is_set())
 
     def groundwork(self) -> bool:
         """Each pending domain's floors and greedy hint, until half of the time left is spent
@@ -138,8 +141,8 @@ class _ByDomain:
         stop = self.params.stop
         until = time.perf_counter() + self.left() * 0.5
         trivial = self.trivial
-        if self.whole is None:  # it may take the whole search: it bounds every domain, and its plan meets it
-            self.whole = self._whole_floor(self.start + self.params.time_limit)
+        if not self.whole_done:  # it may take the whole search: it bounds every domain, and its plan meets it
+            self.whole_floor()
             until = time.perf_counter() + self.left() * 0.5
         while self.pending and time.perf_counter() < until and not (stop is not None and stop.is_set()):
             v = self.pending.pop(0)
@@ -162,18 +165,17 @@ class _ByDomain:
             self.tried.append(v)
         return any(v not in self.passed for v in self.tried)
 
-    def _whole_floor(self, until: float) -> floors.PdbFloor | bool:
+    def whole_floor(self) -> None:
         """The PDB floor of the whole problem, worked out once for every domain (the per-node
         programs are most of a floor's work): each domain's bound from the start, so a domain the
         groundwork does not reach still counts with its floor, and one needing more violations
         than a plan found is behind it. Its plan, in the domain that needs the least, leads the
-        way (that domain's groundwork comes first). False when there is none (strict budgets,
+        way (that domain's groundwork comes first). Nothing when there is none (strict budgets,
         no budgets, another shape) or no time for it."""
-        stop = self.params.stop
-        whole = floors.pdb_floor(self.problem, stop=lambda: time.perf_counter() > until or (
-            stop is not None and stop.is_set()))
+        self.whole_done = True
+        whole = floors.pdb_floor(self.problem, stop=self.out_of_time)
         if whole is None:
-            return False
+            return
         for v, (violations, evicted) in whole.by_domain.items():
             self.raise_to_floor(v, violations, evicted)
         # the domains needing the fewest violations first (a stable sort: the floor's plan's domain
@@ -182,14 +184,12 @@ class _ByDomain:
         lead = {labels[n] for _, n in whole.plan.counts} if whole.plan is not None else set()
         self.pending.sort(key=lambda v: (whole.by_domain[v][0] if v in whole.by_domain else math.inf, v not in lead))
         if whole.plan is not None:
-            self.plans.append(whole.plan)
-            self.made = score(self.problem, whole.plan)
-        return whole
+            self.floor_plan = (score(self.problem, whole.plan), whole.plan)
 
     def behind(self, v: str) -> bool:
         """Domain ``v``'s bound is proven behind a plan already made (the whole floor's)."""
         bound = self.bounds.get(v)
-        return bound is not None and self.made is not None and bound < self.made
+        return bound is not None and self.floor_plan is not None and bound < self.floor_plan[0]
 
     def raise_to_floor(self, v: str, violations: int, evicted: int) -> None:
         """A plan placing every pod in domain ``v`` has at least ``violations`` and evicts at least
@@ -260,20 +260,15 @@ class _ByDomain:
         # a proven floor on each finalist's cost (solver/model/bounds/floors.py), when tiers 1-3 place every
         # pod, while the search has time left (a finalist past it has no floor: bound 0)
         costs: dict[str, floors.CostFloor | None] = {}
-
-        def out_of_time() -> bool:
-            return time.perf_counter() - self.start > self.params.time_limit or \
-                (self.params.stop is not None and self.params.stop.is_set())
-
         for v in finalists:
-            costs[v] = None if out_of_time() else _cost_floor(problem, self.subs[v], best13, out_of_time)
+            costs[v] = None if self.out_of_time() else _cost_floor(problem, self.subs[v], best13, self.out_of_time)
         self.cost_floors.update({v: None if c is None else c.cost for v, c in costs.items()})
         for v, c in costs.items():
             if c is not None and c.plan is not None:
                 self.hints[v] = _better_plan(self.subs[v], self.hints[v], c.plan)
             if c is not None and self.first[v][1]:  # tiers 1-3 proven: the cost is at least the floor
                 self.bounds[v] = replace(self.bounds[v], cost_milli=max(self.bounds[v].cost_milli, c.cost))
-        self.open_cost_floors(set(costs), out_of_time)
+        self.open_cost_floors(set(costs), self.out_of_time)
         finalists.sort(key=lambda v: (self.cost_floors[v] or 0, _greedy_cost(problem, self.hints[v], best13)))
         for i, v in enumerate(finalists):
             share = _share(self.params, self.start, len(finalists) - i, 1.0, self.sizes.overhead())
@@ -328,7 +323,8 @@ class _ByDomain:
         nothing placed), and the best tiers any domain may still reach: OPTIMAL when they are
         the plan's own."""
         problem = self.problem
-        candidates = ([self.best[1]] if self.best is not None else []) + list(self.hints.values()) + self.plans
+        candidates = ([self.best[1]] if self.best is not None else []) + list(self.hints.values()) + \
+            ([self.floor_plan[1]] if self.floor_plan is not None else [])
         assignment = max(candidates, key=lambda a: score(problem, a), default=None)
         if assignment is None:
             assignment = Assignment(counts={}, evicted=frozenset())

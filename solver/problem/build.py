@@ -112,6 +112,13 @@ class Problem:
     def classes_under(self, key: s.GroupKey) -> list[int]:
         return _classes_under(self.tree, self.classes, key)
 
+    def pending_pods(self, workload: Workload) -> int:
+        """The pods ``workload`` places when all of it lands: its classes' pods (a standalone pod's
+        class may pool its alike pods: one is its own)."""
+        if workload.kind == s.STANDALONE_POD:
+            return 1
+        return sum(len(self.classes[c].pods) for c in workload.classes)
+
     def running_under(self, key: s.GroupKey) -> list[s.Pod]:
         return _running_under(self.tree, self.running_in_group, key)
 

@@ -101,7 +101,7 @@ def test_a_zone_the_groundwork_does_not_reach_is_bounded_by_its_floor() -> None:
     assert whole is not None and {v: f for v, (f, _) in whole.by_domain.items()} == {"z0": 44, "z1": 45, "z2": 47}
 
     search = decompose._ByDomain(problem, SolveParams(time_limit=60), key)
-    search.whole = search._whole_floor(float("inf"))  # the groundwork's first step, alone
+    search.whole_floor()  # the groundwork's first step, alone
     assert {v: b.pdb_violations for v, b in search.bounds.items()} == {"z0": 44, "z1": 45, "z2": 47}
     assert search.pending[0] == "z0"  # the fewest violations first
     result = search.combined()
@@ -138,7 +138,7 @@ def test_a_zone_tied_on_the_pdb_tier_is_priced_even_unsearched() -> None:
     key = decompose.root_key(problem)
     assert key is not None
     search = decompose._ByDomain(problem, SolveParams(time_limit=60), key)
-    search.whole = search._whole_floor(float("inf"))
+    search.whole_floor()
     search.open_cost_floors(set(), stop=lambda: False)
     own = floors.cost_floor(search.subs["z0"], 44)
     assert own is not None and own.cost > 0

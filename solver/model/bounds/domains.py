@@ -137,7 +137,7 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
             d for d in domains if d[0] == key and all(n <= int(r) for n, r in zip(need, most[d], strict=True))
             and (child is None or _children_fit(child[1], slots_in[d, child[0]]))]
         mine = []
-        most_pods = max(_pods(problem, problem.workloads[w]) for w in members)
+        most_pods = max(problem.pending_pods(problem.workloads[w]) for w in members)
         for at in where:
             y = model.new_int_var(0, count, "")
             mine.append(y)
@@ -199,13 +199,6 @@ def choose(problem: Problem, seconds: float, tables: room.Tables | None = None) 
             most_placed = math.floor(solver.best_objective_bound + 1e-6)
     return Choice(caps, _where(problem, cells, domains, choices, counts), most_placed)
 
-
-def _pods(problem: Problem, w: Workload) -> int:
-    """The most pods workload ``w`` places when satisfied: its pending pods (a standalone pod's
-    class may pool its alike pods: one is its own)."""
-    if w.kind == s.STANDALONE_POD:
-        return 1
-    return sum(len(problem.classes[c].pods) for c in w.classes)
 
 
 def _where(problem: Problem, cells: _Cells, domains: dict[Domain, list[int]],

@@ -199,7 +199,6 @@ class Tables:
                 total += _most_freed(self.volume[units[keep]], counts[keep], self.allowed.get(pdb, 0))
         return total
 
-
     def movable(self, power: int | None) -> np.ndarray:
         """Per unit, whether a preemptor of ``power`` may evict it (None: it may evict none)."""
         if power is None:
